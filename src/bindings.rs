@@ -1,0 +1,198 @@
+//! Exports of the WebAssembly component (`wit/lakesweep.wit`), a thin
+//! one-to-one mapping onto the crate's public API.
+
+wit_bindgen::generate!({
+    path: "wit",
+    world: "lakesweep",
+});
+
+use exports::lakesweep::planner::planner as wp;
+use lakesweep::planner::types as wt;
+
+use crate as core;
+use std::cell::RefCell;
+
+struct Component;
+
+fn err(e: core::Error) -> wt::Error {
+    match e {
+        core::Error::Malformed { uri, detail } => {
+            wt::Error::Malformed(wt::MalformedError { uri, detail })
+        }
+        core::Error::Unsupported { feature, uri } => {
+            wt::Error::Unsupported(wt::UnsupportedError { feature, uri })
+        }
+        core::Error::Protocol { detail } => wt::Error::Protocol(detail),
+        core::Error::InvalidOptions { field, detail } => {
+            wt::Error::InvalidOptions(wt::InvalidOptionsError { field, detail })
+        }
+        core::Error::Unsafe { reason, detail } => wt::Error::Unsafe(wt::UnsafeError {
+            reason: match reason {
+                core::UnsafeReason::MissingMetadata => wt::UnsafeReason::MissingMetadata,
+                core::UnsafeReason::ForeignTable => wt::UnsafeReason::ForeignTable,
+                core::UnsafeReason::LocationMismatch => wt::UnsafeReason::LocationMismatch,
+                core::UnsafeReason::NoReferencedKeyListed => {
+                    wt::UnsafeReason::NoReferencedKeyListed
+                }
+                core::UnsafeReason::TableChanging => wt::UnsafeReason::TableChanging,
+                core::UnsafeReason::GcDisabled => wt::UnsafeReason::GcDisabled,
+            },
+            detail,
+        }),
+    }
+}
+
+fn obj(o: wt::ListedObject) -> core::ListedObject {
+    core::ListedObject {
+        key: o.key,
+        size: o.size,
+        last_modified_ms: o.last_modified_ms,
+        etag: o.etag,
+        version_id: o.version_id,
+    }
+}
+
+fn decision(d: core::Decision) -> wt::Decision {
+    wt::Decision {
+        key: d.key,
+        relative_key: d.relative_key,
+        verdict: match d.verdict {
+            core::Verdict::Referenced => wt::Verdict::Referenced,
+            core::Verdict::NearMiss => wt::Verdict::NearMiss,
+            core::Verdict::Young => wt::Verdict::Young,
+            core::Verdict::Hidden => wt::Verdict::Hidden,
+            core::Verdict::Unverified => wt::Verdict::Unverified,
+            core::Verdict::OwnerCheck => wt::Verdict::OwnerCheck,
+            core::Verdict::Candidate => wt::Verdict::Candidate,
+            core::Verdict::Demoted => wt::Verdict::Demoted,
+        },
+        detail: d.detail,
+        size: d.size,
+        last_modified_ms: d.last_modified_ms,
+        etag: d.etag,
+        version_id: d.version_id,
+    }
+}
+
+struct Session(RefCell<core::Session>);
+struct PageClassifier(core::PageClassifier);
+
+impl wp::Guest for Component {
+    type Session = Session;
+    type PageClassifier = PageClassifier;
+
+    fn verify_plan(plan_json: String) -> Result<String, wt::Error> {
+        core::SealedPlan::from_json(&plan_json).map_err(err)?;
+        Ok(plan_json)
+    }
+}
+
+impl wp::GuestSession for Session {
+    fn start(c: wt::SessionConfig) -> Result<wp::Session, wt::Error> {
+        let config = core::SessionConfig {
+            table_location: c.table_location,
+            format: match c.format {
+                wt::TableFormat::Iceberg => core::TableFormat::Iceberg,
+                wt::TableFormat::Delta => core::TableFormat::Delta,
+            },
+            metadata_location: c.metadata_location,
+            now_ms: c.now_ms,
+            file_retention_ms: c.file_retention_ms,
+            keep_deleted_entries: c.keep_deleted_entries,
+            allow_short_retention: c.allow_short_retention,
+            location_map: c
+                .location_map
+                .into_iter()
+                .map(|m| core::PathMapping {
+                    from: m.from,
+                    to: m.to,
+                })
+                .collect(),
+        };
+        let s = core::Session::start(config).map_err(err)?;
+        Ok(wp::Session::new(Session(RefCell::new(s))))
+    }
+
+    fn poll_request(&self) -> Option<wt::Request> {
+        self.0.borrow_mut().poll_request().map(|r| match r {
+            core::Request::ReadBlob { uri } => wt::Request::ReadBlob(uri),
+            core::Request::List { prefix } => wt::Request::List(prefix),
+            core::Request::ResolvePointer => wt::Request::ResolvePointer,
+        })
+    }
+
+    fn handle_blob(&self, uri: String, bytes: Vec<u8>) -> Result<(), wt::Error> {
+        self.0.borrow_mut().handle_blob(uri, bytes).map_err(err)
+    }
+
+    fn handle_missing(&self, uri: String) -> Result<(), wt::Error> {
+        self.0.borrow_mut().handle_missing(uri).map_err(err)
+    }
+
+    fn handle_page(&self, objects: Vec<wt::ListedObject>, is_last: bool) -> Result<(), wt::Error> {
+        self.0
+            .borrow_mut()
+            .handle_page(objects.into_iter().map(obj).collect(), is_last)
+            .map_err(err)
+    }
+
+    fn handle_pointer(&self, metadata_location: Option<String>) -> Result<(), wt::Error> {
+        self.0
+            .borrow_mut()
+            .handle_pointer(metadata_location)
+            .map_err(err)
+    }
+
+    fn drain_decisions(&self) -> Vec<wt::Decision> {
+        self.0
+            .borrow_mut()
+            .drain_decisions()
+            .into_iter()
+            .map(decision)
+            .collect()
+    }
+
+    fn is_done(&self) -> bool {
+        self.0.borrow().is_done()
+    }
+
+    fn export_keep_set(&self) -> Result<Vec<u8>, wt::Error> {
+        self.0.borrow().export_keep_set().map_err(err)
+    }
+
+    fn finish(&self) -> Result<String, wt::Error> {
+        self.0.borrow().finish().map(|p| p.to_json()).map_err(err)
+    }
+}
+
+impl wp::GuestPageClassifier for PageClassifier {
+    fn load(keep_set: Vec<u8>) -> Result<wp::PageClassifier, wt::Error> {
+        let c = core::PageClassifier::load(keep_set).map_err(err)?;
+        Ok(wp::PageClassifier::new(PageClassifier(c)))
+    }
+
+    fn metadata_location(&self) -> String {
+        self.0.metadata_location()
+    }
+
+    fn classify(&self, objects: Vec<wt::ListedObject>) -> Result<Vec<wt::Decision>, wt::Error> {
+        let ds = self
+            .0
+            .classify(objects.into_iter().map(obj).collect())
+            .map_err(err)?;
+        Ok(ds.into_iter().map(decision).collect())
+    }
+
+    fn settle_metadata_file(
+        &self,
+        object: wt::ListedObject,
+        bytes: Option<Vec<u8>>,
+    ) -> Result<wt::Decision, wt::Error> {
+        self.0
+            .settle_metadata_file(obj(object), bytes)
+            .map(decision)
+            .map_err(err)
+    }
+}
+
+export!(Component);

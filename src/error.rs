@@ -1,0 +1,151 @@
+//! The one error type of the crate, grouped by who must act.
+
+use std::fmt;
+
+/// Why a sweep must not go ahead even though every input parsed.
+///
+/// Each reason means "delete nothing for this table now"; none is a bug in
+/// the host or the table, they are states of the world that make a plan unsafe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnsafeReason {
+    /// A blob needed for the keep set (metadata, manifest list, manifest) does not exist.
+    MissingMetadata,
+    /// A `*.metadata.json` under the location belongs to another table (shared location).
+    ForeignTable,
+    /// The metadata's `location` is not the location the sweep was started for.
+    LocationMismatch,
+    /// The listing holds objects but none of them matches a referenced key
+    /// (wrong scheme, relocated table, encoded vs decoded paths).
+    NoReferencedKeyListed,
+    /// The table kept changing while we re-checked it.
+    TableChanging,
+    /// The table forbids garbage collection (`gc.enabled=false`).
+    GcDisabled,
+}
+
+impl UnsafeReason {
+    /// Stable kebab-case name, as used in JSON and WIT.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnsafeReason::MissingMetadata => "missing-metadata",
+            UnsafeReason::ForeignTable => "foreign-table",
+            UnsafeReason::LocationMismatch => "location-mismatch",
+            UnsafeReason::NoReferencedKeyListed => "no-referenced-key-listed",
+            UnsafeReason::TableChanging => "table-changing",
+            UnsafeReason::GcDisabled => "gc-disabled",
+        }
+    }
+}
+
+/// Every failure of the planner. Any error means: no plan, delete nothing.
+///
+/// The variants are grouped by who must act, and map one-to-one onto the
+/// WIT `error` variant.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Error {
+    /// The table's own files are broken (truncated Avro, malformed JSON, a
+    /// field of the wrong type). Whoever owns the table must repair it.
+    Malformed {
+        /// The blob (URI) that failed to parse.
+        uri: String,
+        /// What exactly is wrong.
+        detail: String,
+    },
+    /// The table uses a feature this planner does not understand (a format
+    /// version, an encrypted manifest list, an Avro codec). Nothing is guessed.
+    Unsupported {
+        /// The feature, named as the format names it.
+        feature: String,
+        /// Where it was found.
+        uri: String,
+    },
+    /// The host broke the session protocol (an answer to a request never made,
+    /// a listing key outside the table). A bug in the host.
+    Protocol {
+        /// What the host did.
+        detail: String,
+    },
+    /// The operator's options are invalid (a negative window, an unparsable
+    /// location). Whoever configured the sweep must fix them.
+    InvalidOptions {
+        /// The option at fault.
+        field: String,
+        /// Why it is refused.
+        detail: String,
+    },
+    /// Everything parsed, but deleting now would be unsafe.
+    Unsafe {
+        /// The condition found.
+        reason: UnsafeReason,
+        /// Specifics: which key, which table, which blob.
+        detail: String,
+    },
+}
+
+impl Error {
+    pub(crate) fn malformed(uri: &str, detail: impl Into<String>) -> Self {
+        Error::Malformed {
+            uri: uri.to_owned(),
+            detail: detail.into(),
+        }
+    }
+    pub(crate) fn unsupported(feature: impl Into<String>, uri: &str) -> Self {
+        Error::Unsupported {
+            feature: feature.into(),
+            uri: uri.to_owned(),
+        }
+    }
+    pub(crate) fn protocol(detail: impl Into<String>) -> Self {
+        Error::Protocol {
+            detail: detail.into(),
+        }
+    }
+    pub(crate) fn invalid(field: &str, detail: impl Into<String>) -> Self {
+        Error::InvalidOptions {
+            field: field.to_owned(),
+            detail: detail.into(),
+        }
+    }
+    pub(crate) fn unsafe_(reason: UnsafeReason, detail: impl Into<String>) -> Self {
+        Error::Unsafe {
+            reason,
+            detail: detail.into(),
+        }
+    }
+
+    /// Who must act, as a short stable word: `table`, `lakesweep`, `host`,
+    /// `operator`, `wait`.
+    pub fn who_must_act(&self) -> &'static str {
+        match self {
+            Error::Malformed { .. } => "table",
+            Error::Unsupported { .. } => "lakesweep",
+            Error::Protocol { .. } => "host",
+            Error::InvalidOptions { .. } => "operator",
+            Error::Unsafe { .. } => "wait",
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Malformed { uri, detail } => write!(f, "malformed input {uri}: {detail}"),
+            Error::Unsupported { feature, uri } => write!(f, "unsupported: {feature} (in {uri})"),
+            Error::Protocol { detail } => write!(f, "host protocol error: {detail}"),
+            Error::InvalidOptions { field, detail } => {
+                write!(f, "invalid option {field}: {detail}")
+            }
+            Error::Unsafe { reason, detail } => {
+                write!(f, "unsafe to proceed ({}): {detail}", reason.as_str())
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Shorthand used across the crate.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,38 @@
+//! # lakesweep
+//!
+//! A pure, sans-IO garbage-collection planner for lakehouse tables (Apache
+//! Iceberg today). It decides which objects under a table's location are
+//! referenced by some retained snapshot, which are garbage old enough to
+//! delete, and why, for every object. It performs no I/O, reads no clock,
+//! spawns no threads and holds no global state: the host feeds it blobs,
+//! listing pages and pointer re-reads, and drains requests and decisions
+//! (see [`Session`]).
+//!
+//! Safety rules it enforces (DESIGN.md): the keep set is the union over every
+//! snapshot in the metadata; nothing is deletable until it is complete; `now`
+//! is an input and objects younger than the window are kept; candidates are
+//! re-checked against the newest metadata; only keys strictly under
+//! `location + "/"` are deletable; paths are compared exactly after one
+//! canonical mapping and near-misses are kept; decisions do not depend on
+//! page size or order; a plan is sealed with a digest and the tokens it was
+//! judged on.
+
+pub mod error;
+pub mod page;
+pub mod path;
+pub mod plan;
+pub mod reach;
+pub mod spec;
+pub mod verdict;
+
+#[cfg(feature = "component")]
+mod bindings;
+
+pub use error::{Error, Result, UnsafeReason};
+pub use page::PageClassifier;
+pub use path::PathMapping;
+pub use plan::{
+    PlanTokens, PlannedDelete, Request, SealedPlan, Session, SessionConfig, Summary, TableFormat,
+    Tally,
+};
+pub use verdict::{Decision, ListedObject, Verdict};

@@ -1,0 +1,125 @@
+//! Stateless page mode, for hosts that see one listing page per invocation
+//! (a serverless function per S3 listing page).
+//!
+//! A session exports its finished keep set as bytes
+//! ([`crate::Session::export_keep_set`]); each invocation loads them into a
+//! [`PageClassifier`] and classifies its page with exactly the verdicts the
+//! session would give. The one verdict a page cannot settle alone is
+//! [`Verdict::OwnerCheck`] (an unreferenced `*.metadata.json`): the host
+//! reads that file and calls [`PageClassifier::settle_metadata_file`].
+//!
+//! Whole-listing checks (no referenced key listed at all; re-check of the
+//! pointer) remain the host's duty in this mode: sum `referenced` verdicts
+//! across pages and re-read the pointer before deleting.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::path::{PathMapping, TableLocation};
+use crate::reach::KeepSet;
+use crate::verdict::{Classifier, Decision, Judged, ListedObject, Verdict};
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    schema: String,
+    table_location: String,
+    table_uuid: Option<String>,
+    metadata_location: String,
+    now_ms: i64,
+    file_retention_ms: i64,
+    partition_names: BTreeSet<String>,
+    mappings: Vec<PathMapping>,
+}
+
+const KEEPSET_SCHEMA: &str = "lakesweep.keepset.v1";
+
+pub(crate) fn export(c: &Classifier, metadata_location: &str) -> Vec<u8> {
+    let header = Header {
+        schema: KEEPSET_SCHEMA.into(),
+        table_location: c.location.as_uri(),
+        table_uuid: c.table_uuid.clone(),
+        metadata_location: metadata_location.into(),
+        now_ms: c.now_ms,
+        file_retention_ms: c.file_retention_ms,
+        partition_names: c.partition_names.clone(),
+        mappings: c.mappings.clone(),
+    };
+    let h = serde_json::to_vec(&header).unwrap_or_default();
+    let mut out = Vec::new();
+    c.keep.encode(&h, &mut out);
+    out
+}
+
+/// A loaded keep set that classifies listing pages without a session.
+#[derive(Debug, Clone)]
+pub struct PageClassifier {
+    classifier: Classifier,
+    metadata_location: String,
+}
+
+impl PageClassifier {
+    /// Loads bytes made by [`crate::Session::export_keep_set`]; damaged or
+    /// foreign bytes are refused.
+    pub fn load(keep_set: Vec<u8>) -> Result<PageClassifier> {
+        let (keep, header) = KeepSet::decode(&keep_set)?;
+        let h: Header = serde_json::from_slice(&header)
+            .map_err(|e| Error::invalid("keep-set", format!("bad keep set header: {e}")))?;
+        if h.schema != KEEPSET_SCHEMA {
+            return Err(Error::invalid(
+                "keep-set",
+                format!("unknown keep set schema `{}`", h.schema),
+            ));
+        }
+        let location =
+            TableLocation::parse(&h.table_location).map_err(|e| Error::invalid("keep-set", e))?;
+        Ok(PageClassifier {
+            classifier: Classifier {
+                location,
+                keep,
+                now_ms: h.now_ms,
+                file_retention_ms: h.file_retention_ms,
+                partition_names: h.partition_names,
+                table_uuid: h.table_uuid,
+                mappings: h.mappings,
+            },
+            metadata_location: h.metadata_location,
+        })
+    }
+
+    /// The metadata location the keep set was built from (re-read the pointer
+    /// and compare before deleting anything).
+    pub fn metadata_location(&self) -> String {
+        self.metadata_location.clone()
+    }
+
+    /// Classifies one page. Keys outside the table are a protocol error.
+    pub fn classify(&self, objects: Vec<ListedObject>) -> Result<Vec<Decision>> {
+        objects
+            .iter()
+            .map(|o| {
+                Ok(match self.classifier.judge(o)? {
+                    Judged::Final(d) => d,
+                    Judged::NeedsOwner { decision } => decision,
+                })
+            })
+            .collect()
+    }
+
+    /// Settles an [`Verdict::OwnerCheck`] with the file's bytes (`None` when
+    /// it no longer exists). A file of another table is an `Unsafe` error:
+    /// the whole sweep must stop.
+    pub fn settle_metadata_file(
+        &self,
+        object: ListedObject,
+        bytes: Option<Vec<u8>>,
+    ) -> Result<Decision> {
+        let (_, rel) = self.classifier.relative_key(&object.key)?;
+        let d = self
+            .classifier
+            .settle_owner(&object, &rel, bytes.as_deref())?;
+        debug_assert_ne!(d.verdict, Verdict::OwnerCheck);
+        Ok(d)
+    }
+}

@@ -1,0 +1,344 @@
+//! Canonical object keys: the one mapping every path goes through before it
+//! is compared.
+//!
+//! Rules (DESIGN.md, safety rule 6):
+//! - `s3a://` and `s3n://` are `s3://`; the scheme is compared lower-case.
+//! - The authority (bucket, namenode) must match exactly. `file:/x`,
+//!   `file:///x`, `file://localhost/x` and `/x` are all the local file `/x`.
+//! - The path is compared as the literal string: never percent-decoded, never
+//!   case-folded, doubled slashes are not collapsed.
+//! - A key is inside the table only if it is strictly under `location + "/"`.
+//!
+//! A *loose* form (percent-decoded until stable, lower-cased, slashes
+//! collapsed) is used for one purpose only: to find near-misses, listed keys
+//! that would equal a referenced path if one of those rules were bent. Such
+//! keys are kept and reported, never deleted.
+
+use serde::{Deserialize, Serialize};
+
+/// A rewrite of a path prefix, applied to every path read from table metadata
+/// before it is canonicalised (restored backups, tables copied elsewhere,
+/// fixtures written under another root).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathMapping {
+    /// Prefix as it appears in the metadata, e.g. `s3://old-bucket/warehouse`.
+    pub from: String,
+    /// Prefix to substitute, e.g. `file:///mnt/restore/warehouse`.
+    pub to: String,
+}
+
+/// A URI split into its canonical parts.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CanonicalUri {
+    /// Lower-case scheme with aliases resolved (`s3a` -> `s3`); `file` for local paths.
+    pub scheme: String,
+    /// Authority (bucket, host:port); empty for local files.
+    pub authority: String,
+    /// Absolute path, starting with `/`, exactly as written.
+    pub path: String,
+}
+
+impl CanonicalUri {
+    /// Parses `raw`; relative paths and empty input are refused with a reason.
+    pub fn parse(raw: &str) -> Result<CanonicalUri, String> {
+        if raw.is_empty() {
+            return Err("empty path".into());
+        }
+        if raw.starts_with('/') {
+            return Ok(CanonicalUri {
+                scheme: "file".into(),
+                authority: String::new(),
+                path: raw.into(),
+            });
+        }
+        let Some(colon) = raw.find(':') else {
+            return Err(format!(
+                "relative path `{raw}` (map it to an absolute root with a location mapping)"
+            ));
+        };
+        let scheme_raw = &raw[..colon];
+        if scheme_raw.is_empty()
+            || !scheme_raw
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+            || !scheme_raw.starts_with(|c: char| c.is_ascii_alphabetic())
+        {
+            return Err(format!("relative path `{raw}` (no URI scheme)"));
+        }
+        let mut scheme = scheme_raw.to_ascii_lowercase();
+        if scheme == "s3a" || scheme == "s3n" {
+            scheme = "s3".into();
+        }
+        let rest = &raw[colon + 1..];
+        let (mut authority, path) = if let Some(after) = rest.strip_prefix("//") {
+            match after.find('/') {
+                Some(slash) => (after[..slash].to_owned(), after[slash..].to_owned()),
+                None => (after.to_owned(), "/".to_owned()),
+            }
+        } else if rest.starts_with('/') {
+            (String::new(), rest.to_owned())
+        } else {
+            return Err(format!("opaque URI `{raw}` has no path"));
+        };
+        if scheme == "file" && authority.eq_ignore_ascii_case("localhost") {
+            authority.clear();
+        }
+        if scheme != "file" && authority.is_empty() && scheme != "hdfs" && scheme != "viewfs" {
+            return Err(format!(
+                "URI `{raw}` has no authority (bucket or container)"
+            ));
+        }
+        Ok(CanonicalUri {
+            scheme,
+            authority,
+            path,
+        })
+    }
+
+    /// The canonical text form, `scheme://authority/path`.
+    pub fn to_uri_string(&self) -> String {
+        format!("{}://{}{}", self.scheme, self.authority, self.path)
+    }
+}
+
+/// Applies the longest matching mapping to `raw`, on a path-segment boundary.
+///
+/// A mapping matches either the raw text or, when both parse, the canonical
+/// text (so `from = s3://b/t` also maps `s3a://b/t/x`).
+pub fn apply_mappings(raw: &str, mappings: &[PathMapping]) -> String {
+    fn strip<'a>(s: &'a str, from: &str) -> Option<&'a str> {
+        let from_trim = from.trim_end_matches('/');
+        let rest = s.strip_prefix(from_trim)?;
+        if rest.is_empty() || rest.starts_with('/') || from_trim.is_empty() {
+            Some(rest)
+        } else {
+            None
+        }
+    }
+    let canonical = CanonicalUri::parse(raw).ok().map(|c| c.to_uri_string());
+    let mut best: Option<(usize, String)> = None;
+    for m in mappings {
+        let hit = strip(raw, &m.from).or_else(|| {
+            let from_c = CanonicalUri::parse(m.from.trim_end_matches('/'))
+                .ok()?
+                .to_uri_string();
+            strip(canonical.as_deref()?, &from_c)
+        });
+        if let Some(rest) = hit {
+            let len = m.from.len();
+            if best.as_ref().is_none_or(|(l, _)| len > *l) {
+                best = Some((len, format!("{}{}", m.to.trim_end_matches('/'), rest)));
+            }
+        }
+    }
+    best.map(|(_, s)| s).unwrap_or_else(|| raw.to_owned())
+}
+
+/// The table location, canonical, with the rules for "inside the table".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableLocation {
+    uri: CanonicalUri,
+    loose_prefix: String,
+}
+
+impl TableLocation {
+    /// Parses a table location; a trailing slash is ignored. The root of a
+    /// bucket or file system is refused: a table must be a prefix of its own.
+    pub fn parse(raw: &str) -> Result<TableLocation, String> {
+        let mut uri = CanonicalUri::parse(raw)?;
+        while uri.path.len() > 1 && uri.path.ends_with('/') {
+            uri.path.pop();
+        }
+        if uri.path == "/" || uri.path.is_empty() {
+            return Err(format!(
+                "`{raw}` is the root of a bucket or file system, not a table location"
+            ));
+        }
+        let loose_prefix = format!("{}/", loose(&uri.path));
+        Ok(TableLocation { uri, loose_prefix })
+    }
+
+    /// Canonical URI text of the location, without a trailing slash.
+    pub fn as_uri(&self) -> String {
+        self.uri.to_uri_string()
+    }
+
+    /// The listing prefix: canonical location plus `/`.
+    pub fn prefix(&self) -> String {
+        format!("{}/", self.uri.to_uri_string())
+    }
+
+    /// The key relative to the location if `uri` is strictly under
+    /// `location + "/"` (same scheme and authority), else `None`.
+    pub fn relative<'a>(&self, uri: &'a CanonicalUri) -> Option<&'a str> {
+        if uri.scheme != self.uri.scheme || uri.authority != self.uri.authority {
+            return None;
+        }
+        let rest = uri
+            .path
+            .strip_prefix(self.uri.path.as_str())?
+            .strip_prefix('/')?;
+        if rest.is_empty() {
+            None
+        } else {
+            Some(rest)
+        }
+    }
+
+    /// The loose relative form of any path (any scheme or authority) whose
+    /// loose path lies under the loose location path; used for near-misses.
+    pub fn loose_relative(&self, uri: &CanonicalUri) -> Option<String> {
+        let l = loose(&uri.path);
+        l.strip_prefix(self.loose_prefix.as_str())
+            .filter(|r| !r.is_empty())
+            .map(str::to_owned)
+    }
+}
+
+/// Percent-decodes until stable (at most 4 rounds), lower-cases, collapses
+/// runs of `/` and drops a trailing `/`.
+pub fn loose(path: &str) -> String {
+    let mut cur = path.to_owned();
+    for _ in 0..4 {
+        let next = percent_decode(&cur);
+        if next == cur {
+            break;
+        }
+        cur = next;
+    }
+    let lower = cur.to_lowercase();
+    let mut out = String::with_capacity(lower.len());
+    let mut prev_slash = false;
+    for c in lower.chars() {
+        if c == '/' {
+            if prev_slash {
+                continue;
+            }
+            prev_slash = true;
+        } else {
+            prev_slash = false;
+        }
+        out.push(c);
+    }
+    while out.len() > 1 && out.ends_with('/') {
+        out.pop();
+    }
+    out
+}
+
+/// Decodes `%XX` escapes once; invalid escapes are kept literally, invalid
+/// UTF-8 after decoding is replaced (this form is only ever used for matching).
+pub fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    if !b.contains(&b'%') {
+        return s.to_owned();
+    }
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            let hex = |c: u8| (c as char).to_digit(16);
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(s: &str) -> CanonicalUri {
+        CanonicalUri::parse(s).unwrap()
+    }
+
+    #[test]
+    fn scheme_aliases_and_local_forms() {
+        assert_eq!(c("s3a://b/t/x"), c("s3://b/t/x"));
+        assert_eq!(c("S3N://b/t/x"), c("s3://b/t/x"));
+        assert_eq!(c("file:/tmp/x"), c("/tmp/x"));
+        assert_eq!(c("file:///tmp/x"), c("/tmp/x"));
+        assert_eq!(c("file://localhost/tmp/x"), c("/tmp/x"));
+        assert_ne!(c("s3://b/t/x"), c("s3://c/t/x"));
+        assert_ne!(c("hdfs:/w/t"), c("hdfs://nn/w/t"));
+        assert!(CanonicalUri::parse("data/x").is_err());
+        assert!(CanonicalUri::parse("s3:///x").is_err());
+    }
+
+    #[test]
+    fn inside_needs_the_trailing_slash() {
+        let loc = TableLocation::parse("s3://b/db/t/").unwrap();
+        assert_eq!(
+            loc.relative(&c("s3://b/db/t/data/a.parquet")),
+            Some("data/a.parquet")
+        );
+        assert_eq!(loc.relative(&c("s3://b/db/t2/data/a.parquet")), None);
+        assert_eq!(loc.relative(&c("s3://b/db/t")), None);
+        assert_eq!(loc.relative(&c("s3://b/db/t/")), None);
+        assert_eq!(loc.relative(&c("gs://b/db/t/x")), None);
+        assert!(TableLocation::parse("s3://bucket").is_err());
+        assert!(TableLocation::parse("s3://bucket/").is_err());
+    }
+
+    #[test]
+    fn paths_are_literal() {
+        let loc = TableLocation::parse("file:///w/t").unwrap();
+        let enc = c("file:///w/t/data/category=100%25/a.parquet");
+        assert_eq!(loc.relative(&enc), Some("data/category=100%25/a.parquet"));
+        let dec = c("file:///w/t/data/category=100%/a.parquet");
+        assert_ne!(loc.relative(&enc), loc.relative(&dec));
+        assert_eq!(loc.loose_relative(&enc), loc.loose_relative(&dec));
+        let dbl = c("file:///w/t/data//A.parquet");
+        assert_eq!(loc.loose_relative(&dbl).as_deref(), Some("data/a.parquet"));
+    }
+
+    #[test]
+    fn mappings_take_longest_on_boundaries() {
+        let maps = vec![
+            PathMapping {
+                from: "file:///lakesweep-fixtures".into(),
+                to: "/repo/tests/fixtures".into(),
+            },
+            PathMapping {
+                from: "file:///lakesweep-fixtures/a".into(),
+                to: "/elsewhere".into(),
+            },
+        ];
+        assert_eq!(
+            apply_mappings("file:///lakesweep-fixtures/b/x", &maps),
+            "/repo/tests/fixtures/b/x"
+        );
+        assert_eq!(
+            apply_mappings("file:///lakesweep-fixtures/a/x", &maps),
+            "/elsewhere/x"
+        );
+        assert_eq!(
+            apply_mappings("file:///lakesweep-fixtures-2/x", &maps),
+            "file:///lakesweep-fixtures-2/x"
+        );
+        let s3 = vec![PathMapping {
+            from: "s3://b/t".into(),
+            to: "file:///m/t".into(),
+        }];
+        assert_eq!(apply_mappings("s3a://b/t/x", &s3), "file:///m/t/x");
+        let rel = vec![PathMapping {
+            from: "data/persistent".into(),
+            to: "/fx".into(),
+        }];
+        assert_eq!(apply_mappings("data/persistent/t/x", &rel), "/fx/t/x");
+    }
+
+    #[test]
+    fn percent_decode_handles_edges() {
+        assert_eq!(percent_decode("a%2"), "a%2");
+        assert_eq!(percent_decode("a%25"), "a%");
+        assert_eq!(percent_decode("%zz%41"), "%zzA");
+        assert_eq!(loose("/x/100%2525"), "/x/100%");
+    }
+}

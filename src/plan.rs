@@ -1,0 +1,889 @@
+//! The planner session: a sans-IO state machine the host feeds with blobs,
+//! listing pages and pointer re-reads, and drains for requests and decisions.
+//!
+//! ```text
+//! start ──► read metadata ──► read manifest lists ──► read manifests
+//!                (keep set complete: frozen) ──► list location/ ──► pages
+//!   ──► owner checks of stray *.metadata.json ──► resolve pointer
+//!   ──► (pointer moved: read new snapshots, demote candidates, resolve again)
+//!   ──► done: finish() seals the plan
+//! ```
+//! Any error poisons the session: every later call returns the same error and
+//! no plan can be sealed (fail closed).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result, UnsafeReason};
+use crate::path::{apply_mappings, CanonicalUri, PathMapping, TableLocation};
+use crate::reach::{KeepSet, Source};
+use crate::spec::iceberg::{self, TableMetadata};
+use crate::verdict::{object_kind, Classifier, Decision, Judged, ListedObject, Verdict};
+
+/// Shortest file-retention window accepted without `allow_short_retention`:
+/// one hour, in milliseconds.
+pub const MIN_FILE_RETENTION_MS: i64 = 3_600_000;
+/// How many times the pointer may move during one session before it gives up.
+pub const MAX_RECHECKS: u32 = 8;
+/// Schema name of sealed plan documents.
+pub const PLAN_SCHEMA: &str = "lakesweep.plan.v1";
+
+/// The table format of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TableFormat {
+    /// Apache Iceberg, format versions 1–3.
+    Iceberg,
+    /// Delta Lake (not yet supported by this version: refused).
+    Delta,
+}
+
+/// What a session is started with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionConfig {
+    /// Table location (URI or absolute path); only keys strictly under
+    /// `location + "/"` can ever be deleted.
+    pub table_location: String,
+    /// Table format.
+    pub format: TableFormat,
+    /// URI of the current metadata document (the catalog's pointer).
+    pub metadata_location: String,
+    /// Evaluation time, milliseconds since the Unix epoch. Never read from a clock.
+    pub now_ms: i64,
+    /// File-retention window, milliseconds: unreferenced objects younger than
+    /// this are kept.
+    pub file_retention_ms: i64,
+    /// Keep files that appear only in DELETED manifest entries of a retained
+    /// snapshot (changelog and incremental readers need them). Default true.
+    pub keep_deleted_entries: bool,
+    /// Accept a window shorter than [`MIN_FILE_RETENTION_MS`].
+    pub allow_short_retention: bool,
+    /// Prefix rewrites applied to every path read from metadata.
+    pub location_map: Vec<PathMapping>,
+}
+
+impl SessionConfig {
+    /// A config with the defaults: keep DELETED entries, no short window, no mappings.
+    pub fn new(
+        table_location: &str,
+        metadata_location: &str,
+        now_ms: i64,
+        file_retention_ms: i64,
+    ) -> Self {
+        SessionConfig {
+            table_location: table_location.to_owned(),
+            format: TableFormat::Iceberg,
+            metadata_location: metadata_location.to_owned(),
+            now_ms,
+            file_retention_ms,
+            keep_deleted_entries: true,
+            allow_short_retention: false,
+            location_map: Vec::new(),
+        }
+    }
+}
+
+/// Something the host must do and answer.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Request {
+    /// Read the whole object at `uri`; answer with `handle_blob` or `handle_missing`.
+    ReadBlob {
+        /// Canonical URI to read.
+        uri: String,
+    },
+    /// List every object under `prefix` (recursively); answer with
+    /// `handle_page`, pages of any size in any order, the last one flagged.
+    List {
+        /// The table prefix, `location + "/"`.
+        prefix: String,
+    },
+    /// Re-read the catalog's pointer to the current metadata; answer with `handle_pointer`.
+    ResolvePointer,
+}
+
+/// Count and bytes of a class of objects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tally {
+    /// Number of objects.
+    pub count: u64,
+    /// Their total size in bytes.
+    pub bytes: u64,
+}
+
+impl Tally {
+    fn add(&mut self, size: u64) {
+        self.count += 1;
+        self.bytes += size;
+    }
+    fn sub(&mut self, size: u64) {
+        self.count = self.count.saturating_sub(1);
+        self.bytes = self.bytes.saturating_sub(size);
+    }
+}
+
+/// What the session saw and decided, in numbers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Every listed object.
+    pub listed: Tally,
+    /// Final tallies by verdict name (`referenced`, `young`, `candidate`, ...).
+    pub verdicts: BTreeMap<String, Tally>,
+    /// Candidates by object kind (`data`, `manifest`, `metadata-json`, ...).
+    pub reclaimable: BTreeMap<String, Tally>,
+    /// Snapshots whose files are kept.
+    pub snapshots: u64,
+    /// Manifest lists and manifests read.
+    pub manifests_read: u64,
+    /// Distinct referenced keys inside the location.
+    pub referenced_keys: u64,
+    /// Referenced paths outside the location (never deletable, not listed).
+    pub external_references: u64,
+    /// Referenced keys that the listing did not contain (missing files or a
+    /// partial listing): worth investigating, never deleted by us.
+    pub referenced_not_listed: u64,
+    /// Times the pointer moved during the session and was re-checked.
+    pub rechecks: u32,
+}
+
+/// The state a plan was judged on. A plan may only be applied while these still hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanTokens {
+    /// The metadata document the final keep set was built from.
+    pub metadata_location: String,
+    /// SHA-256 (hex) over the sorted `name=snapshot-id` lines of every ref.
+    pub refs_digest: String,
+    /// The refs themselves.
+    pub refs: BTreeMap<String, i64>,
+    /// Evaluation time, milliseconds since the Unix epoch.
+    pub now_ms: i64,
+    /// File-retention window, milliseconds.
+    pub file_retention_ms: i64,
+    /// Whether files of DELETED entries were kept.
+    pub keep_deleted_entries: bool,
+}
+
+/// One object the plan deletes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedDelete {
+    /// Key relative to the table location.
+    pub key: String,
+    /// Size in bytes, as listed.
+    pub size: u64,
+    /// Last-modified time as listed, milliseconds since the Unix epoch.
+    pub last_modified_ms: i64,
+    /// Entity tag as listed, if any.
+    pub etag: Option<String>,
+    /// Version id as listed, if any.
+    pub version_id: Option<String>,
+}
+
+/// The outcome of a session: the exact objects to delete, sealed with a
+/// digest over them and the tokens they were judged on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SealedPlan {
+    /// Always [`PLAN_SCHEMA`].
+    pub schema: String,
+    /// Table format.
+    pub format: TableFormat,
+    /// Canonical table location (no trailing slash).
+    pub table_location: String,
+    /// The table's UUID, when the metadata has one.
+    pub table_uuid: Option<String>,
+    /// The state the plan was judged on.
+    pub tokens: PlanTokens,
+    /// Objects to delete, sorted by key.
+    pub delete: Vec<PlannedDelete>,
+    /// Counts and bytes.
+    pub summary: Summary,
+    /// Things an operator should look at (sorted, deduplicated).
+    pub warnings: Vec<String>,
+    /// SHA-256 (hex) over the canonical JSON of schema, format, location,
+    /// uuid, tokens and the delete list.
+    pub digest: String,
+}
+
+impl SealedPlan {
+    /// The digest the plan should carry, recomputed from its content.
+    pub fn compute_digest(&self) -> String {
+        #[derive(Serialize)]
+        struct Sealed<'a> {
+            schema: &'a str,
+            format: TableFormat,
+            table_location: &'a str,
+            table_uuid: &'a Option<String>,
+            tokens: &'a PlanTokens,
+            delete: &'a [PlannedDelete],
+        }
+        let body = serde_json::to_vec(&Sealed {
+            schema: &self.schema,
+            format: self.format,
+            table_location: &self.table_location,
+            table_uuid: &self.table_uuid,
+            tokens: &self.tokens,
+            delete: &self.delete,
+        })
+        .unwrap_or_default();
+        hex(&Sha256::digest(body))
+    }
+
+    /// Canonical JSON text of the plan (compact, fields in declaration order).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Parses a plan document and checks its digest; an edited plan is refused.
+    pub fn from_json(text: &str) -> Result<SealedPlan> {
+        let plan: SealedPlan = serde_json::from_str(text)
+            .map_err(|e| Error::invalid("plan", format!("not a lakesweep plan: {e}")))?;
+        if plan.schema != PLAN_SCHEMA {
+            return Err(Error::invalid(
+                "plan",
+                format!("unknown plan schema `{}`", plan.schema),
+            ));
+        }
+        if plan.compute_digest() != plan.digest {
+            return Err(Error::invalid(
+                "plan",
+                "digest does not match the content (edited or damaged plan)",
+            ));
+        }
+        Ok(plan)
+    }
+}
+
+pub(crate) fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[derive(Debug, Clone)]
+enum Purpose {
+    Metadata,
+    ManifestList { snapshot_id: i64 },
+    Manifest { expected_len: Option<u64> },
+    OwnerCheck { obj: ListedObject, rel: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Reading,
+    Listing,
+    AwaitPointer,
+    Done,
+}
+
+/// A planning session for one table. See the module docs for the flow.
+#[derive(Debug)]
+pub struct Session {
+    config: SessionConfig,
+    classifier: Classifier,
+    phase: Phase,
+    outbox: VecDeque<Request>,
+    decisions: Vec<Decision>,
+    pending: HashMap<String, Purpose>,
+    requested: HashSet<String>,
+    candidates: BTreeMap<String, PlannedDelete>,
+    summary: Summary,
+    warnings: BTreeSet<String>,
+    snapshots: BTreeSet<i64>,
+    metadata_location: String,
+    refs: BTreeMap<String, i64>,
+    listing_done: bool,
+    matched: u64,
+    rechecks: u32,
+    recheck_pending: bool,
+    failed: Option<Error>,
+}
+
+impl Session {
+    /// Starts a session. The first request is to read the current metadata.
+    pub fn start(config: SessionConfig) -> Result<Session> {
+        if config.format != TableFormat::Iceberg {
+            return Err(Error::unsupported(
+                "table format delta (this version plans Iceberg tables only)",
+                &config.table_location,
+            ));
+        }
+        let location = TableLocation::parse(&config.table_location)
+            .map_err(|e| Error::invalid("table_location", e))?;
+        if config.file_retention_ms < 0 {
+            return Err(Error::invalid("file_retention_ms", "must not be negative"));
+        }
+        if config.file_retention_ms < MIN_FILE_RETENTION_MS && !config.allow_short_retention {
+            return Err(Error::invalid(
+                "file_retention_ms",
+                format!(
+                    "{} is shorter than one hour: in-flight writers' files would be deleted (set allow_short_retention to override)",
+                    crate::verdict::human_ms(config.file_retention_ms)
+                ),
+            ));
+        }
+        let pointer = CanonicalUri::parse(&config.metadata_location)
+            .map_err(|e| Error::invalid("metadata_location", e))?
+            .to_uri_string();
+        let classifier = Classifier {
+            location,
+            keep: KeepSet::new(),
+            now_ms: config.now_ms,
+            file_retention_ms: config.file_retention_ms,
+            partition_names: BTreeSet::new(),
+            table_uuid: None,
+            mappings: config.location_map.clone(),
+        };
+        let mut s = Session {
+            config,
+            classifier,
+            phase: Phase::Reading,
+            outbox: VecDeque::new(),
+            decisions: Vec::new(),
+            pending: HashMap::new(),
+            requested: HashSet::new(),
+            candidates: BTreeMap::new(),
+            summary: Summary::default(),
+            warnings: BTreeSet::new(),
+            snapshots: BTreeSet::new(),
+            metadata_location: pointer.clone(),
+            refs: BTreeMap::new(),
+            listing_done: false,
+            matched: 0,
+            rechecks: 0,
+            recheck_pending: false,
+            failed: None,
+        };
+        s.request_read(pointer, Purpose::Metadata);
+        Ok(s)
+    }
+
+    /// The next request for the host, if any. Requests may be served in any order.
+    pub fn poll_request(&mut self) -> Option<Request> {
+        if self.failed.is_some() {
+            return None;
+        }
+        self.outbox.pop_front()
+    }
+
+    /// Decisions made since the last call (per page; demotions after a re-check).
+    pub fn drain_decisions(&mut self) -> Vec<Decision> {
+        std::mem::take(&mut self.decisions)
+    }
+
+    /// True once the plan can be sealed with [`Session::finish`].
+    pub fn is_done(&self) -> bool {
+        self.failed.is_none() && self.phase == Phase::Done
+    }
+
+    /// Answers a `ReadBlob` request with the object's bytes.
+    pub fn handle_blob(&mut self, uri: String, bytes: Vec<u8>) -> Result<()> {
+        self.guard(|s| {
+            let purpose = s.take_pending(&uri)?;
+            s.process_blob(&uri, purpose, Some(&bytes))?;
+            s.advance()
+        })
+    }
+
+    /// Answers a `ReadBlob` request: the object does not exist. For anything
+    /// the keep set needs, this stops the plan ("not found" is never "no files").
+    pub fn handle_missing(&mut self, uri: String) -> Result<()> {
+        self.guard(|s| {
+            let purpose = s.take_pending(&uri)?;
+            s.process_blob(&uri, purpose, None)?;
+            s.advance()
+        })
+    }
+
+    /// Answers the `List` request with one page; `is_last` marks the final page.
+    pub fn handle_page(&mut self, objects: Vec<ListedObject>, is_last: bool) -> Result<()> {
+        self.guard(|s| {
+            if s.phase != Phase::Listing || s.listing_done {
+                return Err(Error::protocol(
+                    "listing page sent when no listing was requested (or after the last page)",
+                ));
+            }
+            for obj in objects {
+                s.summary.listed.add(obj.size);
+                match s.classifier.judge(&obj)? {
+                    Judged::Final(d) => s.record(d),
+                    Judged::NeedsOwner { decision } => {
+                        let uri = CanonicalUri::parse(&obj.key)
+                            .map_err(|e| Error::protocol(e))?
+                            .to_uri_string();
+                        if s.pending.contains_key(&uri) {
+                            return Err(Error::protocol(format!("key `{}` listed twice", obj.key)));
+                        }
+                        s.request_read(
+                            uri,
+                            Purpose::OwnerCheck {
+                                obj,
+                                rel: decision.relative_key,
+                            },
+                        );
+                    }
+                }
+            }
+            if is_last {
+                s.listing_done = true;
+            }
+            s.advance()
+        })
+    }
+
+    /// Answers `ResolvePointer` with the catalog's current metadata location
+    /// (`None`: the table no longer exists).
+    pub fn handle_pointer(&mut self, metadata_location: Option<String>) -> Result<()> {
+        self.guard(|s| {
+            if s.phase != Phase::AwaitPointer {
+                return Err(Error::protocol(
+                    "pointer answer sent when none was requested",
+                ));
+            }
+            let Some(loc) = metadata_location else {
+                return Err(Error::unsafe_(
+                    UnsafeReason::MissingMetadata,
+                    "the table's pointer vanished during the sweep (table dropped?)",
+                ));
+            };
+            let loc = CanonicalUri::parse(&loc)
+                .map_err(|e| Error::protocol(e))?
+                .to_uri_string();
+            if loc == s.metadata_location {
+                s.phase = Phase::Done;
+                return Ok(());
+            }
+            s.rechecks += 1;
+            if s.rechecks > MAX_RECHECKS {
+                return Err(Error::unsafe_(
+                    UnsafeReason::TableChanging,
+                    format!("the pointer moved {} times during one sweep", s.rechecks),
+                ));
+            }
+            s.metadata_location = loc.clone();
+            s.recheck_pending = true;
+            s.phase = Phase::Reading;
+            s.request_read(loc, Purpose::Metadata);
+            Ok(())
+        })
+    }
+
+    /// Exports the finished keep set (plus the options verdicts depend on) for
+    /// the stateless page mode. Available once the listing was requested.
+    pub fn export_keep_set(&self) -> Result<Vec<u8>> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        if self.phase == Phase::Reading && !self.listing_requested() {
+            return Err(Error::protocol("the keep set is not complete yet"));
+        }
+        Ok(crate::page::export(
+            &self.classifier,
+            &self.metadata_location,
+        ))
+    }
+
+    fn listing_requested(&self) -> bool {
+        self.phase != Phase::Reading || self.recheck_pending
+    }
+
+    /// Seals the plan. Fails unless the session is done.
+    pub fn finish(&self) -> Result<SealedPlan> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        if self.phase != Phase::Done {
+            return Err(Error::protocol("finish called before the session was done"));
+        }
+        let mut summary = self.summary.clone();
+        summary.snapshots = self.snapshots.len() as u64;
+        summary.referenced_keys = self.classifier.keep.len() as u64;
+        summary.referenced_not_listed = summary.referenced_keys.saturating_sub(self.matched);
+        summary.rechecks = self.rechecks;
+        let mut warnings = self.warnings.clone();
+        if summary.referenced_not_listed > 0 {
+            warnings.insert(format!(
+                "{} referenced objects were not in the listing: the table references files that do not exist (or the listing was incomplete)",
+                summary.referenced_not_listed
+            ));
+        }
+        let refs_text: String = self
+            .refs
+            .iter()
+            .map(|(k, v)| format!("{k}={v}\n"))
+            .collect();
+        let mut plan = SealedPlan {
+            schema: PLAN_SCHEMA.into(),
+            format: self.config.format,
+            table_location: self.classifier.location.as_uri(),
+            table_uuid: self.classifier.table_uuid.clone(),
+            tokens: PlanTokens {
+                metadata_location: self.metadata_location.clone(),
+                refs_digest: hex(&Sha256::digest(refs_text.as_bytes())),
+                refs: self.refs.clone(),
+                now_ms: self.config.now_ms,
+                file_retention_ms: self.config.file_retention_ms,
+                keep_deleted_entries: self.config.keep_deleted_entries,
+            },
+            delete: self.candidates.values().cloned().collect(),
+            summary,
+            warnings: warnings.into_iter().collect(),
+            digest: String::new(),
+        };
+        plan.digest = plan.compute_digest();
+        Ok(plan)
+    }
+
+    fn guard(&mut self, f: impl FnOnce(&mut Self) -> Result<()>) -> Result<()> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let r = f(self);
+        if let Err(e) = &r {
+            self.failed = Some(e.clone());
+            self.outbox.clear();
+            self.candidates.clear();
+        }
+        r
+    }
+
+    fn take_pending(&mut self, uri: &str) -> Result<Purpose> {
+        self.pending.remove(uri).ok_or_else(|| {
+            Error::protocol(format!(
+                "answer for `{uri}`, which was never requested or was answered already"
+            ))
+        })
+    }
+
+    fn request_read(&mut self, uri: String, purpose: Purpose) {
+        if !matches!(purpose, Purpose::OwnerCheck { .. }) && !self.requested.insert(uri.clone()) {
+            return;
+        }
+        self.pending.insert(uri.clone(), purpose);
+        self.outbox.push_back(Request::ReadBlob { uri });
+    }
+
+    fn record(&mut self, d: Decision) {
+        self.summary
+            .verdicts
+            .entry(d.verdict.as_str().into())
+            .or_default()
+            .add(d.size);
+        match d.verdict {
+            Verdict::Referenced => self.matched += 1,
+            Verdict::Candidate => {
+                self.summary
+                    .reclaimable
+                    .entry(object_kind(&d.relative_key).into())
+                    .or_default()
+                    .add(d.size);
+                self.candidates.insert(
+                    d.relative_key.clone(),
+                    PlannedDelete {
+                        key: d.relative_key.clone(),
+                        size: d.size,
+                        last_modified_ms: d.last_modified_ms,
+                        etag: d.etag.clone(),
+                        version_id: d.version_id.clone(),
+                    },
+                );
+            }
+            Verdict::NearMiss => {
+                self.warnings
+                    .insert(format!("near-miss kept: `{}` {}", d.relative_key, d.detail));
+            }
+            _ => {}
+        }
+        self.decisions.push(d);
+    }
+
+    /// Canonicalises a path from metadata and records it in the keep set.
+    /// Returns the canonical URI (what the host must read).
+    fn reference(&mut self, blob: &str, raw: &str, source: Source) -> Result<String> {
+        let mapped = apply_mappings(raw, &self.config.location_map);
+        let canon = CanonicalUri::parse(&mapped)
+            .map_err(|e| Error::malformed(blob, format!("path `{raw}`: {e}")))?;
+        let loc = &self.classifier.location;
+        let loose = loc.loose_relative(&canon);
+        match loc.relative(&canon) {
+            Some(rel) => {
+                let rel = rel.to_owned();
+                self.classifier.keep.insert(&rel, source);
+            }
+            None => {
+                self.summary.external_references += 1;
+                if self.summary.external_references <= 5 {
+                    self.warnings.insert(format!(
+                        "external reference kept and never deleted: {}",
+                        canon.to_uri_string()
+                    ));
+                }
+            }
+        }
+        if let Some(l) = loose {
+            self.classifier.keep.insert_loose(&l);
+        }
+        Ok(canon.to_uri_string())
+    }
+
+    /// A short name for a blob in reasons: relative to the location when inside.
+    fn short(&self, uri: &str) -> String {
+        match CanonicalUri::parse(uri) {
+            Ok(c) => self
+                .classifier
+                .location
+                .relative(&c)
+                .map(str::to_owned)
+                .unwrap_or_else(|| uri.to_owned()),
+            Err(_) => uri.to_owned(),
+        }
+    }
+
+    fn process_blob(&mut self, uri: &str, purpose: Purpose, bytes: Option<&[u8]>) -> Result<()> {
+        if let Purpose::OwnerCheck { obj, rel } = purpose {
+            let d = self.classifier.settle_owner(&obj, &rel, bytes)?;
+            self.record(d);
+            return Ok(());
+        }
+        let Some(bytes) = bytes else {
+            let what = match &purpose {
+                Purpose::Metadata => "table metadata".to_owned(),
+                Purpose::ManifestList { snapshot_id } => {
+                    format!("manifest list of snapshot {snapshot_id}")
+                }
+                Purpose::Manifest { .. } => "manifest".to_owned(),
+                Purpose::OwnerCheck { .. } => "metadata file".to_owned(),
+            };
+            return Err(Error::unsafe_(
+                UnsafeReason::MissingMetadata,
+                format!("{what} `{uri}` does not exist; the keep set cannot be completed, nothing is deleted"),
+            ));
+        };
+        self.summary.manifests_read += u64::from(!matches!(purpose, Purpose::Metadata));
+        match purpose {
+            Purpose::Metadata => self.process_metadata(uri, bytes),
+            Purpose::ManifestList { .. } => {
+                let entries = iceberg::read_manifest_list(uri, bytes)?;
+                let list_short = self.short(uri);
+                for m in entries {
+                    let canon = self.reference(
+                        uri,
+                        &m.path,
+                        Source::Manifest {
+                            listed_in: list_short.clone(),
+                        },
+                    )?;
+                    self.request_read(
+                        canon,
+                        Purpose::Manifest {
+                            expected_len: m.length,
+                        },
+                    );
+                }
+                Ok(())
+            }
+            Purpose::Manifest { expected_len } => {
+                if let Some(want) = expected_len {
+                    if want != bytes.len() as u64 {
+                        return Err(Error::malformed(
+                            uri,
+                            format!("manifest is {} bytes but its manifest list says {want} (truncated or replaced)", bytes.len()),
+                        ));
+                    }
+                }
+                let keep_deleted = self.config.keep_deleted_entries;
+                let manifest_short = self.short(uri);
+                let mut paths: Vec<(i64, i64, String)> = Vec::new();
+                iceberg::for_each_manifest_entry(uri, bytes, |status, content, path| {
+                    if status != iceberg::STATUS_DELETED || keep_deleted {
+                        paths.push((status, content, path.to_owned()));
+                    }
+                })?;
+                for (status, content, path) in paths {
+                    self.reference(
+                        uri,
+                        &path,
+                        Source::ContentFile {
+                            manifest: manifest_short.clone(),
+                            content,
+                            status,
+                        },
+                    )?;
+                }
+                Ok(())
+            }
+            // Settled at the top of this function.
+            Purpose::OwnerCheck { .. } => Ok(()),
+        }
+    }
+
+    fn process_metadata(&mut self, uri: &str, bytes: &[u8]) -> Result<()> {
+        let md = TableMetadata::parse(uri, bytes)?;
+        let mapped_loc = apply_mappings(&md.location, &self.config.location_map);
+        let loc = TableLocation::parse(&mapped_loc)
+            .map_err(|e| Error::malformed(uri, format!("location: {e}")))?;
+        if loc != self.classifier.location {
+            return Err(Error::unsafe_(
+                UnsafeReason::LocationMismatch,
+                format!(
+                    "metadata `{uri}` says the table lives at `{}`, the sweep was started for `{}` (use a location mapping for relocated tables)",
+                    loc.as_uri(),
+                    self.classifier.location.as_uri()
+                ),
+            ));
+        }
+        match (&self.classifier.table_uuid, &md.table_uuid) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(Error::unsafe_(
+                    UnsafeReason::ForeignTable,
+                    format!("the pointer now names table {b}, the sweep started on table {a} (table replaced?)"),
+                ))
+            }
+            (None, Some(b)) => self.classifier.table_uuid = Some(b.clone()),
+            _ => {}
+        }
+        if md
+            .properties
+            .get("gc.enabled")
+            .is_some_and(|v| v.eq_ignore_ascii_case("false"))
+        {
+            return Err(Error::unsafe_(
+                UnsafeReason::GcDisabled,
+                "table property gc.enabled=false forbids deleting files",
+            ));
+        }
+        self.reference(uri, uri, Source::CurrentMetadata)?;
+        for f in &md.metadata_log {
+            self.reference(uri, f, Source::MetadataLog)?;
+        }
+        for (id, p) in &md.statistics {
+            self.reference(uri, p, Source::Statistics { snapshot_id: *id })?;
+        }
+        for (id, p) in &md.partition_statistics {
+            self.reference(uri, p, Source::PartitionStatistics { snapshot_id: *id })?;
+        }
+        self.classifier
+            .partition_names
+            .extend(md.partition_field_names.iter().cloned());
+        self.refs = md
+            .refs
+            .iter()
+            .map(|(k, r)| (k.clone(), r.snapshot_id))
+            .collect();
+        for snap in &md.snapshots {
+            self.snapshots.insert(snap.snapshot_id);
+            if let Some(list) = &snap.manifest_list {
+                let canon = self.reference(
+                    uri,
+                    list,
+                    Source::ManifestList {
+                        snapshot_id: snap.snapshot_id,
+                    },
+                )?;
+                self.request_read(
+                    canon,
+                    Purpose::ManifestList {
+                        snapshot_id: snap.snapshot_id,
+                    },
+                );
+            }
+            for m in &snap.manifests {
+                let canon = self.reference(
+                    uri,
+                    m,
+                    Source::Manifest {
+                        listed_in: format!("snapshot {} (v1 embedded list)", snap.snapshot_id),
+                    },
+                )?;
+                self.request_read(canon, Purpose::Manifest { expected_len: None });
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves the state machine forward once no reads are pending.
+    fn advance(&mut self) -> Result<()> {
+        if !self.pending.is_empty() {
+            return Ok(());
+        }
+        match self.phase {
+            Phase::Reading if self.recheck_pending => {
+                self.recheck_pending = false;
+                self.demote();
+                self.phase = Phase::AwaitPointer;
+                self.outbox.push_back(Request::ResolvePointer);
+            }
+            Phase::Reading => {
+                self.classifier.keep.freeze();
+                self.phase = Phase::Listing;
+                self.outbox.push_back(Request::List {
+                    prefix: self.classifier.location.prefix(),
+                });
+            }
+            Phase::Listing if self.listing_done => {
+                let referenced = self.classifier.keep.len() as u64;
+                if self.summary.listed.count > 0 && referenced > 0 && self.matched == 0 {
+                    return Err(Error::unsafe_(
+                        UnsafeReason::NoReferencedKeyListed,
+                        format!(
+                            "{} objects listed under `{}` but none of the {referenced} referenced keys among them: wrong scheme, relocated table or mismatched encoding; refusing to call everything garbage",
+                            self.summary.listed.count,
+                            self.classifier.location.prefix()
+                        ),
+                    ));
+                }
+                self.phase = Phase::AwaitPointer;
+                self.outbox.push_back(Request::ResolvePointer);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// After a re-check, candidates that became referenced are kept.
+    fn demote(&mut self) {
+        let keys: Vec<String> = self.candidates.keys().cloned().collect();
+        for rel in keys {
+            let reason = if let Some(src) = self.classifier.keep.lookup(&rel) {
+                Some(format!(
+                    "referenced by a commit that landed during the sweep: {}",
+                    src.describe()
+                ))
+            } else {
+                let loose =
+                    CanonicalUri::parse(&format!("{}{}", self.classifier.location.prefix(), rel))
+                        .ok()
+                        .and_then(|c| self.classifier.location.loose_relative(&c));
+                loose
+                    .filter(|l| self.classifier.keep.contains_loose(l))
+                    .map(|_| {
+                        "near-miss of a path referenced by a commit that landed during the sweep"
+                            .to_owned()
+                    })
+            };
+            let Some(detail) = reason else { continue };
+            if let Some(c) = self.candidates.remove(&rel) {
+                if let Some(t) = self.summary.verdicts.get_mut("candidate") {
+                    t.sub(c.size);
+                }
+                if let Some(t) = self.summary.reclaimable.get_mut(object_kind(&rel)) {
+                    t.sub(c.size);
+                }
+                let d = Decision {
+                    key: format!("{}{}", self.classifier.location.prefix(), rel),
+                    relative_key: rel,
+                    verdict: Verdict::Demoted,
+                    detail,
+                    size: c.size,
+                    last_modified_ms: c.last_modified_ms,
+                    etag: c.etag.clone(),
+                    version_id: c.version_id.clone(),
+                };
+                self.summary
+                    .verdicts
+                    .entry("demoted".into())
+                    .or_default()
+                    .add(d.size);
+                self.decisions.push(d);
+            }
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! Parsers for the formats a sweeper must read. Each parser takes owned or
+//! borrowed bytes and returns typed values or a [`crate::Error`]; none does I/O.
+
+pub mod avro;
+pub mod gzip;
+pub mod iceberg;

@@ -1,0 +1,343 @@
+//! Per-object verdicts: what the planner says about one listed object, and
+//! the classifier shared by the session and the stateless page mode.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result, UnsafeReason};
+use crate::path::{apply_mappings, CanonicalUri, PathMapping, TableLocation};
+use crate::reach::KeepSet;
+
+/// One object of a listing page, as the store reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListedObject {
+    /// Full URI of the object (`s3://bucket/t/data/x.parquet`, `file:///t/x`).
+    pub key: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Last-modified time, milliseconds since the Unix epoch.
+    pub last_modified_ms: i64,
+    /// Entity tag, where the store gives one.
+    pub etag: Option<String>,
+    /// Object version id, in versioned buckets.
+    pub version_id: Option<String>,
+}
+
+/// The verdict on one listed object. Every verdict but [`Verdict::Candidate`] keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Referenced by a snapshot or a table-level role; the detail says by what.
+    Referenced,
+    /// Not referenced, but equal to a referenced path up to percent-encoding,
+    /// letter case or doubled slashes: kept and reported, never deleted.
+    NearMiss,
+    /// Younger than the file-retention window (or dated in the future).
+    Young,
+    /// A path component starts with `_` or `.` (and is not a partition directory).
+    Hidden,
+    /// A metadata file whose owner could not be established (unreadable or vanished): kept.
+    Unverified,
+    /// Page mode only: an unreferenced `*.metadata.json`; the host must read
+    /// it and settle it with the page classifier before anything is deleted.
+    OwnerCheck,
+    /// Unreferenced and old enough: a delete candidate.
+    Candidate,
+    /// Was a candidate, became referenced when the table was re-checked.
+    Demoted,
+}
+
+impl Verdict {
+    /// Stable kebab-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Referenced => "referenced",
+            Verdict::NearMiss => "near-miss",
+            Verdict::Young => "young",
+            Verdict::Hidden => "hidden",
+            Verdict::Unverified => "unverified",
+            Verdict::OwnerCheck => "owner-check",
+            Verdict::Candidate => "candidate",
+            Verdict::Demoted => "demoted",
+        }
+    }
+}
+
+/// A verdict on one object, with the evidence it was judged on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    /// Full URI, as listed.
+    pub key: String,
+    /// Key relative to the table location (canonical).
+    pub relative_key: String,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Why, in words (which snapshot or manifest references it, how young it is).
+    pub detail: String,
+    /// Size in bytes, as listed.
+    pub size: u64,
+    /// Last-modified time as listed, milliseconds since the Unix epoch.
+    pub last_modified_ms: i64,
+    /// Entity tag as listed (the apply step deletes only this version).
+    pub etag: Option<String>,
+    /// Version id as listed, in versioned buckets.
+    pub version_id: Option<String>,
+}
+
+/// Name of the file-system catalog pointer, relative to the location.
+pub const VERSION_HINT: &str = "metadata/version-hint.text";
+
+/// Everything needed to judge a listed object once the keep set is complete.
+#[derive(Debug, Clone)]
+pub struct Classifier {
+    pub(crate) location: TableLocation,
+    pub(crate) keep: KeepSet,
+    pub(crate) now_ms: i64,
+    pub(crate) file_retention_ms: i64,
+    pub(crate) partition_names: BTreeSet<String>,
+    pub(crate) table_uuid: Option<String>,
+    pub(crate) mappings: Vec<PathMapping>,
+}
+
+/// Outcome of classifying one object before any owner check.
+pub(crate) enum Judged {
+    Final(Decision),
+    NeedsOwner { decision: Decision },
+}
+
+impl Classifier {
+    fn decision(obj: &ListedObject, rel: &str, verdict: Verdict, detail: String) -> Decision {
+        Decision {
+            key: obj.key.clone(),
+            relative_key: rel.to_owned(),
+            verdict,
+            detail,
+            size: obj.size,
+            last_modified_ms: obj.last_modified_ms,
+            etag: obj.etag.clone(),
+            version_id: obj.version_id.clone(),
+        }
+    }
+
+    /// Canonical relative key of a listed object; outside the table is a host error.
+    pub(crate) fn relative_key(&self, key: &str) -> Result<(CanonicalUri, String)> {
+        let uri = CanonicalUri::parse(key)
+            .map_err(|e| Error::protocol(format!("listed key `{key}` is not a URI: {e}")))?;
+        match self.location.relative(&uri) {
+            Some(rel) => {
+                let rel = rel.to_owned();
+                Ok((uri, rel))
+            }
+            None => Err(Error::protocol(format!(
+                "listed key `{key}` is not under the table location `{}`",
+                self.location.prefix()
+            ))),
+        }
+    }
+
+    /// Judges one object. Unreferenced metadata JSON files need an owner check.
+    pub(crate) fn judge(&self, obj: &ListedObject) -> Result<Judged> {
+        let (uri, rel) = self.relative_key(&obj.key)?;
+        if rel.ends_with('/') {
+            return Ok(Judged::Final(Self::decision(
+                obj,
+                &rel,
+                Verdict::Hidden,
+                "directory marker".into(),
+            )));
+        }
+        if let Some(src) = self.keep.lookup(&rel) {
+            return Ok(Judged::Final(Self::decision(
+                obj,
+                &rel,
+                Verdict::Referenced,
+                src.describe(),
+            )));
+        }
+        if rel == VERSION_HINT {
+            return Ok(Judged::Final(Self::decision(
+                obj,
+                &rel,
+                Verdict::Referenced,
+                crate::reach::Source::VersionHint.describe(),
+            )));
+        }
+        if let Some(l) = self.location.loose_relative(&uri) {
+            if self.keep.contains_loose(&l) {
+                return Ok(Judged::Final(Self::decision(
+                    obj,
+                    &rel,
+                    Verdict::NearMiss,
+                    "equals a referenced path up to percent-encoding, letter case or doubled slashes".into(),
+                )));
+            }
+        }
+        if rel.ends_with(".metadata.json") {
+            return Ok(Judged::NeedsOwner {
+                decision: Self::decision(
+                    obj,
+                    &rel,
+                    Verdict::OwnerCheck,
+                    "unreferenced table metadata file: owner must be checked".into(),
+                ),
+            });
+        }
+        Ok(Judged::Final(self.unreferenced(obj, &rel)))
+    }
+
+    /// Verdict for an unreferenced object: young, hidden or candidate.
+    pub(crate) fn unreferenced(&self, obj: &ListedObject, rel: &str) -> Decision {
+        let age = self.now_ms.saturating_sub(obj.last_modified_ms);
+        if age < 0 {
+            return Self::decision(
+                obj,
+                rel,
+                Verdict::Young,
+                format!("modified {} in the future", human_ms(-age)),
+            );
+        }
+        if age < self.file_retention_ms {
+            return Self::decision(
+                obj,
+                rel,
+                Verdict::Young,
+                format!(
+                    "modified {} ago; file retention is {}",
+                    human_ms(age),
+                    human_ms(self.file_retention_ms)
+                ),
+            );
+        }
+        if let Some(why) = self.hidden_component(rel) {
+            return Self::decision(obj, rel, Verdict::Hidden, why);
+        }
+        Self::decision(
+            obj,
+            rel,
+            Verdict::Candidate,
+            format!(
+                "referenced by no snapshot, no metadata and no table-level role; modified {} ago (retention {})",
+                human_ms(age),
+                human_ms(self.file_retention_ms)
+            ),
+        )
+    }
+
+    fn hidden_component(&self, rel: &str) -> Option<String> {
+        let parts: Vec<&str> = rel.split('/').collect();
+        for (i, comp) in parts.iter().enumerate() {
+            if !(comp.starts_with('_') || comp.starts_with('.')) {
+                continue;
+            }
+            let is_dir = i + 1 < parts.len();
+            if is_dir {
+                if let Some((name, _)) = comp.split_once('=') {
+                    if self.partition_names.contains(name) {
+                        continue;
+                    }
+                }
+            }
+            return Some(format!(
+                "hidden path component `{comp}` (starts with `{}`)",
+                &comp[..1]
+            ));
+        }
+        None
+    }
+
+    /// Settles an owner check with the metadata file's bytes (`None`: it vanished).
+    pub(crate) fn settle_owner(
+        &self,
+        obj: &ListedObject,
+        rel: &str,
+        bytes: Option<&[u8]>,
+    ) -> Result<Decision> {
+        let Some(bytes) = bytes else {
+            return Ok(Self::decision(
+                obj,
+                rel,
+                Verdict::Unverified,
+                "metadata file vanished before its owner could be checked".into(),
+            ));
+        };
+        let (uuid, loc) = match crate::spec::iceberg::TableMetadata::probe_owner(&obj.key, bytes) {
+            Ok(p) => p,
+            Err(e) => {
+                return Ok(Self::decision(
+                    obj,
+                    rel,
+                    Verdict::Unverified,
+                    format!("owner unknown, kept: {e}"),
+                ));
+            }
+        };
+        let foreign = |what: String| {
+            Err(Error::unsafe_(
+                UnsafeReason::ForeignTable,
+                format!("`{}` belongs to another table ({what}); the location is shared, nothing can be deleted safely", obj.key),
+            ))
+        };
+        match (&self.table_uuid, &uuid) {
+            (Some(ours), Some(theirs)) if ours != theirs => {
+                return foreign(format!("table-uuid {theirs}, ours is {ours}"))
+            }
+            (Some(_), Some(_)) => {}
+            _ => {
+                let theirs = loc
+                    .as_deref()
+                    .map(|l| apply_mappings(l, &self.mappings))
+                    .and_then(|l| TableLocation::parse(&l).ok());
+                match theirs {
+                    Some(l) if l == self.location => {}
+                    Some(l) => return foreign(format!("location {}", l.as_uri())),
+                    None => {
+                        return Ok(Self::decision(
+                            obj,
+                            rel,
+                            Verdict::Unverified,
+                            "metadata file names no table-uuid or location; owner unknown, kept"
+                                .into(),
+                        ))
+                    }
+                }
+            }
+        }
+        let mut d = self.unreferenced(obj, rel);
+        if d.verdict == Verdict::Candidate {
+            d.detail = format!("metadata file of this table that no commit references (failed or superseded commit); {}", d.detail);
+        }
+        Ok(d)
+    }
+}
+
+/// Formats a duration in milliseconds as `3d 4h`, `2h 5m`, `40s`.
+pub fn human_ms(ms: i64) -> String {
+    let s = ms / 1000;
+    let (d, h, m) = (s / 86_400, (s % 86_400) / 3600, (s % 3600) / 60);
+    if d > 0 {
+        format!("{d}d {h}h")
+    } else if h > 0 {
+        format!("{h}h {m}m")
+    } else if m > 0 {
+        format!("{m}m {}s", s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// The broad kind of an object, for reporting reclaimable bytes.
+pub fn object_kind(rel: &str) -> &'static str {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    if name.ends_with(".metadata.json") {
+        "metadata-json"
+    } else if rel.starts_with("metadata/") && name.ends_with(".avro") {
+        "manifest"
+    } else if name.ends_with(".puffin") || name.ends_with(".stats") {
+        "statistics"
+    } else if name.ends_with(".parquet") || name.ends_with(".orc") || name.ends_with(".avro") {
+        "data"
+    } else {
+        "other"
+    }
+}

@@ -1,0 +1,294 @@
+//! Test host: serves the committed fixture tables from disk under their
+//! neutral root `file:///lakesweep-fixtures`, with the modification times the
+//! generator recorded (git checkouts lose them), and drives any planner that
+//! implements [`Planner`] (the native crate or the WASM component).
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use lakesweep::{Decision, Error, ListedObject, Request, SealedPlan, Session, SessionConfig};
+use serde_json::Value;
+
+pub const VROOT: &str = "file:///lakesweep-fixtures";
+
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/generated")
+}
+
+pub fn expect() -> Value {
+    let text = std::fs::read_to_string(fixtures_dir().join("expect.json")).expect("expect.json");
+    serde_json::from_str(&text).expect("expect.json parses")
+}
+
+/// A table of the generated fixtures.
+pub struct Table {
+    pub name: String,
+    pub location: String,
+    pub metadata_location: String,
+    pub now_ms: i64,
+    pub retention_ms: i64,
+    pub planted: BTreeMap<String, String>,
+    pub mtimes: BTreeMap<String, i64>,
+}
+
+pub fn tables() -> Vec<Table> {
+    let e = expect();
+    e.as_object()
+        .unwrap()
+        .iter()
+        .map(|(name, t)| Table {
+            name: name.clone(),
+            location: t["location"].as_str().unwrap().to_owned(),
+            metadata_location: t["metadata_location"].as_str().unwrap().to_owned(),
+            now_ms: t["now_ms"].as_i64().unwrap(),
+            retention_ms: t["file_retention_ms"].as_i64().unwrap(),
+            planted: serde_json::from_value(t["planted"].clone()).unwrap(),
+            mtimes: serde_json::from_value(t["mtimes"].clone()).unwrap(),
+        })
+        .collect()
+}
+
+impl Table {
+    pub fn config(&self) -> SessionConfig {
+        SessionConfig::new(
+            &self.location,
+            &self.metadata_location,
+            self.now_ms,
+            self.retention_ms,
+        )
+    }
+}
+
+/// Maps a virtual URI onto the checkout.
+pub fn vpath(uri: &str) -> Option<PathBuf> {
+    let rest = uri.strip_prefix(VROOT)?;
+    Some(fixtures_dir().join(rest.trim_start_matches('/')))
+}
+
+/// What the host does, and how it pages.
+#[derive(Clone)]
+pub struct HostOptions {
+    /// Objects per listing page.
+    pub page_size: usize,
+    /// Permutation seed for page order (0: in order).
+    pub shuffle: u64,
+    /// Pointer answers, in order; when exhausted, the session's start pointer.
+    pub pointers: Vec<String>,
+    /// Extra (virtual key -> bytes, mtime) objects in the listing and for reads.
+    pub extra: BTreeMap<String, (Vec<u8>, i64)>,
+    /// Virtual keys hidden from reads (reads answer "missing").
+    pub missing: Vec<String>,
+    /// Replace bytes read for a URI.
+    pub replace: BTreeMap<String, Vec<u8>>,
+    /// Mtimes of listed files, relative to the table.
+    pub mtimes: BTreeMap<String, i64>,
+}
+
+impl HostOptions {
+    pub fn for_table(t: &Table) -> Self {
+        HostOptions {
+            page_size: 1000,
+            shuffle: 0,
+            pointers: vec![],
+            extra: BTreeMap::new(),
+            missing: vec![],
+            replace: BTreeMap::new(),
+            mtimes: t.mtimes.clone(),
+        }
+    }
+}
+
+/// The planner surface both the native crate and the component offer.
+pub trait Planner {
+    fn poll_request(&mut self) -> Option<Request>;
+    fn handle_blob(&mut self, uri: String, bytes: Vec<u8>) -> Result<(), Error>;
+    fn handle_missing(&mut self, uri: String) -> Result<(), Error>;
+    fn handle_page(&mut self, objects: Vec<ListedObject>, is_last: bool) -> Result<(), Error>;
+    fn handle_pointer(&mut self, loc: Option<String>) -> Result<(), Error>;
+    fn drain_decisions(&mut self) -> Vec<Decision>;
+    /// The sealed plan as its canonical JSON text.
+    fn finish_json(&mut self) -> Result<String, Error>;
+}
+
+impl Planner for Session {
+    fn poll_request(&mut self) -> Option<Request> {
+        Session::poll_request(self)
+    }
+    fn handle_blob(&mut self, uri: String, bytes: Vec<u8>) -> Result<(), Error> {
+        Session::handle_blob(self, uri, bytes)
+    }
+    fn handle_missing(&mut self, uri: String) -> Result<(), Error> {
+        Session::handle_missing(self, uri)
+    }
+    fn handle_page(&mut self, objects: Vec<ListedObject>, is_last: bool) -> Result<(), Error> {
+        Session::handle_page(self, objects, is_last)
+    }
+    fn handle_pointer(&mut self, loc: Option<String>) -> Result<(), Error> {
+        Session::handle_pointer(self, loc)
+    }
+    fn drain_decisions(&mut self) -> Vec<Decision> {
+        Session::drain_decisions(self)
+    }
+    fn finish_json(&mut self) -> Result<String, Error> {
+        self.finish().map(|p| p.to_json())
+    }
+}
+
+/// Lists the table under `location` (virtual), sorted.
+pub fn list(location: &str, opts: &HostOptions) -> Vec<ListedObject> {
+    let dir = vpath(location).expect("virtual location");
+    let mut out = Vec::new();
+    let mut stack = vec![dir.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let rel = p
+                .strip_prefix(&dir)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            let mtime = *opts
+                .mtimes
+                .get(&rel)
+                .unwrap_or_else(|| panic!("no recorded mtime for {rel}: regenerate fixtures"));
+            out.push(ListedObject {
+                key: format!("{location}/{rel}"),
+                size: e.metadata().unwrap().len(),
+                last_modified_ms: mtime,
+                etag: None,
+                version_id: None,
+            });
+        }
+    }
+    for (k, (b, m)) in &opts.extra {
+        if k.starts_with(&format!("{location}/")) {
+            out.push(ListedObject {
+                key: k.clone(),
+                size: b.len() as u64,
+                last_modified_ms: *m,
+                etag: None,
+                version_id: None,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    out
+}
+
+fn read(uri: &str, opts: &HostOptions) -> Option<Vec<u8>> {
+    if opts.missing.iter().any(|m| m == uri) {
+        return None;
+    }
+    if let Some(b) = opts.replace.get(uri) {
+        return Some(b.clone());
+    }
+    if let Some((b, _)) = opts.extra.get(uri) {
+        return Some(b.clone());
+    }
+    std::fs::read(vpath(uri)?).ok()
+}
+
+/// Outcome of a run.
+pub struct Run {
+    pub plan_json: String,
+    pub decisions: Vec<Decision>,
+}
+
+impl Run {
+    pub fn plan(&self) -> SealedPlan {
+        SealedPlan::from_json(&self.plan_json).unwrap()
+    }
+    /// Final verdict per relative key (the last decision for a key wins: demotions).
+    pub fn verdicts(&self) -> BTreeMap<String, Decision> {
+        let mut m = BTreeMap::new();
+        for d in &self.decisions {
+            m.insert(d.relative_key.clone(), d.clone());
+        }
+        m
+    }
+}
+
+/// Drives `p` to the end, like a real host, with pages split and ordered as asked.
+pub fn drive(p: &mut dyn Planner, start_pointer: &str, opts: &HostOptions) -> Result<Run, Error> {
+    let mut decisions = Vec::new();
+    let mut pointers = opts.pointers.clone().into_iter();
+    // Requests are served newest-first to exercise "answers in any order".
+    let mut queue: Vec<Request> = Vec::new();
+    loop {
+        while let Some(r) = p.poll_request() {
+            queue.push(r);
+        }
+        let Some(req) = (if opts.shuffle % 2 == 1 {
+            queue.pop()
+        } else if queue.is_empty() {
+            None
+        } else {
+            Some(queue.remove(0))
+        }) else {
+            break;
+        };
+        match req {
+            Request::ReadBlob { uri } => match read(&uri, opts) {
+                Some(b) => p.handle_blob(uri, b)?,
+                None => p.handle_missing(uri)?,
+            },
+            Request::List { prefix } => {
+                let objs = list(prefix.trim_end_matches('/'), opts);
+                let mut pages: Vec<Vec<ListedObject>> = objs
+                    .chunks(opts.page_size.max(1))
+                    .map(|c| c.to_vec())
+                    .collect();
+                if pages.is_empty() {
+                    pages.push(vec![]);
+                }
+                permute(&mut pages, opts.shuffle);
+                let n = pages.len();
+                for (i, page) in pages.into_iter().enumerate() {
+                    p.handle_page(page, i + 1 == n)?;
+                    decisions.extend(p.drain_decisions());
+                }
+            }
+            Request::ResolvePointer => {
+                let ptr = pointers.next().unwrap_or_else(|| {
+                    opts.pointers
+                        .last()
+                        .cloned()
+                        .unwrap_or_else(|| start_pointer.to_owned())
+                });
+                p.handle_pointer(Some(ptr))?;
+            }
+        }
+        decisions.extend(p.drain_decisions());
+    }
+    let plan_json = p.finish_json()?;
+    Ok(Run {
+        plan_json,
+        decisions,
+    })
+}
+
+/// Deterministic permutation (xorshift) of pages.
+pub fn permute<T>(v: &mut [T], seed: u64) {
+    if seed == 0 {
+        return;
+    }
+    let mut x = seed;
+    for i in (1..v.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+}
+
+pub fn run_native(cfg: SessionConfig, opts: &HostOptions) -> Result<Run, Error> {
+    let start = cfg.metadata_location.clone();
+    let mut s = Session::start(cfg)?;
+    drive(&mut s, &start, opts)
+}

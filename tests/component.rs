@@ -1,0 +1,285 @@
+//! Loads the built component (`target/lakesweep.wasm`, made by
+//! `scripts/build-component.sh`) in wasmtime with an empty linker (no WASI,
+//! no imports) and checks that it gives byte-identical plans and identical
+//! decisions to the native crate on every fixture, at several page sizes.
+
+mod common;
+
+use ::lakesweep::{Decision, Error, ListedObject, Request, UnsafeReason, Verdict};
+use common::*;
+use wasmtime::component::{Component, Linker, ResourceAny};
+use wasmtime::{Config, Engine, Store};
+
+mod wit {
+    wasmtime::component::bindgen!({ path: "wit", world: "lakesweep" });
+}
+
+use wit::lakesweep::planner::types as wt;
+use wit::Lakesweep;
+
+fn wasm_path() -> std::path::PathBuf {
+    std::env::var_os("LAKESWEEP_WASM")
+        .map(Into::into)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/lakesweep.wasm")
+        })
+}
+
+struct Wasm {
+    store: Store<()>,
+    api: Lakesweep,
+    session: ResourceAny,
+}
+
+fn load() -> (Engine, Component) {
+    let engine = Engine::new(&Config::new()).unwrap();
+    let path = wasm_path();
+    let component = Component::from_file(&engine, &path).unwrap_or_else(|e| {
+        panic!(
+            "load {}: {e} (run scripts/build-component.sh first)",
+            path.display()
+        )
+    });
+    (engine, component)
+}
+
+fn from_wt(e: wt::Error) -> Error {
+    let json = match e {
+        wt::Error::Malformed(m) => {
+            serde_json::json!({"kind":"malformed","uri":m.uri,"detail":m.detail})
+        }
+        wt::Error::Unsupported(u) => {
+            serde_json::json!({"kind":"unsupported","feature":u.feature,"uri":u.uri})
+        }
+        wt::Error::Protocol(d) => serde_json::json!({"kind":"protocol","detail":d}),
+        wt::Error::InvalidOptions(i) => {
+            serde_json::json!({"kind":"invalid-options","field":i.field,"detail":i.detail})
+        }
+        wt::Error::Unsafe(u) => {
+            let reason = match u.reason {
+                wt::UnsafeReason::MissingMetadata => UnsafeReason::MissingMetadata,
+                wt::UnsafeReason::ForeignTable => UnsafeReason::ForeignTable,
+                wt::UnsafeReason::LocationMismatch => UnsafeReason::LocationMismatch,
+                wt::UnsafeReason::NoReferencedKeyListed => UnsafeReason::NoReferencedKeyListed,
+                wt::UnsafeReason::TableChanging => UnsafeReason::TableChanging,
+                wt::UnsafeReason::GcDisabled => UnsafeReason::GcDisabled,
+            };
+            return Error::Unsafe {
+                reason,
+                detail: u.detail,
+            };
+        }
+    };
+    // Rebuild the native error through its public shape.
+    match json["kind"].as_str().unwrap() {
+        "malformed" => Error::Malformed {
+            uri: json["uri"].as_str().unwrap().into(),
+            detail: json["detail"].as_str().unwrap().into(),
+        },
+        "unsupported" => Error::Unsupported {
+            feature: json["feature"].as_str().unwrap().into(),
+            uri: json["uri"].as_str().unwrap().into(),
+        },
+        "protocol" => Error::Protocol {
+            detail: json["detail"].as_str().unwrap().into(),
+        },
+        _ => Error::InvalidOptions {
+            field: json["field"].as_str().unwrap().into(),
+            detail: json["detail"].as_str().unwrap().into(),
+        },
+    }
+}
+
+impl Wasm {
+    fn start(
+        engine: &Engine,
+        component: &Component,
+        cfg: ::lakesweep::SessionConfig,
+    ) -> Result<Wasm, Error> {
+        let mut store = Store::new(engine, ());
+        let linker: Linker<()> = Linker::new(engine); // empty: the component imports nothing
+        let api = Lakesweep::instantiate(&mut store, component, &linker)
+            .expect("instantiate with no imports");
+        let c = wt::SessionConfig {
+            table_location: cfg.table_location,
+            format: wt::TableFormat::Iceberg,
+            metadata_location: cfg.metadata_location,
+            now_ms: cfg.now_ms,
+            file_retention_ms: cfg.file_retention_ms,
+            keep_deleted_entries: cfg.keep_deleted_entries,
+            allow_short_retention: cfg.allow_short_retention,
+            location_map: cfg
+                .location_map
+                .into_iter()
+                .map(|m| wt::PathMapping {
+                    from: m.from,
+                    to: m.to,
+                })
+                .collect(),
+        };
+        let session = api
+            .lakesweep_planner_planner()
+            .session()
+            .call_start(&mut store, &c)
+            .unwrap()
+            .map_err(from_wt)?;
+        Ok(Wasm {
+            store,
+            api,
+            session,
+        })
+    }
+}
+
+impl Planner for Wasm {
+    fn poll_request(&mut self) -> Option<Request> {
+        let (s, st) = (self.session, &mut self.store);
+        let r = self
+            .api
+            .lakesweep_planner_planner()
+            .session()
+            .call_poll_request(st, s)
+            .unwrap();
+        r.map(|r| match r {
+            wt::Request::ReadBlob(uri) => Request::ReadBlob { uri },
+            wt::Request::List(prefix) => Request::List { prefix },
+            wt::Request::ResolvePointer => Request::ResolvePointer,
+        })
+    }
+    fn handle_blob(&mut self, uri: String, bytes: Vec<u8>) -> Result<(), Error> {
+        let s = self.session;
+        let api = &self.api;
+        api.lakesweep_planner_planner()
+            .session()
+            .call_handle_blob(&mut self.store, s, &uri, &bytes)
+            .unwrap()
+            .map_err(from_wt)
+    }
+    fn handle_missing(&mut self, uri: String) -> Result<(), Error> {
+        let s = self.session;
+        let api = &self.api;
+        api.lakesweep_planner_planner()
+            .session()
+            .call_handle_missing(&mut self.store, s, &uri)
+            .unwrap()
+            .map_err(from_wt)
+    }
+    fn handle_page(&mut self, objects: Vec<ListedObject>, is_last: bool) -> Result<(), Error> {
+        let s = self.session;
+        let objs: Vec<wt::ListedObject> = objects
+            .into_iter()
+            .map(|o| wt::ListedObject {
+                key: o.key,
+                size: o.size,
+                last_modified_ms: o.last_modified_ms,
+                etag: o.etag,
+                version_id: o.version_id,
+            })
+            .collect();
+        let api = &self.api;
+        api.lakesweep_planner_planner()
+            .session()
+            .call_handle_page(&mut self.store, s, &objs, is_last)
+            .unwrap()
+            .map_err(from_wt)
+    }
+    fn handle_pointer(&mut self, loc: Option<String>) -> Result<(), Error> {
+        let s = self.session;
+        let api = &self.api;
+        api.lakesweep_planner_planner()
+            .session()
+            .call_handle_pointer(&mut self.store, s, loc.as_deref())
+            .unwrap()
+            .map_err(from_wt)
+    }
+    fn drain_decisions(&mut self) -> Vec<Decision> {
+        let s = self.session;
+        let api = &self.api;
+        let ds = api
+            .lakesweep_planner_planner()
+            .session()
+            .call_drain_decisions(&mut self.store, s)
+            .unwrap();
+        ds.into_iter()
+            .map(|d| Decision {
+                key: d.key,
+                relative_key: d.relative_key,
+                verdict: match d.verdict {
+                    wt::Verdict::Referenced => Verdict::Referenced,
+                    wt::Verdict::NearMiss => Verdict::NearMiss,
+                    wt::Verdict::Young => Verdict::Young,
+                    wt::Verdict::Hidden => Verdict::Hidden,
+                    wt::Verdict::Unverified => Verdict::Unverified,
+                    wt::Verdict::OwnerCheck => Verdict::OwnerCheck,
+                    wt::Verdict::Candidate => Verdict::Candidate,
+                    wt::Verdict::Demoted => Verdict::Demoted,
+                },
+                detail: d.detail,
+                size: d.size,
+                last_modified_ms: d.last_modified_ms,
+                etag: d.etag,
+                version_id: d.version_id,
+            })
+            .collect()
+    }
+    fn finish_json(&mut self) -> Result<String, Error> {
+        let s = self.session;
+        let api = &self.api;
+        api.lakesweep_planner_planner()
+            .session()
+            .call_finish(&mut self.store, s)
+            .unwrap()
+            .map_err(from_wt)
+    }
+}
+
+#[test]
+fn component_plans_are_byte_identical_to_native() {
+    let (engine, component) = load();
+    for t in tables() {
+        for page_size in [1000, 5, 1] {
+            let mut o = HostOptions::for_table(&t);
+            o.page_size = page_size;
+            let native = run_native(t.config(), &o).unwrap();
+            let mut w = Wasm::start(&engine, &component, t.config()).unwrap();
+            let wasm = drive(&mut w, &t.metadata_location, &o).unwrap();
+            assert_eq!(
+                wasm.plan_json, native.plan_json,
+                "{} page {page_size}",
+                t.name
+            );
+            assert_eq!(
+                wasm.decisions, native.decisions,
+                "{} page {page_size}",
+                t.name
+            );
+            assert!(!native.plan().delete.is_empty());
+        }
+    }
+}
+
+#[test]
+fn component_fails_closed_like_native() {
+    let (engine, component) = load();
+    let t = tables().into_iter().next().unwrap();
+    let mut o = HostOptions::for_table(&t);
+    let list = std::fs::read_dir(vpath(&format!("{}/metadata", t.location)).unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with("snap-"))
+        .unwrap();
+    o.missing.push(format!("{}/metadata/{list}", t.location));
+    let native = run_native(t.config(), &o).err().expect("native refuses");
+    let mut w = Wasm::start(&engine, &component, t.config()).unwrap();
+    let wasm = drive(&mut w, &t.metadata_location, &o)
+        .err()
+        .expect("component refuses");
+    assert_eq!(wasm, native);
+    assert!(matches!(
+        native,
+        Error::Unsafe {
+            reason: UnsafeReason::MissingMetadata,
+            ..
+        }
+    ));
+}
