@@ -60,10 +60,12 @@ impl Table {
     }
 }
 
-/// Maps a virtual URI onto the checkout.
+/// Maps a virtual URI onto the checkout; other `file://` URIs are real paths.
 pub fn vpath(uri: &str) -> Option<PathBuf> {
-    let rest = uri.strip_prefix(VROOT)?;
-    Some(fixtures_dir().join(rest.trim_start_matches('/')))
+    if let Some(rest) = uri.strip_prefix(VROOT) {
+        return Some(fixtures_dir().join(rest.trim_start_matches('/')));
+    }
+    uri.strip_prefix("file://").map(PathBuf::from)
 }
 
 /// What the host does, and how it pages.
@@ -83,6 +85,8 @@ pub struct HostOptions {
     pub replace: BTreeMap<String, Vec<u8>>,
     /// Mtimes of listed files, relative to the table.
     pub mtimes: BTreeMap<String, i64>,
+    /// Mtime for files without a recorded one (None: that is a test bug).
+    pub default_mtime: Option<i64>,
 }
 
 impl HostOptions {
@@ -95,6 +99,7 @@ impl HostOptions {
             missing: vec![],
             replace: BTreeMap::new(),
             mtimes: t.mtimes.clone(),
+            default_mtime: None,
         }
     }
 }
@@ -139,7 +144,11 @@ impl Planner for Session {
 pub fn list(location: &str, opts: &HostOptions) -> Vec<ListedObject> {
     let dir = vpath(location).expect("virtual location");
     let mut out = Vec::new();
-    let mut stack = vec![dir.clone()];
+    let mut stack = if dir.is_dir() {
+        vec![dir.clone()]
+    } else {
+        vec![]
+    };
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
             let e = e.unwrap();
@@ -198,6 +207,22 @@ fn read(uri: &str, opts: &HostOptions) -> Option<Vec<u8>> {
 pub struct Run {
     pub plan_json: String,
     pub decisions: Vec<Decision>,
+}
+
+impl HostOptions {
+    /// Options for a purely synthetic table (no files on disk).
+    pub fn synthetic() -> Self {
+        HostOptions {
+            page_size: 1000,
+            shuffle: 0,
+            pointers: vec![],
+            extra: BTreeMap::new(),
+            missing: vec![],
+            replace: BTreeMap::new(),
+            mtimes: BTreeMap::new(),
+            default_mtime: None,
+        }
+    }
 }
 
 impl Run {
@@ -291,4 +316,103 @@ pub fn run_native(cfg: SessionConfig, opts: &HostOptions) -> Result<Run, Error> 
     let start = cfg.metadata_location.clone();
     let mut s = Session::start(cfg)?;
     drive(&mut s, &start, opts)
+}
+
+/// Minimal Avro container writer (null codec) for synthetic manifests.
+pub mod synth;
+
+pub mod avro {
+    fn zz(v: i64, out: &mut Vec<u8>) {
+        let mut n = ((v << 1) ^ (v >> 63)) as u64;
+        loop {
+            let b = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(b);
+                break;
+            }
+            out.push(b | 0x80);
+        }
+    }
+    fn s(v: &[u8], out: &mut Vec<u8>) {
+        zz(v.len() as i64, out);
+        out.extend_from_slice(v);
+    }
+    fn container(schema: &str, records: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = b"Obj\x01".to_vec();
+        zz(1, &mut out);
+        s(b"avro.schema", &mut out);
+        s(schema.as_bytes(), &mut out);
+        zz(0, &mut out);
+        let sync = [0x5au8; 16];
+        out.extend_from_slice(&sync);
+        if !records.is_empty() {
+            let body: Vec<u8> = records.concat();
+            zz(records.len() as i64, &mut out);
+            s(&body, &mut out);
+            out.extend_from_slice(&sync);
+        }
+        out
+    }
+    const LIST: &str = r#"{"type":"record","name":"manifest_file","fields":[
+      {"name":"manifest_path","type":"string"},{"name":"manifest_length","type":"long"},
+      {"name":"partition_spec_id","type":"int"},{"name":"content","type":"int"},
+      {"name":"added_snapshot_id","type":"long"},
+      {"name":"partitions","type":["null",{"type":"array","items":{"type":"record","name":"r508","fields":[{"name":"contains_null","type":"boolean"},{"name":"lower_bound","type":["null","bytes"]}]}}]}]}"#;
+    const MANIFEST: &str = r#"{"type":"record","name":"manifest_entry","fields":[
+      {"name":"status","type":"int"},{"name":"snapshot_id","type":["null","long"]},
+      {"name":"data_file","type":{"type":"record","name":"r2","fields":[
+        {"name":"content","type":"int"},{"name":"file_path","type":"string"},
+        {"name":"file_format","type":"string"},
+        {"name":"value_counts","type":["null",{"type":"array","items":{"type":"record","name":"k119_v120","fields":[{"name":"key","type":"int"},{"name":"value","type":"long"}]}}]},
+        {"name":"record_count","type":"long"}]}}]}"#;
+
+    /// A manifest list naming `(path, length, content)` manifests.
+    pub fn manifest_list(snapshot_id: i64, manifests: &[(String, u64, i64)]) -> Vec<u8> {
+        let recs: Vec<Vec<u8>> = manifests
+            .iter()
+            .map(|(p, len, content)| {
+                let mut r = Vec::new();
+                s(p.as_bytes(), &mut r);
+                zz(*len as i64, &mut r);
+                zz(0, &mut r);
+                zz(*content, &mut r);
+                zz(snapshot_id, &mut r);
+                zz(1, &mut r);
+                zz(1, &mut r);
+                r.push(0);
+                zz(1, &mut r);
+                s(b"lo", &mut r);
+                zz(0, &mut r);
+                r
+            })
+            .collect();
+        container(LIST, &recs)
+    }
+
+    /// A manifest with `(status, content, path)` entries.
+    pub fn manifest(snapshot_id: i64, entries: &[(i64, i64, String)]) -> Vec<u8> {
+        let recs: Vec<Vec<u8>> = entries
+            .iter()
+            .map(|(status, content, path)| {
+                let mut r = Vec::new();
+                zz(*status, &mut r);
+                zz(1, &mut r);
+                zz(snapshot_id, &mut r);
+                zz(*content, &mut r);
+                s(path.as_bytes(), &mut r);
+                s(b"PARQUET", &mut r);
+                zz(1, &mut r);
+                zz(2, &mut r);
+                zz(1, &mut r);
+                zz(10, &mut r);
+                zz(2, &mut r);
+                zz(20, &mut r);
+                zz(0, &mut r);
+                zz(10, &mut r);
+                r
+            })
+            .collect();
+        container(MANIFEST, &recs)
+    }
 }

@@ -1,0 +1,71 @@
+//! Synthetic Iceberg tables held in memory (served through `HostOptions::extra`).
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+use super::avro;
+
+pub const LOC: &str = "file:///lakesweep-fixtures/synthetic/db/t";
+pub const UUID: &str = "9b0a6c37-0000-4000-8000-000000000001";
+pub const NOW: i64 = 1_800_000_000_000;
+pub const DAY: i64 = 86_400_000;
+pub const RETENTION: i64 = 3 * DAY;
+pub const OLD: i64 = NOW - 10 * DAY;
+
+/// One snapshot: id and its manifest entries `(status, content, relative path)`.
+pub type Snap = (i64, Vec<(i64, i64, String)>);
+
+/// Writes the table's files for `snaps` as metadata version `version`;
+/// returns the metadata URI. Files get `mtime`.
+pub fn write_table(
+    objects: &mut BTreeMap<String, (Vec<u8>, i64)>,
+    snaps: &[Snap],
+    version: u32,
+    uuid: &str,
+    mtime: i64,
+) -> String {
+    let mut snap_json = Vec::new();
+    let mut parent: Option<i64> = None;
+    for (id, entries) in snaps {
+        let m_uri = format!("{LOC}/metadata/m-{id}.avro");
+        let l_uri = format!("{LOC}/metadata/snap-{id}.avro");
+        if !objects.contains_key(&l_uri) {
+            let abs: Vec<(i64, i64, String)> = entries
+                .iter()
+                .map(|(s, c, p)| (*s, *c, format!("{LOC}/{p}")))
+                .collect();
+            let m = avro::manifest(*id, &abs);
+            let l = avro::manifest_list(*id, &[(m_uri.clone(), m.len() as u64, 0)]);
+            objects.insert(m_uri, (m, mtime));
+            objects.insert(l_uri.clone(), (l, mtime));
+            for (status, _, p) in entries {
+                if *status != 2 {
+                    objects
+                        .entry(format!("{LOC}/{p}"))
+                        .or_insert((b"parquet".to_vec(), mtime));
+                }
+            }
+        }
+        snap_json.push(serde_json::json!({
+            "snapshot-id": id, "parent-snapshot-id": parent, "timestamp-ms": NOW - 20 * DAY + id,
+            "manifest-list": l_uri, "summary": {"operation": "append"}, "schema-id": 0
+        }));
+        parent = Some(*id);
+    }
+    let current = snaps.last().map(|s| s.0).unwrap_or(-1);
+    let mut md = serde_json::json!({
+        "format-version": 2, "table-uuid": uuid, "location": LOC, "last-sequence-number": 0,
+        "last-updated-ms": NOW - DAY, "last-column-id": 1, "current-schema-id": 0,
+        "schemas": [{"type":"struct","schema-id":0,"fields":[]}], "default-spec-id": 0,
+        "partition-specs": [{"spec-id":0,"fields":[{"name":"_p","transform":"identity","source-id":1,"field-id":1000}]}],
+        "last-partition-id": 1000, "default-sort-order-id": 0, "sort-orders": [],
+        "properties": {}, "current-snapshot-id": current, "snapshots": snap_json,
+        "metadata-log": (0..version).map(|v| serde_json::json!({"timestamp-ms": 1, "metadata-file": format!("{LOC}/metadata/{v:05}-x.metadata.json")})).collect::<Vec<_>>(),
+    });
+    if current != -1 {
+        md["refs"] = serde_json::json!({"main": {"snapshot-id": current, "type": "branch"}});
+    }
+    let uri = format!("{LOC}/metadata/{version:05}-x.metadata.json");
+    objects.insert(uri.clone(), (serde_json::to_vec(&md).unwrap(), mtime));
+    uri
+}

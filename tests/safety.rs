@@ -1,0 +1,466 @@
+//! The safety rules, one test each, plus property tests over random histories
+//! and random page splits: nothing referenced is ever a candidate, and the
+//! plan does not depend on paging.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use common::synth::*;
+use common::*;
+use lakesweep::{Error, PageClassifier, SessionConfig, UnsafeReason, Verdict};
+use proptest::prelude::*;
+
+fn cfg(meta: &str) -> SessionConfig {
+    SessionConfig::new(LOC, meta, NOW, RETENTION)
+}
+
+fn entries(paths: &[&str]) -> Vec<(i64, i64, String)> {
+    paths.iter().map(|p| (1, 0, p.to_string())).collect()
+}
+
+fn base() -> (HostOptions, String) {
+    let mut o = HostOptions::synthetic();
+    let meta = write_table(
+        &mut o.extra,
+        &[(1, entries(&["data/a.parquet", "data/b.parquet"]))],
+        1,
+        UUID,
+        OLD,
+    );
+    (o, meta)
+}
+
+fn unsafe_reason(e: Error) -> UnsafeReason {
+    match e {
+        Error::Unsafe { reason, .. } => reason,
+        other => panic!("expected unsafe, got {other}"),
+    }
+}
+
+#[test]
+fn commit_landing_during_the_sweep_demotes_its_files() {
+    let (mut o, meta1) = base();
+    // A writer uploaded data/late.parquet long ago and commits it while we list.
+    o.extra
+        .insert(format!("{LOC}/data/late.parquet"), (b"x".to_vec(), OLD));
+    let mut later = o.extra.clone();
+    let meta2 = write_table(
+        &mut later,
+        &[
+            (1, entries(&["data/a.parquet", "data/b.parquet"])),
+            (2, entries(&["data/late.parquet"])),
+        ],
+        2,
+        UUID,
+        NOW - 60_000,
+    );
+    o.extra = later;
+    o.pointers = vec![meta2.clone()];
+    let run = run_native(cfg(&meta1), &o).unwrap();
+    let v = run.verdicts();
+    assert_eq!(
+        v["data/late.parquet"].verdict,
+        Verdict::Demoted,
+        "{}",
+        v["data/late.parquet"].detail
+    );
+    let plan = run.plan();
+    assert!(plan.delete.iter().all(|d| d.key != "data/late.parquet"));
+    assert_eq!(plan.tokens.metadata_location, meta2);
+    assert_eq!(plan.summary.rechecks, 1);
+    assert!(
+        !plan.summary.verdicts.contains_key("candidate")
+            || plan.summary.verdicts["candidate"].count == plan.delete.len() as u64
+    );
+}
+
+#[test]
+fn a_table_that_keeps_changing_is_refused() {
+    let (mut o, meta1) = base();
+    let mut pointers = vec![];
+    for v in 2..12 {
+        let m = write_table(
+            &mut o.extra,
+            &[
+                (1, entries(&["data/a.parquet"])),
+                (v, entries(&["data/a.parquet"])),
+            ],
+            v as u32,
+            UUID,
+            OLD,
+        );
+        pointers.push(m);
+    }
+    o.pointers = pointers;
+    assert_eq!(
+        unsafe_reason(run_native(cfg(&meta1), &o).err().unwrap()),
+        UnsafeReason::TableChanging
+    );
+}
+
+#[test]
+fn a_metadata_file_of_another_table_refuses_the_whole_plan() {
+    let (mut o, meta) = base();
+    let mut other = BTreeMap::new();
+    let foreign = write_table(
+        &mut other,
+        &[],
+        7,
+        "ffffffff-0000-4000-8000-000000000002",
+        OLD,
+    );
+    o.extra.insert(foreign.clone(), other[&foreign].clone());
+    o.extra
+        .insert(format!("{LOC}/data/orphan.parquet"), (b"x".to_vec(), OLD));
+    let e = run_native(cfg(&meta), &o).err().unwrap();
+    assert!(e.to_string().contains("belongs to another table"), "{e}");
+    assert_eq!(unsafe_reason(e), UnsafeReason::ForeignTable);
+}
+
+#[test]
+fn an_orphan_metadata_file_of_this_table_is_a_candidate_and_garbage_json_is_kept() {
+    let (mut o, meta) = base();
+    let mut mine = BTreeMap::new();
+    let stray = write_table(&mut mine, &[], 42, UUID, OLD);
+    o.extra.insert(stray.clone(), mine[&stray].clone());
+    o.extra.insert(
+        format!("{LOC}/metadata/99999-torn.metadata.json"),
+        (b"{\"format-vers".to_vec(), OLD),
+    );
+    let run = run_native(cfg(&meta), &o).unwrap();
+    let v = run.verdicts();
+    assert_eq!(
+        v["metadata/00042-x.metadata.json"].verdict,
+        Verdict::Candidate
+    );
+    assert_eq!(
+        v["metadata/99999-torn.metadata.json"].verdict,
+        Verdict::Unverified
+    );
+}
+
+#[test]
+fn near_misses_are_kept_and_reported() {
+    let mut o = HostOptions::synthetic();
+    let meta = write_table(
+        &mut o.extra,
+        &[(1, entries(&["data/p=100%25/a.parquet", "data/B.parquet"]))],
+        1,
+        UUID,
+        OLD,
+    );
+    for k in [
+        "data/p=100%/a.parquet",
+        "data/p=100%2525/a.parquet",
+        "data/b.parquet",
+        "data//B.parquet",
+        "data/c.parquet",
+    ] {
+        o.extra.insert(format!("{LOC}/{k}"), (b"x".to_vec(), OLD));
+    }
+    let run = run_native(cfg(&meta), &o).unwrap();
+    let v = run.verdicts();
+    for k in [
+        "data/p=100%/a.parquet",
+        "data/p=100%2525/a.parquet",
+        "data/b.parquet",
+        "data//B.parquet",
+    ] {
+        assert_eq!(v[k].verdict, Verdict::NearMiss, "{k}");
+    }
+    assert_eq!(v["data/p=100%25/a.parquet"].verdict, Verdict::Referenced);
+    let plan = run.plan();
+    assert_eq!(
+        plan.delete
+            .iter()
+            .map(|d| d.key.as_str())
+            .collect::<Vec<_>>(),
+        vec!["data/c.parquet"]
+    );
+    assert!(plan.warnings.iter().any(|w| w.contains("near-miss kept")));
+}
+
+#[test]
+fn a_listing_where_nothing_referenced_matches_is_refused() {
+    // The host lists a copy whose keys were all percent-decoded and upper-cased.
+    let (o, meta) = base();
+    let mut listed = HostOptions::synthetic();
+    for (k, v) in &o.extra {
+        let rel = k.strip_prefix(&format!("{LOC}/")).unwrap();
+        listed
+            .extra
+            .insert(format!("{LOC}/{}", rel.to_uppercase()), v.clone());
+    }
+    // Reads still find the real blobs.
+    for (k, v) in &o.extra {
+        listed.replace.insert(k.clone(), v.0.clone());
+    }
+    let e = run_native(cfg(&meta), &listed).err().unwrap();
+    assert_eq!(unsafe_reason(e), UnsafeReason::NoReferencedKeyListed);
+}
+
+#[test]
+fn location_checks() {
+    let (o, meta) = base();
+    let wrong = SessionConfig::new(
+        "file:///lakesweep-fixtures/synthetic/db/t2",
+        &meta,
+        NOW,
+        RETENTION,
+    );
+    assert_eq!(
+        unsafe_reason(run_native(wrong, &o).err().unwrap()),
+        UnsafeReason::LocationMismatch
+    );
+    // `startsWith` without the slash: a sibling table's file is a host error, never a candidate.
+    let mut o2 = o.clone();
+    o2.extra
+        .insert(format!("{LOC}2/data/x.parquet"), (b"x".to_vec(), OLD));
+    let mut s = lakesweep::Session::start(cfg(&meta)).unwrap();
+    let e = drive(&mut s, &meta, &o2);
+    assert!(e.is_ok(), "the sibling is not listed under the prefix");
+    let objs = vec![lakesweep::ListedObject {
+        key: format!("{LOC}2/data/x.parquet"),
+        size: 1,
+        last_modified_ms: OLD,
+        etag: None,
+        version_id: None,
+    }];
+    let mut s = lakesweep::Session::start(cfg(&meta)).unwrap();
+    while let Some(r) = s.poll_request() {
+        if let lakesweep::Request::ReadBlob { uri } = r {
+            s.handle_blob(uri.clone(), o.extra[&uri].0.clone()).unwrap();
+        }
+    }
+    assert!(matches!(
+        s.handle_page(objs, true),
+        Err(Error::Protocol { .. })
+    ));
+    assert!(s.finish().is_err(), "a failed session never seals a plan");
+    // A bucket root is never a table location.
+    assert!(matches!(
+        lakesweep::Session::start(SessionConfig::new("s3://bucket/", &meta, NOW, RETENTION)),
+        Err(Error::InvalidOptions { .. })
+    ));
+}
+
+#[test]
+fn bad_input_gives_a_typed_error_and_no_plan() {
+    let (o, meta) = base();
+    let list = format!("{LOC}/metadata/snap-1.avro");
+    let manifest = format!("{LOC}/metadata/m-1.avro");
+    let cases: Vec<(&str, String, Vec<u8>)> = vec![
+        (
+            "truncated manifest",
+            manifest.clone(),
+            o.extra[&manifest].0[..o.extra[&manifest].0.len() - 3].to_vec(),
+        ),
+        (
+            "manifest one byte short",
+            manifest.clone(),
+            o.extra[&manifest].0[..o.extra[&manifest].0.len() - 1].to_vec(),
+        ),
+        (
+            "truncated manifest list",
+            list.clone(),
+            o.extra[&list].0[..o.extra[&list].0.len() - 20].to_vec(),
+        ),
+        ("wrong magic", list.clone(), b"PAR1garbage".to_vec()),
+        (
+            "malformed metadata",
+            meta.clone(),
+            b"{\"format-version\": 2, \"location\": ".to_vec(),
+        ),
+        (
+            "unknown format version",
+            meta.clone(),
+            String::from_utf8(o.extra[&meta].0.clone())
+                .unwrap()
+                .replace("\"format-version\":2", "\"format-version\":4")
+                .into_bytes(),
+        ),
+    ];
+    for (name, uri, bytes) in cases {
+        let mut bad = o.clone();
+        bad.replace.insert(uri, bytes);
+        let e = run_native(cfg(&meta), &bad)
+            .err()
+            .unwrap_or_else(|| panic!("{name}: must fail"));
+        let ok = match name {
+            "unknown format version" => matches!(e, Error::Unsupported { .. }),
+            _ => matches!(e, Error::Malformed { .. }),
+        };
+        assert!(ok, "{name}: {e}");
+    }
+    let mut missing = o.clone();
+    missing.missing.push(manifest);
+    assert_eq!(
+        unsafe_reason(run_native(cfg(&meta), &missing).err().unwrap()),
+        UnsafeReason::MissingMetadata
+    );
+}
+
+#[test]
+fn options_that_would_eat_live_data_are_refused() {
+    let (mut o, meta) = base();
+    let mut short = cfg(&meta);
+    short.file_retention_ms = 60_000;
+    assert!(matches!(
+        lakesweep::Session::start(short),
+        Err(Error::InvalidOptions { .. })
+    ));
+    let text = String::from_utf8(o.extra[&meta].0.clone())
+        .unwrap()
+        .replace(
+            "\"properties\":{}",
+            "\"properties\":{\"gc.enabled\":\"false\"}",
+        );
+    o.extra.get_mut(&meta).unwrap().0 = text.into_bytes();
+    assert_eq!(
+        unsafe_reason(run_native(cfg(&meta), &o).err().unwrap()),
+        UnsafeReason::GcDisabled
+    );
+}
+
+#[test]
+fn protocol_errors_poison_the_session() {
+    let (o, meta) = base();
+    let mut s = lakesweep::Session::start(cfg(&meta)).unwrap();
+    assert!(matches!(
+        s.handle_blob("file:///nope".into(), vec![]),
+        Err(Error::Protocol { .. })
+    ));
+    assert!(s.poll_request().is_none());
+    assert!(s
+        .handle_blob(meta.clone(), o.extra[&meta].0.clone())
+        .is_err());
+    let mut s = lakesweep::Session::start(cfg(&meta)).unwrap();
+    assert!(matches!(
+        s.handle_page(vec![], true),
+        Err(Error::Protocol { .. })
+    ));
+}
+
+#[test]
+fn page_mode_gives_the_session_verdicts() {
+    for t in tables() {
+        let o = HostOptions::for_table(&t);
+        let run = run_native(t.config(), &o).unwrap();
+        // Build the keep set with a session, export it, classify pages statelessly.
+        let mut s = lakesweep::Session::start(t.config()).unwrap();
+        let mut bytes = None;
+        while let Some(r) = s.poll_request() {
+            match r {
+                lakesweep::Request::ReadBlob { uri } => s
+                    .handle_blob(uri.clone(), std::fs::read(vpath(&uri).unwrap()).unwrap())
+                    .unwrap(),
+                lakesweep::Request::List { .. } => {
+                    bytes = Some(s.export_keep_set().unwrap());
+                    break;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let pc = PageClassifier::load(bytes.unwrap()).unwrap();
+        assert_eq!(pc.metadata_location(), t.metadata_location);
+        let listing = list(&t.location, &o);
+        let mut got = BTreeMap::new();
+        for page in listing.chunks(4) {
+            for d in pc.classify(page.to_vec()).unwrap() {
+                let d = if d.verdict == Verdict::OwnerCheck {
+                    let obj = page.iter().find(|x| x.key == d.key).unwrap().clone();
+                    pc.settle_metadata_file(obj, std::fs::read(vpath(&d.key).unwrap()).ok())
+                        .unwrap()
+                } else {
+                    d
+                };
+                got.insert(d.relative_key.clone(), d);
+            }
+        }
+        assert_eq!(got, run.verdicts(), "{}", t.name);
+    }
+}
+
+/// A random history: snapshots drawing entries from a pool, plus orphans.
+fn history() -> impl Strategy<Value = (Vec<Snap>, Vec<(String, bool)>, usize, u64)> {
+    let entry = (0i64..3, 0i64..3, 0usize..24);
+    let snap = proptest::collection::vec(entry, 0..8);
+    (
+        proptest::collection::vec(snap, 1..6),
+        proptest::collection::vec((0usize..40, any::<bool>()), 0..12),
+        1usize..9,
+        1u64..1000,
+    )
+        .prop_map(|(snaps, orphans, page, seed)| {
+            let name = |i: usize| match i % 4 {
+                0 => format!("data/f{i}.parquet"),
+                1 => format!("data/p=v%25{i}/f.parquet"),
+                2 => format!("data/_p=x/f{i}.parquet"),
+                _ => format!("data/.h{i}.parquet"),
+            };
+            let snaps: Vec<Snap> = snaps
+                .into_iter()
+                .enumerate()
+                .map(|(i, es)| {
+                    (
+                        i as i64 + 1,
+                        es.into_iter()
+                            .map(|(st, ct, p)| (st, ct, name(p)))
+                            .collect(),
+                    )
+                })
+                .collect();
+            let orphans = orphans
+                .into_iter()
+                .map(|(i, old)| (name(i + 100), old))
+                .collect();
+            (snaps, orphans, page, seed)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn nothing_referenced_is_ever_a_candidate((snaps, orphans, page, seed) in history()) {
+        let mut o = HostOptions::synthetic();
+        let meta = write_table(&mut o.extra, &snaps, 1, UUID, OLD);
+        for (k, old) in &orphans {
+            o.extra.entry(format!("{LOC}/{k}")).or_insert((b"x".to_vec(), if *old { OLD } else { NOW - 1000 }));
+        }
+        let referenced: BTreeSet<String> = snaps
+            .iter()
+            .flat_map(|(id, es)| {
+                let mut v: Vec<String> = es.iter().map(|(_, _, p)| p.clone()).collect();
+                v.push(format!("metadata/snap-{id}.avro"));
+                v.push(format!("metadata/m-{id}.avro"));
+                v
+            })
+            .chain(std::iter::once("metadata/00001-x.metadata.json".to_owned()))
+            .collect();
+        let a = run_native(cfg(&meta), &o).unwrap();
+        let mut o2 = o.clone();
+        o2.page_size = page;
+        o2.shuffle = seed;
+        let b = run_native(cfg(&meta), &o2).unwrap();
+        prop_assert_eq!(&a.plan_json, &b.plan_json);
+        prop_assert_eq!(a.verdicts(), b.verdicts());
+        let plan = a.plan();
+        for d in &plan.delete {
+            prop_assert!(!referenced.contains(&d.key), "referenced {} is a candidate", d.key);
+            prop_assert!(o.extra[&format!("{LOC}/{}", d.key)].1 <= NOW - RETENTION, "young {} is a candidate", d.key);
+            // `_p` is a partition field of the synthetic spec: `_p=x/` is not hidden.
+            prop_assert!(!d.key.contains("/."), "hidden {} is a candidate", d.key);
+        }
+        // And garbage really goes: every old, unreferenced, visible orphan is planned.
+        let planned: BTreeSet<&str> = plan.delete.iter().map(|d| d.key.as_str()).collect();
+        for (k, _) in &orphans {
+            let visible = !k.contains("/.");
+            let old = o.extra[&format!("{LOC}/{k}")].1 <= NOW - RETENTION;
+            if old && visible && !referenced.contains(k) {
+                prop_assert!(planned.contains(k.as_str()), "old orphan {} not planned", k);
+            }
+        }
+    }
+}
