@@ -407,7 +407,7 @@ impl Session {
                     Judged::Final(d) => s.record(d),
                     Judged::NeedsOwner { decision } => {
                         let uri = CanonicalUri::parse(&obj.key)
-                            .map_err(|e| Error::protocol(e))?
+                            .map_err(Error::protocol)?
                             .to_uri_string();
                         if s.pending.contains_key(&uri) {
                             return Err(Error::protocol(format!("key `{}` listed twice", obj.key)));
@@ -445,7 +445,7 @@ impl Session {
                 ));
             };
             let loc = CanonicalUri::parse(&loc)
-                .map_err(|e| Error::protocol(e))?
+                .map_err(Error::protocol)?
                 .to_uri_string();
             if loc == s.metadata_location {
                 s.phase = Phase::Done;

@@ -162,9 +162,11 @@ pub fn list(location: &str, opts: &HostOptions) -> Vec<ListedObject> {
                 .unwrap()
                 .to_string_lossy()
                 .replace('\\', "/");
-            let mtime = *opts
+            let mtime = opts
                 .mtimes
                 .get(&rel)
+                .copied()
+                .or(opts.default_mtime)
                 .unwrap_or_else(|| panic!("no recorded mtime for {rel}: regenerate fixtures"));
             out.push(ListedObject {
                 key: format!("{location}/{rel}"),
