@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The main job: build the component and the sidecar, then plan a sweep of the
+# demo Iceberg table shipped in tests/fixtures/generated (real, written by
+# pyiceberg, with planted orphans). A git checkout loses modification times,
+# so the table is first staged into target/demo with the times the generator
+# recorded. Nothing is deleted: `plan` is a dry run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+bash scripts/build-component.sh >&2
+( cd host-examples/sidecar && cargo build --release --quiet )
+root="$PWD/target/demo"
+rm -rf "$root" && mkdir -p "$root"
+cp -r tests/fixtures/generated/warehouse "$root/"
+now_ms=$(python3 - "$root" <<'PY'
+import json, os, sys
+root = sys.argv[1]
+expect = json.load(open("tests/fixtures/generated/expect.json"))
+for t in expect.values():
+    tdir = os.path.join(root, t["location"].removeprefix("file:///lakesweep-fixtures/"))
+    for rel, ms in t["mtimes"].items():
+        os.utime(os.path.join(tdir, rel), ns=(ms * 1_000_000, ms * 1_000_000))
+print(expect["events"]["now_ms"])
+PY
+)
+meta=$(python3 -c 'import json;print(json.load(open("tests/fixtures/generated/expect.json"))["events"]["metadata_location"])')
+exec "$CARGO_TARGET_DIR/release/lakesweep" plan "$root/warehouse/demo/events" \
+  --metadata "${meta/file:\/\/\/lakesweep-fixtures/file://$root}" \
+  --location-map "file:///lakesweep-fixtures=file://$root" \
+  --now "$now_ms" --older-than 3d "$@"
