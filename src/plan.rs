@@ -141,6 +141,9 @@ pub struct Summary {
     pub referenced_keys: u64,
     /// Referenced paths outside the location (never deletable, not listed).
     pub external_references: u64,
+    /// Heap bytes of the frozen keep-set index (fingerprints and reasons), in
+    /// bytes: what the planner's memory grows with.
+    pub keep_set_bytes: u64,
     /// Referenced keys that the listing did not contain (missing files or a
     /// partial listing): worth investigating, never deleted by us.
     pub referenced_not_listed: u64,
@@ -320,9 +323,14 @@ impl Session {
                 ),
             ));
         }
-        let pointer = CanonicalUri::parse(&config.metadata_location)
-            .map_err(|e| Error::invalid("metadata_location", e))?
-            .to_uri_string();
+        // A pointer from a catalog names the table's original root: map it
+        // like every path found in metadata.
+        let pointer = CanonicalUri::parse(&apply_mappings(
+            &config.metadata_location,
+            &config.location_map,
+        ))
+        .map_err(|e| Error::invalid("metadata_location", e))?
+        .to_uri_string();
         let classifier = Classifier {
             location,
             keep: KeepSet::new(),
@@ -444,7 +452,7 @@ impl Session {
                     "the table's pointer vanished during the sweep (table dropped?)",
                 ));
             };
-            let loc = CanonicalUri::parse(&loc)
+            let loc = CanonicalUri::parse(&apply_mappings(&loc, &s.config.location_map))
                 .map_err(Error::protocol)?
                 .to_uri_string();
             if loc == s.metadata_location {
@@ -496,6 +504,7 @@ impl Session {
         let mut summary = self.summary.clone();
         summary.snapshots = self.snapshots.len() as u64;
         summary.referenced_keys = self.classifier.keep.len() as u64;
+        summary.keep_set_bytes = self.classifier.keep.index_bytes() as u64;
         summary.referenced_not_listed = summary.referenced_keys.saturating_sub(self.matched);
         summary.rechecks = self.rechecks;
         let mut warnings = self.warnings.clone();

@@ -90,16 +90,11 @@ pub struct HostOptions {
 }
 
 impl HostOptions {
+    /// Options serving a fixture table with its recorded mtimes.
     pub fn for_table(t: &Table) -> Self {
         HostOptions {
-            page_size: 1000,
-            shuffle: 0,
-            pointers: vec![],
-            extra: BTreeMap::new(),
-            missing: vec![],
-            replace: BTreeMap::new(),
             mtimes: t.mtimes.clone(),
-            default_mtime: None,
+            ..HostOptions::synthetic()
         }
     }
 }

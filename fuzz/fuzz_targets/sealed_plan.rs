@@ -1,0 +1,9 @@
+//! Any text as a sealed plan document.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = lakesweep::SealedPlan::from_json(text);
+    }
+});
