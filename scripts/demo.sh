@@ -11,7 +11,7 @@ bash scripts/build-component.sh >&2
 ( cd host-examples/sidecar && cargo build --release --quiet )
 root="$PWD/target/demo"
 rm -rf "$root" && mkdir -p "$root"
-cp -r tests/fixtures/generated/warehouse "$root/"
+cp -r tests/fixtures/generated/warehouse tests/fixtures/generated/catalog.db "$root/"
 now_ms=$(python3 - "$root" <<'PY'
 import json, os, sys
 root = sys.argv[1]
@@ -23,8 +23,9 @@ for t in expect.values():
 print(expect["events"]["now_ms"])
 PY
 )
-meta=$(python3 -c 'import json;print(json.load(open("tests/fixtures/generated/expect.json"))["events"]["metadata_location"])')
+# The pointer comes from the pyiceberg SQL catalog; the metadata names the
+# generator's root, which --location-map points at the staged copy.
 exec "$CARGO_TARGET_DIR/release/lakesweep" plan "$root/warehouse/demo/events" \
-  --metadata "${meta/file:\/\/\/lakesweep-fixtures/file://$root}" \
+  --catalog "sqlite:$root/catalog.db" --table demo.events \
   --location-map "file:///lakesweep-fixtures=file://$root" \
   --now "$now_ms" --older-than 3d "$@"

@@ -1,31 +1,64 @@
 //! Command-line parsing, durations and times.
 
-/// Usage text.
-pub const USAGE: &str =
-    "usage: lakesweep plan TABLE [--metadata URI] [--older-than DURATION] [--now TIME]
-                      [--location-map FROM=TO]... [--json] [--out PLAN.json] [--wasm PATH]
+use crate::plan::Format;
+use crate::pointer::Pointer;
 
-  TABLE            table location: a path or file:// URI
-  --metadata URI   current metadata file (default: from metadata/version-hint.text)
+/// Usage text.
+pub const USAGE: &str = "usage:
+  lakesweep plan TABLE [POINTER] [--format iceberg|delta|auto] [--older-than DURATION]
+                 [--now TIME] [--location-map FROM=TO]... [--json] [--out PLAN.json]
+  lakesweep explain TABLE KEY [same options as plan]
+  lakesweep apply PLAN.json [POINTER] [--location-map FROM=TO]... [--dry-run]
+                 [--concurrency N] [--receipts FILE]
+  lakesweep compare PLAN.json OTHER.txt [--json]
+
+  TABLE            table location: a local path, file://, s3://, s3a://, gs://, az:// URI
+  POINTER          where the current metadata is, checked again before anything is deleted:
+    --metadata URI                 the current metadata file, fixed
+    --catalog sqlite:PATH --table NS.NAME
+                                   an Iceberg SQL catalog (pyiceberg, Java JDBC schema)
+                   (default: TABLE/metadata/version-hint.text)
+  --format F       iceberg (default), delta, or auto (a _delta_log/ folder means delta)
   --older-than D   file-retention window, like 72h or 3d (default 3d, Iceberg's own)
   --now TIME       evaluation time, RFC 3339 (2026-11-30T12:00:00Z) or epoch milliseconds
                    (default: the clock)
-  --location-map   rewrite a path prefix found in the metadata (relocated tables)
+  --location-map   rewrite a path prefix found in the metadata (relocated or restored tables)
   --json           print one JSON object instead of the report
-  --out FILE       also write the sealed plan document to FILE
-  --wasm PATH      the component (default: $LAKESWEEP_WASM or target/lakesweep.wasm)";
+  --out FILE       write the sealed plan (the input of apply and compare) to FILE
+  --dry-run        apply: check every key, delete nothing
+  --concurrency N  apply: deletes in flight (default 16)
+  --receipts FILE  apply: receipt lines (default PLAN.json.receipts.jsonl)
+  --wasm PATH      the component (default: $LAKESWEEP_WASM or target/lakesweep.wasm)
+
+Stores: credentials and endpoints come from the environment (AWS_ACCESS_KEY_ID,
+AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL, AWS_ALLOW_HTTP; GOOGLE_*; AZURE_*).
+Exit status: 0 done, 1 apply finished but some keys failed or changed, 2 refused
+(nothing deleted), 64 bad usage.";
 
 /// A parsed command.
 pub enum Command {
+    /// `plan`.
     Plan(PlanArgs),
+    /// `explain`: a plan, then one key's verdict.
+    Explain(PlanArgs, String),
+    /// `apply`.
+    Apply(ApplyArgs),
+    /// `compare PLAN OTHER`.
+    Compare {
+        plan: String,
+        other: String,
+        json: bool,
+    },
+    /// `help`.
     Help,
 }
 
-/// Arguments of `plan`.
+/// Arguments of `plan` and `explain`.
 pub struct PlanArgs {
     pub table: String,
-    pub metadata: Option<String>,
-    pub retention_ms: i64,
+    pub pointer: Pointer,
+    pub format: Format,
+    pub retention_ms: Option<i64>,
     pub now_ms: i64,
     pub location_map: Vec<(String, String)>,
     pub json: bool,
@@ -33,57 +66,224 @@ pub struct PlanArgs {
     pub wasm: Option<String>,
 }
 
-pub fn parse(argv: &[String]) -> Result<Command, String> {
-    let Some(cmd) = argv.first() else {
-        return Ok(Command::Help);
-    };
-    match cmd.as_str() {
-        "-h" | "--help" | "help" => return Ok(Command::Help),
-        "plan" => {}
-        other => {
-            return Err(format!(
-                "unknown command `{other}` (this version has `plan`)"
-            ))
-        }
-    }
-    let mut p = PlanArgs {
-        table: String::new(),
-        metadata: None,
-        retention_ms: 3 * 86_400_000,
-        now_ms: now_ms(),
-        location_map: vec![],
-        json: false,
-        out: None,
-        wasm: None,
-    };
-    let mut it = argv[1..].iter();
+/// Arguments of `apply`.
+pub struct ApplyArgs {
+    pub plan: String,
+    pub pointer: Pointer,
+    pub location_map: Vec<(String, String)>,
+    pub dry_run: bool,
+    pub concurrency: usize,
+    pub receipts: Option<String>,
+    pub wasm: Option<String>,
+}
+
+/// Every option any command takes; each command checks what it accepts.
+#[derive(Default)]
+struct Opts {
+    positional: Vec<String>,
+    metadata: Option<String>,
+    catalog: Option<String>,
+    table: Option<String>,
+    format: Option<Format>,
+    retention_ms: Option<i64>,
+    now_ms: Option<i64>,
+    location_map: Vec<(String, String)>,
+    json: bool,
+    out: Option<String>,
+    wasm: Option<String>,
+    dry_run: bool,
+    concurrency: Option<usize>,
+    receipts: Option<String>,
+    given: Vec<&'static str>,
+}
+
+fn opts(args: &[String]) -> Result<Opts, String> {
+    let mut o = Opts::default();
+    let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = |name: &str| {
             it.next()
                 .cloned()
                 .ok_or_else(|| format!("{name} needs a value"))
         };
-        match a.as_str() {
-            "--metadata" => p.metadata = Some(val("--metadata")?),
-            "--older-than" => p.retention_ms = duration_ms(&val("--older-than")?)?,
-            "--now" => p.now_ms = time_ms(&val("--now")?)?,
-            "--location-map" => {
-                let v = val("--location-map")?;
-                let (f, t) = v.split_once('=').ok_or("--location-map takes FROM=TO")?;
-                p.location_map.push((f.to_owned(), t.to_owned()));
+        let name: &'static str = match a.as_str() {
+            "--metadata" => {
+                o.metadata = Some(val(a)?);
+                "--metadata"
             }
-            "--json" => p.json = true,
-            "--out" => p.out = Some(val("--out")?),
-            "--wasm" => p.wasm = Some(val("--wasm")?),
+            "--catalog" => {
+                o.catalog = Some(val(a)?);
+                "--catalog"
+            }
+            "--table" => {
+                o.table = Some(val(a)?);
+                "--table"
+            }
+            "--format" => {
+                o.format = Some(match val(a)?.as_str() {
+                    "iceberg" => Format::Iceberg,
+                    "delta" => Format::Delta,
+                    "auto" => Format::Auto,
+                    f => return Err(format!("--format `{f}`: iceberg, delta or auto")),
+                });
+                "--format"
+            }
+            "--older-than" => {
+                o.retention_ms = Some(duration_ms(&val(a)?)?);
+                "--older-than"
+            }
+            "--now" => {
+                o.now_ms = Some(time_ms(&val(a)?)?);
+                "--now"
+            }
+            "--location-map" => {
+                let v = val(a)?;
+                let (f, t) = v.split_once('=').ok_or("--location-map takes FROM=TO")?;
+                o.location_map.push((f.to_owned(), t.to_owned()));
+                "--location-map"
+            }
+            "--json" => {
+                o.json = true;
+                "--json"
+            }
+            "--out" => {
+                o.out = Some(val(a)?);
+                "--out"
+            }
+            "--wasm" => {
+                o.wasm = Some(val(a)?);
+                "--wasm"
+            }
+            "--dry-run" => {
+                o.dry_run = true;
+                "--dry-run"
+            }
+            "--concurrency" => {
+                let v = val(a)?;
+                o.concurrency = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| format!("--concurrency `{v}`: a positive number"))?,
+                );
+                "--concurrency"
+            }
+            "--receipts" => {
+                o.receipts = Some(val(a)?);
+                "--receipts"
+            }
             s if s.starts_with('-') => return Err(format!("unknown option `{s}`")),
-            s if p.table.is_empty() => p.table = s.to_owned(),
-            s => return Err(format!("unexpected argument `{s}`")),
+            s => {
+                o.positional.push(s.to_owned());
+                continue;
+            }
+        };
+        o.given.push(name);
+    }
+    Ok(o)
+}
+
+impl Opts {
+    fn only(&self, cmd: &str, allowed: &[&str]) -> Result<(), String> {
+        match self.given.iter().find(|g| !allowed.contains(g)) {
+            Some(g) => Err(format!("{cmd} does not take {g}")),
+            None => Ok(()),
         }
     }
-    if p.table.is_empty() {
-        return Err("plan needs a TABLE location".into());
+    fn pointer(&self) -> Result<Pointer, String> {
+        Pointer::from_args(
+            self.metadata.as_deref(),
+            self.catalog.as_deref(),
+            self.table.as_deref(),
+        )
     }
-    Ok(Command::Plan(p))
+}
+
+const POINTER: [&str; 3] = ["--metadata", "--catalog", "--table"];
+const PLAN: [&str; 9] = [
+    "--metadata",
+    "--catalog",
+    "--table",
+    "--format",
+    "--older-than",
+    "--now",
+    "--location-map",
+    "--json",
+    "--out",
+];
+
+pub fn parse(argv: &[String]) -> Result<Command, String> {
+    let Some(cmd) = argv.first() else {
+        return Ok(Command::Help);
+    };
+    let o = opts(&argv[1..])?;
+    let plan_args = |o: &Opts, table: &str| -> Result<PlanArgs, String> {
+        Ok(PlanArgs {
+            table: table.to_owned(),
+            pointer: o.pointer()?,
+            format: o.format.unwrap_or(Format::Iceberg),
+            retention_ms: o.retention_ms,
+            now_ms: o.now_ms.unwrap_or_else(now_ms),
+            location_map: o.location_map.clone(),
+            json: o.json,
+            out: o.out.clone(),
+            wasm: o.wasm.clone(),
+        })
+    };
+    let with_wasm = |list: &[&'static str]| {
+        let mut v = list.to_vec();
+        v.push("--wasm");
+        v
+    };
+    match cmd.as_str() {
+        "-h" | "--help" | "help" => Ok(Command::Help),
+        "plan" => {
+            o.only("plan", &with_wasm(&PLAN))?;
+            match o.positional.as_slice() {
+                [table] => Ok(Command::Plan(plan_args(&o, table)?)),
+                [] => Err("plan needs a TABLE location".into()),
+                more => Err(format!("unexpected argument `{}`", more[1])),
+            }
+        }
+        "explain" => {
+            o.only("explain", &with_wasm(&PLAN))?;
+            match o.positional.as_slice() {
+                [table, key] => Ok(Command::Explain(plan_args(&o, table)?, key.clone())),
+                _ => Err("explain needs TABLE and KEY".into()),
+            }
+        }
+        "apply" => {
+            let mut allowed = with_wasm(&POINTER);
+            allowed.extend(["--location-map", "--dry-run", "--concurrency", "--receipts"]);
+            o.only("apply", &allowed)?;
+            match o.positional.as_slice() {
+                [plan] => Ok(Command::Apply(ApplyArgs {
+                    plan: plan.clone(),
+                    pointer: o.pointer()?,
+                    location_map: o.location_map.clone(),
+                    dry_run: o.dry_run,
+                    concurrency: o.concurrency.unwrap_or(16),
+                    receipts: o.receipts.clone(),
+                    wasm: o.wasm.clone(),
+                })),
+                _ => Err("apply needs exactly one PLAN.json".into()),
+            }
+        }
+        "compare" => {
+            o.only("compare", &["--json"])?;
+            match o.positional.as_slice() {
+                [plan, other] => Ok(Command::Compare {
+                    plan: plan.clone(),
+                    other: other.clone(),
+                    json: o.json,
+                }),
+                _ => Err("compare needs PLAN.json and OTHER.txt".into()),
+            }
+        }
+        other => Err(format!(
+            "unknown command `{other}` (plan, explain, apply, compare)"
+        )),
+    }
 }
 
 fn now_ms() -> i64 {
@@ -174,6 +374,32 @@ pub fn time_ms(s: &str) -> Result<i64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn commands_take_only_their_options() {
+        assert!(matches!(
+            parse(&argv("plan /t --json")),
+            Ok(Command::Plan(_))
+        ));
+        assert!(parse(&argv("plan /t --dry-run")).is_err());
+        assert!(parse(&argv("apply p.json --older-than 3d")).is_err());
+        assert!(matches!(
+            parse(&argv("apply p.json --dry-run --concurrency 4")),
+            Ok(Command::Apply(_))
+        ));
+        assert!(parse(&argv("apply p.json --concurrency 0")).is_err());
+        assert!(matches!(
+            parse(&argv("explain /t data/x.parquet")),
+            Ok(Command::Explain(..))
+        ));
+        assert!(parse(&argv("plan /t --catalog sqlite:c.db")).is_err());
+        assert!(parse(&argv("plan /t --format hudi")).is_err());
+        assert!(parse(&argv("sweep /t")).is_err());
+    }
 
     #[test]
     fn durations_need_units() {

@@ -1,38 +1,147 @@
 //! `lakesweep`: the command a platform engineer runs next to Spark or Trino.
 //!
 //! It loads the import-free `lakesweep.wasm` component in wasmtime and does
-//! every read and list for it. This version serves tables on the local file
-//! system; the planner itself is format- and store-agnostic.
-//!
-//! ```text
-//! lakesweep plan TABLE [--metadata URI] [--older-than 72h] [--now TIME]
-//!                [--location-map FROM=TO]... [--json] [--out PLAN.json] [--wasm PATH]
-//! ```
-//! Exit status: 0 when a plan was produced (even an empty one), 2 when the
-//! planner refused (nothing is deleted), 64 for bad usage.
+//! every read, list and delete for it through `object_store` (local disk, S3
+//! and S3-compatible stores, GCS, Azure). `plan` and `explain` never delete;
+//! `apply` deletes exactly the keys of a sealed plan after checking that the
+//! table and every key are as they were when planned. See `args::USAGE`.
 
+mod apply;
 mod args;
-mod host;
+mod compare;
+mod component;
+mod plan;
+mod pointer;
+mod report;
+mod store;
 
 use std::process::ExitCode;
 
+use args::{Command, PlanArgs};
+
+/// Refused: nothing was deleted.
+const REFUSED: u8 = 2;
+/// Bad usage.
+const USAGE: u8 = 64;
+
+fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, String> {
+    Ok(plan::PlanInput {
+        table: store::table_uri(&a.table)?,
+        pointer: a.pointer.clone(),
+        format: a.format,
+        now_ms: a.now_ms,
+        retention_ms: a.retention_ms,
+        location_map: a.location_map.clone(),
+        wasm: a.wasm.clone(),
+        keep_all_decisions: keep_all,
+    })
+}
+
+async fn run(cmd: Command) -> Result<ExitCode, String> {
+    match cmd {
+        Command::Help => {
+            println!("{}", args::USAGE);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Plan(a) => {
+            let o = plan::run(&plan_input(&a, a.json)?).await?;
+            if let Some(out) = &a.out {
+                std::fs::write(out, &o.plan_json).map_err(|e| format!("write {out}: {e}"))?;
+            }
+            if a.json {
+                let text =
+                    serde_json::to_string_pretty(&report::json(&o)).map_err(|e| e.to_string())?;
+                println!("{text}");
+            } else {
+                print!("{}", report::human(&o, &a.pointer.describe()));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Explain(a, key) => {
+            let input = plan_input(&a, true)?;
+            let rel = key
+                .strip_prefix(&format!("{}/", input.table))
+                .unwrap_or(&key)
+                .to_owned();
+            let o = plan::run(&input).await?;
+            match o.decisions.get(&rel) {
+                Some(d) => {
+                    print!("{}", report::explain(d));
+                    Ok(ExitCode::SUCCESS)
+                }
+                None => {
+                    println!(
+                        "{rel}: not listed under {} (not an object of this table, or already gone)",
+                        input.table
+                    );
+                    Ok(ExitCode::from(1))
+                }
+            }
+        }
+        Command::Apply(a) => {
+            let done = apply::run(&apply::ApplyInput {
+                plan_path: a.plan.clone(),
+                pointer: a.pointer.clone(),
+                location_map: a.location_map.clone(),
+                concurrency: a.concurrency,
+                receipts: a.receipts.clone(),
+                dry_run: a.dry_run,
+                wasm: a.wasm.clone(),
+            })
+            .await?;
+            let verb = if a.dry_run { "would delete" } else { "deleted" };
+            println!(
+                "{verb} {}, already absent {}, skipped (changed since planned) {}, failed {}; receipts in {}",
+                done.deleted, done.absent, done.changed, done.failed, done.receipts
+            );
+            Ok(if done.failed + done.changed > 0 {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Compare { plan, other, json } => {
+            let text = std::fs::read_to_string(&plan).map_err(|e| format!("read {plan}: {e}"))?;
+            let value: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| format!("{plan}: {e}"))?;
+            let theirs =
+                std::fs::read_to_string(&other).map_err(|e| format!("read {other}: {e}"))?;
+            let d = compare::diff(&value, &theirs);
+            if json {
+                println!("{}", d.to_json());
+            } else {
+                print!("{}", d.human());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    match args::parse(&argv) {
-        Ok(args::Command::Plan(p)) => match host::plan(&p) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("lakesweep: refused, nothing deleted: {e}");
-                ExitCode::from(2)
-            }
-        },
-        Ok(args::Command::Help) => {
-            println!("{}", args::USAGE);
-            ExitCode::SUCCESS
-        }
+    let cmd = match args::parse(&argv) {
+        Ok(c) => c,
         Err(e) => {
             eprintln!("lakesweep: {e}\n\n{}", args::USAGE);
-            ExitCode::from(64)
+            return ExitCode::from(USAGE);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("lakesweep: start runtime: {e}");
+            return ExitCode::from(REFUSED);
+        }
+    };
+    match rt.block_on(run(cmd)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("lakesweep: refused, nothing deleted: {e}");
+            ExitCode::from(REFUSED)
         }
     }
 }

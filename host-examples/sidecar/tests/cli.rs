@@ -1,163 +1,338 @@
-//! End-to-end: the `lakesweep` binary, loading the real component, plans the
-//! committed demo table staged with its recorded modification times.
+//! End-to-end on the local file system: the `lakesweep` binary, loading the
+//! real component, plans, applies and re-plans staged copies of the
+//! committed pyiceberg tables, and refuses every unsafe situation without
+//! deleting anything.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use std::collections::BTreeSet;
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dst);
-        } else {
-            std::fs::copy(e.path(), &dst).unwrap();
-        }
-    }
-}
+use common::*;
 
-/// Stages the fixtures under a scratch root with the generator's mtimes.
-fn stage(name: &str) -> (PathBuf, serde_json::Value) {
-    let root = std::env::temp_dir().join(format!("lakesweep-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    copy_dir(
-        &repo().join("tests/fixtures/generated/warehouse"),
-        &root.join("warehouse"),
-    );
-    let expect: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(repo().join("tests/fixtures/generated/expect.json")).unwrap(),
+fn out_text(o: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
     )
-    .unwrap();
-    let t = &expect["events"];
-    let tdir = root.join(
-        t["location"]
-            .as_str()
-            .unwrap()
-            .trim_start_matches("file:///lakesweep-fixtures/"),
-    );
-    for (rel, ms) in t["mtimes"].as_object().unwrap() {
-        let f = std::fs::File::options()
-            .write(true)
-            .open(tdir.join(rel))
-            .unwrap();
-        f.set_modified(
-            std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.as_u64().unwrap()),
-        )
-        .unwrap();
-    }
-    (root, t.clone())
-}
-
-fn plan(root: &Path, t: &serde_json::Value, map: bool, extra: &[&str]) -> std::process::Output {
-    let meta = t["metadata_location"].as_str().unwrap().replace(
-        "file:///lakesweep-fixtures",
-        &format!("file://{}", root.display()),
-    );
-    let mut c = Command::new(env!("CARGO_BIN_EXE_lakesweep"));
-    c.arg("plan")
-        .arg(root.join("warehouse/demo/events"))
-        .args(["--metadata", &meta]);
-    c.args([
-        "--now",
-        &t["now_ms"].to_string(),
-        "--older-than",
-        "3d",
-        "--json",
-    ]);
-    c.args([
-        "--wasm",
-        repo().join("target/lakesweep.wasm").to_str().unwrap(),
-    ]);
-    if map {
-        c.args([
-            "--location-map",
-            &format!("file:///lakesweep-fixtures=file://{}", root.display()),
-        ]);
-    }
-    c.args(extra);
-    c.output().unwrap()
 }
 
 #[test]
 fn plan_json_lists_exactly_the_old_planted_orphans() {
-    let (root, t) = stage("ok");
-    let out = plan(&root, &t, true, &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let mut want: Vec<String> = t["planted"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .filter(|(_, v)| v == &"candidate")
-        .map(|(k, _)| k.clone())
-        .collect();
-    want.sort();
-    let got: Vec<String> = v["delete"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| k.as_str().unwrap().to_owned())
-        .collect();
-    assert_eq!(got, want);
+    let s = Stage::new("ok");
+    let v = json(&s.plan(&["--json"]));
+    assert_eq!(deletes(&v), planted(&s.t, &["candidate"]));
     let keep = v["keep"].as_array().unwrap();
     assert_eq!(
-        keep.len() + got.len(),
-        t["mtimes"].as_object().unwrap().len()
+        keep.len() + deletes(&v).len(),
+        s.t["mtimes"].as_object().unwrap().len()
     );
-    assert!(keep
-        .iter()
-        .any(|k| k["key"] == "data/orphan-fresh.parquet" && k["reason"] == "young"));
+    for k in keep {
+        let want = s.t["planted"].get(k["key"].as_str().unwrap());
+        let want = want.and_then(|w| w.as_str()).unwrap_or("referenced");
+        assert_eq!(k["reason"], want, "{k}");
+    }
     assert_eq!(v["digest"].as_str().unwrap().len(), 64);
-    let _ = std::fs::remove_dir_all(&root);
+    assert_eq!(v["summary"]["referenced_not_listed"], 0);
 }
 
 #[test]
-fn relocated_table_without_a_mapping_is_refused() {
-    let (root, t) = stage("reloc");
-    let out = plan(&root, &t, false, &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
+fn human_report_says_what_and_why() {
+    let s = Stage::new("human");
+    let o = s.plan(&[]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("would delete (3):"), "{text}");
+    assert!(
+        text.contains("data/orphan-fresh.parquet  [young]"),
+        "{text}"
     );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("refused, nothing deleted"), "{err}");
-    let _ = std::fs::remove_dir_all(&root);
+    assert!(text.contains("sql catalog"), "{text}");
+    assert!(text.contains("nothing was deleted"), "{text}");
 }
 
 #[test]
-fn a_missing_manifest_list_refuses_the_plan() {
-    let (root, t) = stage("missing");
-    let md = root.join("warehouse/demo/events/metadata");
-    let list = std::fs::read_dir(&md)
+fn plan_apply_plan_deletes_exactly_the_plan_and_the_table_still_reads() {
+    let s = Stage::new("apply");
+    let plan_path = s.root.join("plan.json");
+    let v = json(&s.plan(&["--json", "--out", plan_path.to_str().unwrap()]));
+    let planned = deletes(&v);
+    assert_eq!(planned.len(), 3);
+    let before = s.files();
+
+    // A dry run checks and deletes nothing.
+    let mut args = vec!["apply".to_owned(), plan_path.display().to_string()];
+    args.extend(s.catalog());
+    args.extend(["--location-map".into(), s.map()]);
+    let mut dry = args.clone();
+    dry.push("--dry-run".into());
+    let o = lakesweep(&dry);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert_eq!(s.files(), before);
+
+    let o = lakesweep(&args);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let after = s.files();
+    let gone: BTreeSet<String> = before.difference(&after).cloned().collect();
+    assert_eq!(gone, planned, "apply deleted exactly the sealed keys");
+
+    // Receipts: one per sealed key, all deleted.
+    let receipts =
+        std::fs::read_to_string(format!("{}.receipts.jsonl", plan_path.display())).unwrap();
+    let mut keys = BTreeSet::new();
+    for line in receipts.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(r["result"], "deleted", "{r}");
+        keys.insert(r["key"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(keys, planned);
+
+    // Again: nothing left to delete, and every referenced file is still there.
+    let v2 = json(&s.plan(&["--json"]));
+    assert!(deletes(&v2).is_empty(), "{v2}");
+    assert_eq!(v2["summary"]["referenced_not_listed"], 0);
+    assert_eq!(
+        v2["summary"]["referenced_keys"],
+        v["summary"]["referenced_keys"]
+    );
+
+    // Applying the same plan twice deletes nothing more.
+    let o = lakesweep(&args);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("already absent 3"));
+    assert_eq!(s.files(), after);
+}
+
+#[test]
+fn a_commit_between_plan_and_apply_makes_apply_refuse() {
+    let s = Stage::new("commit");
+    let plan_path = s.root.join("plan.json");
+    let o = s.plan(&["--out", plan_path.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let before = s.files();
+    // A metadata-only commit: new metadata file, catalog pointer swung.
+    let md = s.table().join("metadata");
+    let cur = s.t["metadata_location"].as_str().unwrap();
+    let cur_name = cur.rsplit('/').next().unwrap();
+    std::fs::copy(md.join(cur_name), md.join("00012-commit.metadata.json")).unwrap();
+    let db = rusqlite::Connection::open(s.root.join("catalog.db")).unwrap();
+    db.execute(
+        "UPDATE iceberg_tables SET metadata_location = ?1 WHERE table_name = 'events'",
+        [cur.replace(cur_name, "00012-commit.metadata.json")],
+    )
+    .unwrap();
+    let after_commit = s.files();
+    let mut args = vec!["apply".to_owned(), plan_path.display().to_string()];
+    args.extend(s.catalog());
+    args.extend(["--location-map".into(), s.map()]);
+    let o = lakesweep(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("the table changed"),
+        "{}",
+        out_text(&o)
+    );
+    assert_eq!(s.files(), after_commit);
+    assert!(after_commit.is_superset(&before));
+}
+
+#[test]
+fn an_object_rewritten_after_planning_is_skipped() {
+    let s = Stage::new("rewritten");
+    let plan_path = s.root.join("plan.json");
+    let o = s.plan(&["--out", plan_path.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    std::fs::write(
+        s.table().join("data/orphan-old-1.parquet"),
+        b"rewritten by someone",
+    )
+    .unwrap();
+    let mut args = vec!["apply".to_owned(), plan_path.display().to_string()];
+    args.extend(s.catalog());
+    args.extend(["--location-map".into(), s.map()]);
+    let o = lakesweep(&args);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    assert!(s.table().join("data/orphan-old-1.parquet").exists());
+    let receipts =
+        std::fs::read_to_string(format!("{}.receipts.jsonl", plan_path.display())).unwrap();
+    assert!(receipts.contains("skipped-changed"));
+}
+
+#[test]
+fn a_tampered_plan_is_refused() {
+    let s = Stage::new("tamper");
+    let plan_path = s.root.join("plan.json");
+    let o = s.plan(&["--out", plan_path.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let text = std::fs::read_to_string(&plan_path).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["delete"][0]["key"] = "data/00000-0-referenced.parquet".into();
+    std::fs::write(&plan_path, v.to_string()).unwrap();
+    let before = s.files();
+    let mut args = vec!["apply".to_owned(), plan_path.display().to_string()];
+    args.extend(s.catalog());
+    args.extend(["--location-map".into(), s.map()]);
+    let o = lakesweep(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert_eq!(s.files(), before);
+}
+
+#[test]
+fn a_relocated_table_is_refused_without_a_mapping_and_planned_with_one() {
+    let s = Stage::new("reloc");
+    let meta = s.t["metadata_location"].as_str().unwrap().replace(
+        "file:///lakesweep-fixtures",
+        &format!("file://{}", s.root.display()),
+    );
+    let base = [
+        "plan".to_owned(),
+        s.table().display().to_string(),
+        "--metadata".into(),
+        meta,
+        "--now".into(),
+        s.t["now_ms"].to_string(),
+        "--json".into(),
+    ];
+    let o = lakesweep(&base);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("refused, nothing deleted"));
+    let mut mapped = base.to_vec();
+    mapped.extend(["--location-map".into(), s.map()]);
+    assert_eq!(
+        deletes(&json(&lakesweep(&mapped))),
+        planted(&s.t, &["candidate"])
+    );
+}
+
+#[test]
+fn broken_metadata_or_listing_refuses_the_plan() {
+    let s = Stage::new("broken");
+    let md = s.table().join("metadata");
+    let names: Vec<std::path::PathBuf> = std::fs::read_dir(&md)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("snap-")
-        })
-        .unwrap();
-    std::fs::remove_file(&list).unwrap();
-    let out = plan(&root, &t, true, &[]);
-    assert_eq!(out.status.code(), Some(2));
+        .collect();
+    let find = |prefix: &str, suffix: &str| {
+        names
+            .iter()
+            .find(|p| {
+                let n = p.file_name().unwrap().to_string_lossy();
+                n.starts_with(prefix) && n.ends_with(suffix)
+            })
+            .unwrap()
+            .clone()
+    };
+    let before = s.files();
+
+    // A truncated manifest.
+    let m = find("", "-m0.avro");
+    let bytes = std::fs::read(&m).unwrap();
+    std::fs::write(&m, &bytes[..bytes.len() / 2]).unwrap();
+    let o = s.plan(&["--json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    std::fs::write(&m, &bytes).unwrap();
+
+    // A missing manifest list.
+    let l = find("snap-", ".avro");
+    let list = std::fs::read(&l).unwrap();
+    std::fs::remove_file(&l).unwrap();
+    let o = s.plan(&["--json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("MissingMetadata"));
+    std::fs::write(&l, list).unwrap();
+
+    // A listing that fails part-way (a name the store cannot represent).
+    use std::os::unix::ffi::OsStrExt;
+    let bad = s
+        .table()
+        .join("data")
+        .join(std::ffi::OsStr::from_bytes(b"bad-\xff-name"));
+    std::fs::write(&bad, b"x").unwrap();
+    let o = s.plan(&["--json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("missing-metadata")
-            || String::from_utf8_lossy(&out.stderr).contains("MissingMetadata")
+        String::from_utf8_lossy(&o.stderr).contains("listing failed"),
+        "{}",
+        out_text(&o)
     );
-    let _ = std::fs::remove_dir_all(&root);
+    std::fs::remove_file(&bad).unwrap();
+    assert_eq!(s.files(), before, "nothing was deleted");
+}
+
+#[test]
+fn explain_says_why_for_one_key() {
+    let s = Stage::new("explain");
+    let run = |key: &str| {
+        let mut args = vec![
+            "explain".to_owned(),
+            s.table().display().to_string(),
+            key.into(),
+        ];
+        args.extend(s.catalog());
+        args.extend([
+            "--location-map".into(),
+            s.map(),
+            "--now".into(),
+            s.t["now_ms"].to_string(),
+        ]);
+        lakesweep(&args)
+    };
+    let o = run("data/orphan-old-1.parquet");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("verdict           candidate"), "{text}");
+    assert!(text.contains("deletable         yes"), "{text}");
+    let o = run(&format!(
+        "file://{}/data/orphan-fresh.parquet",
+        s.table().display()
+    ));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("verdict           young"), "{text}");
+    let o = run("metadata/version-hint.text");
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+}
+
+#[test]
+fn compare_splits_against_another_tools_list() {
+    let s = Stage::new("compare");
+    let plan_path = s.root.join("plan.json");
+    let o = s.plan(&["--out", plan_path.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let other = s.root.join("other.txt");
+    std::fs::write(
+        &other,
+        format!(
+            "{0}/data/orphan-old-1.parquet\n{0}/data/orphan-fresh.parquet\n/elsewhere/x.parquet\n",
+            s.table().display()
+        ),
+    )
+    .unwrap();
+    let o = lakesweep(&[
+        "compare",
+        plan_path.to_str().unwrap(),
+        other.to_str().unwrap(),
+        "--json",
+    ]);
+    let v = json(&o);
+    assert_eq!(v["both"], serde_json::json!(["data/orphan-old-1.parquet"]));
+    assert_eq!(
+        v["only_theirs"],
+        serde_json::json!(["data/orphan-fresh.parquet"])
+    );
+    assert_eq!(v["only_ours"].as_array().unwrap().len(), 2);
+    assert_eq!(v["outside_table"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn delta_tables_are_detected_and_refused_for_now() {
+    let s = Stage::new("delta");
+    std::fs::create_dir_all(s.table().join("_delta_log")).unwrap();
+    std::fs::write(
+        s.table().join("_delta_log/00000000000000000000.json"),
+        b"{}",
+    )
+    .unwrap();
+    let o = s.plan(&["--format", "auto"]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("delta"));
 }

@@ -1,0 +1,217 @@
+//! `lakesweep apply PLAN.json`: the only command that deletes.
+//!
+//! 1. The plan's digest is verified by the component (a hand-edited plan is
+//!    refused).
+//! 2. The table's pointer is re-read and mapped by the planner exactly as
+//!    when planning; if it no longer names the metadata the plan was judged
+//!    on, a commit landed: refuse, delete nothing.
+//! 3. Each sealed key is inspected (HEAD) again; it is deleted only when it
+//!    still has the size, modification time and ETag it was planned with.
+//!    Nothing but the sealed keys is ever touched; deletes run with bounded
+//!    concurrency, and every key gets a receipt line (JSON Lines).
+
+use std::io::Write;
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use crate::component::{describe, trap, wasm_path, wt, Planner};
+use crate::pointer::Pointer;
+use crate::store::Store;
+
+/// Arguments of `apply`.
+pub struct ApplyInput {
+    /// The sealed plan file.
+    pub plan_path: String,
+    /// Where the current metadata comes from (as when planning).
+    pub pointer: Pointer,
+    /// `--location-map` pairs, as when planning.
+    pub location_map: Vec<(String, String)>,
+    /// Deletes in flight at once.
+    pub concurrency: usize,
+    /// Receipt file (JSON Lines); default `PLAN.json.receipts.jsonl`.
+    pub receipts: Option<String>,
+    /// Check everything, delete nothing.
+    pub dry_run: bool,
+    /// `--wasm`.
+    pub wasm: Option<String>,
+}
+
+/// How a planned key ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Deleted,
+    AlreadyAbsent,
+    Changed,
+    Failed,
+    WouldDelete,
+}
+
+impl Outcome {
+    fn name(self) -> &'static str {
+        match self {
+            Outcome::Deleted => "deleted",
+            Outcome::AlreadyAbsent => "already-absent",
+            Outcome::Changed => "skipped-changed",
+            Outcome::Failed => "failed",
+            Outcome::WouldDelete => "would-delete",
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// The metadata URI the planner reads for `pointer` (mapped and canonical),
+/// asked of the component so apply and plan agree byte for byte.
+fn canonical_pointer(
+    planner: &mut Planner,
+    plan: &Value,
+    pointer: &str,
+    map: &[(String, String)],
+) -> Result<String, String> {
+    let cfg = wt::SessionConfig {
+        table_location: plan["table_location"].as_str().unwrap_or("").to_owned(),
+        format: wt::TableFormat::Iceberg,
+        metadata_location: pointer.to_owned(),
+        now_ms: plan["tokens"]["now_ms"].as_i64().unwrap_or(0),
+        file_retention_ms: plan["tokens"]["file_retention_ms"].as_i64().unwrap_or(0),
+        keep_deleted_entries: true,
+        allow_short_retention: true,
+        location_map: map
+            .iter()
+            .map(|(f, t)| wt::PathMapping {
+                from: f.clone(),
+                to: t.clone(),
+            })
+            .collect(),
+    };
+    let p = planner.api.lakesweep_planner_planner();
+    let s = p
+        .session()
+        .call_start(&mut planner.store, &cfg)
+        .map_err(trap)?
+        .map_err(|e| describe(&e))?;
+    match p
+        .session()
+        .call_poll_request(&mut planner.store, s)
+        .map_err(trap)?
+    {
+        Some(wt::Request::ReadBlob(uri)) => Ok(uri),
+        other => Err(format!("unexpected first planner request {other:?}")),
+    }
+}
+
+/// Summary counts of an apply run.
+pub struct Applied {
+    /// Keys deleted (or that would be, in a dry run).
+    pub deleted: usize,
+    /// Keys already gone.
+    pub absent: usize,
+    /// Keys skipped because the object changed since planning.
+    pub changed: usize,
+    /// Keys whose delete failed.
+    pub failed: usize,
+    /// Where the receipts went.
+    pub receipts: String,
+}
+
+/// Runs `apply`. `Err` means refused: nothing was deleted.
+pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
+    let text = std::fs::read_to_string(&input.plan_path)
+        .map_err(|e| format!("read {}: {e}", input.plan_path))?;
+    let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
+    planner.verify_plan(&text)?;
+    let plan: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let table = plan["table_location"]
+        .as_str()
+        .ok_or("plan without table_location")?
+        .to_owned();
+    let store = Store::for_uri(&table)?;
+    let sealed = plan["tokens"]["metadata_location"]
+        .as_str()
+        .ok_or("plan without tokens.metadata_location")?;
+    let current = input.pointer.resolve(&store, &table).await?;
+    let current = canonical_pointer(&mut planner, &plan, &current, &input.location_map)?;
+    if current != sealed {
+        return Err(format!(
+            "the table changed since the plan was made (pointer now names {current}, the plan was judged on {sealed}): make a new plan"
+        ));
+    }
+    let deletes: Vec<Value> = plan["delete"].as_array().cloned().unwrap_or_default();
+    let receipts_path = input
+        .receipts
+        .clone()
+        .unwrap_or_else(|| format!("{}.receipts.jsonl", input.plan_path));
+    let mut receipts = std::io::BufWriter::new(
+        std::fs::File::create(&receipts_path)
+            .map_err(|e| format!("create receipts {receipts_path}: {e}"))?,
+    );
+    let dry = input.dry_run;
+    let mut results = futures::stream::iter(deletes)
+        .map(|d| {
+            let store = store.clone();
+            let uri = format!("{table}/{}", d["key"].as_str().unwrap_or(""));
+            async move {
+                let started = now_ms();
+                let (outcome, seen, error) = match store.head(&uri).await {
+                    Err(e) => (Outcome::Failed, None, Some(e)),
+                    Ok(None) => (Outcome::AlreadyAbsent, None, None),
+                    Ok(Some(o)) => {
+                        // Listings give milliseconds, HEAD (HTTP dates) whole
+                        // seconds: compare modification times to the second;
+                        // the ETag, where there is one, pins the content.
+                        let secs = |ms: i64| ms.div_euclid(1000);
+                        let same = Some(o.size) == d["size"].as_u64()
+                            && d["last_modified_ms"].as_i64().map(secs)
+                                == Some(secs(o.last_modified_ms))
+                            && (d["etag"].is_null() || d["etag"].as_str() == o.etag.as_deref());
+                        if !same {
+                            (Outcome::Changed, Some(o), None)
+                        } else if dry {
+                            (Outcome::WouldDelete, Some(o), None)
+                        } else {
+                            match store.delete(&uri).await {
+                                Ok(()) => (Outcome::Deleted, Some(o), None),
+                                Err(e) => (Outcome::Failed, Some(o), Some(e)),
+                            }
+                        }
+                    }
+                };
+                let receipt = json!({
+                    "key": d["key"], "uri": uri, "result": outcome.name(),
+                    "planned": {"size": d["size"], "last_modified_ms": d["last_modified_ms"],
+                                "etag": d["etag"], "version_id": d["version_id"]},
+                    "seen": seen.map(|o| json!({"size": o.size, "last_modified_ms": o.last_modified_ms,
+                                                "etag": o.etag, "version_id": o.version_id})),
+                    "started_ms": started, "finished_ms": now_ms(), "error": error,
+                });
+                (outcome, receipt)
+            }
+        })
+        .buffer_unordered(input.concurrency.max(1));
+    let mut done = Applied {
+        deleted: 0,
+        absent: 0,
+        changed: 0,
+        failed: 0,
+        receipts: receipts_path.clone(),
+    };
+    while let Some((outcome, receipt)) = results.next().await {
+        match outcome {
+            Outcome::Deleted | Outcome::WouldDelete => done.deleted += 1,
+            Outcome::AlreadyAbsent => done.absent += 1,
+            Outcome::Changed => done.changed += 1,
+            Outcome::Failed => done.failed += 1,
+        }
+        writeln!(receipts, "{receipt}").map_err(|e| format!("write {receipts_path}: {e}"))?;
+    }
+    receipts
+        .flush()
+        .map_err(|e| format!("write {receipts_path}: {e}"))?;
+    Ok(done)
+}

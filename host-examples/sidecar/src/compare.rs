@@ -1,0 +1,149 @@
+//! `lakesweep compare PLAN.json OTHER.txt`: diffs a plan's delete list with
+//! another tool's candidate list (one key or URI per line: the output of
+//! Iceberg's `remove_orphan_files`, `VACUUM ... DRY RUN`, a script). This is
+//! how a team runs lakesweep in report-only mode beside its old job.
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Value};
+
+/// Three-way split of two candidate lists.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Diff {
+    /// Keys only lakesweep would delete.
+    pub only_ours: BTreeSet<String>,
+    /// Keys only the other tool would delete.
+    pub only_theirs: BTreeSet<String>,
+    /// Keys both would delete.
+    pub both: BTreeSet<String>,
+    /// Lines of the other list that name something outside the table.
+    pub outside: BTreeSet<String>,
+}
+
+/// One spelling for a location or URI: `s3a`/`s3n` are `s3`, `file:/x` and
+/// `/x` are `file:///x`, no trailing slash.
+fn canonical(uri: &str) -> String {
+    let u = uri.trim().trim_end_matches('/');
+    for alias in ["s3a://", "s3n://"] {
+        if let Some(rest) = u.strip_prefix(alias) {
+            return format!("s3://{rest}");
+        }
+    }
+    if let Some(rest) = u.strip_prefix("file://") {
+        return format!("file:///{}", rest.trim_start_matches('/'));
+    }
+    if let Some(rest) = u.strip_prefix("file:") {
+        return format!("file:///{}", rest.trim_start_matches('/'));
+    }
+    if u.starts_with('/') {
+        return format!("file:///{}", u.trim_start_matches('/'));
+    }
+    u.to_owned()
+}
+
+/// Compares the plan's delete keys with `other` (the other tool's lines).
+/// Lines that are URIs or absolute paths are made relative to the table;
+/// bare lines are taken as relative keys. Blank lines and `#` comments are
+/// skipped. Keys are compared exactly (no decoding).
+pub fn diff(plan: &Value, other: &str) -> Diff {
+    let table = canonical(plan["table_location"].as_str().unwrap_or(""));
+    let ours: BTreeSet<String> = plan["delete"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|d| d["key"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut d = Diff::default();
+    let mut theirs = BTreeSet::new();
+    for line in other.lines() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        if l.contains("://") || l.starts_with('/') || l.starts_with("file:") {
+            match canonical(l).strip_prefix(&format!("{table}/")) {
+                Some(rel) => {
+                    theirs.insert(rel.to_owned());
+                }
+                None => {
+                    d.outside.insert(l.to_owned());
+                }
+            }
+        } else {
+            theirs.insert(l.to_owned());
+        }
+    }
+    for k in &ours {
+        if theirs.contains(k) {
+            d.both.insert(k.clone());
+        } else {
+            d.only_ours.insert(k.clone());
+        }
+    }
+    d.only_theirs = theirs.difference(&ours).cloned().collect();
+    d
+}
+
+impl Diff {
+    /// As one JSON object.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "only_ours": self.only_ours, "only_theirs": self.only_theirs,
+            "both": self.both, "outside_table": self.outside,
+        })
+    }
+
+    /// As a report.
+    pub fn human(&self) -> String {
+        let mut out = format!(
+            "both: {}   only lakesweep: {}   only the other tool: {}   outside the table: {}\n",
+            self.both.len(),
+            self.only_ours.len(),
+            self.only_theirs.len(),
+            self.outside.len()
+        );
+        for (title, set) in [
+            ("only lakesweep would delete", &self.only_ours),
+            (
+                "only the other tool would delete (lakesweep keeps them: see `lakesweep explain`)",
+                &self.only_theirs,
+            ),
+            ("outside the table (never deletable)", &self.outside),
+        ] {
+            if !set.is_empty() {
+                out.push_str(&format!("{title}:\n"));
+                for k in set {
+                    out.push_str(&format!("  {k}\n"));
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn three_way_split_with_scheme_aliases() {
+        let plan = json!({"table_location": "s3://b/t",
+            "delete": [{"key": "data/a.parquet"}, {"key": "data/b.parquet"}]});
+        let other = "# orphan files\ns3a://b/t/data/a.parquet\ndata/c.parquet\n\ns3://b/other/x\n";
+        let d = diff(&plan, other);
+        assert_eq!(d.both, BTreeSet::from(["data/a.parquet".to_owned()]));
+        assert_eq!(d.only_ours, BTreeSet::from(["data/b.parquet".to_owned()]));
+        assert_eq!(d.only_theirs, BTreeSet::from(["data/c.parquet".to_owned()]));
+        assert_eq!(d.outside, BTreeSet::from(["s3://b/other/x".to_owned()]));
+    }
+
+    #[test]
+    fn encoded_keys_are_not_decoded() {
+        let plan = json!({"table_location": "file:///w/t", "delete": [{"key": "data/a%20b"}]});
+        let d = diff(&plan, "/w/t/data/a b\n");
+        assert_eq!(d.only_theirs.len(), 1);
+        assert_eq!(d.only_ours.len(), 1);
+    }
+}

@@ -1,0 +1,97 @@
+//! Loads the import-free `lakesweep.wasm` component in wasmtime (empty
+//! linker: no WASI, no host functions) and names its errors.
+
+use std::path::{Path, PathBuf};
+
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine, Store};
+
+pub mod wit {
+    wasmtime::component::bindgen!({ path: "../../wit", world: "lakesweep" });
+}
+pub use wit::lakesweep::planner::types as wt;
+
+/// A loaded planner component and its store.
+pub struct Planner {
+    /// The wasmtime store (the component's whole state lives here).
+    pub store: Store<()>,
+    /// The instantiated exports.
+    pub api: wit::Lakesweep,
+}
+
+/// The component path: `--wasm`, else `$LAKESWEEP_WASM`, else the repository's
+/// `target/lakesweep.wasm`, else next to this executable.
+pub fn wasm_path(arg: Option<&str>) -> PathBuf {
+    if let Some(p) = arg {
+        return p.into();
+    }
+    if let Some(p) = std::env::var_os("LAKESWEEP_WASM") {
+        return p.into();
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/lakesweep.wasm");
+    if repo.exists() {
+        return repo;
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(|d| d.join("lakesweep.wasm")))
+        .unwrap_or(repo)
+}
+
+impl Planner {
+    /// Loads and instantiates the component at `path`.
+    pub fn load(path: &Path) -> Result<Planner, String> {
+        let engine = Engine::new(&Config::new()).map_err(|e| e.to_string())?;
+        let component = Component::from_file(&engine, path).map_err(|e| {
+            format!(
+                "load {}: {e} (build it with scripts/build-component.sh)",
+                path.display()
+            )
+        })?;
+        let mut store = Store::new(&engine, ());
+        let linker: Linker<()> = Linker::new(&engine);
+        let api = wit::Lakesweep::instantiate(&mut store, &component, &linker)
+            .map_err(|e| e.to_string())?;
+        Ok(Planner { store, api })
+    }
+
+    /// Checks a sealed plan document's schema and digest.
+    pub fn verify_plan(&mut self, json: &str) -> Result<(), String> {
+        self.api
+            .lakesweep_planner_planner()
+            .call_verify_plan(&mut self.store, json)
+            .map_err(trap)?
+            .map_err(|e| describe(&e))?;
+        Ok(())
+    }
+}
+
+/// A trap is a bug in the component, reported as such.
+pub fn trap(e: wasmtime::Error) -> String {
+    format!("component trapped: {e}")
+}
+
+/// One line for a planner error.
+pub fn describe(e: &wt::Error) -> String {
+    match e {
+        wt::Error::Malformed(m) => format!("malformed input {}: {}", m.uri, m.detail),
+        wt::Error::Unsupported(u) => format!("unsupported: {} (in {})", u.feature, u.uri),
+        wt::Error::Protocol(d) => format!("host protocol error: {d}"),
+        wt::Error::InvalidOptions(i) => format!("invalid option {}: {}", i.field, i.detail),
+        wt::Error::Unsafe(u) => format!("unsafe to proceed ({:?}): {}", u.reason, u.detail),
+    }
+}
+
+/// The verdict's name as the plan JSON spells it.
+pub fn verdict_name(v: wt::Verdict) -> &'static str {
+    match v {
+        wt::Verdict::Referenced => "referenced",
+        wt::Verdict::NearMiss => "near-miss",
+        wt::Verdict::Young => "young",
+        wt::Verdict::Hidden => "hidden",
+        wt::Verdict::Unverified => "unverified",
+        wt::Verdict::OwnerCheck => "owner-check",
+        wt::Verdict::Candidate => "candidate",
+        wt::Verdict::Demoted => "demoted",
+    }
+}

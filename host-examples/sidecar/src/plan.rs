@@ -1,0 +1,257 @@
+//! Runs one planner session: serves the component's reads (concurrently,
+//! bounded), streams the listing into it page by page, re-reads the pointer
+//! when asked, and collects the decisions and the sealed plan.
+
+use std::collections::BTreeMap;
+
+use futures::StreamExt;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::Value;
+
+use crate::component::{describe, trap, wasm_path, wt, Planner};
+use crate::pointer::Pointer;
+use crate::store::{Object, Store};
+
+/// Objects per listing page fed to the planner.
+pub const PAGE: usize = 1000;
+/// Reads in flight at once.
+pub const READ_CONCURRENCY: usize = 16;
+
+/// Table formats `--format` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Apache Iceberg.
+    Iceberg,
+    /// Delta Lake.
+    Delta,
+    /// Decide from the layout (`_delta_log/` means Delta).
+    Auto,
+}
+
+/// What a plan is made from.
+pub struct PlanInput {
+    /// Table location URI (`file:///...`, `s3://...`).
+    pub table: String,
+    /// Where the current metadata comes from.
+    pub pointer: Pointer,
+    /// Table format.
+    pub format: Format,
+    /// Evaluation time, milliseconds since the Unix epoch.
+    pub now_ms: i64,
+    /// File-retention window in milliseconds (None: the format's default).
+    pub retention_ms: Option<i64>,
+    /// `--location-map FROM=TO` pairs.
+    pub location_map: Vec<(String, String)>,
+    /// `--wasm`.
+    pub wasm: Option<String>,
+    /// Keep every decision (for `--json` and `explain`), not only the
+    /// unreferenced ones (memory then grows with the listing).
+    pub keep_all_decisions: bool,
+}
+
+/// A finished plan.
+pub struct Outcome {
+    /// The sealed plan document, exactly as the component wrote it.
+    pub plan_json: String,
+    /// The same, parsed.
+    pub plan: Value,
+    /// The final decision per relative key (all, or only unreferenced ones).
+    pub decisions: BTreeMap<String, wt::Decision>,
+    /// Blobs (metadata, manifest lists, manifests) read.
+    pub reads: usize,
+}
+
+/// Iceberg's own default for orphan-file removal: 3 days.
+const ICEBERG_DEFAULT_RETENTION_MS: i64 = 3 * 86_400_000;
+
+async fn detect(store: &Store, table: &str) -> Result<Format, String> {
+    let mut delta = store.list(&format!("{table}/_delta_log"));
+    if let Some(o) = delta.next().await {
+        o?;
+        return Ok(Format::Delta);
+    }
+    Ok(Format::Iceberg)
+}
+
+fn progress(template: &str) -> ProgressBar {
+    let pb = ProgressBar::new_spinner();
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        pb.set_style(style);
+    }
+    pb
+}
+
+/// Runs a planner session over the table.
+pub async fn run(input: &PlanInput) -> Result<Outcome, String> {
+    let store = Store::for_uri(&input.table)?;
+    let format = match input.format {
+        Format::Auto => detect(&store, &input.table).await?,
+        f => f,
+    };
+    let pointer = input.pointer.resolve(&store, &input.table).await?;
+    let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
+    let cfg = wt::SessionConfig {
+        table_location: input.table.clone(),
+        format: if format == Format::Delta {
+            wt::TableFormat::Delta
+        } else {
+            wt::TableFormat::Iceberg
+        },
+        metadata_location: pointer,
+        now_ms: input.now_ms,
+        file_retention_ms: input.retention_ms.unwrap_or(ICEBERG_DEFAULT_RETENTION_MS),
+        keep_deleted_entries: true,
+        allow_short_retention: false,
+        location_map: input
+            .location_map
+            .iter()
+            .map(|(f, t)| wt::PathMapping {
+                from: f.clone(),
+                to: t.clone(),
+            })
+            .collect(),
+    };
+    let Planner { store: wstore, api } = &mut planner;
+    let p = api.lakesweep_planner_planner();
+    let session = p
+        .session()
+        .call_start(&mut *wstore, &cfg)
+        .map_err(trap)?
+        .map_err(|e| describe(&e))?;
+    let mut decisions: BTreeMap<String, wt::Decision> = BTreeMap::new();
+    let keep = |ds: Vec<wt::Decision>, decisions: &mut BTreeMap<String, wt::Decision>| {
+        for d in ds {
+            if input.keep_all_decisions || d.verdict != wt::Verdict::Referenced {
+                decisions.insert(d.relative_key.clone(), d);
+            } else {
+                // A later verdict for the same key replaces an earlier one.
+                decisions.remove(&d.relative_key);
+            }
+        }
+    };
+    let reads_bar = progress("{spinner} read {pos} metadata blobs {msg}");
+    let mut reads = 0usize;
+    loop {
+        let mut blobs = Vec::new();
+        let mut lists = Vec::new();
+        let mut pointer_asked = false;
+        while let Some(r) = p
+            .session()
+            .call_poll_request(&mut *wstore, session)
+            .map_err(trap)?
+        {
+            match r {
+                wt::Request::ReadBlob(uri) => blobs.push(uri),
+                wt::Request::List(prefix) => lists.push(prefix),
+                wt::Request::ResolvePointer => pointer_asked = true,
+            }
+        }
+        if blobs.is_empty() && lists.is_empty() && !pointer_asked {
+            break;
+        }
+        let mut fetched = futures::stream::iter(blobs)
+            .map(|uri| {
+                let store = store.clone();
+                async move {
+                    let r = store.read(&uri).await;
+                    (uri, r)
+                }
+            })
+            .buffer_unordered(READ_CONCURRENCY);
+        while let Some((uri, r)) = fetched.next().await {
+            reads += 1;
+            reads_bar.inc(1);
+            let r = match r.map_err(|e| format!("{e} (nothing deleted)"))? {
+                Some(b) => p
+                    .session()
+                    .call_handle_blob(&mut *wstore, session, &uri, &b),
+                None => p.session().call_handle_missing(&mut *wstore, session, &uri),
+            };
+            r.map_err(trap)?.map_err(|e| describe(&e))?;
+            let ds = p
+                .session()
+                .call_drain_decisions(&mut *wstore, session)
+                .map_err(trap)?;
+            keep(ds, &mut decisions);
+        }
+        drop(fetched);
+        for prefix in lists {
+            reads_bar.finish_and_clear();
+            let bar = progress("{spinner} listed {pos} objects {msg}");
+            let mut stream = store.list(&prefix);
+            let mut page: Vec<wt::ListedObject> = Vec::with_capacity(PAGE);
+            let mut held: Option<Vec<wt::ListedObject>> = None;
+            let feed = |objs: Vec<wt::ListedObject>,
+                        last: bool,
+                        wstore: &mut wasmtime::Store<()>,
+                        decisions: &mut BTreeMap<String, wt::Decision>|
+             -> Result<(), String> {
+                p.session()
+                    .call_handle_page(&mut *wstore, session, &objs, last)
+                    .map_err(trap)?
+                    .map_err(|e| describe(&e))?;
+                let ds = p
+                    .session()
+                    .call_drain_decisions(&mut *wstore, session)
+                    .map_err(trap)?;
+                keep(ds, decisions);
+                Ok(())
+            };
+            while let Some(o) = stream.next().await {
+                // A failed listing leaves the plan unfinished, never partial.
+                let o = o.map_err(|e| format!("{e} (listing failed: no plan, nothing deleted)"))?;
+                page.push(listed(o));
+                bar.inc(1);
+                if page.len() == PAGE {
+                    if let Some(prev) = held.replace(std::mem::take(&mut page)) {
+                        feed(prev, false, wstore, &mut decisions)?;
+                    }
+                }
+            }
+            match held {
+                Some(prev) if page.is_empty() => feed(prev, true, wstore, &mut decisions)?,
+                Some(prev) => {
+                    feed(prev, false, wstore, &mut decisions)?;
+                    feed(page, true, wstore, &mut decisions)?;
+                }
+                None => feed(page, true, wstore, &mut decisions)?,
+            }
+            bar.finish_and_clear();
+        }
+        if pointer_asked {
+            let now = input.pointer.resolve(&store, &input.table).await?;
+            p.session()
+                .call_handle_pointer(&mut *wstore, session, Some(&now))
+                .map_err(trap)?
+                .map_err(|e| describe(&e))?;
+            let ds = p
+                .session()
+                .call_drain_decisions(&mut *wstore, session)
+                .map_err(trap)?;
+            keep(ds, &mut decisions);
+        }
+    }
+    reads_bar.finish_and_clear();
+    let plan_json = p
+        .session()
+        .call_finish(&mut *wstore, session)
+        .map_err(trap)?
+        .map_err(|e| describe(&e))?;
+    let plan: Value = serde_json::from_str(&plan_json).map_err(|e| e.to_string())?;
+    Ok(Outcome {
+        plan_json,
+        plan,
+        decisions,
+        reads,
+    })
+}
+
+fn listed(o: Object) -> wt::ListedObject {
+    wt::ListedObject {
+        key: o.uri,
+        size: o.size,
+        last_modified_ms: o.last_modified_ms,
+        etag: o.etag,
+        version_id: o.version_id,
+    }
+}

@@ -1,0 +1,167 @@
+//! Where the current metadata comes from: `--metadata`, else
+//! `metadata/version-hint.text`, else an Iceberg SQL catalog (sqlite), else a
+//! clear error. The same source is re-read after listing (the planner's
+//! re-check) and by `apply` before it deletes anything.
+
+use crate::store::{local_uri, Store};
+
+/// The source of a table's current metadata location.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pointer {
+    /// Given on the command line: commits during the sweep cannot be seen.
+    Explicit(String),
+    /// `metadata/version-hint.text` under the table (file-system catalogs).
+    VersionHint,
+    /// The `iceberg_tables` table of a SQL catalog (pyiceberg, Java JDBC).
+    Catalog {
+        /// The sqlite database file.
+        path: String,
+        /// Namespace, dotted for nested namespaces.
+        namespace: String,
+        /// Table name.
+        name: String,
+    },
+}
+
+impl Pointer {
+    /// From `--metadata`, `--catalog sqlite:PATH` and `--table NS.NAME`.
+    pub fn from_args(
+        metadata: Option<&str>,
+        catalog: Option<&str>,
+        table: Option<&str>,
+    ) -> Result<Pointer, String> {
+        match (metadata, catalog, table) {
+            (Some(_), Some(_), _) => Err("give either --metadata or --catalog, not both".into()),
+            (Some(m), None, _) => Ok(Pointer::Explicit(if m.contains("://") {
+                m.to_owned()
+            } else {
+                local_uri(m)?
+            })),
+            (None, Some(c), Some(t)) => {
+                let path = c.strip_prefix("sqlite:").ok_or_else(|| {
+                    format!(
+                        "--catalog `{c}`: only SQL catalogs in sqlite are supported (sqlite:PATH)"
+                    )
+                })?;
+                let (ns, name) = t
+                    .rsplit_once('.')
+                    .filter(|(ns, n)| !ns.is_empty() && !n.is_empty())
+                    .ok_or_else(|| format!("--table `{t}` must be NAMESPACE.NAME"))?;
+                Ok(Pointer::Catalog {
+                    path: path.to_owned(),
+                    namespace: ns.to_owned(),
+                    name: name.to_owned(),
+                })
+            }
+            (None, Some(_), None) => Err("--catalog needs --table NAMESPACE.NAME".into()),
+            (None, None, Some(_)) => Err("--table needs --catalog sqlite:PATH".into()),
+            (None, None, None) => Ok(Pointer::VersionHint),
+        }
+    }
+
+    /// A short description for reports.
+    pub fn describe(&self) -> String {
+        match self {
+            Pointer::Explicit(_) => {
+                "--metadata (fixed: commits during the sweep are not seen)".into()
+            }
+            Pointer::VersionHint => "metadata/version-hint.text".into(),
+            Pointer::Catalog {
+                path,
+                namespace,
+                name,
+            } => format!("sql catalog {path} table {namespace}.{name}"),
+        }
+    }
+
+    /// Reads the current metadata location now.
+    pub async fn resolve(&self, store: &Store, table: &str) -> Result<String, String> {
+        match self {
+            Pointer::Explicit(m) => Ok(m.clone()),
+            Pointer::VersionHint => {
+                let hint = format!("{table}/metadata/version-hint.text");
+                let bytes = store.read(&hint).await?.ok_or_else(|| {
+                    format!(
+                        "no --metadata, no --catalog and no {hint}: say where the current metadata is"
+                    )
+                })?;
+                let text =
+                    String::from_utf8(bytes).map_err(|_| format!("{hint} is not UTF-8 text"))?;
+                let v = text.trim();
+                if v.is_empty() || v.contains('/') {
+                    return Err(format!("{hint} holds `{v}`, not a version or file name"));
+                }
+                let name = if v.bytes().all(|b| b.is_ascii_digit()) {
+                    format!("v{v}.metadata.json")
+                } else {
+                    v.to_owned()
+                };
+                Ok(format!("{table}/metadata/{name}"))
+            }
+            Pointer::Catalog {
+                path,
+                namespace,
+                name,
+            } => catalog_lookup(path, namespace, name),
+        }
+    }
+}
+
+/// `SELECT metadata_location FROM iceberg_tables` for one table, read-only.
+fn catalog_lookup(path: &str, namespace: &str, name: &str) -> Result<String, String> {
+    use rusqlite::{Connection, OpenFlags};
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| format!("open catalog {path}: {e}"))?;
+    let mut stmt = conn
+        .prepare(
+            "SELECT catalog_name, metadata_location FROM iceberg_tables \
+             WHERE table_namespace = ?1 AND table_name = ?2",
+        )
+        .map_err(|e| format!("catalog {path} has no Iceberg SQL catalog schema: {e}"))?;
+    let rows: Vec<(String, Option<String>)> = stmt
+        .query_map([namespace, name], |r| Ok((r.get(0)?, r.get(1)?)))
+        .and_then(|it| it.collect())
+        .map_err(|e| format!("query catalog {path}: {e}"))?;
+    match rows.as_slice() {
+        [] => Err(format!("catalog {path} has no table {namespace}.{name}")),
+        [(_, Some(m))] => Ok(m.clone()),
+        [(c, None)] => Err(format!(
+            "catalog {path}: {namespace}.{name} (catalog `{c}`) has no metadata location"
+        )),
+        many => Err(format!(
+            "catalog {path}: {namespace}.{name} exists in {} catalogs ({}); ambiguous",
+            many.len(),
+            many.iter()
+                .map(|(c, _)| c.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources() {
+        assert_eq!(
+            Pointer::from_args(None, None, None).unwrap(),
+            Pointer::VersionHint
+        );
+        assert!(Pointer::from_args(Some("/m.json"), Some("sqlite:x"), None).is_err());
+        assert!(Pointer::from_args(None, Some("postgres:x"), Some("a.b")).is_err());
+        assert!(Pointer::from_args(None, Some("sqlite:x"), Some("ab")).is_err());
+        assert_eq!(
+            Pointer::from_args(None, Some("sqlite:/c.db"), Some("a.b.t")).unwrap(),
+            Pointer::Catalog {
+                path: "/c.db".into(),
+                namespace: "a.b".into(),
+                name: "t".into()
+            }
+        );
+    }
+}

@@ -1,0 +1,168 @@
+//! Shared test setup: stage the committed fixture tables under a scratch
+//! root (with the generator's recorded modification times, which git loses)
+//! and run the real `lakesweep` binary, which loads the real component.
+#![allow(dead_code)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+pub fn fixtures() -> PathBuf {
+    repo().join("tests/fixtures/generated")
+}
+
+pub fn expect() -> Value {
+    serde_json::from_slice(&std::fs::read(fixtures().join("expect.json")).unwrap()).unwrap()
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), &dst).unwrap();
+        }
+    }
+}
+
+/// A staged copy of the fixtures: `root/warehouse/...`, `root/catalog.db`.
+pub struct Stage {
+    pub root: PathBuf,
+    /// The `events` table's expectations.
+    pub t: Value,
+}
+
+impl Stage {
+    pub fn new(name: &str) -> Stage {
+        let root =
+            std::env::temp_dir().join(format!("lakesweep-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        copy_dir(&fixtures().join("warehouse"), &root.join("warehouse"));
+        std::fs::copy(fixtures().join("catalog.db"), root.join("catalog.db")).unwrap();
+        let t = expect()["events"].clone();
+        let s = Stage { root, t };
+        for (rel, ms) in s.t["mtimes"].as_object().unwrap() {
+            let f = std::fs::File::options()
+                .write(true)
+                .open(s.table().join(rel))
+                .unwrap();
+            f.set_modified(
+                std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.as_u64().unwrap()),
+            )
+            .unwrap();
+        }
+        s
+    }
+
+    pub fn table(&self) -> PathBuf {
+        self.root.join("warehouse/demo/events")
+    }
+
+    /// `--location-map` from the generator's root to this stage.
+    pub fn map(&self) -> String {
+        format!("file:///lakesweep-fixtures=file://{}", self.root.display())
+    }
+
+    /// The pointer options naming the staged sqlite catalog.
+    pub fn catalog(&self) -> Vec<String> {
+        vec![
+            "--catalog".into(),
+            format!("sqlite:{}", self.root.join("catalog.db").display()),
+            "--table".into(),
+            "demo.events".into(),
+        ]
+    }
+
+    /// `lakesweep plan` over the staged table at the fixture's `now`.
+    pub fn plan(&self, extra: &[&str]) -> Output {
+        let mut args: Vec<String> = vec!["plan".into(), self.table().display().to_string()];
+        args.extend(self.catalog());
+        args.extend([
+            "--location-map".into(),
+            self.map(),
+            "--now".into(),
+            self.t["now_ms"].to_string(),
+            "--older-than".into(),
+            "3d".into(),
+        ]);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        lakesweep(&args)
+    }
+
+    /// Relative keys of every file under the staged table.
+    pub fn files(&self) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        let mut stack = vec![self.table()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else {
+                    let rel = p.strip_prefix(self.table()).unwrap();
+                    out.insert(rel.to_string_lossy().into_owned());
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// Runs the binary with the repository's component.
+pub fn lakesweep<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lakesweep"))
+        .args(args)
+        .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"))
+        .output()
+        .unwrap()
+}
+
+/// stdout as JSON, or a panic with stderr.
+pub fn json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The `delete` array of `plan --json` output.
+pub fn deletes(v: &Value) -> BTreeSet<String> {
+    v["delete"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Planted keys of the `events` table whose expected verdict is one of `verdicts`.
+pub fn planted(t: &Value, verdicts: &[&str]) -> BTreeSet<String> {
+    t["planted"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, v)| verdicts.contains(&v.as_str().unwrap()))
+        .map(|(k, _)| k.clone())
+        .collect()
+}

@@ -1,0 +1,229 @@
+//! End-to-end against a real S3-compatible server on 127.0.0.1 (moto's
+//! server, from PyPI; `.ci/run` installs it): the fixture table is uploaded
+//! with 1,100 extra orphans, so the listing takes several real
+//! ListObjectsV2 pages; `plan` (through an `s3a://` table URI), `apply`,
+//! `plan` again.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use futures::StreamExt;
+use object_store::aws::AmazonS3Builder;
+use object_store::path::Path as OPath;
+use object_store::{ObjectStoreExt, PutPayload};
+
+const BUCKET: &str = "lakesweep-e2e";
+const EXTRA: usize = 1100;
+
+struct Moto {
+    child: Child,
+    endpoint: String,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_moto() -> Moto {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("python3")
+        .args([
+            "-m",
+            "moto.server",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3 -m moto.server (pip install 'moto[server]'; .ci/run does)");
+    let moto = Moto {
+        child,
+        endpoint: format!("http://127.0.0.1:{port}"),
+    };
+    let t = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "moto server did not start (is moto[server] installed?)"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Create the bucket (moto accepts unsigned requests).
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "PUT /{BUCKET} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    assert!(resp.starts_with("HTTP/1.1 200"), "create bucket: {resp}");
+    moto
+}
+
+fn env(m: &Moto) -> Vec<(&'static str, String)> {
+    vec![
+        ("AWS_ACCESS_KEY_ID", "testing".into()),
+        ("AWS_SECRET_ACCESS_KEY", "testing".into()),
+        ("AWS_REGION", "us-east-1".into()),
+        ("AWS_ENDPOINT_URL", m.endpoint.clone()),
+        ("AWS_ALLOW_HTTP", "true".into()),
+    ]
+}
+
+fn run(m: &Moto, args: &[String]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_lakesweep"))
+        .args(args)
+        .envs(env(m))
+        .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"))
+        .output()
+        .unwrap()
+}
+
+/// Uploads the `events` table under `warehouse/demo/events/` plus the extras.
+fn upload(m: &Moto) -> BTreeSet<String> {
+    let store = AmazonS3Builder::new()
+        .with_bucket_name(BUCKET)
+        .with_endpoint(&m.endpoint)
+        .with_allow_http(true)
+        .with_access_key_id("testing")
+        .with_secret_access_key("testing")
+        .with_region("us-east-1")
+        .build()
+        .unwrap();
+    let table = fixtures().join("warehouse/demo/events");
+    let mut files = Vec::new();
+    let mut stack = vec![table.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p
+                    .strip_prefix(&table)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                files.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    let extras: BTreeSet<String> = (0..EXTRA)
+        .map(|i| format!("data/extra/orphan-{i:05}.parquet"))
+        .collect();
+    files.extend(extras.iter().map(|k| (k.clone(), b"orphan".to_vec())));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        futures::stream::iter(files)
+            .map(|(rel, bytes)| {
+                let store = &store;
+                async move {
+                    let key = OPath::parse(format!("warehouse/demo/events/{rel}")).unwrap();
+                    store.put(&key, PutPayload::from(bytes)).await.unwrap();
+                }
+            })
+            .buffer_unordered(16)
+            .collect::<Vec<()>>()
+            .await;
+    });
+    extras
+}
+
+#[test]
+fn plan_apply_plan_on_an_s3_server() {
+    let m = start_moto();
+    let extras = upload(&m);
+    let t = expect()["events"].clone();
+    let loc = format!("s3://{BUCKET}/warehouse/demo/events");
+    let cur = t["metadata_location"].as_str().unwrap();
+    let meta = cur.replace("file:///lakesweep-fixtures", &format!("s3://{BUCKET}"));
+    let map = format!("file:///lakesweep-fixtures=s3://{BUCKET}");
+    // Every object was uploaded just now: judge a month later, so every
+    // unreferenced, unhidden object is old enough.
+    let now = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 30 * 86_400_000)
+        .to_string();
+    let dir = std::env::temp_dir().join(format!("lakesweep-s3-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan_path = dir.join("plan.json");
+    let plan_args = |out: bool| {
+        let mut a: Vec<String> = vec![
+            "plan".into(),
+            loc.replace("s3://", "s3a://"),
+            "--metadata".into(),
+            meta.clone(),
+            "--location-map".into(),
+            map.clone(),
+            "--now".into(),
+            now.clone(),
+            "--json".into(),
+        ];
+        if out {
+            a.extend(["--out".into(), plan_path.display().to_string()]);
+        }
+        a
+    };
+    let v = json(&run(&m, &plan_args(true)));
+    let mut want = planted(&t, &["candidate", "young"]);
+    want.extend(extras.iter().cloned());
+    assert_eq!(deletes(&v), want);
+    assert_eq!(v["summary"]["referenced_not_listed"], 0, "{}", v["summary"]);
+    assert!(v["summary"]["listed"]["count"].as_u64().unwrap() > 1000);
+
+    let o = run(
+        &m,
+        &[
+            "apply".into(),
+            plan_path.display().to_string(),
+            "--metadata".into(),
+            meta.clone(),
+            "--location-map".into(),
+            map.clone(),
+        ],
+    );
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let receipts =
+        std::fs::read_to_string(format!("{}.receipts.jsonl", plan_path.display())).unwrap();
+    let mut keys = BTreeSet::new();
+    for line in receipts.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(r["result"], "deleted", "{r}");
+        assert!(r["seen"]["etag"].is_string(), "S3 gives ETags: {r}");
+        keys.insert(r["key"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(keys, want);
+
+    let v2 = json(&run(&m, &plan_args(false)));
+    assert!(deletes(&v2).is_empty(), "{v2}");
+    assert_eq!(v2["summary"]["referenced_not_listed"], 0);
+    assert_eq!(
+        v2["summary"]["referenced_keys"],
+        v["summary"]["referenced_keys"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
