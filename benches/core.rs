@@ -59,6 +59,14 @@ fn main() {
             page: 100,
         }
     };
+    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
+    let mut scale = scale;
+    if let Some(m) = env("LAKESWEEP_BENCH_MANIFESTS") {
+        scale.manifests = m;
+    }
+    if let Some(e) = env("LAKESWEEP_BENCH_ENTRIES") {
+        scale.entries = e;
+    }
     let files = write_manifests(&scale);
     let total_bytes: usize = files.iter().map(|(_, b)| b.len()).sum();
     let n = (scale.manifests * scale.entries) as u64;
@@ -115,6 +123,9 @@ fn main() {
 
     // 2. Keep set: a real session over a table of these manifests.
     let (opts, metadata) = table(&files);
+    if let Some(dir) = std::env::var_os("LAKESWEEP_BENCH_TABLE_DIR") {
+        write_table(&PathBuf::from(dir), &opts, &metadata);
+    }
     let cfg = SessionConfig::new(LOC, &metadata, NOW, 3 * 86_400_000);
     let mut session = Session::start(cfg).unwrap();
     let t = Instant::now();
@@ -456,6 +467,26 @@ fn table(files: &[(PathBuf, Vec<u8>)]) -> (HostOptions, String) {
         ..HostOptions::synthetic()
     };
     (opts, metadata)
+}
+
+/// Writes the table to `dir` (for timing the sidecar on a real directory)
+/// and prints the command that plans it.
+fn write_table(dir: &std::path::Path, opts: &HostOptions, metadata: &str) {
+    let _ = std::fs::remove_dir_all(dir);
+    for (uri, (bytes, mtime)) in &opts.extra {
+        let rel = uri.strip_prefix(&format!("{LOC}/")).unwrap();
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+        let f = std::fs::File::options().write(true).open(&p).unwrap();
+        f.set_modified(std::time::UNIX_EPOCH + Duration::from_millis(*mtime as u64))
+            .unwrap();
+    }
+    let d = dir.display();
+    println!(
+        "table written to {d}; plan it with:\n  target/release/lakesweep plan {d} --metadata {} --location-map {LOC}=file://{d} --now {NOW} --json",
+        metadata.replace(LOC, &format!("file://{d}"))
+    );
 }
 
 /// Classifies every page through the component; best of `reps`.
