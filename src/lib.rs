@@ -17,10 +17,13 @@
 //! page size or order; a plan is sealed with a digest and the tokens it was
 //! judged on.
 
+pub mod context;
 pub mod error;
+pub mod expire;
 pub mod page;
 pub mod path;
 pub mod plan;
+pub mod policy;
 pub mod reach;
 pub mod spec;
 pub mod verdict;
@@ -28,11 +31,14 @@ pub mod verdict;
 #[cfg(feature = "component")]
 mod bindings;
 
+pub use context::Context;
 pub use error::{Error, Result, UnsafeReason};
+pub use expire::{plan_expiry, ExpiryPlan, ExpiryRequest};
 pub use page::PageClassifier;
 pub use path::PathMapping;
 pub use plan::{
     PlanTokens, PlannedDelete, Request, SealedPlan, Session, SessionConfig, Summary, TableFormat,
     Tally,
 };
+pub use policy::Policy;
 pub use verdict::{Decision, ListedObject, Verdict};

@@ -157,7 +157,7 @@ struct RawField {
 }
 
 /// Decompresses a gzip metadata file when it is one; other bytes pass through.
-fn maybe_gunzip<'a>(uri: &str, bytes: &'a [u8]) -> Result<std::borrow::Cow<'a, [u8]>> {
+pub(crate) fn maybe_gunzip<'a>(uri: &str, bytes: &'a [u8]) -> Result<std::borrow::Cow<'a, [u8]>> {
     if gzip::is_gzip(bytes) {
         gzip::gunzip(bytes, MAX_METADATA_BYTES)
             .map(std::borrow::Cow::Owned)

@@ -1,0 +1,196 @@
+//! The live context of a run: reader leases, legal holds, writers in
+//! progress and disaster-recovery checkpoints. Each part carries a
+//! generation or watermark that the plans record. Times are milliseconds
+//! since the Unix epoch.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// A reader's claim on a snapshot until a time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Lease {
+    /// The snapshot being read.
+    pub snapshot_id: i64,
+    /// Why (a training run, a report, a replication job).
+    #[serde(default)]
+    pub purpose: String,
+    /// Who holds it.
+    #[serde(default)]
+    pub owner: String,
+    /// When the lease ends, milliseconds since the Unix epoch.
+    pub expires_at_ms: i64,
+    /// The reader registry's generation when the lease was granted.
+    #[serde(default)]
+    pub reader_generation: u64,
+}
+
+/// What a legal hold covers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum HoldScope {
+    /// The whole table: nothing expires, nothing is deleted.
+    Table,
+    /// A branch or tag (exact name) and every snapshot it reaches.
+    Ref(String),
+    /// One snapshot.
+    Snapshot(i64),
+    /// Every object whose key (relative to the table) starts with this prefix.
+    PathPrefix(String),
+}
+
+/// A legal hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Hold {
+    /// What it covers.
+    pub scope: HoldScope,
+    /// The hold registry's generation.
+    pub generation: u64,
+    /// Why (a case number).
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// A writer that has uploaded files but not committed yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Writer {
+    /// Key prefix (relative to the table) of its uploads; never swept.
+    pub staging_prefix: String,
+    /// When it started, milliseconds since the Unix epoch.
+    pub started_at_ms: i64,
+}
+
+/// A disaster-recovery checkpoint to keep restorable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum DrCheckpoint {
+    /// A snapshot of this table.
+    SnapshotId(i64),
+    /// A metadata file (not supported yet: refused, never ignored).
+    MetadataFile(String),
+}
+
+/// Everything true right now that the metadata does not say.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Context {
+    /// Reader leases.
+    #[serde(default)]
+    pub leases: Vec<Lease>,
+    /// Legal holds.
+    #[serde(default)]
+    pub holds: Vec<Hold>,
+    /// Writers in progress.
+    #[serde(default)]
+    pub writers: Vec<Writer>,
+    /// DR checkpoints.
+    #[serde(default)]
+    pub dr_checkpoints: Vec<DrCheckpoint>,
+}
+
+impl Context {
+    /// Parses a context document; unknown fields are refused.
+    pub fn parse(json: &str) -> Result<Context> {
+        let c: Context = serde_json::from_str(json)
+            .map_err(|e| Error::invalid("context", format!("not a valid context: {e}")))?;
+        for w in &c.writers {
+            if w.staging_prefix.is_empty() || w.staging_prefix.contains("://") {
+                return Err(Error::invalid(
+                    "context.writers.stagingPrefix",
+                    format!(
+                        "`{}` must be a non-empty key prefix relative to the table",
+                        w.staging_prefix
+                    ),
+                ));
+            }
+        }
+        for h in &c.holds {
+            if let HoldScope::PathPrefix(p) = &h.scope {
+                if p.contains("://") {
+                    return Err(Error::invalid(
+                        "context.holds.scope.pathPrefix",
+                        format!("`{p}` must be relative to the table"),
+                    ));
+                }
+            }
+        }
+        Ok(c)
+    }
+
+    /// The newest hold generation (0 without holds).
+    pub fn hold_generation(&self) -> u64 {
+        self.holds.iter().map(|h| h.generation).max().unwrap_or(0)
+    }
+
+    /// The newest reader generation among leases (0 without leases).
+    pub fn lease_watermark(&self) -> u64 {
+        self.leases
+            .iter()
+            .map(|l| l.reader_generation)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Why a relative key is protected by a hold or a writer, if it is.
+    /// A table hold protects everything.
+    pub fn protects(&self, rel: &str) -> Option<String> {
+        for h in &self.holds {
+            match &h.scope {
+                HoldScope::Table => {
+                    return Some(format!(
+                        "legal hold on the table (generation {}): {}",
+                        h.generation, h.reason
+                    ))
+                }
+                HoldScope::PathPrefix(p) if rel.starts_with(p.as_str()) => {
+                    return Some(format!(
+                        "legal hold on `{p}` (generation {}): {}",
+                        h.generation, h.reason
+                    ))
+                }
+                _ => {}
+            }
+        }
+        self.writers
+            .iter()
+            .find(|w| rel.starts_with(w.staging_prefix.as_str()))
+            .map(|w| {
+                format!(
+                    "staging prefix `{}` of a writer in progress",
+                    w.staging_prefix
+                )
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_kind_and_refuses_unknown_fields() {
+        let c = Context::parse(
+            r#"{"leases":[{"snapshotId":1,"owner":"ml","expiresAtMs":5,"readerGeneration":3}],
+                "holds":[{"scope":{"pathPrefix":"data/case-7/"},"generation":20,"reason":"case 7"},
+                         {"scope":{"ref":"audit"},"generation":21}],
+                "writers":[{"stagingPrefix":"data/_tmp/job-1/","startedAtMs":0}],
+                "drCheckpoints":[{"snapshotId":1}]}"#,
+        )
+        .unwrap();
+        assert_eq!(c.hold_generation(), 21);
+        assert_eq!(c.lease_watermark(), 3);
+        assert!(c.protects("data/case-7/x.parquet").is_some());
+        assert!(c.protects("data/_tmp/job-1/x.parquet").is_some());
+        assert!(c.protects("data/other.parquet").is_none());
+        assert!(Context::parse(r#"{"leases":[{"snapshotId":1,"expiresAt":5}]}"#).is_err());
+        assert!(
+            Context::parse(r#"{"writers":[{"stagingPrefix":"s3://b/x","startedAtMs":0}]}"#)
+                .is_err()
+        );
+        let table = Context::parse(r#"{"holds":[{"scope":"table","generation":1}]}"#).unwrap();
+        assert!(table.protects("anything").is_some());
+    }
+}

@@ -1,0 +1,386 @@
+//! The retention policy document, `lakehouseRetentionPolicy.v1`: which
+//! snapshots stay readable and how long unreferenced objects wait.
+//!
+//! Parsed with serde, unknown fields refused; durations are strings with a
+//! unit (`12h`, `30d`), never bare numbers. [`Policy::check`] is part of the
+//! product: it names the field of every error and warning. The policy's
+//! digest is SHA-256 over a canonical form (sorted keys, durations in
+//! milliseconds), so `72h` and `3d` give the same digest.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+/// The schema name a policy document must carry.
+pub const POLICY_SCHEMA: &str = "lakehouseRetentionPolicy.v1";
+
+/// A duration in milliseconds, written as `<n><unit>` with unit `ms`, `s`,
+/// `m`, `h` or `d`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct DurationMs(pub i64);
+
+/// Parses `12h`, `30d`, `90m`, `15s`, `500ms` into milliseconds.
+pub fn parse_duration(s: &str) -> std::result::Result<i64, String> {
+    let split = s
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("`{s}` needs a unit (ms, s, m, h, d)"))?;
+    let (n, unit) = s.split_at(split);
+    let n: i64 = n.parse().map_err(|_| format!("`{s}` is not a duration"))?;
+    let mult = match unit {
+        "ms" => 1,
+        "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(format!("`{s}`: unknown unit `{unit}` (ms, s, m, h, d)")),
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("`{s}` is too large"))
+}
+
+impl<'de> Deserialize<'de> for DurationMs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        match v {
+            serde_json::Value::String(s) => parse_duration(&s)
+                .map(DurationMs)
+                .map_err(serde::de::Error::custom),
+            other => Err(serde::de::Error::custom(format!(
+                "duration {other} needs a unit, like \"12h\" or \"30d\""
+            ))),
+        }
+    }
+}
+
+/// Which table a policy is for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Binding {
+    /// The table's `table-uuid`; a policy for another table is refused.
+    pub table_uuid: String,
+    /// `iceberg` (Delta policies are refused until Delta is supported).
+    pub format: String,
+    /// The table format version the policy was written for, if pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format_version: Option<u8>,
+    /// The catalog the table lives in (informational).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<String>,
+}
+
+/// Per-ref overrides of the snapshot retention.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RefRetention {
+    /// Keep at least this many ancestors of the branch head.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_snapshots_to_keep: Option<u32>,
+    /// Keep branch ancestors younger than this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_snapshot_age: Option<DurationMs>,
+    /// Remove the ref when its snapshot is older than this (never `main`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ref_age: Option<DurationMs>,
+}
+
+/// Which snapshots stay readable.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SnapshotRetention {
+    /// Keep at least this many ancestors per branch (Java `retainLast`;
+    /// default: the table's `history.expire.min-snapshots-to-keep`, else 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retain_last: Option<u32>,
+    /// Expire snapshots older than this (default: the table's
+    /// `history.expire.max-snapshot-age-ms`, else 5 days).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_snapshot_age: Option<DurationMs>,
+    /// Remove refs whose snapshot is older than this (default: the table's
+    /// `history.expire.max-ref-age-ms`, else never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ref_age: Option<DurationMs>,
+    /// Nothing younger than this expires, whatever else says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_snapshot_age: Option<DurationMs>,
+    /// Branches and tags that never expire (exact names).
+    #[serde(default)]
+    pub protected_refs: Vec<String>,
+    /// Per-ref overrides, by exact ref name.
+    #[serde(default)]
+    pub refs: BTreeMap<String, RefRetention>,
+}
+
+/// How long unreferenced objects wait, and the limits of readers and writers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FileRetention {
+    /// The window for unreferenced objects (the orphan sweep's `older-than`).
+    pub orphan_safety_interval: DurationMs,
+    /// The longest a reader lease may last; longer leases are capped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_reader_lease: Option<DurationMs>,
+    /// The longest a writer may take between its first upload and its commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_writer_duration: Option<DurationMs>,
+}
+
+/// The bucket's object versioning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ObjectVersioning {
+    /// Deletes are final.
+    #[default]
+    Unversioned,
+    /// Deletes leave a delete marker; old versions remain until lifecycle rules remove them.
+    Enabled,
+    /// Versioning was enabled and is now suspended.
+    Suspended,
+}
+
+/// A `lakehouseRetentionPolicy.v1` document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Policy {
+    /// Always [`POLICY_SCHEMA`].
+    pub schema: String,
+    /// The table it is for.
+    pub binding: Binding,
+    /// Snapshot retention.
+    #[serde(default)]
+    pub snapshot_retention: SnapshotRetention,
+    /// File retention.
+    pub file_retention: FileRetention,
+    /// The legal-hold generation the policy was written against; holds in
+    /// the context with a newer generation win over plans made under it.
+    #[serde(default)]
+    pub legal_hold_generation: u64,
+    /// The bucket's versioning mode.
+    #[serde(default)]
+    pub object_versioning: ObjectVersioning,
+}
+
+/// One finding of [`Policy::check`], naming the field at fault.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// Dotted field path, e.g. `fileRetention.orphanSafetyInterval`.
+    pub field: String,
+    /// What is wrong and why it matters.
+    pub message: String,
+}
+
+/// The result of validating a policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PolicyReport {
+    /// Refuse to use the policy while any error remains.
+    pub errors: Vec<Finding>,
+    /// Legal but risky settings.
+    pub warnings: Vec<Finding>,
+    /// The policy digest (SHA-256 hex over the canonical form).
+    pub digest: String,
+}
+
+fn finding(field: &str, message: impl Into<String>) -> Finding {
+    Finding {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+impl Policy {
+    /// Parses a policy document; a syntax error or an unknown field is an
+    /// [`Error::InvalidOptions`] on field `policy` naming the problem.
+    pub fn parse(json: &str) -> Result<Policy> {
+        let p: Policy = serde_json::from_str(json)
+            .map_err(|e| Error::invalid("policy", format!("not a valid {POLICY_SCHEMA}: {e}")))?;
+        if p.schema != POLICY_SCHEMA {
+            return Err(Error::invalid(
+                "policy.schema",
+                format!("`{}` is not {POLICY_SCHEMA}", p.schema),
+            ));
+        }
+        Ok(p)
+    }
+
+    /// Parses, then refuses the policy if [`Policy::check`] finds errors.
+    pub fn parse_checked(json: &str) -> Result<Policy> {
+        let p = Policy::parse(json)?;
+        let r = p.check();
+        if let Some(e) = r.errors.first() {
+            return Err(Error::invalid(
+                &format!("policy.{}", e.field),
+                e.message.clone(),
+            ));
+        }
+        Ok(p)
+    }
+
+    /// SHA-256 (hex) over the canonical JSON form: sorted keys, durations
+    /// in milliseconds.
+    pub fn digest(&self) -> String {
+        let canonical = serde_json::to_value(self)
+            .map(|v| v.to_string())
+            .unwrap_or_default();
+        let mut h = Sha256::new();
+        h.update(canonical.as_bytes());
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Validates the policy: errors make it unusable, warnings are risky
+    /// but legal settings.
+    pub fn check(&self) -> PolicyReport {
+        let mut errors = Vec::new();
+        let mut warnings = Vec::new();
+        let f = &self.file_retention;
+        let s = &self.snapshot_retention;
+        if self.binding.format != "iceberg" {
+            errors.push(finding(
+                "binding.format",
+                format!(
+                    "`{}`: this version enforces policies on Iceberg tables only",
+                    self.binding.format
+                ),
+            ));
+        }
+        if self.binding.table_uuid.trim().is_empty() {
+            errors.push(finding("binding.tableUuid", "must name the table's uuid"));
+        }
+        if f.orphan_safety_interval.0 < crate::plan::MIN_FILE_RETENTION_MS {
+            errors.push(finding(
+                "fileRetention.orphanSafetyInterval",
+                "shorter than one hour: files of in-flight writers would be swept",
+            ));
+        }
+        if let Some(w) = f.max_writer_duration {
+            if f.orphan_safety_interval <= w {
+                errors.push(finding(
+                    "fileRetention.orphanSafetyInterval",
+                    format!(
+                        "{} is not greater than maxWriterDuration {}: a writer's uncommitted files would be swept",
+                        crate::verdict::human_ms(f.orphan_safety_interval.0),
+                        crate::verdict::human_ms(w.0)
+                    ),
+                ));
+            }
+        }
+        if s.retain_last == Some(0) {
+            errors.push(finding(
+                "snapshotRetention.retainLast",
+                "must be at least 1 (the current snapshot always stays)",
+            ));
+        }
+        for (name, r) in &s.refs {
+            if r.min_snapshots_to_keep == Some(0) {
+                errors.push(finding(
+                    &format!("snapshotRetention.refs.{name}.minSnapshotsToKeep"),
+                    "must be at least 1",
+                ));
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for r in &s.protected_refs {
+            if !seen.insert(r.to_lowercase()) {
+                warnings.push(finding(
+                    "snapshotRetention.protectedRefs",
+                    format!("`{r}` is listed twice (letter case ignored)"),
+                ));
+            }
+        }
+        if let Some(age) = s.max_snapshot_age {
+            if f.orphan_safety_interval == age {
+                warnings.push(finding(
+                    "fileRetention.orphanSafetyInterval",
+                    "equals snapshotRetention.maxSnapshotAge: no safety margin for readers that resolved a snapshot just before it expired",
+                ));
+            }
+            if let Some(lease) = f.max_reader_lease {
+                if lease > age {
+                    warnings.push(finding(
+                        "fileRetention.maxReaderLease",
+                        format!(
+                            "{} is longer than snapshotRetention.maxSnapshotAge {}: leases, not the policy, will decide how long snapshots live",
+                            crate::verdict::human_ms(lease.0),
+                            crate::verdict::human_ms(age.0)
+                        ),
+                    ));
+                }
+            }
+            if let Some(min) = s.min_snapshot_age {
+                if min > age {
+                    warnings.push(finding(
+                        "snapshotRetention.minSnapshotAge",
+                        "is longer than maxSnapshotAge: maxSnapshotAge has no effect",
+                    ));
+                }
+            }
+        }
+        if self.object_versioning != ObjectVersioning::Unversioned {
+            warnings.push(finding(
+                "objectVersioning",
+                "deletes leave noncurrent versions: space is reclaimed only when the bucket's lifecycle rules remove them",
+            ));
+        }
+        PolicyReport {
+            errors,
+            warnings,
+            digest: self.digest(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(extra: &str) -> String {
+        format!(
+            r#"{{"schema":"lakehouseRetentionPolicy.v1",
+                "binding":{{"tableUuid":"u-1","format":"iceberg"}},
+                "fileRetention":{{"orphanSafetyInterval":"3d","maxWriterDuration":"6h"}}{extra}}}"#
+        )
+    }
+
+    #[test]
+    fn durations_need_units() {
+        assert_eq!(parse_duration("12h"), Ok(43_200_000));
+        assert_eq!(parse_duration("30d"), Ok(2_592_000_000));
+        assert!(parse_duration("12").is_err());
+        assert!(parse_duration("3w").is_err());
+        let bare = doc("").replace("\"3d\"", "259200000");
+        let e = Policy::parse(&bare).unwrap_err().to_string();
+        assert!(e.contains("needs a unit"), "{e}");
+    }
+
+    #[test]
+    fn unknown_fields_and_schemas_are_refused() {
+        assert!(Policy::parse(&doc(r#","retainLats":3"#)).is_err());
+        let e = Policy::parse(&doc("").replace(".v1", ".v9")).unwrap_err();
+        assert!(e.to_string().contains("policy.schema"), "{e}");
+        assert!(Policy::parse(&doc("")).unwrap().check().errors.is_empty());
+    }
+
+    #[test]
+    fn inconsistent_windows_are_named() {
+        let p = Policy::parse(&doc("").replace("\"6h\"", "\"3d\"")).unwrap();
+        let r = p.check();
+        assert_eq!(r.errors[0].field, "fileRetention.orphanSafetyInterval");
+        assert!(Policy::parse_checked(&doc("").replace("\"6h\"", "\"3d\"")).is_err());
+        let p = Policy::parse(&doc(r#","snapshotRetention":{"maxSnapshotAge":"3d"}"#)).unwrap();
+        assert_eq!(
+            p.check().warnings[0].field,
+            "fileRetention.orphanSafetyInterval"
+        );
+    }
+
+    #[test]
+    fn digest_is_over_the_canonical_form() {
+        let a = Policy::parse(&doc("")).unwrap();
+        let b = Policy::parse(&doc("").replace("\"3d\"", "\"72h\"")).unwrap();
+        assert_eq!(a.digest(), b.digest());
+        let c = Policy::parse(&doc("").replace("\"3d\"", "\"4d\"")).unwrap();
+        assert_ne!(a.digest(), c.digest());
+    }
+}
