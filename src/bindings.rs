@@ -63,6 +63,7 @@ fn decision(d: core::Decision) -> wt::Decision {
             core::Verdict::Hidden => wt::Verdict::Hidden,
             core::Verdict::Unverified => wt::Verdict::Unverified,
             core::Verdict::OwnerCheck => wt::Verdict::OwnerCheck,
+            core::Verdict::Protected => wt::Verdict::Protected,
             core::Verdict::Candidate => wt::Verdict::Candidate,
             core::Verdict::Demoted => wt::Verdict::Demoted,
         },
@@ -84,6 +85,39 @@ impl wp::Guest for Component {
     fn verify_plan(plan_json: String) -> Result<String, wt::Error> {
         core::SealedPlan::from_json(&plan_json).map_err(err)?;
         Ok(plan_json)
+    }
+
+    fn check_policy(policy_json: String) -> Result<String, wt::Error> {
+        let p = core::Policy::parse(&policy_json).map_err(err)?;
+        serde_json::to_string(&p.check()).map_err(|e| err(core::Error::protocol(e.to_string())))
+    }
+
+    fn plan_expiry(
+        metadata_location: String,
+        metadata: Vec<u8>,
+        policy_json: Option<String>,
+        context_json: Option<String>,
+        now_ms: i64,
+        expire_ids: Vec<i64>,
+    ) -> Result<String, wt::Error> {
+        let req = core::ExpiryRequest {
+            metadata_location,
+            now_ms,
+            policy: policy_json
+                .as_deref()
+                .map(core::Policy::parse)
+                .transpose()
+                .map_err(err)?,
+            context: context_json
+                .as_deref()
+                .map(core::Context::parse)
+                .transpose()
+                .map_err(err)?
+                .unwrap_or_default(),
+            expire_ids,
+        };
+        let plan = core::plan_expiry(&req, &metadata).map_err(err)?;
+        serde_json::to_string(&plan).map_err(|e| err(core::Error::protocol(e.to_string())))
     }
 }
 
@@ -108,6 +142,8 @@ impl wp::GuestSession for Session {
                     to: m.to,
                 })
                 .collect(),
+            policy: c.policy,
+            context: c.context,
         };
         let s = core::Session::start(config).map_err(err)?;
         Ok(wp::Session::new(Session(RefCell::new(s))))

@@ -31,6 +31,8 @@ struct Header {
     file_retention_ms: i64,
     partition_names: BTreeSet<String>,
     mappings: Vec<PathMapping>,
+    #[serde(default)]
+    protections: crate::Context,
 }
 
 const KEEPSET_SCHEMA: &str = "lakesweep.keepset.v1";
@@ -45,6 +47,7 @@ pub(crate) fn export(c: &Classifier, metadata_location: &str) -> Vec<u8> {
         file_retention_ms: c.file_retention_ms,
         partition_names: c.partition_names.clone(),
         mappings: c.mappings.clone(),
+        protections: c.protections.clone(),
     };
     let h = serde_json::to_vec(&header).unwrap_or_default();
     let mut out = Vec::new();
@@ -83,6 +86,7 @@ impl PageClassifier {
                 partition_names: h.partition_names,
                 table_uuid: h.table_uuid,
                 mappings: h.mappings,
+                protections: h.protections,
             },
             metadata_location: h.metadata_location,
         })

@@ -62,6 +62,13 @@ pub struct SessionConfig {
     pub allow_short_retention: bool,
     /// Prefix rewrites applied to every path read from metadata.
     pub location_map: Vec<PathMapping>,
+    /// A `lakehouseRetentionPolicy.v1` document (JSON). Its binding must
+    /// match the table; its `orphanSafetyInterval` lengthens the window
+    /// (the longer of the two applies).
+    pub policy: Option<String>,
+    /// The live context (JSON, see [`crate::Context`]): hold prefixes and
+    /// writers' staging prefixes are never swept; a table hold keeps everything.
+    pub context: Option<String>,
 }
 
 impl SessionConfig {
@@ -81,6 +88,8 @@ impl SessionConfig {
             keep_deleted_entries: true,
             allow_short_retention: false,
             location_map: Vec::new(),
+            policy: None,
+            context: None,
         }
     }
 }
@@ -166,6 +175,13 @@ pub struct PlanTokens {
     pub file_retention_ms: i64,
     /// Whether files of DELETED entries were kept.
     pub keep_deleted_entries: bool,
+    /// Digest of the retention policy the plan was made under, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_digest: Option<String>,
+    /// Newest legal-hold generation in the context (0: none); a hold with a
+    /// newer generation makes the plan stale.
+    #[serde(default)]
+    pub hold_generation: u64,
 }
 
 /// One object the plan deletes.
@@ -280,6 +296,8 @@ enum Phase {
 /// A planning session for one table. See the module docs for the flow.
 #[derive(Debug)]
 pub struct Session {
+    /// The parsed retention policy, if any.
+    policy: Option<crate::Policy>,
     config: SessionConfig,
     classifier: Classifier,
     phase: Phase,
@@ -331,16 +349,34 @@ impl Session {
         ))
         .map_err(|e| Error::invalid("metadata_location", e))?
         .to_uri_string();
+        let policy = config
+            .policy
+            .as_deref()
+            .map(crate::Policy::parse_checked)
+            .transpose()?;
+        let protections = config
+            .context
+            .as_deref()
+            .map(crate::Context::parse)
+            .transpose()?
+            .unwrap_or_default();
+        let window = policy
+            .as_ref()
+            .map(|p| p.file_retention.orphan_safety_interval.0)
+            .unwrap_or(0)
+            .max(config.file_retention_ms);
         let classifier = Classifier {
             location,
             keep: KeepSet::new(),
             now_ms: config.now_ms,
-            file_retention_ms: config.file_retention_ms,
+            file_retention_ms: window,
             partition_names: BTreeSet::new(),
             table_uuid: None,
             mappings: config.location_map.clone(),
+            protections,
         };
         let mut s = Session {
+            policy,
             config,
             classifier,
             phase: Phase::Reading,
@@ -531,6 +567,8 @@ impl Session {
                 now_ms: self.config.now_ms,
                 file_retention_ms: self.config.file_retention_ms,
                 keep_deleted_entries: self.config.keep_deleted_entries,
+                policy_digest: self.policy.as_ref().map(crate::Policy::digest),
+                hold_generation: self.classifier.protections.hold_generation(),
             },
             delete: self.candidates.values().cloned().collect(),
             summary,
@@ -748,6 +786,18 @@ impl Session {
             }
             (None, Some(b)) => self.classifier.table_uuid = Some(b.clone()),
             _ => {}
+        }
+        if let Some(p) = &self.policy {
+            if md.table_uuid.as_deref() != Some(p.binding.table_uuid.as_str()) {
+                return Err(Error::invalid(
+                    "policy.binding.tableUuid",
+                    format!(
+                        "the policy is for table {}, this table is {}",
+                        p.binding.table_uuid,
+                        md.table_uuid.as_deref().unwrap_or("(no uuid)")
+                    ),
+                ));
+            }
         }
         if md
             .properties

@@ -42,6 +42,9 @@ pub enum Verdict {
     /// Page mode only: an unreferenced `*.metadata.json`; the host must read
     /// it and settle it with the page classifier before anything is deleted.
     OwnerCheck,
+    /// Unreferenced, but under a legal hold or a writer's staging prefix
+    /// (from the run's context): kept.
+    Protected,
     /// Unreferenced and old enough: a delete candidate.
     Candidate,
     /// Was a candidate, became referenced when the table was re-checked.
@@ -58,6 +61,7 @@ impl Verdict {
             Verdict::Hidden => "hidden",
             Verdict::Unverified => "unverified",
             Verdict::OwnerCheck => "owner-check",
+            Verdict::Protected => "protected",
             Verdict::Candidate => "candidate",
             Verdict::Demoted => "demoted",
         }
@@ -98,6 +102,8 @@ pub struct Classifier {
     pub(crate) partition_names: BTreeSet<String>,
     pub(crate) table_uuid: Option<String>,
     pub(crate) mappings: Vec<PathMapping>,
+    /// Hold prefixes and writers' staging prefixes (never swept).
+    pub(crate) protections: crate::Context,
 }
 
 /// Outcome of classifying one object before any owner check.
@@ -188,6 +194,9 @@ impl Classifier {
 
     /// Verdict for an unreferenced object: young, hidden or candidate.
     pub(crate) fn unreferenced(&self, obj: &ListedObject, rel: &str) -> Decision {
+        if let Some(why) = self.protections.protects(rel) {
+            return Self::decision(obj, rel, Verdict::Protected, why);
+        }
         let age = self.now_ms.saturating_sub(obj.last_modified_ms);
         if age < 0 {
             return Self::decision(

@@ -116,6 +116,8 @@ impl Wasm {
                     to: m.to,
                 })
                 .collect(),
+            policy: cfg.policy,
+            context: cfg.context,
         };
         let session = api
             .lakesweep_planner_planner()
@@ -211,6 +213,7 @@ impl Planner for Wasm {
                     wt::Verdict::Hidden => Verdict::Hidden,
                     wt::Verdict::Unverified => Verdict::Unverified,
                     wt::Verdict::OwnerCheck => Verdict::OwnerCheck,
+                    wt::Verdict::Protected => Verdict::Protected,
                     wt::Verdict::Candidate => Verdict::Candidate,
                     wt::Verdict::Demoted => Verdict::Demoted,
                 },
@@ -269,11 +272,9 @@ fn component_fails_closed_like_native() {
         .find(|n| n.starts_with("snap-"))
         .unwrap();
     o.missing.push(format!("{}/metadata/{list}", t.location));
-    let native = run_native(t.config(), &o).err().expect("native refuses");
+    let native = run_native(t.config(), &o).expect_err("native refuses");
     let mut w = Wasm::start(&engine, &component, t.config()).unwrap();
-    let wasm = drive(&mut w, &t.metadata_location, &o)
-        .err()
-        .expect("component refuses");
+    let wasm = drive(&mut w, &t.metadata_location, &o).expect_err("component refuses");
     assert_eq!(wasm, native);
     assert!(matches!(
         native,

@@ -464,3 +464,64 @@ proptest! {
         }
     }
 }
+
+fn policy_doc(uuid: &str, window: &str) -> String {
+    format!(
+        r#"{{"schema":"lakehouseRetentionPolicy.v1","binding":{{"tableUuid":"{uuid}","format":"iceberg"}},
+            "fileRetention":{{"orphanSafetyInterval":"{window}","maxWriterDuration":"6h"}}}}"#
+    )
+}
+
+#[test]
+fn holds_and_writers_protect_prefixes_and_the_policy_binds_and_widens() {
+    let (mut o, meta) = base();
+    for k in [
+        "data/case-7/old.parquet",
+        "data/_tmp/job-1/part-0.parquet",
+        "data/plain-orphan.parquet",
+    ] {
+        o.extra
+            .insert(format!("{LOC}/{k}"), (b"x".to_vec(), NOW - 8 * DAY));
+    }
+    let verdicts = |c: SessionConfig, o: &HostOptions| run_native(c, o).map(|r| r.verdicts());
+    let mut c = cfg(&meta);
+    c.context = Some(
+        r#"{"holds":[{"scope":{"pathPrefix":"data/case-7/"},"generation":9,"reason":"case 7"}],
+            "writers":[{"stagingPrefix":"data/_tmp/job-1/","startedAtMs":0}]}"#
+            .into(),
+    );
+    let v = verdicts(c.clone(), &o).unwrap();
+    assert_eq!(v["data/case-7/old.parquet"].verdict, Verdict::Protected);
+    assert!(v["data/case-7/old.parquet"].detail.contains("case 7"));
+    assert_eq!(
+        v["data/_tmp/job-1/part-0.parquet"].verdict,
+        Verdict::Protected
+    );
+    assert_eq!(v["data/plain-orphan.parquet"].verdict, Verdict::Candidate);
+    let plan = run_native(c.clone(), &o).unwrap().plan();
+    assert_eq!(plan.tokens.hold_generation, 9);
+
+    // A table hold: nothing at all is deleted.
+    c.context = Some(r#"{"holds":[{"scope":"table","generation":10}]}"#.into());
+    assert!(run_native(c.clone(), &o).unwrap().plan().delete.is_empty());
+
+    // The policy's window is longer than the run's: the 8-day-old orphan is young.
+    let mut c = cfg(&meta);
+    c.policy = Some(policy_doc(UUID, "10d"));
+    let r = run_native(c.clone(), &o).unwrap();
+    assert_eq!(
+        r.verdicts()["data/plain-orphan.parquet"].verdict,
+        Verdict::Young
+    );
+    assert!(r.plan().tokens.policy_digest.is_some());
+
+    // A policy for another table is refused; so is an inconsistent one.
+    c.policy = Some(policy_doc("00000000-0000-4000-8000-000000000000", "10d"));
+    let e = run_native(c.clone(), &o).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidOptions { field, .. } if field == "policy.binding.tableUuid"),
+        "{e}"
+    );
+    c.policy = Some(policy_doc(UUID, "2h"));
+    assert!(lakesweep::Session::start(c).is_err());
+}

@@ -201,6 +201,7 @@ fn read(uri: &str, opts: &HostOptions) -> Option<Vec<u8>> {
 }
 
 /// Outcome of a run.
+#[derive(Debug)]
 pub struct Run {
     pub plan_json: String,
     pub decisions: Vec<Decision>,
