@@ -94,8 +94,7 @@ fn duckdb_table_with_a_missing_manifest_list_fails_closed() {
         "equality_deletes/warehouse/mydb/mytable",
         "v7.metadata.json",
     )
-    .err()
-    .expect("must refuse");
+    .expect_err("must refuse");
     assert!(
         matches!(
             e,
