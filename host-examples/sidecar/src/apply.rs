@@ -15,7 +15,7 @@ use std::io::Write;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use crate::component::{describe, trap, wasm_path, wt, Planner};
+use crate::component::{wasm_path, Planner};
 use crate::pointer::Pointer;
 use crate::store::Store;
 
@@ -66,46 +66,6 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// The metadata URI the planner reads for `pointer` (mapped and canonical),
-/// asked of the component so apply and plan agree byte for byte.
-fn canonical_pointer(
-    planner: &mut Planner,
-    plan: &Value,
-    pointer: &str,
-    map: &[(String, String)],
-) -> Result<String, String> {
-    let cfg = wt::SessionConfig {
-        table_location: plan["table_location"].as_str().unwrap_or("").to_owned(),
-        format: wt::TableFormat::Iceberg,
-        metadata_location: pointer.to_owned(),
-        now_ms: plan["tokens"]["now_ms"].as_i64().unwrap_or(0),
-        file_retention_ms: plan["tokens"]["file_retention_ms"].as_i64().unwrap_or(0),
-        keep_deleted_entries: true,
-        allow_short_retention: true,
-        location_map: map
-            .iter()
-            .map(|(f, t)| wt::PathMapping {
-                from: f.clone(),
-                to: t.clone(),
-            })
-            .collect(),
-    };
-    let p = planner.api.lakesweep_planner_planner();
-    let s = p
-        .session()
-        .call_start(&mut planner.store, &cfg)
-        .map_err(trap)?
-        .map_err(|e| describe(&e))?;
-    match p
-        .session()
-        .call_poll_request(&mut planner.store, s)
-        .map_err(trap)?
-    {
-        Some(wt::Request::ReadBlob(uri)) => Ok(uri),
-        other => Err(format!("unexpected first planner request {other:?}")),
-    }
-}
-
 /// Summary counts of an apply run.
 pub struct Applied {
     /// Keys deleted (or that would be, in a dry run).
@@ -136,7 +96,7 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
         .as_str()
         .ok_or("plan without tokens.metadata_location")?;
     let current = input.pointer.resolve(&store, &table).await?;
-    let current = canonical_pointer(&mut planner, &plan, &current, &input.location_map)?;
+    let current = planner.mapped_pointer(&table, &current, &input.location_map)?;
     if current != sealed {
         return Err(format!(
             "the table changed since the plan was made (pointer now names {current}, the plan was judged on {sealed}): make a new plan"

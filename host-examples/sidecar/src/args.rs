@@ -1,5 +1,6 @@
 //! Command-line parsing, durations and times.
 
+use crate::context::ContextFiles;
 use crate::plan::Format;
 use crate::pointer::Pointer;
 
@@ -11,6 +12,9 @@ pub const USAGE: &str = "usage:
   lakesweep apply PLAN.json [POINTER] [--location-map FROM=TO]... [--dry-run]
                  [--concurrency N] [--receipts FILE]
   lakesweep compare PLAN.json OTHER.txt [--json]
+  lakesweep expire TABLE [POINTER] [--policy FILE] [CONTEXT] [--now TIME]
+                 [--expire-id ID]... [--location-map FROM=TO]... [--json] [--commit]
+  lakesweep policy check FILE [--json]
 
   TABLE            table location: a local path, file://, s3://, s3a://, gs://, az:// URI
   POINTER          where the current metadata is, checked again before anything is deleted:
@@ -28,6 +32,15 @@ pub const USAGE: &str = "usage:
   --dry-run        apply: check every key, delete nothing
   --concurrency N  apply: deletes in flight (default 16)
   --receipts FILE  apply: receipt lines (default PLAN.json.receipts.jsonl)
+  --policy FILE    a lakehouseRetentionPolicy.v1 document (plan, explain, expire)
+  CONTEXT          what is true right now (plan, explain, expire):
+    --context FILE   a whole context document {leases, holds, writers, drCheckpoints}
+    --leases FILE    a JSON array of {snapshotId, owner, purpose, expiresAtMs, readerGeneration}
+    --holds FILE     a JSON array of {scope: \"table\" | {ref} | {snapshot} | {pathPrefix}, generation, reason}
+    --writers FILE   a JSON array of {stagingPrefix, startedAtMs}
+  --expire-id ID   expire: also expire this snapshot (refused while a ref points at it)
+  --commit         expire: carry the expiry out (SQL catalog compare-and-set, or a new
+                   metadata file and version-hint.text); without it, expire only prints
   --wasm PATH      the component (default: $LAKESWEEP_WASM or target/lakesweep.wasm)
 
 Stores: credentials and endpoints come from the environment (AWS_ACCESS_KEY_ID,
@@ -43,6 +56,14 @@ pub enum Command {
     Explain(PlanArgs, String),
     /// `apply`.
     Apply(ApplyArgs),
+    /// `expire`.
+    Expire(ExpireArgs),
+    /// `policy check FILE`.
+    PolicyCheck {
+        file: String,
+        json: bool,
+        wasm: Option<String>,
+    },
     /// `compare PLAN OTHER`.
     Compare {
         plan: String,
@@ -64,6 +85,20 @@ pub struct PlanArgs {
     pub json: bool,
     pub out: Option<String>,
     pub wasm: Option<String>,
+    pub inputs: ContextFiles,
+}
+
+/// Arguments of `expire`.
+pub struct ExpireArgs {
+    pub table: String,
+    pub pointer: Pointer,
+    pub now_ms: i64,
+    pub location_map: Vec<(String, String)>,
+    pub expire_ids: Vec<i64>,
+    pub json: bool,
+    pub commit: bool,
+    pub wasm: Option<String>,
+    pub inputs: ContextFiles,
 }
 
 /// Arguments of `apply`.
@@ -94,6 +129,9 @@ struct Opts {
     dry_run: bool,
     concurrency: Option<usize>,
     receipts: Option<String>,
+    inputs: ContextFiles,
+    expire_ids: Vec<i64>,
+    commit: bool,
     given: Vec<&'static str>,
 }
 
@@ -172,6 +210,38 @@ fn opts(args: &[String]) -> Result<Opts, String> {
                 o.receipts = Some(val(a)?);
                 "--receipts"
             }
+            "--policy" => {
+                o.inputs.policy = Some(val(a)?);
+                "--policy"
+            }
+            "--context" => {
+                o.inputs.context = Some(val(a)?);
+                "--context"
+            }
+            "--leases" => {
+                o.inputs.leases = Some(val(a)?);
+                "--leases"
+            }
+            "--holds" => {
+                o.inputs.holds = Some(val(a)?);
+                "--holds"
+            }
+            "--writers" => {
+                o.inputs.writers = Some(val(a)?);
+                "--writers"
+            }
+            "--expire-id" => {
+                let v = val(a)?;
+                o.expire_ids.push(
+                    v.parse()
+                        .map_err(|_| format!("--expire-id `{v}`: a snapshot id"))?,
+                );
+                "--expire-id"
+            }
+            "--commit" => {
+                o.commit = true;
+                "--commit"
+            }
             s if s.starts_with('-') => return Err(format!("unknown option `{s}`")),
             s => {
                 o.positional.push(s.to_owned());
@@ -200,7 +270,8 @@ impl Opts {
 }
 
 const POINTER: [&str; 3] = ["--metadata", "--catalog", "--table"];
-const PLAN: [&str; 9] = [
+const CONTEXT: [&str; 5] = ["--policy", "--context", "--leases", "--holds", "--writers"];
+const PLAN: [&str; 14] = [
     "--metadata",
     "--catalog",
     "--table",
@@ -210,6 +281,11 @@ const PLAN: [&str; 9] = [
     "--location-map",
     "--json",
     "--out",
+    "--policy",
+    "--context",
+    "--leases",
+    "--holds",
+    "--writers",
 ];
 
 pub fn parse(argv: &[String]) -> Result<Command, String> {
@@ -228,6 +304,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
             json: o.json,
             out: o.out.clone(),
             wasm: o.wasm.clone(),
+            inputs: o.inputs.clone(),
         })
     };
     let with_wasm = |list: &[&'static str]| {
@@ -269,6 +346,43 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
                 _ => Err("apply needs exactly one PLAN.json".into()),
             }
         }
+        "expire" => {
+            let mut allowed = with_wasm(&POINTER);
+            allowed.extend(CONTEXT);
+            allowed.extend([
+                "--now",
+                "--location-map",
+                "--expire-id",
+                "--json",
+                "--commit",
+            ]);
+            o.only("expire", &allowed)?;
+            match o.positional.as_slice() {
+                [table] => Ok(Command::Expire(ExpireArgs {
+                    table: table.clone(),
+                    pointer: o.pointer()?,
+                    now_ms: o.now_ms.unwrap_or_else(now_ms),
+                    location_map: o.location_map.clone(),
+                    expire_ids: o.expire_ids.clone(),
+                    json: o.json,
+                    commit: o.commit,
+                    wasm: o.wasm.clone(),
+                    inputs: o.inputs.clone(),
+                })),
+                _ => Err("expire needs a TABLE location".into()),
+            }
+        }
+        "policy" => {
+            o.only("policy", &["--json", "--wasm"])?;
+            match o.positional.as_slice() {
+                [sub, file] if sub == "check" => Ok(Command::PolicyCheck {
+                    file: file.clone(),
+                    json: o.json,
+                    wasm: o.wasm.clone(),
+                }),
+                _ => Err("usage: lakesweep policy check FILE".into()),
+            }
+        }
         "compare" => {
             o.only("compare", &["--json"])?;
             match o.positional.as_slice() {
@@ -281,7 +395,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
             }
         }
         other => Err(format!(
-            "unknown command `{other}` (plan, explain, apply, compare)"
+            "unknown command `{other}` (plan, explain, apply, compare, expire, policy)"
         )),
     }
 }

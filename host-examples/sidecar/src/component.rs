@@ -55,6 +55,15 @@ impl Planner {
         Ok(Planner { store, api })
     }
 
+    /// Validates a policy; returns the report (JSON).
+    pub fn check_policy(&mut self, json: &str) -> Result<String, String> {
+        self.api
+            .lakesweep_planner_planner()
+            .call_check_policy(&mut self.store, json)
+            .map_err(trap)?
+            .map_err(|e| describe(&e))
+    }
+
     /// Checks a sealed plan document's schema and digest.
     pub fn verify_plan(&mut self, json: &str) -> Result<(), String> {
         self.api
@@ -64,6 +73,55 @@ impl Planner {
             .map_err(|e| describe(&e))?;
         Ok(())
     }
+}
+
+impl Planner {
+    /// The metadata URI the planner reads for `pointer` (mapped by
+    /// `--location-map` and canonical), asked of the component itself so
+    /// every command agrees with the planner byte for byte.
+    pub fn mapped_pointer(
+        &mut self,
+        table: &str,
+        pointer: &str,
+        map: &[(String, String)],
+    ) -> Result<String, String> {
+        let cfg = wt::SessionConfig {
+            table_location: table.to_owned(),
+            format: wt::TableFormat::Iceberg,
+            metadata_location: pointer.to_owned(),
+            now_ms: 0,
+            file_retention_ms: 0,
+            keep_deleted_entries: true,
+            allow_short_retention: true,
+            location_map: mappings(map),
+            policy: None,
+            context: None,
+        };
+        let p = self.api.lakesweep_planner_planner();
+        let s = p
+            .session()
+            .call_start(&mut self.store, &cfg)
+            .map_err(trap)?
+            .map_err(|e| describe(&e))?;
+        match p
+            .session()
+            .call_poll_request(&mut self.store, s)
+            .map_err(trap)?
+        {
+            Some(wt::Request::ReadBlob(uri)) => Ok(uri),
+            other => Err(format!("unexpected first planner request {other:?}")),
+        }
+    }
+}
+
+/// `--location-map` pairs in the component's terms.
+pub fn mappings(map: &[(String, String)]) -> Vec<wt::PathMapping> {
+    map.iter()
+        .map(|(f, t)| wt::PathMapping {
+            from: f.clone(),
+            to: t.clone(),
+        })
+        .collect()
 }
 
 /// A trap is a bug in the component, reported as such.
@@ -91,6 +149,7 @@ pub fn verdict_name(v: wt::Verdict) -> &'static str {
         wt::Verdict::Hidden => "hidden",
         wt::Verdict::Unverified => "unverified",
         wt::Verdict::OwnerCheck => "owner-check",
+        wt::Verdict::Protected => "protected",
         wt::Verdict::Candidate => "candidate",
         wt::Verdict::Demoted => "demoted",
     }

@@ -10,6 +10,8 @@ mod apply;
 mod args;
 mod compare;
 mod component;
+mod context;
+mod expire;
 mod plan;
 mod pointer;
 mod report;
@@ -33,6 +35,8 @@ fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, String> {
         retention_ms: a.retention_ms,
         location_map: a.location_map.clone(),
         wasm: a.wasm.clone(),
+        policy: a.inputs.policy_json()?,
+        context: a.inputs.context_json()?,
         keep_all_decisions: keep_all,
     })
 }
@@ -96,6 +100,46 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
             );
             Ok(if done.failed + done.changed > 0 {
                 ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Expire(a) => {
+            let e = expire::run(&a).await?;
+            if a.json {
+                let mut v = e.plan.clone();
+                v["committed"] = e.committed.clone().into();
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+                );
+            } else {
+                print!("{}", expire::human(&e));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::PolicyCheck { file, json, wasm } => {
+            let text = std::fs::read_to_string(&file).map_err(|e| format!("read {file}: {e}"))?;
+            let mut planner = component::Planner::load(&component::wasm_path(wasm.as_deref()))?;
+            let report = planner.check_policy(&text)?;
+            let v: serde_json::Value = serde_json::from_str(&report).map_err(|e| e.to_string())?;
+            if json {
+                println!("{v}");
+            } else {
+                for (kind, key) in [("error", "errors"), ("warning", "warnings")] {
+                    for f in v[key].as_array().into_iter().flatten() {
+                        println!(
+                            "{kind}: {}: {}",
+                            f["field"].as_str().unwrap_or("?"),
+                            f["message"].as_str().unwrap_or("")
+                        );
+                    }
+                }
+                println!("digest {}", v["digest"].as_str().unwrap_or("?"));
+            }
+            let errors = v["errors"].as_array().map(Vec::len).unwrap_or(0);
+            Ok(if errors > 0 {
+                ExitCode::from(REFUSED)
             } else {
                 ExitCode::SUCCESS
             })

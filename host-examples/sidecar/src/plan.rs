@@ -8,7 +8,7 @@ use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 
-use crate::component::{describe, trap, wasm_path, wt, Planner};
+use crate::component::{describe, mappings, trap, wasm_path, wt, Planner};
 use crate::pointer::Pointer;
 use crate::store::{Object, Store};
 
@@ -44,6 +44,10 @@ pub struct PlanInput {
     pub location_map: Vec<(String, String)>,
     /// `--wasm`.
     pub wasm: Option<String>,
+    /// The retention policy document (JSON), if any.
+    pub policy: Option<String>,
+    /// The live context document (JSON), if any.
+    pub context: Option<String>,
     /// Keep every decision (for `--json` and `explain`), not only the
     /// unreferenced ones (memory then grows with the listing).
     pub keep_all_decisions: bool,
@@ -63,6 +67,8 @@ pub struct Outcome {
 
 /// Iceberg's own default for orphan-file removal: 3 days.
 const ICEBERG_DEFAULT_RETENTION_MS: i64 = 3 * 86_400_000;
+/// The planner's shortest accepted window (one hour).
+const MIN_WINDOW_MS: i64 = 3_600_000;
 
 async fn detect(store: &Store, table: &str) -> Result<Format, String> {
     let mut delta = store.list(&format!("{table}/_delta_log"));
@@ -99,17 +105,18 @@ pub async fn run(input: &PlanInput) -> Result<Outcome, String> {
         },
         metadata_location: pointer,
         now_ms: input.now_ms,
-        file_retention_ms: input.retention_ms.unwrap_or(ICEBERG_DEFAULT_RETENTION_MS),
+        // With a policy and no --older-than, the policy's orphanSafetyInterval
+        // rules (the planner applies the longer of the two windows).
+        file_retention_ms: input.retention_ms.unwrap_or(if input.policy.is_some() {
+            MIN_WINDOW_MS
+        } else {
+            ICEBERG_DEFAULT_RETENTION_MS
+        }),
         keep_deleted_entries: true,
         allow_short_retention: false,
-        location_map: input
-            .location_map
-            .iter()
-            .map(|(f, t)| wt::PathMapping {
-                from: f.clone(),
-                to: t.clone(),
-            })
-            .collect(),
+        location_map: mappings(&input.location_map),
+        policy: input.policy.clone(),
+        context: input.context.clone(),
     };
     let Planner { store: wstore, api } = &mut planner;
     let p = api.lakesweep_planner_planner();

@@ -263,6 +263,48 @@ impl Store {
         }
     }
 
+    /// Writes a new object; fails if it already exists (the atomic
+    /// "create if absent" that metadata commits rely on).
+    pub async fn create(&self, uri: &str, bytes: Vec<u8>) -> Result<(), String> {
+        if self.kind == Kind::Local {
+            let path = self.file(uri)?;
+            return tokio::task::spawn_blocking(move || {
+                use std::io::Write;
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)?;
+                f.write_all(&bytes)?;
+                f.sync_all()
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("create {uri}: {e}"));
+        }
+        let p = self.path(uri)?;
+        let opts = object_store::PutOptions::from(object_store::PutMode::Create);
+        self.inner
+            .put_opts(&p, bytes.into(), opts)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("create {uri}: {e}"))
+    }
+
+    /// Writes (or replaces) an object.
+    pub async fn overwrite(&self, uri: &str, bytes: Vec<u8>) -> Result<(), String> {
+        if self.kind == Kind::Local {
+            return tokio::fs::write(self.file(uri)?, bytes)
+                .await
+                .map_err(|e| format!("write {uri}: {e}"));
+        }
+        let p = self.path(uri)?;
+        self.inner
+            .put(&p, bytes.into())
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("write {uri}: {e}"))
+    }
+
     /// Deletes one object (absent objects are not an error on most stores).
     pub async fn delete(&self, uri: &str) -> Result<(), String> {
         if self.kind == Kind::Local {

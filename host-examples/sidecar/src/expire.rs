@@ -1,0 +1,245 @@
+//! `lakesweep expire`: plans snapshot expiry in the component from the
+//! current metadata, the policy and the context, prints it, and with
+//! `--commit` carries it out: the new metadata document is written under a
+//! new name (create-if-absent), then the pointer is swapped with a
+//! compare-and-set (SQL catalog) or `version-hint.text` is rewritten after
+//! checking it still names the metadata the plan was made from. A commit
+//! that lands meanwhile makes the swap fail cleanly; the new file is removed.
+
+use std::hash::{BuildHasher, Hasher};
+
+use serde_json::Value;
+
+use crate::args::ExpireArgs;
+use crate::component::{describe, trap, wasm_path, Planner};
+use crate::pointer::Pointer;
+use crate::store::{table_uri, Store};
+
+/// A finished `expire` run.
+pub struct Expiry {
+    /// The expiry plan (component JSON).
+    pub plan: Value,
+    /// The new metadata location, when committed.
+    pub committed: Option<String>,
+}
+
+/// `00042-<uuid>.metadata.json` -> 42; `v7.metadata.json` -> 7.
+fn version_of(name: &str) -> Option<(u64, bool)> {
+    if let Some(v) = name
+        .strip_prefix('v')
+        .and_then(|r| r.strip_suffix(".metadata.json"))
+    {
+        return v.parse().ok().map(|n| (n, true));
+    }
+    let (n, _) = name.split_once('-')?;
+    n.parse().ok().map(|n| (n, false))
+}
+
+/// A random version-4 style UUID (std's per-process random hasher seed).
+fn uuid() -> String {
+    let mut parts = [0u64; 2];
+    for (i, p) in parts.iter_mut().enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0),
+        );
+        h.write_usize(i);
+        h.write_u32(std::process::id());
+        *p = h.finish();
+    }
+    let (a, b) = (parts[0], parts[1]);
+    format!(
+        "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xfff,
+        b >> 52 & 0xfff,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+fn split_dir(uri: &str) -> Result<(&str, &str), String> {
+    uri.rsplit_once('/')
+        .ok_or_else(|| format!("`{uri}` has no folder"))
+}
+
+/// Runs `expire`.
+pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
+    let table = table_uri(&a.table)?;
+    let store = Store::for_uri(&table)?;
+    let original = a.pointer.resolve(&store, &table).await?;
+    let mut planner = Planner::load(&wasm_path(a.wasm.as_deref()))?;
+    let mapped = planner.mapped_pointer(&table, &original, &a.location_map)?;
+    let bytes = store
+        .read(&mapped)
+        .await?
+        .ok_or_else(|| format!("the current metadata {mapped} does not exist"))?;
+    let json = planner
+        .api
+        .lakesweep_planner_planner()
+        .call_plan_expiry(
+            &mut planner.store,
+            &original,
+            &bytes,
+            a.inputs.policy_json()?.as_deref(),
+            a.inputs.context_json()?.as_deref(),
+            a.now_ms,
+            &a.expire_ids,
+        )
+        .map_err(trap)?
+        .map_err(|e| describe(&e))?;
+    let plan: Value = serde_json::from_str(&json).map_err(|e| e.to_string())?;
+    let mut committed = None;
+    if a.commit && !plan["newMetadata"].is_null() {
+        committed = Some(commit(a, &store, &original, &mapped, &plan).await?);
+    }
+    Ok(Expiry { plan, committed })
+}
+
+async fn commit(
+    a: &ExpireArgs,
+    store: &Store,
+    original: &str,
+    mapped: &str,
+    plan: &Value,
+) -> Result<String, String> {
+    if let Pointer::Explicit(_) = a.pointer {
+        return Err(
+            "--commit needs a pointer to swap: --catalog, or the table's version-hint.text".into(),
+        );
+    }
+    let (orig_dir, orig_name) = split_dir(original)?;
+    let (mapped_dir, _) = split_dir(mapped)?;
+    let (version, hadoop) = version_of(orig_name).ok_or_else(|| {
+        format!("cannot tell the version of `{orig_name}`: not NNNNN-*.metadata.json nor vN.metadata.json")
+    })?;
+    let name = if hadoop {
+        format!("v{}.metadata.json", version + 1)
+    } else {
+        format!("{:05}-{}.metadata.json", version + 1, uuid())
+    };
+    let new_original = format!("{orig_dir}/{name}");
+    let new_physical = format!("{mapped_dir}/{name}");
+    let doc = serde_json::to_vec_pretty(&plan["newMetadata"]).map_err(|e| e.to_string())?;
+    store.create(&new_physical, doc).await.map_err(|e| {
+        format!(
+            "{e}: another commit may have taken version {} (nothing changed)",
+            version + 1
+        )
+    })?;
+    let swapped = match &a.pointer {
+        Pointer::Catalog {
+            path,
+            namespace,
+            name: table_name,
+        } => catalog_swap(path, namespace, table_name, original, &new_original),
+        Pointer::VersionHint => {
+            let table = table_uri(&a.table)?;
+            let now = a.pointer.resolve(store, &table).await?;
+            if now != original {
+                Err(format!(
+                    "version-hint.text now names {now}: a commit landed meanwhile"
+                ))
+            } else {
+                let hint = if hadoop {
+                    (version + 1).to_string()
+                } else {
+                    name.clone()
+                };
+                store
+                    .overwrite(
+                        &format!("{table}/metadata/version-hint.text"),
+                        hint.into_bytes(),
+                    )
+                    .await
+            }
+        }
+        Pointer::Explicit(_) => unreachable!("refused above"),
+    };
+    if let Err(e) = swapped {
+        let _ = store.delete(&new_physical).await;
+        return Err(format!("expiry not committed: {e}"));
+    }
+    Ok(new_original)
+}
+
+/// Compare-and-set of the SQL catalog's pointer.
+fn catalog_swap(
+    path: &str,
+    namespace: &str,
+    name: &str,
+    old: &str,
+    new: &str,
+) -> Result<(), String> {
+    let conn = rusqlite::Connection::open(path).map_err(|e| format!("open catalog {path}: {e}"))?;
+    let n = conn
+        .execute(
+            "UPDATE iceberg_tables SET metadata_location = ?1, previous_metadata_location = ?2 \
+             WHERE table_namespace = ?3 AND table_name = ?4 AND metadata_location = ?2",
+            [new, old, namespace, name],
+        )
+        .map_err(|e| format!("update catalog {path}: {e}"))?;
+    match n {
+        1 => Ok(()),
+        0 => Err(format!(
+            "the catalog no longer points {namespace}.{name} at {old}: a commit landed meanwhile"
+        )),
+        n => Err(format!(
+            "the catalog updated {n} rows for {namespace}.{name}"
+        )),
+    }
+}
+
+/// The human report of an expiry plan.
+pub fn human(e: &Expiry) -> String {
+    let p = &e.plan;
+    let mut out = format!(
+        "lakesweep expire (metadata {})\n",
+        p["metadataLocation"].as_str().unwrap_or("?")
+    );
+    if let Some(d) = p["policyDigest"].as_str() {
+        out.push_str(&format!("  policy digest {d}\n"));
+    }
+    let ids = |v: &Value| v.as_array().map(Vec::len).unwrap_or(0);
+    out.push_str(&format!(
+        "  expire {} snapshots, retain {}, remove {} refs\n",
+        ids(&p["expire"]),
+        ids(&p["retain"]),
+        ids(&p["removeRefs"])
+    ));
+    for x in p["expired"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "  - expire {}: {}\n",
+            x["snapshotId"],
+            x["why"].as_str().unwrap_or("")
+        ));
+    }
+    for x in p["retain"].as_array().into_iter().flatten() {
+        let reasons: Vec<&str> = x["reasons"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        out.push_str(&format!(
+            "  + keep {}: {}\n",
+            x["snapshotId"],
+            reasons.join("; ")
+        ));
+    }
+    for r in p["removeRefs"].as_array().into_iter().flatten() {
+        out.push_str(&format!("  - remove ref {r}\n"));
+    }
+    for w in p["warnings"].as_array().into_iter().flatten() {
+        out.push_str(&format!("  warning: {}\n", w.as_str().unwrap_or("")));
+    }
+    match &e.committed {
+        Some(m) => out.push_str(&format!("committed: the table now points at {m}\n")),
+        None if p["newMetadata"].is_null() => out.push_str("nothing to expire\n"),
+        None => out.push_str("dry run: pass --commit to carry it out\n"),
+    }
+    out
+}
