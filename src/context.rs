@@ -134,6 +134,26 @@ impl Context {
             .unwrap_or(0)
     }
 
+    /// Warnings for writers running longer than `max_writer_ms` at `now_ms`
+    /// (their prefixes stay protected; someone should look at them).
+    pub fn stale_writers(&self, now_ms: i64, max_writer_ms: Option<i64>) -> Vec<String> {
+        let Some(max) = max_writer_ms else {
+            return Vec::new();
+        };
+        self.writers
+            .iter()
+            .filter(|w| now_ms.saturating_sub(w.started_at_ms) > max)
+            .map(|w| {
+                format!(
+                    "writer staging `{}` has run {}, longer than maxWriterDuration {}: its prefix stays protected",
+                    w.staging_prefix,
+                    crate::verdict::human_ms(now_ms.saturating_sub(w.started_at_ms)),
+                    crate::verdict::human_ms(max)
+                )
+            })
+            .collect()
+    }
+
     /// Why a relative key is protected by a hold or a writer, if it is.
     /// A table hold protects everything.
     pub fn protects(&self, rel: &str) -> Option<String> {

@@ -220,6 +220,10 @@ pub fn plan_expiry(req: &ExpiryRequest, metadata_bytes: &[u8]) -> Result<ExpiryP
             warnings.insert(format!("legal hold on ref `{r}`, which does not exist"));
         }
     }
+    let max_writer = policy
+        .and_then(|p| p.file_retention.max_writer_duration)
+        .map(|d| d.0);
+    warnings.extend(req.context.stale_writers(now, max_writer));
     let table_hold = req
         .context
         .holds

@@ -544,6 +544,16 @@ impl Session {
         summary.referenced_not_listed = summary.referenced_keys.saturating_sub(self.matched);
         summary.rechecks = self.rechecks;
         let mut warnings = self.warnings.clone();
+        let max_writer = self
+            .policy
+            .as_ref()
+            .and_then(|p| p.file_retention.max_writer_duration)
+            .map(|d| d.0);
+        warnings.extend(
+            self.classifier
+                .protections
+                .stale_writers(self.config.now_ms, max_writer),
+        );
         if summary.referenced_not_listed > 0 {
             warnings.insert(format!(
                 "{} referenced objects were not in the listing: the table references files that do not exist (or the listing was incomplete)",

@@ -500,6 +500,17 @@ fn holds_and_writers_protect_prefixes_and_the_policy_binds_and_widens() {
     assert_eq!(v["data/plain-orphan.parquet"].verdict, Verdict::Candidate);
     let plan = run_native(c.clone(), &o).unwrap().plan();
     assert_eq!(plan.tokens.hold_generation, 9);
+    // With a policy, a writer running past maxWriterDuration is reported.
+    let mut cp = c.clone();
+    cp.policy = Some(policy_doc(UUID, "3d"));
+    let plan = run_native(cp, &o).unwrap().plan();
+    assert!(
+        plan.warnings
+            .iter()
+            .any(|w| w.contains("longer than maxWriterDuration")),
+        "{:?}",
+        plan.warnings
+    );
 
     // A table hold: nothing at all is deleted.
     c.context = Some(r#"{"holds":[{"scope":"table","generation":10}]}"#.into());

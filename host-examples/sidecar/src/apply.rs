@@ -35,6 +35,9 @@ pub struct ApplyInput {
     pub dry_run: bool,
     /// `--wasm`.
     pub wasm: Option<String>,
+    /// The current context (JSON), if given: a legal hold newer than the
+    /// plan's hold generation makes apply refuse.
+    pub context: Option<String>,
 }
 
 /// How a planned key ended.
@@ -101,6 +104,22 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
         return Err(format!(
             "the table changed since the plan was made (pointer now names {current}, the plan was judged on {sealed}): make a new plan"
         ));
+    }
+    if let Some(ctx) = &input.context {
+        let ctx: Value = serde_json::from_str(ctx).map_err(|e| format!("context: {e}"))?;
+        let now = ctx["holds"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|h| h["generation"].as_u64())
+            .max()
+            .unwrap_or(0);
+        let sealed_gen = plan["tokens"]["hold_generation"].as_u64().unwrap_or(0);
+        if now > sealed_gen {
+            return Err(format!(
+                "a legal hold of generation {now} is newer than the plan's ({sealed_gen}): make a new plan"
+            ));
+        }
     }
     let deletes: Vec<Value> = plan["delete"].as_array().cloned().unwrap_or_default();
     let receipts_path = input

@@ -10,7 +10,7 @@ pub const USAGE: &str = "usage:
                  [--now TIME] [--location-map FROM=TO]... [--json] [--out PLAN.json]
   lakesweep explain TABLE KEY [same options as plan]
   lakesweep apply PLAN.json [POINTER] [--location-map FROM=TO]... [--dry-run]
-                 [--concurrency N] [--receipts FILE]
+                 [--concurrency N] [--receipts FILE] [--holds FILE | --context FILE]
   lakesweep compare PLAN.json OTHER.txt [--json]
   lakesweep expire TABLE [POINTER] [--policy FILE] [CONTEXT] [--now TIME]
                  [--expire-id ID]... [--location-map FROM=TO]... [--json] [--commit]
@@ -110,6 +110,7 @@ pub struct ApplyArgs {
     pub concurrency: usize,
     pub receipts: Option<String>,
     pub wasm: Option<String>,
+    pub inputs: ContextFiles,
 }
 
 /// Every option any command takes; each command checks what it accepts.
@@ -332,6 +333,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
         "apply" => {
             let mut allowed = with_wasm(&POINTER);
             allowed.extend(["--location-map", "--dry-run", "--concurrency", "--receipts"]);
+            allowed.extend(["--context", "--holds"]);
             o.only("apply", &allowed)?;
             match o.positional.as_slice() {
                 [plan] => Ok(Command::Apply(ApplyArgs {
@@ -342,6 +344,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
                     concurrency: o.concurrency.unwrap_or(16),
                     receipts: o.receipts.clone(),
                     wasm: o.wasm.clone(),
+                    inputs: o.inputs.clone(),
                 })),
                 _ => Err("apply needs exactly one PLAN.json".into()),
             }

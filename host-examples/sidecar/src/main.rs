@@ -91,6 +91,7 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
                 receipts: a.receipts.clone(),
                 dry_run: a.dry_run,
                 wasm: a.wasm.clone(),
+                context: a.inputs.context_json()?,
             })
             .await?;
             let verb = if a.dry_run { "would delete" } else { "deleted" };

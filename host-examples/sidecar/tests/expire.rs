@@ -221,6 +221,36 @@ fn policies_are_checked_bound_and_applied() {
         .iter()
         .any(|k| k["key"] == "data/case-7/evidence.parquet" && k["reason"] == "protected"));
     assert_eq!(v["tokens"]["hold_generation"], 4);
+    // A newer hold generation at apply time beats the plan.
+    let plan_path = t.dir.join("held-plan.json");
+    let o = t.run(
+        "plan",
+        &[
+            "--holds",
+            holds.to_str().unwrap(),
+            "--out",
+            plan_path.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success());
+    let newer = t.dir.join("holds-5.json");
+    std::fs::write(
+        &newer,
+        r#"[{"scope":{"pathPrefix":"data/"},"generation":5}]"#,
+    )
+    .unwrap();
+    let mut apply = vec!["apply".to_owned(), plan_path.display().to_string()];
+    apply.extend(t.pointer());
+    apply.extend(["--holds".into(), newer.display().to_string()]);
+    let o = lakesweep(&apply);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("generation 5"));
+    assert!(table_dir.join("data/orphan.parquet").exists());
     let first = t.info["snapshots"][0].as_i64().unwrap();
     let leases = t.dir.join("leases.json");
     std::fs::write(
