@@ -336,3 +336,68 @@ fn delta_tables_are_detected_and_refused_for_now() {
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("delta"));
 }
+
+#[test]
+fn expire_commits_through_version_hint_and_the_sweep_follows() {
+    let s = Stage::new("hint");
+    let cur = s.t["metadata_location"].as_str().unwrap();
+    let cur_name = cur.rsplit('/').next().unwrap();
+    let hint = s.table().join("metadata/version-hint.text");
+    std::fs::write(&hint, cur_name).unwrap();
+    let later = (s.t["now_ms"].as_i64().unwrap() + 365 * 86_400_000).to_string();
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "expire".to_owned(),
+            s.table().display().to_string(),
+            "--location-map".into(),
+            s.map(),
+            "--now".into(),
+            later.clone(),
+            "--json".into(),
+        ];
+        a.extend(extra.iter().map(|x| x.to_string()));
+        a
+    };
+    let dry = json(&lakesweep(&args(&[])));
+    assert!(!dry["expire"].as_array().unwrap().is_empty(), "{dry}");
+    let v = json(&lakesweep(&args(&["--commit"])));
+    let new_md = v["committed"].as_str().unwrap();
+    // The hint resolves relative to the table folder, so the new file is
+    // named there too, and the hint names it.
+    let table_uri = format!("file://{}", s.table().display());
+    assert!(new_md.starts_with(&table_uri), "{new_md}");
+    let new_name = new_md.rsplit('/').next().unwrap();
+    assert!(new_name.starts_with("00012-"), "{new_name}");
+    assert_eq!(std::fs::read_to_string(&hint).unwrap(), new_name);
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(s.table().join("metadata").join(new_name)).unwrap())
+            .unwrap();
+    let log = doc["metadata-log"].as_array().unwrap();
+    assert_eq!(
+        log.last().unwrap()["metadata-file"],
+        format!("{table_uri}/metadata/{cur_name}")
+    );
+    // A plan through the hint now starts from the new metadata, and keeps the old one.
+    let mut plan = vec![
+        "plan".to_owned(),
+        s.table().display().to_string(),
+        "--location-map".into(),
+        s.map(),
+        "--now".into(),
+        s.t["now_ms"].to_string(),
+        "--json".into(),
+    ];
+    plan.extend(["--older-than".into(), "3d".into()]);
+    let p = json(&lakesweep(&plan));
+    assert!(p["tokens"]["metadata_location"]
+        .as_str()
+        .unwrap()
+        .ends_with(new_name));
+    assert!(p["keep"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|k| k["key"] == format!("metadata/{cur_name}") && k["reason"] == "referenced"));
+    // The new metadata file itself is young, never a candidate.
+    assert!(!deletes(&p).iter().any(|k| k.ends_with(new_name)));
+}
