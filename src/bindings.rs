@@ -36,6 +36,9 @@ fn err(e: core::Error) -> wt::Error {
                 }
                 core::UnsafeReason::TableChanging => wt::UnsafeReason::TableChanging,
                 core::UnsafeReason::GcDisabled => wt::UnsafeReason::GcDisabled,
+                core::UnsafeReason::ProtectedSnapshotMissing => {
+                    wt::UnsafeReason::ProtectedSnapshotMissing
+                }
             },
             detail,
         }),
@@ -99,6 +102,7 @@ impl wp::Guest for Component {
         context_json: Option<String>,
         now_ms: i64,
         expire_ids: Vec<i64>,
+        dr_metadata: Vec<(String, Vec<u8>)>,
     ) -> Result<String, wt::Error> {
         let req = core::ExpiryRequest {
             metadata_location,
@@ -115,6 +119,7 @@ impl wp::Guest for Component {
                 .map_err(err)?
                 .unwrap_or_default(),
             expire_ids,
+            dr_metadata,
         };
         let plan = core::plan_expiry(&req, &metadata).map_err(err)?;
         serde_json::to_string(&plan).map_err(|e| err(core::Error::protocol(e.to_string())))

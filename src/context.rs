@@ -69,7 +69,9 @@ pub struct Writer {
 pub enum DrCheckpoint {
     /// A snapshot of this table.
     SnapshotId(i64),
-    /// A metadata file (not supported yet: refused, never ignored).
+    /// A metadata file of this table (absolute URI): it is kept by the sweep,
+    /// and every snapshot it names that still exists is retained. The host
+    /// supplies its bytes to expiry ([`crate::ExpiryRequest::dr_metadata`]).
     MetadataFile(String),
 }
 
@@ -91,13 +93,22 @@ pub struct Context {
     pub dr_checkpoints: Vec<DrCheckpoint>,
 }
 
+/// A key prefix relative to the table: not empty, no scheme, no leading
+/// `/`, no `.` or `..` segments (such a prefix would silently match nothing).
+fn relative_prefix(p: &str) -> bool {
+    !p.is_empty()
+        && !p.contains(':')
+        && !p.starts_with('/')
+        && !p.split('/').any(|s| s == "." || s == "..")
+}
+
 impl Context {
     /// Parses a context document; unknown fields are refused.
     pub fn parse(json: &str) -> Result<Context> {
         let c: Context = serde_json::from_str(json)
             .map_err(|e| Error::invalid("context", format!("not a valid context: {e}")))?;
         for w in &c.writers {
-            if w.staging_prefix.is_empty() || w.staging_prefix.contains("://") {
+            if !relative_prefix(&w.staging_prefix) {
                 return Err(Error::invalid(
                     "context.writers.stagingPrefix",
                     format!(
@@ -109,10 +120,10 @@ impl Context {
         }
         for h in &c.holds {
             if let HoldScope::PathPrefix(p) = &h.scope {
-                if p.contains("://") {
+                if !relative_prefix(p) {
                     return Err(Error::invalid(
                         "context.holds.scope.pathPrefix",
-                        format!("`{p}` must be relative to the table"),
+                        format!("`{p}` must be a key prefix relative to the table (like `data/case-7/`)"),
                     ));
                 }
             }
@@ -172,6 +183,13 @@ impl Context {
                     ))
                 }
                 _ => {}
+            }
+        }
+        for d in &self.dr_checkpoints {
+            if let DrCheckpoint::MetadataFile(f) = d {
+                if f == rel || f.ends_with(&format!("/{rel}")) {
+                    return Some(format!("disaster-recovery checkpoint `{f}`"));
+                }
             }
         }
         self.writers

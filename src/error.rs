@@ -22,6 +22,9 @@ pub enum UnsafeReason {
     TableChanging,
     /// The table forbids garbage collection (`gc.enabled=false`).
     GcDisabled,
+    /// A lease, hold or checkpoint of the run's context names a snapshot (or
+    /// ref) the table no longer has: its files cannot be identified.
+    ProtectedSnapshotMissing,
 }
 
 impl UnsafeReason {
@@ -34,6 +37,7 @@ impl UnsafeReason {
             UnsafeReason::NoReferencedKeyListed => "no-referenced-key-listed",
             UnsafeReason::TableChanging => "table-changing",
             UnsafeReason::GcDisabled => "gc-disabled",
+            UnsafeReason::ProtectedSnapshotMissing => "protected-snapshot-missing",
         }
     }
 }

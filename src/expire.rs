@@ -55,6 +55,9 @@ pub struct ExpiryRequest {
     pub context: Context,
     /// Snapshots the operator asks to expire explicitly.
     pub expire_ids: Vec<i64>,
+    /// Bytes of every DR checkpoint metadata file the context names, as
+    /// (URI, bytes); a named file without bytes refuses the plan.
+    pub dr_metadata: Vec<(String, Vec<u8>)>,
 }
 
 /// A snapshot that stays, with every reason it stays.
@@ -174,21 +177,43 @@ pub fn plan_expiry(req: &ExpiryRequest, metadata_bytes: &[u8]) -> Result<ExpiryP
     let sr = policy
         .map(|p| p.snapshot_retention.clone())
         .unwrap_or_default();
+    if let Some(p) = policy {
+        let seen = req.context.hold_generation();
+        if seen < p.legal_hold_generation {
+            return Err(Error::invalid(
+                "context.holds",
+                format!(
+                    "the context's holds are generation {seen}, the policy expects at least {}: the hold list is stale",
+                    p.legal_hold_generation
+                ),
+            ));
+        }
+    }
 
-    // Defaults: policy over table properties over Java's defaults.
-    let min_keep_default = match sr.retain_last {
-        Some(n) => n as i64,
-        None => prop_i64(&md, "history.expire.min-snapshots-to-keep")?.unwrap_or(1),
+    // Defaults: the table's `history.expire.*` properties, else Java's. A
+    // policy value replaces Java's built-in default but can only lengthen
+    // what the table itself sets (the more retentive value wins).
+    let both = |policy: Option<i64>, table: Option<i64>, java: i64| match (policy, table) {
+        (Some(p), Some(t)) => p.max(t),
+        (Some(p), None) => p,
+        (None, Some(t)) => t,
+        (None, None) => java,
     };
-    let max_age_default = match sr.max_snapshot_age {
-        Some(d) => d.0,
-        None => prop_i64(&md, "history.expire.max-snapshot-age-ms")?
-            .unwrap_or(DEFAULT_MAX_SNAPSHOT_AGE_MS),
-    };
-    let max_ref_age_default = match sr.max_ref_age {
-        Some(d) => d.0,
-        None => prop_i64(&md, "history.expire.max-ref-age-ms")?.unwrap_or(i64::MAX),
-    };
+    let min_keep_default = both(
+        sr.retain_last.map(i64::from),
+        prop_i64(&md, "history.expire.min-snapshots-to-keep")?,
+        1,
+    );
+    let max_age_default = both(
+        sr.max_snapshot_age.map(|d| d.0),
+        prop_i64(&md, "history.expire.max-snapshot-age-ms")?,
+        DEFAULT_MAX_SNAPSHOT_AGE_MS,
+    );
+    let max_ref_age_default = both(
+        sr.max_ref_age.map(|d| d.0),
+        prop_i64(&md, "history.expire.max-ref-age-ms")?,
+        i64::MAX,
+    );
     let expire_older_than = now.saturating_sub(max_age_default);
 
     // Protected refs: exact names only; a case-only match is an error.
@@ -265,11 +290,11 @@ pub fn plan_expiry(req: &ExpiryRequest, metadata_bytes: &[u8]) -> Result<ExpiryP
     let mut remove_refs = Vec::new();
     for (name, r) in &md.refs {
         let ovr = sr.refs.get(name);
-        let max_ref_age = ovr
-            .and_then(|o| o.max_ref_age)
-            .map(|d| d.0)
-            .or(r.max_ref_age_ms)
-            .unwrap_or(max_ref_age_default);
+        let max_ref_age = both(
+            ovr.and_then(|o| o.max_ref_age).map(|d| d.0),
+            r.max_ref_age_ms,
+            max_ref_age_default,
+        );
         let protected = sr.protected_refs.contains(name);
         let held = held_refs.contains(name.as_str());
         let stays = if name == "main" || protected || held || table_hold.is_some() {
@@ -305,16 +330,16 @@ pub fn plan_expiry(req: &ExpiryRequest, metadata_bytes: &[u8]) -> Result<ExpiryP
         keep(r.snapshot_id, why, &mut reasons);
         if r.kind == RefKind::Branch {
             let ovr = sr.refs.get(name);
-            let min_keep = ovr
-                .and_then(|o| o.min_snapshots_to_keep)
-                .map(i64::from)
-                .or(r.min_snapshots_to_keep)
-                .unwrap_or(min_keep_default);
-            let max_age = ovr
-                .and_then(|o| o.max_snapshot_age)
-                .map(|d| d.0)
-                .or(r.max_snapshot_age_ms)
-                .unwrap_or(max_age_default);
+            let min_keep = both(
+                ovr.and_then(|o| o.min_snapshots_to_keep).map(i64::from),
+                r.min_snapshots_to_keep,
+                min_keep_default,
+            );
+            let max_age = both(
+                ovr.and_then(|o| o.max_snapshot_age).map(|d| d.0),
+                r.max_snapshot_age_ms,
+                max_age_default,
+            );
             let older_than = now.saturating_sub(max_age);
             let held = held_refs.contains(name.as_str());
             for (i, id) in ancestors(r.snapshot_id).into_iter().enumerate() {
@@ -467,10 +492,39 @@ pub fn plan_expiry(req: &ExpiryRequest, metadata_bytes: &[u8]) -> Result<ExpiryP
                 warnings.insert(format!("DR checkpoint names unknown snapshot {id}"));
             }
             DrCheckpoint::MetadataFile(f) => {
-                return Err(Error::unsupported(
-                    format!("DR checkpoint by metadata file ({f}); name its snapshot ids"),
-                    "context",
-                ));
+                let bytes = req
+                    .dr_metadata
+                    .iter()
+                    .find(|(u, _)| u == f)
+                    .map(|(_, b)| b)
+                    .ok_or_else(|| {
+                        Error::unsafe_(
+                            UnsafeReason::MissingMetadata,
+                            format!("DR checkpoint metadata file {f} could not be read: nothing expires until it can"),
+                        )
+                    })?;
+                let dr = TableMetadata::parse(f, bytes)?;
+                if dr.table_uuid != md.table_uuid {
+                    return Err(Error::invalid(
+                        "context.drCheckpoints",
+                        format!(
+                            "{f} is table {}, not this table",
+                            dr.table_uuid.as_deref().unwrap_or("(no uuid)")
+                        ),
+                    ));
+                }
+                for s in &dr.snapshots {
+                    if ts.contains_key(&s.snapshot_id) {
+                        ours.entry(s.snapshot_id)
+                            .or_default()
+                            .push(format!("disaster-recovery checkpoint {f}"));
+                    } else {
+                        warnings.insert(format!(
+                            "DR checkpoint {f} names snapshot {}, which is no longer in the table: that checkpoint cannot be fully restored",
+                            s.snapshot_id
+                        ));
+                    }
+                }
             }
         }
     }
@@ -552,12 +606,16 @@ pub fn plan_expiry(req: &ExpiryRequest, metadata_bytes: &[u8]) -> Result<ExpiryP
 
 /// The REST `CommitTableRequest` body: assert the table and every ref touched.
 fn commit_request(md: &TableMetadata, remove_refs: &[String], expire: &[i64]) -> Value {
+    // Every ref the retention was computed from is asserted: if any moved
+    // meanwhile (a rollback to an old snapshot, say), the commit fails.
     let mut requirements = vec![json!({"type": "assert-table-uuid", "uuid": md.table_uuid})];
+    for (name, r) in &md.refs {
+        requirements.push(
+            json!({"type": "assert-ref-snapshot-id", "ref": name, "snapshot-id": r.snapshot_id}),
+        );
+    }
     let mut updates = Vec::new();
     for name in remove_refs {
-        if let Some(r) = md.refs.get(name) {
-            requirements.push(json!({"type": "assert-ref-snapshot-id", "ref": name, "snapshot-id": r.snapshot_id}));
-        }
         updates.push(json!({"action": "remove-snapshot-ref", "ref-name": name}));
     }
     if !expire.is_empty() {
@@ -589,10 +647,19 @@ fn new_metadata(
             refs.remove(r);
         }
     }
-    for key in ["snapshot-log"] {
-        if let Some(Value::Array(log)) = obj.get_mut(key) {
-            log.retain(|e| !id_of(e, "snapshot-id").is_some_and(|id| gone.contains(&id)));
+    // Java's updateSnapshotLog: an entry of a removed snapshot clears the
+    // history before it (time travel by timestamp must not land on a
+    // snapshot that was never current at that time).
+    if let Some(Value::Array(log)) = obj.get_mut("snapshot-log") {
+        let mut kept = Vec::new();
+        for e in log.drain(..) {
+            if id_of(&e, "snapshot-id").is_some_and(|id| gone.contains(&id)) {
+                kept.clear();
+            } else {
+                kept.push(e);
+            }
         }
+        *log = kept;
     }
     for key in ["statistics", "partition-statistics"] {
         if let Some(Value::Array(st)) = obj.get_mut(key) {

@@ -280,6 +280,7 @@ pub(crate) fn hex(b: &[u8]) -> String {
 #[derive(Debug, Clone)]
 enum Purpose {
     Metadata,
+    DrMetadata,
     ManifestList { snapshot_id: i64 },
     Manifest { expected_len: Option<u64> },
     OwnerCheck { obj: ListedObject, rel: String },
@@ -703,6 +704,7 @@ impl Session {
         let Some(bytes) = bytes else {
             let what = match &purpose {
                 Purpose::Metadata => "table metadata".to_owned(),
+                Purpose::DrMetadata => "disaster-recovery checkpoint metadata".to_owned(),
                 Purpose::ManifestList { snapshot_id } => {
                     format!("manifest list of snapshot {snapshot_id}")
                 }
@@ -714,9 +716,24 @@ impl Session {
                 format!("{what} `{uri}` does not exist; the keep set cannot be completed, nothing is deleted"),
             ));
         };
-        self.summary.manifests_read += u64::from(!matches!(purpose, Purpose::Metadata));
+        self.summary.manifests_read +=
+            u64::from(!matches!(purpose, Purpose::Metadata | Purpose::DrMetadata));
         match purpose {
             Purpose::Metadata => self.process_metadata(uri, bytes),
+            Purpose::DrMetadata => {
+                let md = TableMetadata::parse(uri, bytes)?;
+                if md.table_uuid != self.classifier.table_uuid {
+                    return Err(Error::invalid(
+                        "context.drCheckpoints",
+                        format!(
+                            "`{uri}` is table {}, not this table",
+                            md.table_uuid.as_deref().unwrap_or("(no uuid)")
+                        ),
+                    ));
+                }
+                // Everything the checkpoint's snapshots read stays, so it can be restored.
+                self.walk_snapshots(uri, &md)
+            }
             Purpose::ManifestList { .. } => {
                 let entries = iceberg::read_manifest_list(uri, bytes)?;
                 let list_short = self.short(uri);
@@ -823,12 +840,6 @@ impl Session {
         for f in &md.metadata_log {
             self.reference(uri, f, Source::MetadataLog)?;
         }
-        for (id, p) in &md.statistics {
-            self.reference(uri, p, Source::Statistics { snapshot_id: *id })?;
-        }
-        for (id, p) in &md.partition_statistics {
-            self.reference(uri, p, Source::PartitionStatistics { snapshot_id: *id })?;
-        }
         self.classifier
             .partition_names
             .extend(md.partition_field_names.iter().cloned());
@@ -837,6 +848,72 @@ impl Session {
             .iter()
             .map(|(k, r)| (k.clone(), r.snapshot_id))
             .collect();
+        let dr_files: Vec<String> = self
+            .classifier
+            .protections
+            .dr_checkpoints
+            .iter()
+            .filter_map(|d| match d {
+                crate::context::DrCheckpoint::MetadataFile(f) => Some(f.clone()),
+                _ => None,
+            })
+            .collect();
+        for f in dr_files {
+            let canon = self.reference(uri, &f, Source::DrCheckpoint)?;
+            self.request_read(canon, Purpose::DrMetadata);
+        }
+        self.walk_snapshots(uri, &md)
+    }
+
+    /// Every snapshot or ref the context protects must be one the keep set
+    /// covers; otherwise its files cannot be told apart from garbage.
+    fn check_protections(&self) -> Result<()> {
+        use crate::context::{DrCheckpoint, HoldScope};
+        let ctx = &self.classifier.protections;
+        let now = self.config.now_ms;
+        let missing = |what: String| {
+            Err(Error::unsafe_(
+                UnsafeReason::ProtectedSnapshotMissing,
+                format!("{what}, which the table no longer has: its files cannot be identified, nothing is deleted"),
+            ))
+        };
+        for l in ctx.leases.iter().filter(|l| l.expires_at_ms > now) {
+            if !self.snapshots.contains(&l.snapshot_id) {
+                return missing(format!(
+                    "a live lease of {} protects snapshot {}",
+                    l.owner, l.snapshot_id
+                ));
+            }
+        }
+        for h in &ctx.holds {
+            match &h.scope {
+                HoldScope::Snapshot(id) if !self.snapshots.contains(id) => {
+                    return missing(format!("a legal hold protects snapshot {id}"));
+                }
+                HoldScope::Ref(r) if !self.refs.contains_key(r) => {
+                    return missing(format!("a legal hold protects ref `{r}`"));
+                }
+                _ => {}
+            }
+        }
+        for d in &ctx.dr_checkpoints {
+            if let DrCheckpoint::SnapshotId(id) = d {
+                if !self.snapshots.contains(id) {
+                    return missing(format!("a DR checkpoint names snapshot {id}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Requests every manifest list (or v1 manifest) of `md`'s snapshots.
+    fn walk_snapshots(&mut self, uri: &str, md: &TableMetadata) -> Result<()> {
+        for (id, p) in &md.statistics {
+            self.reference(uri, p, Source::Statistics { snapshot_id: *id })?;
+        }
+        for (id, p) in &md.partition_statistics {
+            self.reference(uri, p, Source::PartitionStatistics { snapshot_id: *id })?;
+        }
         for snap in &md.snapshots {
             self.snapshots.insert(snap.snapshot_id);
             if let Some(list) = &snap.manifest_list {
@@ -881,6 +958,7 @@ impl Session {
                 self.outbox.push_back(Request::ResolvePointer);
             }
             Phase::Reading => {
+                self.check_protections()?;
                 self.classifier.keep.freeze();
                 self.phase = Phase::Listing;
                 self.outbox.push_back(Request::List {

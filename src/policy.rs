@@ -317,6 +317,17 @@ impl Policy {
                 }
             }
         }
+        for (field, d) in [
+            ("snapshotRetention.maxSnapshotAge", s.max_snapshot_age),
+            ("snapshotRetention.maxRefAge", s.max_ref_age),
+        ] {
+            if d.is_some_and(|d| d.0 <= 0) {
+                warnings.push(finding(
+                    field,
+                    "is zero: every snapshot (or ref) past the minimum count expires at once",
+                ));
+            }
+        }
         if self.object_versioning != ObjectVersioning::Unversioned {
             warnings.push(finding(
                 "objectVersioning",

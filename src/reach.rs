@@ -31,6 +31,8 @@ pub enum Source {
     VersionHint,
     /// An earlier metadata file listed in `metadata-log`.
     MetadataLog,
+    /// A disaster-recovery checkpoint metadata file named by the run's context.
+    DrCheckpoint,
     /// A table statistics (Puffin) file.
     Statistics {
         /// Snapshot the statistics describe.
@@ -69,6 +71,9 @@ impl Source {
             Source::CurrentMetadata => "current table metadata".into(),
             Source::VersionHint => "version-hint.text (file-system catalog pointer)".into(),
             Source::MetadataLog => "earlier metadata file in metadata-log".into(),
+            Source::DrCheckpoint => {
+                "disaster-recovery checkpoint metadata (from the context)".into()
+            }
             Source::Statistics { snapshot_id } => {
                 format!("statistics file of snapshot {snapshot_id}")
             }

@@ -63,6 +63,9 @@ fn from_wt(e: wt::Error) -> Error {
                 wt::UnsafeReason::NoReferencedKeyListed => UnsafeReason::NoReferencedKeyListed,
                 wt::UnsafeReason::TableChanging => UnsafeReason::TableChanging,
                 wt::UnsafeReason::GcDisabled => UnsafeReason::GcDisabled,
+                wt::UnsafeReason::ProtectedSnapshotMissing => {
+                    UnsafeReason::ProtectedSnapshotMissing
+                }
             };
             return Error::Unsafe {
                 reason,

@@ -55,6 +55,7 @@ fn run(
             policy: policy.map(|p| Policy::parse(p).unwrap()),
             context: Context::parse(ctx).unwrap(),
             expire_ids: explicit.to_vec(),
+            dr_metadata: vec![],
         },
         bytes,
     )
@@ -151,7 +152,16 @@ fn branch_and_tag_ageing() {
     assert!(reasons(4).contains("branch `dev`"));
     let commit = &p.commit;
     assert_eq!(commit["requirements"][0]["type"], "assert-table-uuid");
-    assert_eq!(commit["requirements"][1]["ref"], "old");
+    assert!(commit["requirements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["ref"] == "old" && r["snapshot-id"] == 2));
+    assert!(commit["requirements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["ref"] == "main" && r["snapshot-id"] == 3));
     assert_eq!(commit["updates"][0]["action"], "remove-snapshot-ref");
     assert_eq!(commit["updates"][1]["snapshot-ids"], json!([2]));
     // The new metadata document drops snapshot 2, ref `old`, its log entry,
@@ -159,7 +169,16 @@ fn branch_and_tag_ageing() {
     let md = &p.new_metadata;
     assert_eq!(md["snapshots"].as_array().unwrap().len(), 3);
     assert!(md["refs"].get("old").is_none());
-    assert_eq!(md["snapshot-log"].as_array().unwrap().len(), 3);
+    // Java's rule: removing 2 clears the history before it.
+    assert_eq!(
+        md["snapshot-log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["snapshot-id"].as_i64().unwrap())
+            .collect::<Vec<_>>(),
+        vec![3, 4]
+    );
     assert_eq!(
         md["metadata-log"][0]["metadata-file"],
         format!("{LOC}/metadata/00005-x.metadata.json")
@@ -266,16 +285,39 @@ fn every_context_kind_protects_alone_and_combined() {
         .warnings
         .iter()
         .any(|w| w.contains("unknown snapshot 77")));
-    // DR checkpoints by metadata file are refused, not ignored.
+    // A DR checkpoint by metadata file keeps every snapshot it names that
+    // still exists; unreadable, it stops expiry; another table's is refused.
+    let dr_file = format!("{LOC}/metadata/00002-dr.metadata.json");
+    let ctx = format!(r#"{{"drCheckpoints":[{{"metadataFile":"{dr_file}"}}]}}"#);
+    let dr_req = |bytes: Vec<u8>| ExpiryRequest {
+        metadata_location: format!("{LOC}/metadata/00005-x.metadata.json"),
+        now_ms: NOW,
+        policy: None,
+        context: Context::parse(&ctx).unwrap(),
+        expire_ids: vec![],
+        dr_metadata: vec![(dr_file.clone(), bytes)],
+    };
+    let old = table(&linear(&[30, 20]), None, json!({}));
+    let p = plan_expiry(&dr_req(old), &t).unwrap();
+    assert_eq!(p.expire, vec![3]);
+    let mut missing = dr_req(vec![]);
+    missing.dr_metadata.clear();
     assert!(matches!(
-        run(
-            &t,
-            None,
-            r#"{"drCheckpoints":[{"metadataFile":"s3://b/x.json"}]}"#,
-            &[]
-        ),
-        Err(Error::Unsupported { .. })
+        plan_expiry(&missing, &t),
+        Err(Error::Unsafe {
+            reason: UnsafeReason::MissingMetadata,
+            ..
+        })
     ));
+    let foreign = String::from_utf8(table(&linear(&[30]), None, json!({})))
+        .unwrap()
+        .replace(UUID, "22222222-0000-4000-8000-000000000000");
+    assert!(plan_expiry(&dr_req(foreign.into_bytes()), &t).is_err());
+    // The sweep keeps the checkpoint file itself.
+    assert!(Context::parse(&ctx)
+        .unwrap()
+        .protects("metadata/00002-dr.metadata.json")
+        .is_some());
 }
 
 #[test]
@@ -347,4 +389,28 @@ fn a_policy_for_another_table_or_version_is_refused() {
     let inconsistent = policy("", "").replace("\"6h\"", "\"5d\"");
     let e = run(&t, Some(&inconsistent), "{}", &[]).unwrap_err();
     assert!(e.to_string().contains("maxWriterDuration"), "{e}");
+}
+
+#[test]
+fn a_stale_hold_list_is_refused() {
+    let t = table(&linear(&[20, 1]), None, json!({}));
+    let p = policy("", "").replace(
+        r#""fileRetention""#,
+        r#""legalHoldGeneration":7,"fileRetention""#,
+    );
+    let e = run(
+        &t,
+        Some(&p),
+        r#"{"holds":[{"scope":{"snapshot":2},"generation":6}]}"#,
+        &[],
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("stale"), "{e}");
+    assert!(run(
+        &t,
+        Some(&p),
+        r#"{"holds":[{"scope":{"snapshot":2},"generation":7}]}"#,
+        &[]
+    )
+    .is_ok());
 }

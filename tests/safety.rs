@@ -536,3 +536,70 @@ fn holds_and_writers_protect_prefixes_and_the_policy_binds_and_widens() {
     c.policy = Some(policy_doc(UUID, "2h"));
     assert!(lakesweep::Session::start(c).is_err());
 }
+
+#[test]
+fn context_naming_snapshots_the_table_lost_refuses_and_dr_metadata_keeps_its_files() {
+    // Snapshot 1 referenced a.parquet; the table now has only snapshot 2.
+    let mut o = HostOptions::synthetic();
+    let old_meta = write_table(
+        &mut o.extra,
+        &[(1, entries(&["data/a.parquet"]))],
+        1,
+        UUID,
+        OLD,
+    );
+    let meta = write_table(
+        &mut o.extra,
+        &[(2, entries(&["data/b.parquet"]))],
+        2,
+        UUID,
+        OLD,
+    );
+    let mut c = cfg(&meta);
+    // Without context, a.parquet (only snapshot 1 read it) is garbage.
+    let v = run_native(c.clone(), &o).unwrap().verdicts();
+    assert_eq!(v["data/a.parquet"].verdict, Verdict::Candidate);
+    // A live lease on snapshot 1, which the table no longer has: refuse.
+    c.context = Some(format!(
+        r#"{{"leases":[{{"snapshotId":1,"owner":"bi","expiresAtMs":{}}}]}}"#,
+        NOW + DAY
+    ));
+    let e = run_native(c.clone(), &o).unwrap_err();
+    assert_eq!(unsafe_reason(e), UnsafeReason::ProtectedSnapshotMissing);
+    // An expired lease protects nothing and blocks nothing.
+    c.context = Some(r#"{"leases":[{"snapshotId":1,"expiresAtMs":0}]}"#.into());
+    assert!(run_native(c.clone(), &o).is_ok());
+    for ctx in [
+        r#"{"holds":[{"scope":{"snapshot":1},"generation":1}]}"#,
+        r#"{"holds":[{"scope":{"ref":"audit"},"generation":1}]}"#,
+        r#"{"drCheckpoints":[{"snapshotId":1}]}"#,
+    ] {
+        c.context = Some(ctx.into());
+        let e = run_native(c.clone(), &o).unwrap_err();
+        assert_eq!(
+            unsafe_reason(e),
+            UnsafeReason::ProtectedSnapshotMissing,
+            "{ctx}"
+        );
+    }
+    // A DR checkpoint by metadata file: its snapshot's files stay, and so does the file.
+    c.context = Some(format!(
+        r#"{{"drCheckpoints":[{{"metadataFile":"{old_meta}"}}]}}"#
+    ));
+    let v = run_native(c.clone(), &o).unwrap().verdicts();
+    assert_eq!(v["data/a.parquet"].verdict, Verdict::Referenced);
+    let rel = old_meta.strip_prefix(&format!("{LOC}/")).unwrap();
+    assert_eq!(v[rel].verdict, Verdict::Referenced);
+    // Unreadable, it stops the plan.
+    o.missing.push(old_meta.clone());
+    let e = run_native(c.clone(), &o).unwrap_err();
+    assert_eq!(unsafe_reason(e), UnsafeReason::MissingMetadata);
+    // Prefixes that could never match are refused, not silently ignored.
+    for bad in ["/data/x/", "./data/", "file:/t/data/", ""] {
+        let mut c = cfg(&meta);
+        c.context = Some(format!(
+            r#"{{"holds":[{{"scope":{{"pathPrefix":"{bad}"}},"generation":1}}]}}"#
+        ));
+        assert!(lakesweep::Session::start(c).is_err(), "{bad}");
+    }
+}
