@@ -38,7 +38,12 @@ pub struct ApplyInput {
     /// The current context (JSON), if given: a legal hold newer than the
     /// plan's hold generation makes apply refuse.
     pub context: Option<String>,
+    /// Accept a plan judged at a time ahead of this machine's clock.
+    pub allow_future_now: bool,
 }
+
+/// Clock skew tolerated between the plan's `now` and this machine's clock.
+pub const MAX_SKEW_MS: i64 = 5 * 60_000;
 
 /// How a planned key ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +99,24 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
         .as_str()
         .ok_or("plan without table_location")?
         .to_owned();
+    if let Pointer::Explicit(_) = input.pointer {
+        return Err(
+            "apply needs a live pointer to see commits made since the plan: pass --catalog, or let it read version-hint.text (a fixed --metadata proves nothing)"
+                .into(),
+        );
+    }
+    let judged_at = plan["tokens"]["now_ms"].as_i64().unwrap_or(i64::MAX);
+    if judged_at > now_ms() + MAX_SKEW_MS && !input.allow_future_now {
+        return Err(format!(
+            "the plan was judged at {judged_at} ms, ahead of this machine's clock: files of running writers would look old (--allow-future-now overrides)"
+        ));
+    }
+    let sealed_holds = plan["tokens"]["hold_generation"].as_u64().unwrap_or(0);
+    if sealed_holds > 0 && input.context.is_none() {
+        return Err(format!(
+            "the plan was made under legal holds (generation {sealed_holds}): pass the current --holds or --context"
+        ));
+    }
     let store = Store::for_uri(&table)?;
     let sealed = plan["tokens"]["metadata_location"]
         .as_str()
@@ -126,9 +149,14 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
         .receipts
         .clone()
         .unwrap_or_else(|| format!("{}.receipts.jsonl", input.plan_path));
-    let mut receipts = std::io::BufWriter::new(
-        std::fs::File::create(&receipts_path)
-            .map_err(|e| format!("create receipts {receipts_path}: {e}"))?,
+    // Appended line by line, so a crash loses at most the line in flight and
+    // a second run never wipes the first run's receipts.
+    let mut receipts = std::io::LineWriter::new(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&receipts_path)
+            .map_err(|e| format!("open receipts {receipts_path}: {e}"))?,
     );
     let dry = input.dry_run;
     let mut results = futures::stream::iter(deletes)
@@ -141,21 +169,31 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
                     Err(e) => (Outcome::Failed, None, Some(e)),
                     Ok(None) => (Outcome::AlreadyAbsent, None, None),
                     Ok(Some(o)) => {
-                        // Listings give milliseconds, HEAD (HTTP dates) whole
-                        // seconds: compare modification times to the second;
-                        // the ETag, where there is one, pins the content.
+                        // Object stores list milliseconds but HEAD answers HTTP
+                        // dates (whole seconds): there, compare to the second and
+                        // let the ETag pin the content. Without ETags (local
+                        // files), compare exact milliseconds.
                         let secs = |ms: i64| ms.div_euclid(1000);
+                        let planned_ms = d["last_modified_ms"].as_i64();
+                        let time_same = if d["etag"].is_null() && o.etag.is_none() {
+                            planned_ms == Some(o.last_modified_ms)
+                        } else {
+                            planned_ms.map(secs) == Some(secs(o.last_modified_ms))
+                        };
                         let same = Some(o.size) == d["size"].as_u64()
-                            && d["last_modified_ms"].as_i64().map(secs)
-                                == Some(secs(o.last_modified_ms))
-                            && (d["etag"].is_null() || d["etag"].as_str() == o.etag.as_deref());
+                            && time_same
+                            && (d["etag"].is_null() || d["etag"].as_str() == o.etag.as_deref())
+                            && (d["version_id"].is_null()
+                                || o.version_id.is_none()
+                                || d["version_id"].as_str() == o.version_id.as_deref());
                         if !same {
                             (Outcome::Changed, Some(o), None)
                         } else if dry {
                             (Outcome::WouldDelete, Some(o), None)
                         } else {
                             match store.delete(&uri).await {
-                                Ok(()) => (Outcome::Deleted, Some(o), None),
+                                Ok(true) => (Outcome::Deleted, Some(o), None),
+                                Ok(false) => (Outcome::AlreadyAbsent, Some(o), None),
                                 Err(e) => (Outcome::Failed, Some(o), Some(e)),
                             }
                         }
@@ -187,7 +225,12 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
             Outcome::Changed => done.changed += 1,
             Outcome::Failed => done.failed += 1,
         }
-        writeln!(receipts, "{receipt}").map_err(|e| format!("write {receipts_path}: {e}"))?;
+        writeln!(receipts, "{receipt}").map_err(|e| {
+            format!(
+                "STOPPED after deletes began: cannot write receipts to {receipts_path}: {e}; {} deleted so far, reconcile by listing",
+                done.deleted
+            )
+        })?;
     }
     receipts
         .flush()

@@ -11,6 +11,7 @@ pub const USAGE: &str = "usage:
   lakesweep explain TABLE KEY [same options as plan]
   lakesweep apply PLAN.json [POINTER] [--location-map FROM=TO]... [--dry-run]
                  [--concurrency N] [--receipts FILE] [--holds FILE | --context FILE]
+                 [--allow-future-now]
   lakesweep compare PLAN.json OTHER.txt [--json]
   lakesweep expire TABLE [POINTER] [--policy FILE] [CONTEXT] [--now TIME]
                  [--expire-id ID]... [--location-map FROM=TO]... [--json] [--commit]
@@ -39,8 +40,10 @@ pub const USAGE: &str = "usage:
     --holds FILE     a JSON array of {scope: \"table\" | {ref} | {snapshot} | {pathPrefix}, generation, reason}
     --writers FILE   a JSON array of {stagingPrefix, startedAtMs}
   --expire-id ID   expire: also expire this snapshot (refused while a ref points at it)
-  --commit         expire: carry the expiry out (SQL catalog compare-and-set, or a new
-                   metadata file and version-hint.text); without it, expire only prints
+  --commit         expire: carry the expiry out (SQL catalog compare-and-set, or the next
+                   vN.metadata.json and version-hint.text); without it, expire only prints
+  --allow-future-now  apply, expire --commit: accept a --now ahead of the clock (tests,
+                   what-if runs); otherwise refused, since young files would look old
   --wasm PATH      the component (default: $LAKESWEEP_WASM or target/lakesweep.wasm)
 
 Stores: credentials and endpoints come from the environment (AWS_ACCESS_KEY_ID,
@@ -97,6 +100,7 @@ pub struct ExpireArgs {
     pub expire_ids: Vec<i64>,
     pub json: bool,
     pub commit: bool,
+    pub allow_future_now: bool,
     pub wasm: Option<String>,
     pub inputs: ContextFiles,
 }
@@ -109,6 +113,7 @@ pub struct ApplyArgs {
     pub dry_run: bool,
     pub concurrency: usize,
     pub receipts: Option<String>,
+    pub allow_future_now: bool,
     pub wasm: Option<String>,
     pub inputs: ContextFiles,
 }
@@ -133,6 +138,7 @@ struct Opts {
     inputs: ContextFiles,
     expire_ids: Vec<i64>,
     commit: bool,
+    allow_future_now: bool,
     given: Vec<&'static str>,
 }
 
@@ -243,6 +249,10 @@ fn opts(args: &[String]) -> Result<Opts, String> {
                 o.commit = true;
                 "--commit"
             }
+            "--allow-future-now" => {
+                o.allow_future_now = true;
+                "--allow-future-now"
+            }
             s if s.starts_with('-') => return Err(format!("unknown option `{s}`")),
             s => {
                 o.positional.push(s.to_owned());
@@ -333,7 +343,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
         "apply" => {
             let mut allowed = with_wasm(&POINTER);
             allowed.extend(["--location-map", "--dry-run", "--concurrency", "--receipts"]);
-            allowed.extend(["--context", "--holds"]);
+            allowed.extend(["--context", "--holds", "--allow-future-now"]);
             o.only("apply", &allowed)?;
             match o.positional.as_slice() {
                 [plan] => Ok(Command::Apply(ApplyArgs {
@@ -343,6 +353,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
                     dry_run: o.dry_run,
                     concurrency: o.concurrency.unwrap_or(16),
                     receipts: o.receipts.clone(),
+                    allow_future_now: o.allow_future_now,
                     wasm: o.wasm.clone(),
                     inputs: o.inputs.clone(),
                 })),
@@ -358,6 +369,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
                 "--expire-id",
                 "--json",
                 "--commit",
+                "--allow-future-now",
             ]);
             o.only("expire", &allowed)?;
             match o.positional.as_slice() {
@@ -369,6 +381,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
                     expire_ids: o.expire_ids.clone(),
                     json: o.json,
                     commit: o.commit,
+                    allow_future_now: o.allow_future_now,
                     wasm: o.wasm.clone(),
                     inputs: o.inputs.clone(),
                 })),

@@ -77,6 +77,21 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
         .read(&mapped)
         .await?
         .ok_or_else(|| format!("the current metadata {mapped} does not exist"))?;
+    let policy = a.inputs.policy_json()?;
+    let context = a.inputs.context_json()?;
+    // Every DR checkpoint metadata file the context names, read for the planner.
+    let mut dr_metadata = Vec::new();
+    if let Some(ctx) = &context {
+        let v: Value = serde_json::from_str(ctx).map_err(|e| format!("context: {e}"))?;
+        for d in v["drCheckpoints"].as_array().into_iter().flatten() {
+            if let Some(f) = d["metadataFile"].as_str() {
+                let physical = planner.mapped_pointer(&table, f, &a.location_map)?;
+                if let Some(b) = store.read(&physical).await? {
+                    dr_metadata.push((f.to_owned(), b));
+                }
+            }
+        }
+    }
     let json = planner
         .api
         .lakesweep_planner_planner()
@@ -84,10 +99,11 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
             &mut planner.store,
             &original,
             &bytes,
-            a.inputs.policy_json()?.as_deref(),
-            a.inputs.context_json()?.as_deref(),
+            policy.as_deref(),
+            context.as_deref(),
             a.now_ms,
             &a.expire_ids,
+            &dr_metadata,
         )
         .map_err(trap)?
         .map_err(|e| describe(&e))?;
@@ -111,11 +127,26 @@ async fn commit(
             "--commit needs a pointer to swap: --catalog, or the table's version-hint.text".into(),
         );
     }
+    let clock = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    if a.now_ms > clock + crate::apply::MAX_SKEW_MS && !a.allow_future_now {
+        return Err(
+            "--now is ahead of this machine's clock: committing would expire snapshots early (--allow-future-now overrides)"
+                .into(),
+        );
+    }
     let (orig_dir, orig_name) = split_dir(original)?;
     let (mapped_dir, _) = split_dir(mapped)?;
     let (version, hadoop) = version_of(orig_name).ok_or_else(|| {
         format!("cannot tell the version of `{orig_name}`: not NNNNN-*.metadata.json nor vN.metadata.json")
     })?;
+    if a.pointer == Pointer::VersionHint && !hadoop {
+        return Err(format!(
+            "--commit through version-hint.text needs vN.metadata.json names (there, creating the next file is the atomic commit); `{orig_name}` is not one: commit through --catalog"
+        ));
+    }
     let name = if hadoop {
         format!("v{}.metadata.json", version + 1)
     } else {
@@ -130,38 +161,30 @@ async fn commit(
             version + 1
         )
     })?;
-    let swapped = match &a.pointer {
+    match &a.pointer {
         Pointer::Catalog {
             path,
             namespace,
             name: table_name,
-        } => catalog_swap(path, namespace, table_name, original, &new_original),
-        Pointer::VersionHint => {
-            let table = table_uri(&a.table)?;
-            let now = a.pointer.resolve(store, &table).await?;
-            if now != original {
-                Err(format!(
-                    "version-hint.text now names {now}: a commit landed meanwhile"
-                ))
-            } else {
-                let hint = if hadoop {
-                    (version + 1).to_string()
-                } else {
-                    name.clone()
-                };
-                store
-                    .overwrite(
-                        &format!("{table}/metadata/version-hint.text"),
-                        hint.into_bytes(),
-                    )
-                    .await
+        } => {
+            if let Err(e) = catalog_swap(path, namespace, table_name, original, &new_original) {
+                // Nobody can have read the new file: no pointer names it.
+                let _ = store.delete(&new_physical).await;
+                return Err(format!("expiry not committed: {e}"));
             }
         }
-        Pointer::Explicit(_) => unreachable!("refused above"),
-    };
-    if let Err(e) = swapped {
-        let _ = store.delete(&new_physical).await;
-        return Err(format!("expiry not committed: {e}"));
+        _ => {
+            // Creating v(N+1) was the commit (readers walk forward past the
+            // hint); the hint itself is best effort, as in Iceberg's Hadoop catalog.
+            let table = table_uri(&a.table)?;
+            let hint = format!("{table}/metadata/version-hint.text");
+            if let Err(e) = store
+                .overwrite(&hint, (version + 1).to_string().into_bytes())
+                .await
+            {
+                eprintln!("lakesweep: committed, but {hint} was not updated ({e}); readers walk forward to the new version");
+            }
+        }
     }
     Ok(new_original)
 }

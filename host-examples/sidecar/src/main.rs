@@ -92,6 +92,7 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
                 dry_run: a.dry_run,
                 wasm: a.wasm.clone(),
                 context: a.inputs.context_json()?,
+                allow_future_now: a.allow_future_now,
             })
             .await?;
             let verb = if a.dry_run { "would delete" } else { "deleted" };
@@ -184,6 +185,10 @@ fn main() -> ExitCode {
     };
     match rt.block_on(run(cmd)) {
         Ok(code) => code,
+        Err(e) if e.starts_with("STOPPED") => {
+            eprintln!("lakesweep: {e}");
+            ExitCode::from(1)
+        }
         Err(e) => {
             eprintln!("lakesweep: refused, nothing deleted: {e}");
             ExitCode::from(REFUSED)

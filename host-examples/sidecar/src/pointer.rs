@@ -91,12 +91,20 @@ impl Pointer {
                 if v.is_empty() || v.contains('/') {
                     return Err(format!("{hint} holds `{v}`, not a version or file name"));
                 }
-                let name = if v.bytes().all(|b| b.is_ascii_digit()) {
-                    format!("v{v}.metadata.json")
-                } else {
-                    v.to_owned()
-                };
-                Ok(format!("{table}/metadata/{name}"))
+                if !v.bytes().all(|b| b.is_ascii_digit()) {
+                    return Ok(format!("{table}/metadata/{v}"));
+                }
+                // The hint is best effort (Java's Hadoop catalog writes it
+                // after the commit): walk forward to the newest vN that exists.
+                let mut n: u64 = v.parse().map_err(|_| format!("{hint}: `{v}`"))?;
+                while store
+                    .head(&format!("{table}/metadata/v{}.metadata.json", n + 1))
+                    .await?
+                    .is_some()
+                {
+                    n += 1;
+                }
+                Ok(format!("{table}/metadata/v{n}.metadata.json"))
             }
             Pointer::Catalog {
                 path,

@@ -293,7 +293,14 @@ impl Store {
     /// Writes (or replaces) an object.
     pub async fn overwrite(&self, uri: &str, bytes: Vec<u8>) -> Result<(), String> {
         if self.kind == Kind::Local {
-            return tokio::fs::write(self.file(uri)?, bytes)
+            // Write aside, then rename over: readers see the old or the new
+            // content, never a truncated file.
+            let path = self.file(uri)?;
+            let tmp = path.with_extension(format!("lakesweep-tmp-{}", std::process::id()));
+            tokio::fs::write(&tmp, bytes)
+                .await
+                .map_err(|e| format!("write {}: {e}", tmp.display()))?;
+            return tokio::fs::rename(&tmp, &path)
                 .await
                 .map_err(|e| format!("write {uri}: {e}"));
         }
@@ -305,18 +312,20 @@ impl Store {
             .map_err(|e| format!("write {uri}: {e}"))
     }
 
-    /// Deletes one object (absent objects are not an error on most stores).
-    pub async fn delete(&self, uri: &str) -> Result<(), String> {
+    /// Deletes one object. `Ok(false)` when it was already gone (where the
+    /// store says so; S3 answers success either way).
+    pub async fn delete(&self, uri: &str) -> Result<bool, String> {
         if self.kind == Kind::Local {
             return match tokio::fs::remove_file(self.file(uri)?).await {
-                Ok(()) => Ok(()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Ok(()) => Ok(true),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
                 Err(e) => Err(format!("delete {uri}: {e}")),
             };
         }
         let p = self.path(uri)?;
         match self.inner.delete(&p).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Ok(()) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
             Err(e) => Err(format!("delete {uri}: {e}")),
         }
     }
@@ -363,9 +372,11 @@ fn local_object(uri: String, m: &std::fs::Metadata) -> Object {
     }
 }
 
-/// Walks `dir` on a blocking thread and streams its files (symbolic links
-/// are listed as objects, never followed). A name that is not UTF-8 ends
-/// the stream with an error: the listing is then incomplete, so no plan.
+/// Walks `dir` on a blocking thread and streams its files. A symbolic link
+/// or any other non-regular file ends the stream with an error (deleting a
+/// link to a folder would cut off live data; following it could reach
+/// another table), as does a name that is not UTF-8: the listing is then
+/// incomplete, so no plan.
 fn list_local(dir: std::path::PathBuf) -> BoxStream<'static, Result<Object, String>> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Object, String>>(1024);
     tokio::task::spawn_blocking(move || {
@@ -383,7 +394,7 @@ fn list_local(dir: std::path::PathBuf) -> BoxStream<'static, Result<Object, Stri
             };
             for e in entries {
                 let r = e
-                    .and_then(|e| Ok((e.path(), e.metadata()?)))
+                    .and_then(|e| Ok((e.path(), std::fs::symlink_metadata(e.path())?)))
                     .map_err(|err| format!("list {}: {err}", d.display()));
                 let (path, m) = match r {
                     Ok(x) => x,
@@ -397,6 +408,11 @@ fn list_local(dir: std::path::PathBuf) -> BoxStream<'static, Result<Object, Stri
                     continue;
                 }
                 let item = match path.to_str() {
+                    _ if !m.is_file() => Err(format!(
+                        "list {}: {} is a symbolic link or special file; lakesweep sweeps only regular files",
+                        d.display(),
+                        path.display()
+                    )),
                     Some(p) => Ok(local_object(format!("file://{p}"), &m)),
                     None => Err(format!(
                         "list {}: a file name is not UTF-8: {}",

@@ -65,6 +65,8 @@ fn plan_apply_plan_deletes_exactly_the_plan_and_the_table_still_reads() {
     let mut args = vec!["apply".to_owned(), plan_path.display().to_string()];
     args.extend(s.catalog());
     args.extend(["--location-map".into(), s.map()]);
+    // The fixtures were judged at a fixed time a little ahead of today.
+    args.push("--allow-future-now".into());
     let mut dry = args.clone();
     dry.push("--dry-run".into());
     let o = lakesweep(&dry);
@@ -80,13 +82,20 @@ fn plan_apply_plan_deletes_exactly_the_plan_and_the_table_still_reads() {
     // Receipts: one per sealed key, all deleted.
     let receipts =
         std::fs::read_to_string(format!("{}.receipts.jsonl", plan_path.display())).unwrap();
+    // Receipts are appended: the dry run's, then the real run's.
     let mut keys = BTreeSet::new();
+    let mut dry_keys = BTreeSet::new();
     for line in receipts.lines() {
         let r: serde_json::Value = serde_json::from_str(line).unwrap();
-        assert_eq!(r["result"], "deleted", "{r}");
-        keys.insert(r["key"].as_str().unwrap().to_owned());
+        let k = r["key"].as_str().unwrap().to_owned();
+        match r["result"].as_str().unwrap() {
+            "would-delete" => dry_keys.insert(k),
+            "deleted" => keys.insert(k),
+            other => panic!("{other}: {r}"),
+        };
     }
     assert_eq!(keys, planned);
+    assert_eq!(dry_keys, planned);
 
     // Again: nothing left to delete, and every referenced file is still there.
     let v2 = json(&s.plan(&["--json"]));
@@ -126,6 +135,8 @@ fn a_commit_between_plan_and_apply_makes_apply_refuse() {
     let mut args = vec!["apply".to_owned(), plan_path.display().to_string()];
     args.extend(s.catalog());
     args.extend(["--location-map".into(), s.map()]);
+    // The fixtures were judged at a fixed time a little ahead of today.
+    args.push("--allow-future-now".into());
     let o = lakesweep(&args);
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
     assert!(
@@ -151,6 +162,8 @@ fn an_object_rewritten_after_planning_is_skipped() {
     let mut args = vec!["apply".to_owned(), plan_path.display().to_string()];
     args.extend(s.catalog());
     args.extend(["--location-map".into(), s.map()]);
+    // The fixtures were judged at a fixed time a little ahead of today.
+    args.push("--allow-future-now".into());
     let o = lakesweep(&args);
     assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
     assert!(s.table().join("data/orphan-old-1.parquet").exists());
@@ -173,6 +186,8 @@ fn a_tampered_plan_is_refused() {
     let mut args = vec!["apply".to_owned(), plan_path.display().to_string()];
     args.extend(s.catalog());
     args.extend(["--location-map".into(), s.map()]);
+    // The fixtures were judged at a fixed time a little ahead of today.
+    args.push("--allow-future-now".into());
     let o = lakesweep(&args);
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
     assert_eq!(s.files(), before);
@@ -257,6 +272,14 @@ fn broken_metadata_or_listing_refuses_the_plan() {
         out_text(&o)
     );
     std::fs::remove_file(&bad).unwrap();
+
+    // A symbolic link in the table (deleting it could cut off live data).
+    let link = s.table().join("data/linked");
+    std::os::unix::fs::symlink(s.table().join("metadata"), &link).unwrap();
+    let o = s.plan(&["--json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("symbolic link"));
+    std::fs::remove_file(&link).unwrap();
     assert_eq!(s.files(), before, "nothing was deleted");
 }
 
@@ -342,10 +365,10 @@ fn expire_commits_through_version_hint_and_the_sweep_follows() {
     let s = Stage::new("hint");
     let cur = s.t["metadata_location"].as_str().unwrap();
     let cur_name = cur.rsplit('/').next().unwrap();
-    let hint = s.table().join("metadata/version-hint.text");
-    std::fs::write(&hint, cur_name).unwrap();
+    let md = s.table().join("metadata");
+    let hint = md.join("version-hint.text");
     let later = (s.t["now_ms"].as_i64().unwrap() + 365 * 86_400_000).to_string();
-    let args = |extra: &[&str]| {
+    let expire = |extra: &[&str]| {
         let mut a = vec![
             "expire".to_owned(),
             s.table().display().to_string(),
@@ -353,32 +376,43 @@ fn expire_commits_through_version_hint_and_the_sweep_follows() {
             s.map(),
             "--now".into(),
             later.clone(),
+            "--allow-future-now".into(),
             "--json".into(),
         ];
         a.extend(extra.iter().map(|x| x.to_string()));
-        a
+        lakesweep(&a)
     };
-    let dry = json(&lakesweep(&args(&[])));
-    assert!(!dry["expire"].as_array().unwrap().is_empty(), "{dry}");
-    let v = json(&lakesweep(&args(&["--commit"])));
+    // A hint naming a NNNNN-uuid file: plans work, commits are refused
+    // (there is no atomic way to swap such a hint).
+    std::fs::write(&hint, cur_name).unwrap();
+    assert!(!json(&expire(&[]))["expire"].as_array().unwrap().is_empty());
+    let o = expire(&["--commit"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("vN.metadata.json"));
+
+    // Hadoop-style names: v1 is the current version; the hint lags behind.
+    std::fs::copy(md.join(cur_name), md.join("v1.metadata.json")).unwrap();
+    std::fs::write(&hint, "1").unwrap();
+    let v = json(&expire(&["--commit"]));
     let new_md = v["committed"].as_str().unwrap();
-    // The hint resolves relative to the table folder, so the new file is
-    // named there too, and the hint names it.
-    let table_uri = format!("file://{}", s.table().display());
-    assert!(new_md.starts_with(&table_uri), "{new_md}");
-    let new_name = new_md.rsplit('/').next().unwrap();
-    assert!(new_name.starts_with("00012-"), "{new_name}");
-    assert_eq!(std::fs::read_to_string(&hint).unwrap(), new_name);
+    assert!(new_md.ends_with("/metadata/v2.metadata.json"), "{new_md}");
+    assert_eq!(std::fs::read_to_string(&hint).unwrap(), "2");
     let doc: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(s.table().join("metadata").join(new_name)).unwrap())
-            .unwrap();
-    let log = doc["metadata-log"].as_array().unwrap();
-    assert_eq!(
-        log.last().unwrap()["metadata-file"],
-        format!("{table_uri}/metadata/{cur_name}")
+        serde_json::from_slice(&std::fs::read(md.join("v2.metadata.json")).unwrap()).unwrap();
+    assert!(
+        doc["metadata-log"].as_array().unwrap().last().unwrap()["metadata-file"]
+            .as_str()
+            .unwrap()
+            .ends_with("/metadata/v1.metadata.json")
     );
-    // A plan through the hint now starts from the new metadata, and keeps the old one.
-    let mut plan = vec![
+    // A writer committed v3 but did not update the hint: readers walk forward.
+    let mut v3 = doc.clone();
+    v3["metadata-log"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"timestamp-ms": 1, "metadata-file": new_md}));
+    std::fs::write(md.join("v3.metadata.json"), v3.to_string()).unwrap();
+    let plan = [
         "plan".to_owned(),
         s.table().display().to_string(),
         "--location-map".into(),
@@ -387,17 +421,46 @@ fn expire_commits_through_version_hint_and_the_sweep_follows() {
         s.t["now_ms"].to_string(),
         "--json".into(),
     ];
-    plan.extend(["--older-than".into(), "3d".into()]);
     let p = json(&lakesweep(&plan));
     assert!(p["tokens"]["metadata_location"]
         .as_str()
         .unwrap()
-        .ends_with(new_name));
-    assert!(p["keep"]
-        .as_array()
-        .unwrap()
+        .ends_with("/metadata/v3.metadata.json"));
+    let keep = p["keep"].as_array().unwrap();
+    assert!(keep
         .iter()
-        .any(|k| k["key"] == format!("metadata/{cur_name}") && k["reason"] == "referenced"));
-    // The new metadata file itself is young, never a candidate.
-    assert!(!deletes(&p).iter().any(|k| k.ends_with(new_name)));
+        .any(|k| k["key"] == "metadata/v2.metadata.json" && k["reason"] == "referenced"));
+    assert!(!deletes(&p).iter().any(|k| k.starts_with("metadata/v")));
+}
+
+#[test]
+fn apply_refuses_a_fixed_pointer_and_a_future_plan() {
+    let s = Stage::new("applyrefuse");
+    let plan_path = s.root.join("plan.json");
+    let o = s.plan(&["--out", plan_path.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let before = s.files();
+    let meta = s.t["metadata_location"].as_str().unwrap().to_owned();
+    let o = lakesweep(&[
+        "apply",
+        plan_path.to_str().unwrap(),
+        "--metadata",
+        &meta,
+        "--location-map",
+        &s.map(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("live pointer"));
+    // A plan judged in the future (a what-if run) is not applied.
+    let future = s.root.join("future.json");
+    let later = (s.t["now_ms"].as_i64().unwrap() + 3650 * 86_400_000).to_string();
+    let o = s.plan(&["--now", &later, "--out", future.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let mut args = vec!["apply".to_owned(), future.display().to_string()];
+    args.extend(s.catalog());
+    args.extend(["--location-map".into(), s.map()]);
+    let o = lakesweep(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("ahead of this machine's clock"));
+    assert_eq!(s.files(), before);
 }

@@ -112,7 +112,7 @@ fn expire_commit_then_sweep_reclaims_exactly_what_only_expired_snapshots_held() 
     assert!(deletes(&before).is_empty(), "{before}");
 
     // Commit, then read it back with pyiceberg.
-    let v = json(&t.run("expire", &["--json", "--commit"]));
+    let v = json(&t.run("expire", &["--json", "--commit", "--allow-future-now"]));
     let new_md = v["committed"].as_str().unwrap();
     assert!(new_md.contains("/metadata/00005-"), "{new_md}");
     let check = py(&["check", t.dir.to_str().unwrap()]);
@@ -141,6 +141,7 @@ fn expire_commit_then_sweep_reclaims_exactly_what_only_expired_snapshots_held() 
 
     let mut apply = vec!["apply".to_owned(), plan_path.display().to_string()];
     apply.extend(t.pointer());
+    apply.push("--allow-future-now".into());
     let o = lakesweep(&apply);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let check = py(&["check", t.dir.to_str().unwrap()]);
@@ -241,7 +242,11 @@ fn policies_are_checked_bound_and_applied() {
     .unwrap();
     let mut apply = vec!["apply".to_owned(), plan_path.display().to_string()];
     apply.extend(t.pointer());
-    apply.extend(["--holds".into(), newer.display().to_string()]);
+    apply.extend([
+        "--holds".into(),
+        newer.display().to_string(),
+        "--allow-future-now".into(),
+    ]);
     let o = lakesweep(&apply);
     assert_eq!(
         o.status.code(),

@@ -129,6 +129,15 @@ fn upload(m: &Moto) -> BTreeSet<String> {
         .map(|i| format!("data/extra/orphan-{i:05}.parquet"))
         .collect();
     files.extend(extras.iter().map(|k| (k.clone(), b"orphan".to_vec())));
+    // The pointer: version-hint.text naming the current metadata file.
+    let cur = expect()["events"]["metadata_location"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    files.push(("metadata/version-hint.text".into(), cur.into_bytes()));
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         futures::stream::iter(files)
@@ -170,8 +179,6 @@ fn plan_apply_plan_on_an_s3_server() {
         let mut a: Vec<String> = vec![
             "plan".into(),
             loc.replace("s3://", "s3a://"),
-            "--metadata".into(),
-            meta.clone(),
             "--location-map".into(),
             map.clone(),
             "--now".into(),
@@ -184,6 +191,7 @@ fn plan_apply_plan_on_an_s3_server() {
         a
     };
     let v = json(&run(&m, &plan_args(true)));
+    assert!(v["tokens"]["metadata_location"].as_str().unwrap() == meta);
     let mut want = planted(&t, &["candidate", "young"]);
     want.extend(extras.iter().cloned());
     assert_eq!(deletes(&v), want);
@@ -195,10 +203,9 @@ fn plan_apply_plan_on_an_s3_server() {
         &[
             "apply".into(),
             plan_path.display().to_string(),
-            "--metadata".into(),
-            meta.clone(),
             "--location-map".into(),
             map.clone(),
+            "--allow-future-now".into(),
         ],
     );
     assert!(
