@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# The test command: builds the component, then runs every test (the core's
-# unit, integration, property and component tests, and the sidecar's tests).
+# The test command: installs the Python packages the tests use
+# (tests/requirements.txt), builds the component, then runs every test (the
+# core's unit, integration, property, mutation and component tests, the
+# benchmark's smoke pass, and the sidecar's tests, including the S3 and
+# pyiceberg end-to-end tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+python3 -c 'import moto.server, fastavro, pyiceberg.catalog.sql, pyarrow'
 bash scripts/build-component.sh
 cargo test --all-targets
 cargo test --doc
