@@ -97,7 +97,8 @@ pub struct Context {
 /// `/`, no `.` or `..` segments (such a prefix would silently match nothing).
 fn relative_prefix(p: &str) -> bool {
     !p.is_empty()
-        && !p.contains(':')
+        && !p.contains("://")
+        && !p.starts_with("file:")
         && !p.starts_with('/')
         && !p.split('/').any(|s| s == "." || s == "..")
 }
@@ -116,6 +117,18 @@ impl Context {
                         w.staging_prefix
                     ),
                 ));
+            }
+        }
+        for d in &c.dr_checkpoints {
+            if let DrCheckpoint::MetadataFile(f) = d {
+                if !f.contains("://") {
+                    return Err(Error::invalid(
+                        "context.drCheckpoints.metadataFile",
+                        format!(
+                            "`{f}` must be an absolute URI (like the table's metadata-log entries)"
+                        ),
+                    ));
+                }
             }
         }
         for h in &c.holds {

@@ -465,7 +465,7 @@ pub fn plan_expiry(req: &ExpiryRequest, metadata_bytes: &[u8]) -> Result<ExpiryP
                 "reader lease of {} ({}) for {}",
                 l.owner,
                 l.purpose,
-                human_ms(until - now)
+                human_ms(until.saturating_sub(now))
             ));
         }
     }

@@ -124,8 +124,8 @@ pub struct Tally {
 
 impl Tally {
     fn add(&mut self, size: u64) {
-        self.count += 1;
-        self.bytes += size;
+        self.count = self.count.saturating_add(1);
+        self.bytes = self.bytes.saturating_add(size);
     }
     fn sub(&mut self, size: u64) {
         self.count = self.count.saturating_sub(1);
@@ -361,6 +361,18 @@ impl Session {
             .map(crate::Context::parse)
             .transpose()?
             .unwrap_or_default();
+        if let Some(p) = &policy {
+            let seen = protections.hold_generation();
+            if seen < p.legal_hold_generation {
+                return Err(Error::invalid(
+                    "context.holds",
+                    format!(
+                        "the context's holds are generation {seen}, the policy expects at least {}: the hold list is stale (or missing)",
+                        p.legal_hold_generation
+                    ),
+                ));
+            }
+        }
         let window = policy
             .as_ref()
             .map(|p| p.file_retention.orphan_safety_interval.0)
@@ -576,7 +588,7 @@ impl Session {
                 refs_digest: hex(&Sha256::digest(refs_text.as_bytes())),
                 refs: self.refs.clone(),
                 now_ms: self.config.now_ms,
-                file_retention_ms: self.config.file_retention_ms,
+                file_retention_ms: self.classifier.file_retention_ms,
                 keep_deleted_entries: self.config.keep_deleted_entries,
                 policy_digest: self.policy.as_ref().map(crate::Policy::digest),
                 hold_generation: self.classifier.protections.hold_generation(),
@@ -612,7 +624,13 @@ impl Session {
     }
 
     fn request_read(&mut self, uri: String, purpose: Purpose) {
-        if !matches!(purpose, Purpose::OwnerCheck { .. }) && !self.requested.insert(uri.clone()) {
+        // Metadata is always (re-)read: a pointer may move back to a
+        // document read earlier (A -> B -> A) and must be checked again.
+        let always = matches!(purpose, Purpose::OwnerCheck { .. } | Purpose::Metadata);
+        if !self.requested.insert(uri.clone()) && !always {
+            return;
+        }
+        if self.pending.contains_key(&uri) {
             return;
         }
         self.pending.insert(uri.clone(), purpose);
@@ -657,7 +675,19 @@ impl Session {
     /// Returns the canonical URI (what the host must read).
     fn reference(&mut self, blob: &str, raw: &str, source: Source) -> Result<String> {
         let mapped = apply_mappings(raw, &self.config.location_map);
-        let canon = CanonicalUri::parse(&mapped)
+        self.reference_mapped(blob, raw, &mapped, source)
+    }
+
+    /// Records a path that is already mapped (the pointer: mapping it twice
+    /// would break mappings whose target lies under their source).
+    fn reference_mapped(
+        &mut self,
+        blob: &str,
+        raw: &str,
+        mapped: &str,
+        source: Source,
+    ) -> Result<String> {
+        let canon = CanonicalUri::parse(mapped)
             .map_err(|e| Error::malformed(blob, format!("path `{raw}`: {e}")))?;
         let loc = &self.classifier.location;
         let loose = loc.loose_relative(&canon);
@@ -815,6 +845,17 @@ impl Session {
             _ => {}
         }
         if let Some(p) = &self.policy {
+            if let Some(v) = p.binding.format_version {
+                if v != md.format_version {
+                    return Err(Error::invalid(
+                        "policy.binding.formatVersion",
+                        format!(
+                            "the policy is for format version {v}, the table is {}",
+                            md.format_version
+                        ),
+                    ));
+                }
+            }
             if md.table_uuid.as_deref() != Some(p.binding.table_uuid.as_str()) {
                 return Err(Error::invalid(
                     "policy.binding.tableUuid",
@@ -836,7 +877,7 @@ impl Session {
                 "table property gc.enabled=false forbids deleting files",
             ));
         }
-        self.reference(uri, uri, Source::CurrentMetadata)?;
+        self.reference_mapped(uri, uri, uri, Source::CurrentMetadata)?;
         for f in &md.metadata_log {
             self.reference(uri, f, Source::MetadataLog)?;
         }

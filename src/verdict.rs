@@ -203,7 +203,7 @@ impl Classifier {
                 obj,
                 rel,
                 Verdict::Young,
-                format!("modified {} in the future", human_ms(-age)),
+                format!("modified {} in the future", human_ms(age.saturating_neg())),
             );
         }
         if age < self.file_retention_ms {

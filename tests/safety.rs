@@ -603,3 +603,72 @@ fn context_naming_snapshots_the_table_lost_refuses_and_dr_metadata_keeps_its_fil
         assert!(lakesweep::Session::start(c).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn a_pointer_that_moves_back_is_read_again_and_the_session_finishes() {
+    let (mut o, meta1) = base();
+    let mut later = o.extra.clone();
+    let meta2 = write_table(
+        &mut later,
+        &[
+            (1, entries(&["data/a.parquet", "data/b.parquet"])),
+            (2, entries(&["data/c.parquet"])),
+        ],
+        2,
+        UUID,
+        NOW - 60_000,
+    );
+    o.extra = later;
+    // A -> B -> A (a rollback of the catalog pointer while we sweep), then stable.
+    o.pointers = vec![meta2.clone(), meta1.clone(), meta1.clone()];
+    let run = run_native(cfg(&meta1), &o).unwrap();
+    let plan = run.plan();
+    assert_eq!(plan.tokens.metadata_location, meta1);
+    assert_eq!(plan.summary.rechecks, 2);
+    // Everything either version referenced stays.
+    assert!(plan.delete.iter().all(|d| !d.key.starts_with("data/")));
+}
+
+#[test]
+fn a_mapping_whose_target_is_under_its_source_keeps_the_current_metadata() {
+    // The table was restored one level down: metadata names `LOC`, files live at `LOC/restore`.
+    let mut o = HostOptions::synthetic();
+    let meta = write_table(
+        &mut o.extra,
+        &[(1, entries(&["data/a.parquet"]))],
+        1,
+        UUID,
+        OLD,
+    );
+    let restored: BTreeMap<String, (Vec<u8>, i64)> = o
+        .extra
+        .iter()
+        .map(|(k, v)| (k.replace(LOC, &format!("{LOC}/restore")), v.clone()))
+        .collect();
+    o.extra = restored;
+    let loc = format!("{LOC}/restore");
+    let mut c = SessionConfig::new(&loc, &meta, NOW, RETENTION);
+    c.location_map = vec![lakesweep::PathMapping {
+        from: LOC.into(),
+        to: loc.clone(),
+    }];
+    let run = run_native(c, &o).unwrap();
+    let v = run.verdicts();
+    let cur = meta.strip_prefix(&format!("{LOC}/")).unwrap();
+    assert_eq!(v[cur].verdict, Verdict::Referenced, "{}", v[cur].detail);
+    assert!(run.plan().delete.is_empty());
+}
+
+#[test]
+fn a_stale_hold_list_refuses_the_sweep() {
+    let (o, meta) = base();
+    let mut c = cfg(&meta);
+    c.policy = Some(policy_doc(UUID, "3d").replace(
+        r#""fileRetention""#,
+        r#""legalHoldGeneration":20,"fileRetention""#,
+    ));
+    let e = run_native(c.clone(), &o).unwrap_err();
+    assert!(e.to_string().contains("stale"), "{e}");
+    c.context = Some(r#"{"holds":[{"scope":{"pathPrefix":"data/x/"},"generation":20}]}"#.into());
+    assert!(run_native(c, &o).is_ok());
+}

@@ -130,13 +130,14 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
     }
     if let Some(ctx) = &input.context {
         let ctx: Value = serde_json::from_str(ctx).map_err(|e| format!("context: {e}"))?;
-        let now = ctx["holds"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|h| h["generation"].as_u64())
-            .max()
-            .unwrap_or(0);
+        let mut now = 0;
+        for h in ctx["holds"].as_array().into_iter().flatten() {
+            now = now.max(
+                h["generation"]
+                    .as_u64()
+                    .ok_or_else(|| format!("context: a hold without a numeric generation: {h}"))?,
+            );
+        }
         let sealed_gen = plan["tokens"]["hold_generation"].as_u64().unwrap_or(0);
         if now > sealed_gen {
             return Err(format!(
