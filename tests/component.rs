@@ -287,3 +287,50 @@ fn component_fails_closed_like_native() {
         }
     ));
 }
+
+/// The policy and the context cross the WIT boundary unchanged: the same
+/// `protected` verdicts, window and tokens as the native crate.
+#[test]
+fn component_honours_policy_and_context_like_native() {
+    let (engine, component) = load();
+    let t = tables().into_iter().find(|t| t.name == "events").unwrap();
+    let uuid = {
+        let md: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(vpath(&t.metadata_location).unwrap()).unwrap())
+                .unwrap();
+        md["table-uuid"].as_str().unwrap().to_owned()
+    };
+    let mut cfg = t.config();
+    cfg.policy = Some(format!(
+        r#"{{"schema":"lakehouseRetentionPolicy.v1","binding":{{"tableUuid":"{uuid}","format":"iceberg"}},
+            "fileRetention":{{"orphanSafetyInterval":"2d","maxWriterDuration":"6h"}},"legalHoldGeneration":3}}"#
+    ));
+    cfg.context = Some(
+        r#"{"holds":[{"scope":{"pathPrefix":"data/category=a+b/"},"generation":3,"reason":"case 3"}],
+            "writers":[{"stagingPrefix":"metadata/00099-","startedAtMs":0}]}"#
+            .into(),
+    );
+    let o = HostOptions::for_table(&t);
+    let native = run_native(cfg.clone(), &o).unwrap();
+    let mut w = Wasm::start(&engine, &component, cfg).unwrap();
+    let wasm = drive(&mut w, &t.metadata_location, &o).unwrap();
+    assert_eq!(wasm.plan_json, native.plan_json);
+    assert_eq!(wasm.decisions, native.decisions);
+    let v = native.verdicts();
+    assert_eq!(
+        v["data/category=a+b/orphan-old-in-partition.parquet"].verdict,
+        Verdict::Protected
+    );
+    assert_eq!(
+        v["metadata/00099-00000000-0000-0000-0000-000000000063.metadata.json"].verdict,
+        Verdict::Protected
+    );
+    let plan = native.plan();
+    assert_eq!(plan.delete.len(), 1, "only the unprotected old orphan");
+    assert_eq!(plan.tokens.hold_generation, 3);
+    assert!(plan.tokens.policy_digest.is_some());
+    assert!(plan
+        .warnings
+        .iter()
+        .any(|w| w.contains("longer than maxWriterDuration")));
+}

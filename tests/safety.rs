@@ -346,40 +346,56 @@ fn protocol_errors_poison_the_session() {
 fn page_mode_gives_the_session_verdicts() {
     for t in tables() {
         let o = HostOptions::for_table(&t);
-        let run = run_native(t.config(), &o).unwrap();
-        // Build the keep set with a session, export it, classify pages statelessly.
-        let mut s = lakesweep::Session::start(t.config()).unwrap();
-        let mut bytes = None;
-        while let Some(r) = s.poll_request() {
-            match r {
-                lakesweep::Request::ReadBlob { uri } => s
-                    .handle_blob(uri.clone(), std::fs::read(vpath(&uri).unwrap()).unwrap())
-                    .unwrap(),
-                lakesweep::Request::List { .. } => {
-                    bytes = Some(s.export_keep_set().unwrap());
-                    break;
-                }
-                other => panic!("{other:?}"),
-            }
-        }
-        let pc = PageClassifier::load(bytes.unwrap()).unwrap();
-        assert_eq!(pc.metadata_location(), t.metadata_location);
-        let listing = list(&t.location, &o);
-        let mut got = BTreeMap::new();
-        for page in listing.chunks(4) {
-            for d in pc.classify(page.to_vec()).unwrap() {
-                let d = if d.verdict == Verdict::OwnerCheck {
-                    let obj = page.iter().find(|x| x.key == d.key).unwrap().clone();
-                    pc.settle_metadata_file(obj, std::fs::read(vpath(&d.key).unwrap()).ok())
-                        .unwrap()
-                } else {
-                    d
-                };
-                got.insert(d.relative_key.clone(), d);
-            }
-        }
-        assert_eq!(got, run.verdicts(), "{}", t.name);
+        assert_page_mode_matches(t.config(), &o, &t.location, &t.name);
+        // With a context, the exported keep set carries the protections.
+        let mut c = t.config();
+        c.context = Some(r#"{"holds":[{"scope":{"pathPrefix":"data/"},"generation":1}]}"#.into());
+        let protected = run_native(c.clone(), &o)
+            .unwrap()
+            .verdicts()
+            .values()
+            .filter(|d| d.verdict == Verdict::Protected)
+            .count();
+        assert!(protected > 0, "{}: the hold protects something", t.name);
+        assert_page_mode_matches(c, &o, &t.location, &t.name);
     }
+}
+
+/// Builds the keep set with a session, exports it, classifies the listing
+/// statelessly page by page, and compares with the session's verdicts.
+fn assert_page_mode_matches(cfg: SessionConfig, o: &HostOptions, location: &str, name: &str) {
+    let run = run_native(cfg.clone(), o).unwrap();
+    let mut s = lakesweep::Session::start(cfg.clone()).unwrap();
+    let mut bytes = None;
+    while let Some(r) = s.poll_request() {
+        match r {
+            lakesweep::Request::ReadBlob { uri } => s
+                .handle_blob(uri.clone(), std::fs::read(vpath(&uri).unwrap()).unwrap())
+                .unwrap(),
+            lakesweep::Request::List { .. } => {
+                bytes = Some(s.export_keep_set().unwrap());
+                break;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let pc = PageClassifier::load(bytes.unwrap()).unwrap();
+    assert_eq!(pc.metadata_location(), cfg.metadata_location);
+    let listing = list(location, o);
+    let mut got = BTreeMap::new();
+    for page in listing.chunks(4) {
+        for d in pc.classify(page.to_vec()).unwrap() {
+            let d = if d.verdict == Verdict::OwnerCheck {
+                let obj = page.iter().find(|x| x.key == d.key).unwrap().clone();
+                pc.settle_metadata_file(obj, std::fs::read(vpath(&d.key).unwrap()).ok())
+                    .unwrap()
+            } else {
+                d
+            };
+            got.insert(d.relative_key.clone(), d);
+        }
+    }
+    assert_eq!(got, run.verdicts(), "{name}");
 }
 
 /// A random history: snapshots drawing entries from a pool, plus orphans.
