@@ -165,7 +165,12 @@ impl Store {
                     .with_retry(retry())
                     .build()
                     .map_err(err)?;
-                let scheme = if scheme == "az" { "az" } else { "abfss" };
+                // Listed keys keep the table's own spelling of the scheme.
+                let scheme = match scheme {
+                    "az" => "az",
+                    "abfs" => "abfs",
+                    _ => "abfss",
+                };
                 Ok(Store {
                     inner: Arc::new(az),
                     kind: Kind::Bucket,
