@@ -234,3 +234,111 @@ fn plan_apply_plan_on_an_s3_server() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A fault-injecting HTTP proxy in front of moto: one request per
+/// connection; `fail(request_line, n)` says whether the n-th request gets
+/// the given status instead of reaching the server.
+fn proxy(
+    upstream: &str,
+    status: &'static str,
+    fail: impl Fn(&str, usize) -> bool + Send + Sync + 'static,
+) -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let up = upstream.trim_start_matches("http://").to_owned();
+    let count = Arc::new(AtomicUsize::new(0));
+    let fail = Arc::new(fail);
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { continue };
+            let (up, count, fail) = (up.clone(), count.clone(), fail.clone());
+            std::thread::spawn(move || {
+                // Read the request head (the proxied requests have no body).
+                let mut head = Vec::new();
+                let mut b = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    match client.read(&mut b) {
+                        Ok(1) => head.push(b[0]),
+                        _ => return,
+                    }
+                }
+                let text = String::from_utf8_lossy(&head).into_owned();
+                let line = text.lines().next().unwrap_or("").to_owned();
+                let n = count.fetch_add(1, Ordering::SeqCst);
+                if fail(&line, n) {
+                    let body = "<Error><Code>Injected</Code></Error>";
+                    let _ = write!(
+                        client,
+                        "HTTP/1.1 {status}\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    return;
+                }
+                let mut fwd = String::new();
+                for l in text.split("\r\n").filter(|l| !l.is_empty()) {
+                    if !l.to_ascii_lowercase().starts_with("connection:") {
+                        fwd.push_str(l);
+                        fwd.push_str("\r\n");
+                    }
+                }
+                fwd.push_str("Connection: close\r\n\r\n");
+                let Ok(mut server) = TcpStream::connect(&up) else {
+                    return;
+                };
+                if server.write_all(fwd.as_bytes()).is_err() {
+                    return;
+                }
+                let _ = std::io::copy(&mut server, &mut client);
+            });
+        }
+    });
+    format!("http://127.0.0.1:{port}")
+}
+
+#[test]
+fn store_errors_are_retried_and_a_failing_listing_leaves_no_plan() {
+    let m = start_moto();
+    upload(&m);
+    let t = expect()["events"].clone();
+    let map = format!("file:///lakesweep-fixtures=s3://{BUCKET}");
+    let plan_via = |endpoint: &str| {
+        let mut env = env(&m);
+        env.retain(|(k, _)| *k != "AWS_ENDPOINT_URL");
+        env.push(("AWS_ENDPOINT_URL", endpoint.to_owned()));
+        Command::new(env!("CARGO_BIN_EXE_lakesweep"))
+            .args([
+                "plan",
+                &format!("s3://{BUCKET}/warehouse/demo/events"),
+                "--location-map",
+                &map,
+                "--now",
+                &t["now_ms"].to_string(),
+                "--json",
+            ])
+            .envs(env)
+            .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"))
+            .output()
+            .unwrap()
+    };
+    let direct = json(&plan_via(&m.endpoint));
+    // Every third request is throttled (503): retried with backoff, same plan.
+    let flaky = proxy(&m.endpoint, "503 Slow Down", |_, n| n % 3 == 1);
+    let retried = json(&plan_via(&flaky));
+    assert_eq!(deletes(&retried), deletes(&direct));
+    assert_eq!(retried["digest"], direct["digest"]);
+    // The second page of the listing is refused (403, not retryable): no plan.
+    let broken = proxy(&m.endpoint, "403 Forbidden", |line, _| {
+        line.contains("list-type=2") && line.contains("continuation-token")
+    });
+    let o = plan_via(&broken);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("listing failed"), "{err}");
+}
