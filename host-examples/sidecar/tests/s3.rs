@@ -65,16 +65,24 @@ fn start_moto() -> Moto {
         std::thread::sleep(Duration::from_millis(200));
     }
     // Create the bucket (moto accepts unsigned requests).
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let resp = raw(&moto, "PUT", &format!("/{BUCKET}"), "");
+    assert!(resp.starts_with("HTTP/1.1 200"), "create bucket: {resp}");
+    moto
+}
+
+/// An unsigned request to moto (it accepts them); returns the status line.
+fn raw(m: &Moto, method: &str, path: &str, body: &str) -> String {
+    let port = m.endpoint.rsplit(':').next().unwrap();
+    let mut s = TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
     write!(
         s,
-        "PUT /{BUCKET} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
     )
     .unwrap();
     let mut resp = String::new();
     s.read_to_string(&mut resp).unwrap();
-    assert!(resp.starts_with("HTTP/1.1 200"), "create bucket: {resp}");
-    moto
+    resp
 }
 
 fn env(m: &Moto) -> Vec<(&'static str, String)> {
@@ -341,4 +349,64 @@ fn store_errors_are_retried_and_a_failing_listing_leaves_no_plan() {
     );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("listing failed"), "{err}");
+}
+
+#[test]
+fn a_versioned_bucket_gets_receipts_with_version_ids() {
+    let m = start_moto();
+    let resp = raw(
+        &m,
+        "PUT",
+        &format!("/{BUCKET}?versioning"),
+        r#"<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>"#,
+    );
+    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+    upload(&m);
+    let t = expect()["events"].clone();
+    let map = format!("file:///lakesweep-fixtures=s3://{BUCKET}");
+    let dir = std::env::temp_dir().join(format!("lakesweep-s3v-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan_path = dir.join("plan.json");
+    let table = format!("s3://{BUCKET}/warehouse/demo/events");
+    let now = t["now_ms"].as_i64().unwrap() + 365 * 86_400_000;
+    let plan = |out: bool| {
+        let mut a = vec![
+            "plan".to_owned(),
+            table.clone(),
+            "--location-map".into(),
+            map.clone(),
+            "--now".into(),
+            now.to_string(),
+            "--json".into(),
+        ];
+        if out {
+            a.extend(["--out".into(), plan_path.display().to_string()]);
+        }
+        json(&run(&m, &a))
+    };
+    let v = plan(true);
+    let planned = deletes(&v);
+    assert!(planned.len() > EXTRA);
+    let o = run(
+        &m,
+        &[
+            "apply".into(),
+            plan_path.display().to_string(),
+            "--location-map".into(),
+            map.clone(),
+            "--allow-future-now".into(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let receipts =
+        std::fs::read_to_string(format!("{}.receipts.jsonl", plan_path.display())).unwrap();
+    for line in receipts.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(r["result"], "deleted", "{r}");
+        // The version that was current when deleted: what an undo restores.
+        assert!(r["seen"]["version_id"].is_string(), "{r}");
+    }
+    // Deleted means gone from the listing (a delete marker hides the old version).
+    assert!(deletes(&plan(false)).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
 }
