@@ -133,11 +133,7 @@ pub fn plan_expiry(req: &ExpiryRequest, metadata_bytes: &[u8]) -> Result<ExpiryP
     let now = req.now_ms;
     let mut warnings: BTreeSet<String> = BTreeSet::new();
 
-    if md
-        .properties
-        .get("gc.enabled")
-        .is_some_and(|v| v.eq_ignore_ascii_case("false"))
-    {
+    if !md.gc_enabled() {
         return Err(Error::unsafe_(
             UnsafeReason::GcDisabled,
             "table property gc.enabled=false forbids snapshot expiry",
@@ -145,50 +141,13 @@ pub fn plan_expiry(req: &ExpiryRequest, metadata_bytes: &[u8]) -> Result<ExpiryP
     }
     let policy = req.policy.as_ref();
     if let Some(p) = policy {
-        let r = p.check();
-        if let Some(e) = r.errors.first() {
-            return Err(Error::invalid(
-                &format!("policy.{}", e.field),
-                e.message.clone(),
-            ));
-        }
-        if md.table_uuid.as_deref() != Some(p.binding.table_uuid.as_str()) {
-            return Err(Error::invalid(
-                "policy.binding.tableUuid",
-                format!(
-                    "the policy is for table {}, this table is {}",
-                    p.binding.table_uuid,
-                    md.table_uuid.as_deref().unwrap_or("(no uuid)")
-                ),
-            ));
-        }
-        if let Some(v) = p.binding.format_version {
-            if v != md.format_version {
-                return Err(Error::invalid(
-                    "policy.binding.formatVersion",
-                    format!(
-                        "the policy is for format version {v}, the table is {}",
-                        md.format_version
-                    ),
-                ));
-            }
-        }
+        p.ensure_valid()?;
+        p.ensure_binds(&md)?;
+        p.ensure_holds_current(&req.context)?;
     }
     let sr = policy
         .map(|p| p.snapshot_retention.clone())
         .unwrap_or_default();
-    if let Some(p) = policy {
-        let seen = req.context.hold_generation();
-        if seen < p.legal_hold_generation {
-            return Err(Error::invalid(
-                "context.holds",
-                format!(
-                    "the context's holds are generation {seen}, the policy expects at least {}: the hold list is stale",
-                    p.legal_hold_generation
-                ),
-            ));
-        }
-    }
 
     // Defaults: the table's `history.expire.*` properties, else Java's. A
     // policy value replaces Java's built-in default but can only lengthen

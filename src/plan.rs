@@ -362,16 +362,7 @@ impl Session {
             .transpose()?
             .unwrap_or_default();
         if let Some(p) = &policy {
-            let seen = protections.hold_generation();
-            if seen < p.legal_hold_generation {
-                return Err(Error::invalid(
-                    "context.holds",
-                    format!(
-                        "the context's holds are generation {seen}, the policy expects at least {}: the hold list is stale (or missing)",
-                        p.legal_hold_generation
-                    ),
-                ));
-            }
+            p.ensure_holds_current(&protections)?;
         }
         let window = policy
             .as_ref()
@@ -845,33 +836,9 @@ impl Session {
             _ => {}
         }
         if let Some(p) = &self.policy {
-            if let Some(v) = p.binding.format_version {
-                if v != md.format_version {
-                    return Err(Error::invalid(
-                        "policy.binding.formatVersion",
-                        format!(
-                            "the policy is for format version {v}, the table is {}",
-                            md.format_version
-                        ),
-                    ));
-                }
-            }
-            if md.table_uuid.as_deref() != Some(p.binding.table_uuid.as_str()) {
-                return Err(Error::invalid(
-                    "policy.binding.tableUuid",
-                    format!(
-                        "the policy is for table {}, this table is {}",
-                        p.binding.table_uuid,
-                        md.table_uuid.as_deref().unwrap_or("(no uuid)")
-                    ),
-                ));
-            }
+            p.ensure_binds(&md)?;
         }
-        if md
-            .properties
-            .get("gc.enabled")
-            .is_some_and(|v| v.eq_ignore_ascii_case("false"))
-        {
+        if !md.gc_enabled() {
             return Err(Error::unsafe_(
                 UnsafeReason::GcDisabled,
                 "table property gc.enabled=false forbids deleting files",

@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::spec::iceberg::TableMetadata;
 
 /// The schema name a policy document must carry.
 pub const POLICY_SCHEMA: &str = "lakehouseRetentionPolicy.v1";
@@ -208,14 +210,60 @@ impl Policy {
     /// Parses, then refuses the policy if [`Policy::check`] finds errors.
     pub fn parse_checked(json: &str) -> Result<Policy> {
         let p = Policy::parse(json)?;
-        let r = p.check();
-        if let Some(e) = r.errors.first() {
-            return Err(Error::invalid(
+        p.ensure_valid()?;
+        Ok(p)
+    }
+
+    /// The first error [`Policy::check`] finds, as an
+    /// [`Error::InvalidOptions`] naming the field.
+    pub fn ensure_valid(&self) -> Result<()> {
+        match self.check().errors.first() {
+            Some(e) => Err(Error::invalid(
                 &format!("policy.{}", e.field),
                 e.message.clone(),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses a table the policy is not bound to (another uuid, another
+    /// format version).
+    pub fn ensure_binds(&self, md: &TableMetadata) -> Result<()> {
+        if md.table_uuid.as_deref() != Some(self.binding.table_uuid.as_str()) {
+            return Err(Error::invalid(
+                "policy.binding.tableUuid",
+                format!(
+                    "the policy is for table {}, this table is {}",
+                    self.binding.table_uuid,
+                    md.table_uuid.as_deref().unwrap_or("(no uuid)")
+                ),
             ));
         }
-        Ok(p)
+        match self.binding.format_version {
+            Some(v) if v != md.format_version => Err(Error::invalid(
+                "policy.binding.formatVersion",
+                format!(
+                    "the policy is for format version {v}, the table is {}",
+                    md.format_version
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuses a context whose holds are older than `legalHoldGeneration`.
+    pub fn ensure_holds_current(&self, ctx: &Context) -> Result<()> {
+        let seen = ctx.hold_generation();
+        if seen < self.legal_hold_generation {
+            return Err(Error::invalid(
+                "context.holds",
+                format!(
+                    "the context's holds are generation {seen}, the policy expects at least {}: the hold list is stale (or missing)",
+                    self.legal_hold_generation
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// SHA-256 (hex) over the canonical JSON form: sorted keys, durations

@@ -168,6 +168,15 @@ pub(crate) fn maybe_gunzip<'a>(uri: &str, bytes: &'a [u8]) -> Result<std::borrow
 }
 
 impl TableMetadata {
+    /// False when the table property `gc.enabled` is `false`: nothing of
+    /// the table may then be deleted or expired.
+    pub fn gc_enabled(&self) -> bool {
+        !self
+            .properties
+            .get("gc.enabled")
+            .is_some_and(|v| v.eq_ignore_ascii_case("false"))
+    }
+
     /// Parses a metadata JSON document (plain or gzip).
     pub fn parse(uri: &str, bytes: &[u8]) -> Result<TableMetadata> {
         let bytes = maybe_gunzip(uri, bytes)?;

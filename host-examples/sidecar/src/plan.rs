@@ -126,15 +126,23 @@ pub async fn run(input: &PlanInput) -> Result<Outcome, String> {
         .map_err(trap)?
         .map_err(|e| describe(&e))?;
     let mut decisions: BTreeMap<String, wt::Decision> = BTreeMap::new();
-    let keep = |ds: Vec<wt::Decision>, decisions: &mut BTreeMap<String, wt::Decision>| {
+    // Drains the planner's decisions into `decisions` (the last verdict
+    // for a key wins: a demotion replaces the candidate before it).
+    let drain = |wstore: &mut wasmtime::Store<()>,
+                 decisions: &mut BTreeMap<String, wt::Decision>|
+     -> Result<(), String> {
+        let ds = p
+            .session()
+            .call_drain_decisions(wstore, session)
+            .map_err(trap)?;
         for d in ds {
             if input.keep_all_decisions || d.verdict != wt::Verdict::Referenced {
                 decisions.insert(d.relative_key.clone(), d);
             } else {
-                // A later verdict for the same key replaces an earlier one.
                 decisions.remove(&d.relative_key);
             }
         }
+        Ok(())
     };
     let reads_bar = progress("{spinner} read {pos} metadata blobs {msg}");
     let mut reads = 0usize;
@@ -175,11 +183,7 @@ pub async fn run(input: &PlanInput) -> Result<Outcome, String> {
                 None => p.session().call_handle_missing(&mut *wstore, session, &uri),
             };
             r.map_err(trap)?.map_err(|e| describe(&e))?;
-            let ds = p
-                .session()
-                .call_drain_decisions(&mut *wstore, session)
-                .map_err(trap)?;
-            keep(ds, &mut decisions);
+            drain(wstore, &mut decisions)?;
         }
         drop(fetched);
         for prefix in lists {
@@ -197,12 +201,7 @@ pub async fn run(input: &PlanInput) -> Result<Outcome, String> {
                     .call_handle_page(&mut *wstore, session, &objs, last)
                     .map_err(trap)?
                     .map_err(|e| describe(&e))?;
-                let ds = p
-                    .session()
-                    .call_drain_decisions(&mut *wstore, session)
-                    .map_err(trap)?;
-                keep(ds, decisions);
-                Ok(())
+                drain(wstore, decisions)
             };
             while let Some(o) = stream.next().await {
                 // A failed listing leaves the plan unfinished, never partial.
@@ -215,13 +214,14 @@ pub async fn run(input: &PlanInput) -> Result<Outcome, String> {
                     }
                 }
             }
-            match held {
-                Some(prev) if page.is_empty() => feed(prev, true, wstore, &mut decisions)?,
-                Some(prev) => {
-                    feed(prev, false, wstore, &mut decisions)?;
-                    feed(page, true, wstore, &mut decisions)?;
-                }
-                None => feed(page, true, wstore, &mut decisions)?,
+            // The held page is the last one unless a partial page follows;
+            // an empty listing is one empty last page.
+            let held_is_last = held.is_some() && page.is_empty();
+            if let Some(prev) = held {
+                feed(prev, held_is_last, wstore, &mut decisions)?;
+            }
+            if !held_is_last {
+                feed(page, true, wstore, &mut decisions)?;
             }
             bar.finish_and_clear();
         }
@@ -231,11 +231,7 @@ pub async fn run(input: &PlanInput) -> Result<Outcome, String> {
                 .call_handle_pointer(&mut *wstore, session, Some(&now))
                 .map_err(trap)?
                 .map_err(|e| describe(&e))?;
-            let ds = p
-                .session()
-                .call_drain_decisions(&mut *wstore, session)
-                .map_err(trap)?;
-            keep(ds, &mut decisions);
+            drain(wstore, &mut decisions)?;
         }
     }
     reads_bar.finish_and_clear();

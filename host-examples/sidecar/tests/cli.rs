@@ -62,11 +62,7 @@ fn plan_apply_plan_deletes_exactly_the_plan_and_the_table_still_reads() {
     let before = s.files();
 
     // A dry run checks and deletes nothing.
-    let mut args = vec!["apply".to_owned(), plan_path.display().to_string()];
-    args.extend(s.catalog());
-    args.extend(["--location-map".into(), s.map()]);
-    // The fixtures were judged at a fixed time a little ahead of today.
-    args.push("--allow-future-now".into());
+    let args = s.apply_args(&plan_path, true);
     let mut dry = args.clone();
     dry.push("--dry-run".into());
     let o = lakesweep(&dry);
@@ -132,11 +128,7 @@ fn a_commit_between_plan_and_apply_makes_apply_refuse() {
     )
     .unwrap();
     let after_commit = s.files();
-    let mut args = vec!["apply".to_owned(), plan_path.display().to_string()];
-    args.extend(s.catalog());
-    args.extend(["--location-map".into(), s.map()]);
-    // The fixtures were judged at a fixed time a little ahead of today.
-    args.push("--allow-future-now".into());
+    let args = s.apply_args(&plan_path, true);
     let o = lakesweep(&args);
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
     assert!(
@@ -159,11 +151,7 @@ fn an_object_rewritten_after_planning_is_skipped() {
         b"rewritten by someone",
     )
     .unwrap();
-    let mut args = vec!["apply".to_owned(), plan_path.display().to_string()];
-    args.extend(s.catalog());
-    args.extend(["--location-map".into(), s.map()]);
-    // The fixtures were judged at a fixed time a little ahead of today.
-    args.push("--allow-future-now".into());
+    let args = s.apply_args(&plan_path, true);
     let o = lakesweep(&args);
     assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
     assert!(s.table().join("data/orphan-old-1.parquet").exists());
@@ -183,11 +171,7 @@ fn a_tampered_plan_is_refused() {
     v["delete"][0]["key"] = "data/00000-0-referenced.parquet".into();
     std::fs::write(&plan_path, v.to_string()).unwrap();
     let before = s.files();
-    let mut args = vec!["apply".to_owned(), plan_path.display().to_string()];
-    args.extend(s.catalog());
-    args.extend(["--location-map".into(), s.map()]);
-    // The fixtures were judged at a fixed time a little ahead of today.
-    args.push("--allow-future-now".into());
+    let args = s.apply_args(&plan_path, true);
     let o = lakesweep(&args);
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
     assert_eq!(s.files(), before);
@@ -456,9 +440,7 @@ fn apply_refuses_a_fixed_pointer_and_a_future_plan() {
     let later = (s.t["now_ms"].as_i64().unwrap() + 3650 * 86_400_000).to_string();
     let o = s.plan(&["--now", &later, "--out", future.to_str().unwrap()]);
     assert!(o.status.success(), "{}", out_text(&o));
-    let mut args = vec!["apply".to_owned(), future.display().to_string()];
-    args.extend(s.catalog());
-    args.extend(["--location-map".into(), s.map()]);
+    let args = s.apply_args(&future, false);
     let o = lakesweep(&args);
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("ahead of this machine's clock"));

@@ -65,8 +65,17 @@ fn start_moto() -> Moto {
         std::thread::sleep(Duration::from_millis(200));
     }
     // Create the bucket (moto accepts unsigned requests).
-    let resp = raw(&moto, "PUT", &format!("/{BUCKET}"), "");
-    assert!(resp.starts_with("HTTP/1.1 200"), "create bucket: {resp}");
+    loop {
+        let resp = raw(&moto, "PUT", &format!("/{BUCKET}"), "");
+        if resp.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "create bucket: {resp}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     moto
 }
 
@@ -80,9 +89,10 @@ fn raw(m: &Moto, method: &str, path: &str, body: &str) -> String {
         body.len()
     )
     .unwrap();
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).unwrap();
-    resp
+    let mut resp = Vec::new();
+    // A server still starting may reset the connection: the caller retries.
+    let _ = s.read_to_end(&mut resp);
+    String::from_utf8_lossy(&resp).into_owned()
 }
 
 fn env(m: &Moto) -> Vec<(&'static str, String)> {
@@ -116,23 +126,13 @@ fn upload(m: &Moto) -> BTreeSet<String> {
         .build()
         .unwrap();
     let table = fixtures().join("warehouse/demo/events");
-    let mut files = Vec::new();
-    let mut stack = vec![table.clone()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p
-                    .strip_prefix(&table)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned();
-                files.push((rel, std::fs::read(&p).unwrap()));
-            }
-        }
-    }
+    let mut files: Vec<(String, Vec<u8>)> = files_under(&table)
+        .into_iter()
+        .map(|rel| {
+            let bytes = std::fs::read(table.join(&rel)).unwrap();
+            (rel, bytes)
+        })
+        .collect();
     let extras: BTreeSet<String> = (0..EXTRA)
         .map(|i| format!("data/extra/orphan-{i:05}.parquet"))
         .collect();

@@ -101,22 +101,22 @@ impl Stage {
         lakesweep(&args)
     }
 
+    /// `lakesweep apply PLAN` through the staged catalog and mapping. The
+    /// fixtures were judged at a fixed time a little ahead of today:
+    /// `future_ok` passes `--allow-future-now`.
+    pub fn apply_args(&self, plan: &Path, future_ok: bool) -> Vec<String> {
+        let mut a = vec!["apply".to_owned(), plan.display().to_string()];
+        a.extend(self.catalog());
+        a.extend(["--location-map".into(), self.map()]);
+        if future_ok {
+            a.push("--allow-future-now".into());
+        }
+        a
+    }
+
     /// Relative keys of every file under the staged table.
     pub fn files(&self) -> BTreeSet<String> {
-        let mut out = BTreeSet::new();
-        let mut stack = vec![self.table()];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).unwrap() {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else {
-                    let rel = p.strip_prefix(self.table()).unwrap();
-                    out.insert(rel.to_string_lossy().into_owned());
-                }
-            }
-        }
-        out
+        files_under(&self.table())
     }
 }
 
@@ -124,6 +124,24 @@ impl Drop for Stage {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.root);
     }
+}
+
+/// Relative keys of every file under `dir`.
+pub fn files_under(dir: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap();
+                out.insert(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
+    out
 }
 
 /// Runs the binary with the repository's component.
