@@ -65,34 +65,38 @@ fn start_moto() -> Moto {
         std::thread::sleep(Duration::from_millis(200));
     }
     // Create the bucket (moto accepts unsigned requests).
-    loop {
-        let resp = raw(&moto, "PUT", &format!("/{BUCKET}"), "");
-        if resp.starts_with("HTTP/1.1 200") {
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "create bucket: {resp}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    raw(&moto, "PUT", &format!("/{BUCKET}"), "");
     moto
 }
 
-/// An unsigned request to moto (it accepts them); returns the status line.
-fn raw(m: &Moto, method: &str, path: &str, body: &str) -> String {
+/// An unsigned request to moto (it accepts them), retried until it answers
+/// 200: a server still starting may accept and then reset connections.
+fn raw(m: &Moto, method: &str, path: &str, body: &str) {
     let port = m.endpoint.rsplit(':').next().unwrap();
-    let mut s = TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut resp = Vec::new();
-    // A server still starting may reset the connection: the caller retries.
-    let _ = s.read_to_end(&mut resp);
-    String::from_utf8_lossy(&resp).into_owned()
+    let t = Instant::now();
+    loop {
+        let mut resp = Vec::new();
+        if let Ok(mut s) = TcpStream::connect(format!("127.0.0.1:{port}")) {
+            let sent = write!(
+                s,
+                "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            if sent.is_ok() {
+                let _ = s.read_to_end(&mut resp);
+            }
+        }
+        let resp = String::from_utf8_lossy(&resp);
+        // A retry after a reset may find the bucket already made by the first try.
+        if resp.starts_with("HTTP/1.1 200") || resp.contains("BucketAlreadyOwnedByYou") {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "{method} {path}: {resp}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 fn env(m: &Moto) -> Vec<(&'static str, String)> {
@@ -354,13 +358,12 @@ fn store_errors_are_retried_and_a_failing_listing_leaves_no_plan() {
 #[test]
 fn a_versioned_bucket_gets_receipts_with_version_ids() {
     let m = start_moto();
-    let resp = raw(
+    raw(
         &m,
         "PUT",
         &format!("/{BUCKET}?versioning"),
         r#"<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>"#,
     );
-    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
     upload(&m);
     let t = expect()["events"].clone();
     let map = format!("file:///lakesweep-fixtures=s3://{BUCKET}");
