@@ -69,6 +69,7 @@ fn decision(d: core::Decision) -> wt::Decision {
             core::Verdict::Protected => wt::Verdict::Protected,
             core::Verdict::Candidate => wt::Verdict::Candidate,
             core::Verdict::Demoted => wt::Verdict::Demoted,
+            core::Verdict::ExpiredLog => wt::Verdict::ExpiredLog,
         },
         detail: d.detail,
         size: d.size,
@@ -149,6 +150,8 @@ impl wp::GuestSession for Session {
                 .collect(),
             policy: c.policy,
             context: c.context,
+            keep_versions: c.keep_versions,
+            log_cleanup: c.log_cleanup,
         };
         let s = core::Session::start(config).map_err(err)?;
         Ok(wp::Session::new(Session(RefCell::new(s))))

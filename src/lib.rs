@@ -18,6 +18,7 @@
 //! judged on.
 
 pub mod context;
+mod delta_log;
 pub mod error;
 pub mod expire;
 pub mod page;

@@ -33,6 +33,16 @@ struct Header {
     mappings: Vec<PathMapping>,
     #[serde(default)]
     protections: crate::Context,
+    #[serde(default = "iceberg")]
+    format: crate::plan::TableFormat,
+    #[serde(default)]
+    expired_log: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    reserved: Vec<(String, String)>,
+}
+
+fn iceberg() -> crate::plan::TableFormat {
+    crate::plan::TableFormat::Iceberg
 }
 
 const KEEPSET_SCHEMA: &str = "lakesweep.keepset.v1";
@@ -48,6 +58,9 @@ pub(crate) fn export(c: &Classifier, metadata_location: &str) -> Vec<u8> {
         partition_names: c.partition_names.clone(),
         mappings: c.mappings.clone(),
         protections: c.protections.clone(),
+        format: c.format,
+        expired_log: c.expired_log.clone(),
+        reserved: c.reserved.clone(),
     };
     let h = serde_json::to_vec(&header).unwrap_or_default();
     let mut out = Vec::new();
@@ -87,6 +100,9 @@ impl PageClassifier {
                 table_uuid: h.table_uuid,
                 mappings: h.mappings,
                 protections: h.protections,
+                format: h.format,
+                expired_log: h.expired_log,
+                reserved: h.reserved,
             },
             metadata_location: h.metadata_location,
         })

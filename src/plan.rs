@@ -22,6 +22,8 @@ use crate::reach::{KeepSet, Source};
 use crate::spec::iceberg::{self, TableMetadata};
 use crate::verdict::{object_kind, Classifier, Decision, Judged, ListedObject, Verdict};
 
+mod delta;
+
 /// Shortest file-retention window accepted without `allow_short_retention`:
 /// one hour, in milliseconds.
 pub const MIN_FILE_RETENTION_MS: i64 = 3_600_000;
@@ -36,7 +38,7 @@ pub const PLAN_SCHEMA: &str = "lakesweep.plan.v1";
 pub enum TableFormat {
     /// Apache Iceberg, format versions 1–3.
     Iceberg,
-    /// Delta Lake (not yet supported by this version: refused).
+    /// Delta Lake (reader versions 1–3, writer versions 1–7, known features).
     Delta,
 }
 
@@ -58,7 +60,9 @@ pub struct SessionConfig {
     /// Keep files that appear only in DELETED manifest entries of a retained
     /// snapshot (changelog and incremental readers need them). Default true.
     pub keep_deleted_entries: bool,
-    /// Accept a window shorter than [`MIN_FILE_RETENTION_MS`].
+    /// Accept a window shorter than [`MIN_FILE_RETENTION_MS`] and, for Delta,
+    /// shorter than the table's `delta.deletedFileRetentionDuration` (like
+    /// disabling Delta's `retentionDurationCheck`; the plan warns).
     pub allow_short_retention: bool,
     /// Prefix rewrites applied to every path read from metadata.
     pub location_map: Vec<PathMapping>,
@@ -69,6 +73,11 @@ pub struct SessionConfig {
     /// The live context (JSON, see [`crate::Context`]): hold prefixes and
     /// writers' staging prefixes are never swept; a table hold keeps everything.
     pub context: Option<String>,
+    /// Delta only: table versions whose files are all kept (besides the latest).
+    pub keep_versions: Vec<i64>,
+    /// Delta only: plan removing `_delta_log/` entries that log retention
+    /// (`delta.logRetentionDuration`, 30 days by default) allows removing.
+    pub log_cleanup: bool,
 }
 
 impl SessionConfig {
@@ -90,6 +99,8 @@ impl SessionConfig {
             location_map: Vec::new(),
             policy: None,
             context: None,
+            keep_versions: Vec::new(),
+            log_cleanup: false,
         }
     }
 }
@@ -279,15 +290,33 @@ pub(crate) fn hex(b: &[u8]) -> String {
 
 #[derive(Debug, Clone)]
 enum Purpose {
+    /// A `_delta_log/` file; `order` sorts replay (0 checkpoint and its
+    /// sidecars, 1 a commit before the checkpoint, 2 a commit after it).
+    DeltaLog {
+        order: (u8, u64),
+    },
+    /// The commit after the newest one replayed (re-check; missing = none).
+    DeltaNextCommit {
+        version: u64,
+    },
     Metadata,
     DrMetadata,
-    ManifestList { snapshot_id: i64 },
-    Manifest { expected_len: Option<u64> },
-    OwnerCheck { obj: ListedObject, rel: String },
+    ManifestList {
+        snapshot_id: i64,
+    },
+    Manifest {
+        expected_len: Option<u64>,
+    },
+    OwnerCheck {
+        obj: ListedObject,
+        rel: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
+    /// Delta: listing `_delta_log/` before anything is read.
+    LogListing,
     Reading,
     Listing,
     AwaitPointer,
@@ -317,15 +346,30 @@ pub struct Session {
     rechecks: u32,
     recheck_pending: bool,
     failed: Option<Error>,
+    /// Delta-only state (the log listing and replay).
+    delta: Option<Box<delta::DeltaSweep>>,
 }
 
 impl Session {
     /// Starts a session. The first request is to read the current metadata.
     pub fn start(config: SessionConfig) -> Result<Session> {
-        if config.format != TableFormat::Iceberg {
-            return Err(Error::unsupported(
-                "table format delta (this version plans Iceberg tables only)",
-                &config.table_location,
+        if config.format == TableFormat::Iceberg {
+            if !config.keep_versions.is_empty() {
+                return Err(Error::invalid(
+                    "keep_versions",
+                    "versions are kept on Delta tables; keep Iceberg snapshots with a tag or a policy",
+                ));
+            }
+            if config.log_cleanup {
+                return Err(Error::invalid(
+                    "log_cleanup",
+                    "log cleanup applies to Delta tables (Iceberg metadata is expired with plan-expiry)",
+                ));
+            }
+        } else if config.policy.is_some() {
+            return Err(Error::invalid(
+                "policy",
+                "retention policies bind Iceberg tables in this version; plan Delta tables with options and a context",
             ));
         }
         let location = TableLocation::parse(&config.table_location)
@@ -343,13 +387,17 @@ impl Session {
             ));
         }
         // A pointer from a catalog names the table's original root: map it
-        // like every path found in metadata.
-        let pointer = CanonicalUri::parse(&apply_mappings(
-            &config.metadata_location,
-            &config.location_map,
-        ))
-        .map_err(|e| Error::invalid("metadata_location", e))?
-        .to_uri_string();
+        // like every path found in metadata. Delta's pointer is its log.
+        let pointer = if config.format == TableFormat::Delta {
+            format!("{}_delta_log/", location.prefix())
+        } else {
+            CanonicalUri::parse(&apply_mappings(
+                &config.metadata_location,
+                &config.location_map,
+            ))
+            .map_err(|e| Error::invalid("metadata_location", e))?
+            .to_uri_string()
+        };
         let policy = config
             .policy
             .as_deref()
@@ -378,6 +426,9 @@ impl Session {
             table_uuid: None,
             mappings: config.location_map.clone(),
             protections,
+            format: config.format,
+            expired_log: BTreeMap::new(),
+            reserved: Vec::new(),
         };
         let mut s = Session {
             policy,
@@ -399,8 +450,13 @@ impl Session {
             rechecks: 0,
             recheck_pending: false,
             failed: None,
+            delta: None,
         };
-        s.request_read(pointer, Purpose::Metadata);
+        if s.config.format == TableFormat::Delta {
+            s.start_delta(pointer)?;
+        } else {
+            s.request_read(pointer, Purpose::Metadata);
+        }
         Ok(s)
     }
 
@@ -444,6 +500,10 @@ impl Session {
     /// Answers the `List` request with one page; `is_last` marks the final page.
     pub fn handle_page(&mut self, objects: Vec<ListedObject>, is_last: bool) -> Result<()> {
         self.guard(|s| {
+            if s.phase == Phase::LogListing {
+                s.delta_log_page(objects, is_last)?;
+                return s.advance();
+            }
             if s.phase != Phase::Listing || s.listing_done {
                 return Err(Error::protocol(
                     "listing page sent when no listing was requested (or after the last page)",
@@ -520,7 +580,7 @@ impl Session {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        if self.phase == Phase::Reading && !self.listing_requested() {
+        if !self.listing_requested() {
             return Err(Error::protocol("the keep set is not complete yet"));
         }
         Ok(crate::page::export(
@@ -530,7 +590,10 @@ impl Session {
     }
 
     fn listing_requested(&self) -> bool {
-        self.phase != Phase::Reading || self.recheck_pending
+        matches!(
+            self.phase,
+            Phase::Listing | Phase::AwaitPointer | Phase::Done
+        ) || self.recheck_pending
     }
 
     /// Seals the plan. Fails unless the session is done.
@@ -636,7 +699,7 @@ impl Session {
             .add(d.size);
         match d.verdict {
             Verdict::Referenced => self.matched += 1,
-            Verdict::Candidate => {
+            Verdict::Candidate | Verdict::ExpiredLog => {
                 self.summary
                     .reclaimable
                     .entry(object_kind(&d.relative_key).into())
@@ -722,8 +785,13 @@ impl Session {
             self.record(d);
             return Ok(());
         }
+        if let Purpose::DeltaNextCommit { version } = purpose {
+            return self.delta_next_commit(uri, version, bytes);
+        }
         let Some(bytes) = bytes else {
             let what = match &purpose {
+                Purpose::DeltaLog { .. } => "Delta log file".to_owned(),
+                Purpose::DeltaNextCommit { .. } => "Delta commit".to_owned(),
                 Purpose::Metadata => "table metadata".to_owned(),
                 Purpose::DrMetadata => "disaster-recovery checkpoint metadata".to_owned(),
                 Purpose::ManifestList { snapshot_id } => {
@@ -737,9 +805,13 @@ impl Session {
                 format!("{what} `{uri}` does not exist; the keep set cannot be completed, nothing is deleted"),
             ));
         };
-        self.summary.manifests_read +=
-            u64::from(!matches!(purpose, Purpose::Metadata | Purpose::DrMetadata));
+        self.summary.manifests_read += u64::from(!matches!(
+            purpose,
+            Purpose::Metadata | Purpose::DrMetadata | Purpose::DeltaLog { .. }
+        ));
         match purpose {
+            Purpose::DeltaLog { order } => self.delta_log_blob(uri, order, bytes),
+            Purpose::DeltaNextCommit { .. } => Ok(()),
             Purpose::Metadata => self.process_metadata(uri, bytes),
             Purpose::DrMetadata => {
                 let md = TableMetadata::parse(uri, bytes)?;
@@ -959,6 +1031,15 @@ impl Session {
             return Ok(());
         }
         match self.phase {
+            Phase::Reading if self.delta.as_ref().is_some_and(|d| !d.replayed) => {
+                self.delta_replay()?;
+                self.check_protections()?;
+                self.classifier.keep.freeze();
+                self.phase = Phase::Listing;
+                self.outbox.push_back(Request::List {
+                    prefix: self.classifier.location.prefix(),
+                });
+            }
             Phase::Reading if self.recheck_pending => {
                 self.recheck_pending = false;
                 self.demote();
@@ -986,7 +1067,11 @@ impl Session {
                     ));
                 }
                 self.phase = Phase::AwaitPointer;
-                self.outbox.push_back(Request::ResolvePointer);
+                if self.delta.is_some() {
+                    self.request_next_commit();
+                } else {
+                    self.outbox.push_back(Request::ResolvePointer);
+                }
             }
             _ => {}
         }

@@ -62,6 +62,27 @@ pub enum Source {
         /// Entry status: 0 existing, 1 added, 2 deleted (tombstone kept by option).
         status: i64,
     },
+    /// A live file of a Delta table version (the latest, or one kept on purpose).
+    DeltaActive {
+        /// The table version.
+        version: u64,
+    },
+    /// The deletion-vector file of a live Delta file.
+    DeltaDeletionVector {
+        /// The table version.
+        version: u64,
+    },
+    /// A Delta file removed less than the retention ago (`dated`), or at a
+    /// time the log does not say (a missing `deletionTimestamp` is not time zero).
+    DeltaTombstone {
+        /// False when the remove action had no `deletionTimestamp`.
+        dated: bool,
+    },
+    /// A change-data file written by a commit inside the retention window.
+    DeltaChangeData {
+        /// The commit version.
+        version: u64,
+    },
 }
 
 impl Source {
@@ -100,6 +121,19 @@ impl Source {
                     _ => "DELETED entry, kept for changelog readers",
                 };
                 format!("{what} ({st}) in manifest {manifest}")
+            }
+            Source::DeltaActive { version } => format!("live file of Delta version {version}"),
+            Source::DeltaDeletionVector { version } => {
+                format!("deletion vector of a live file of Delta version {version}")
+            }
+            Source::DeltaTombstone { dated: true } => {
+                "removed less than the retention ago (tombstone kept, as VACUUM does)".into()
+            }
+            Source::DeltaTombstone { dated: false } => {
+                "removed at an unknown time (remove without deletionTimestamp): kept".into()
+            }
+            Source::DeltaChangeData { version } => {
+                format!("change-data file of commit {version}, inside the retention window")
             }
         }
     }

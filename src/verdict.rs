@@ -1,7 +1,7 @@
 //! Per-object verdicts: what the planner says about one listed object, and
 //! the classifier shared by the session and the stateless page mode.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -49,6 +49,9 @@ pub enum Verdict {
     Candidate,
     /// Was a candidate, became referenced when the table was re-checked.
     Demoted,
+    /// A Delta log entry (commit, checkpoint, checksum) that log retention
+    /// allows removing; only with log cleanup enabled. Deleted like a candidate.
+    ExpiredLog,
 }
 
 impl Verdict {
@@ -64,6 +67,7 @@ impl Verdict {
             Verdict::Protected => "protected",
             Verdict::Candidate => "candidate",
             Verdict::Demoted => "demoted",
+            Verdict::ExpiredLog => "expired-log",
         }
     }
 }
@@ -104,6 +108,12 @@ pub struct Classifier {
     pub(crate) mappings: Vec<PathMapping>,
     /// Hold prefixes and writers' staging prefixes (never swept).
     pub(crate) protections: crate::Context,
+    /// The table format (hidden-path and log rules differ).
+    pub(crate) format: crate::plan::TableFormat,
+    /// Delta log entries log retention allows removing: relative key -> why.
+    pub(crate) expired_log: BTreeMap<String, String>,
+    /// Prefixes kept whole whatever their age: (relative prefix, why).
+    pub(crate) reserved: Vec<(String, String)>,
 }
 
 /// Outcome of classifying one object before any owner check.
@@ -179,6 +189,23 @@ impl Classifier {
                 )));
             }
         }
+        if self.format == crate::plan::TableFormat::Delta {
+            if let Some(d) = self.delta_log_verdict(obj, &rel) {
+                return Ok(Judged::Final(d));
+            }
+        }
+        if let Some((_, why)) = self
+            .reserved
+            .iter()
+            .find(|(p, _)| rel.starts_with(p.as_str()))
+        {
+            return Ok(Judged::Final(Self::decision(
+                obj,
+                &rel,
+                Verdict::Hidden,
+                why.clone(),
+            )));
+        }
         if rel.ends_with(".metadata.json") {
             return Ok(Judged::NeedsOwner {
                 decision: Self::decision(
@@ -190,6 +217,26 @@ impl Classifier {
             });
         }
         Ok(Judged::Final(self.unreferenced(obj, &rel)))
+    }
+
+    /// Everything under `_delta_log/` is kept unless log retention expired it.
+    fn delta_log_verdict(&self, obj: &ListedObject, rel: &str) -> Option<Decision> {
+        if !rel.starts_with("_delta_log/") {
+            return None;
+        }
+        if let Some(why) = self.protections.protects(rel) {
+            return Some(Self::decision(obj, rel, Verdict::Protected, why));
+        }
+        Some(match self.expired_log.get(rel) {
+            Some(why) => Self::decision(obj, rel, Verdict::ExpiredLog, why.clone()),
+            None => Self::decision(
+                obj,
+                rel,
+                Verdict::Hidden,
+                "Delta transaction log: kept (log retention is planned separately, with log cleanup)"
+                    .into(),
+            ),
+        })
     }
 
     /// Verdict for an unreferenced object: young, hidden or candidate.
@@ -237,6 +284,14 @@ impl Classifier {
         let parts: Vec<&str> = rel.split('/').collect();
         for (i, comp) in parts.iter().enumerate() {
             if !(comp.starts_with('_') || comp.starts_with('.')) {
+                continue;
+            }
+            // Delta's change-data folder is swept like data (VACUUM does too).
+            if i == 0
+                && *comp == "_change_data"
+                && parts.len() > 1
+                && self.format == crate::plan::TableFormat::Delta
+            {
                 continue;
             }
             let is_dir = i + 1 < parts.len();
@@ -338,7 +393,11 @@ pub fn human_ms(ms: i64) -> String {
 /// The broad kind of an object, for reporting reclaimable bytes.
 pub fn object_kind(rel: &str) -> &'static str {
     let name = rel.rsplit('/').next().unwrap_or(rel);
-    if name.ends_with(".metadata.json") {
+    if rel.starts_with("_delta_log/") {
+        "delta-log"
+    } else if name.starts_with("deletion_vector_") && name.ends_with(".bin") {
+        "deletion-vector"
+    } else if name.ends_with(".metadata.json") {
         "metadata-json"
     } else if rel.starts_with("metadata/") && name.ends_with(".avro") {
         "manifest"

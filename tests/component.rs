@@ -105,7 +105,10 @@ impl Wasm {
             .expect("instantiate with no imports");
         let c = wt::SessionConfig {
             table_location: cfg.table_location,
-            format: wt::TableFormat::Iceberg,
+            format: match cfg.format {
+                ::lakesweep::TableFormat::Iceberg => wt::TableFormat::Iceberg,
+                ::lakesweep::TableFormat::Delta => wt::TableFormat::Delta,
+            },
             metadata_location: cfg.metadata_location,
             now_ms: cfg.now_ms,
             file_retention_ms: cfg.file_retention_ms,
@@ -121,6 +124,8 @@ impl Wasm {
                 .collect(),
             policy: cfg.policy,
             context: cfg.context,
+            keep_versions: cfg.keep_versions,
+            log_cleanup: cfg.log_cleanup,
         };
         let session = api
             .lakesweep_planner_planner()
@@ -219,6 +224,7 @@ impl Planner for Wasm {
                     wt::Verdict::Protected => Verdict::Protected,
                     wt::Verdict::Candidate => Verdict::Candidate,
                     wt::Verdict::Demoted => Verdict::Demoted,
+                    wt::Verdict::ExpiredLog => Verdict::ExpiredLog,
                 },
                 detail: d.detail,
                 size: d.size,
@@ -333,4 +339,40 @@ fn component_honours_policy_and_context_like_native() {
         .warnings
         .iter()
         .any(|w| w.contains("longer than maxWriterDuration")));
+}
+
+/// Delta tables plan the same through the component: the log listing, the
+/// Parquet checkpoint, log cleanup and the `expired-log` verdict included.
+#[test]
+fn component_plans_delta_tables_like_native() {
+    let (engine, component) = load();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/delta");
+    let expect: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("expect.json")).unwrap()).unwrap();
+    let t = &expect["events"];
+    let location = format!("file://{}", dir.join("events").display());
+    let now = t["generated_at_ms"].as_i64().unwrap() + 40 * 86_400_000;
+    let mut cfg = ::lakesweep::SessionConfig::new(&location, "", now, 7 * 86_400_000);
+    cfg.format = ::lakesweep::TableFormat::Delta;
+    cfg.log_cleanup = true;
+    for page_size in [1000, 7] {
+        let mut o = HostOptions::synthetic();
+        o.page_size = page_size;
+        o.mtime_base = Some(location.clone());
+        o.mtimes = t["mtimes"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_i64().unwrap()))
+            .collect();
+        let native = run_native(cfg.clone(), &o).unwrap();
+        let mut w = Wasm::start(&engine, &component, cfg.clone()).unwrap();
+        let wasm = drive(&mut w, "", &o).unwrap();
+        assert_eq!(wasm.plan_json, native.plan_json, "page {page_size}");
+        assert_eq!(wasm.decisions, native.decisions, "page {page_size}");
+        assert!(native
+            .decisions
+            .iter()
+            .any(|d| d.verdict == Verdict::ExpiredLog));
+    }
 }

@@ -87,6 +87,8 @@ pub struct HostOptions {
     pub mtimes: BTreeMap<String, i64>,
     /// Mtime for files without a recorded one (None: that is a test bug).
     pub default_mtime: Option<i64>,
+    /// The location `mtimes` keys are relative to (None: the listed prefix).
+    pub mtime_base: Option<String>,
 }
 
 impl HostOptions {
@@ -157,9 +159,16 @@ pub fn list(location: &str, opts: &HostOptions) -> Vec<ListedObject> {
                 .unwrap()
                 .to_string_lossy()
                 .replace('\\', "/");
+            let base_rel = match &opts.mtime_base {
+                Some(b) => format!("{location}/{rel}")
+                    .strip_prefix(&format!("{b}/"))
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| rel.clone()),
+                None => rel.clone(),
+            };
             let mtime = opts
                 .mtimes
-                .get(&rel)
+                .get(&base_rel)
                 .copied()
                 .or(opts.default_mtime)
                 .unwrap_or_else(|| panic!("no recorded mtime for {rel}: regenerate fixtures"));
@@ -219,6 +228,7 @@ impl HostOptions {
             replace: BTreeMap::new(),
             mtimes: BTreeMap::new(),
             default_mtime: None,
+            mtime_base: None,
         }
     }
 }

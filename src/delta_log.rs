@@ -1,0 +1,438 @@
+//! The Delta transaction log of one sweep: what the listing of `_delta_log/`
+//! holds, which checkpoint and commits must be read, the replayed state
+//! (live files, their deletion vectors, tombstones, change-data files), and
+//! which log entries log retention allows removing.
+//!
+//! ```text
+//! list _delta_log/ ──► newest complete checkpoint ≤ every version to keep
+//!   ──► read it (+ V2 sidecars) and every commit after it, in any order
+//!   ──► replay in version order, recording live files at each kept version
+//! ```
+//! A gap in the commit sequence, a missing checkpoint part or an unreadable
+//! file stops the plan: a version that cannot be reconstructed cannot be
+//! told apart from garbage.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::error::{Error, Result, UnsafeReason};
+use crate::spec::delta::{
+    self, check_protocol, dv_file, log_file, Action, LogFile, Metadata, Protocol,
+};
+
+/// One object of the `_delta_log/` listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LogEntry {
+    pub size: u64,
+    pub last_modified_ms: i64,
+}
+
+/// The checkpoint a replay starts from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Checkpoint {
+    pub version: u64,
+    /// Names relative to `_delta_log/` (one file, or every part).
+    pub files: Vec<String>,
+}
+
+/// What must be read to reconstruct the versions the sweep keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ReadPlan {
+    /// The newest commit version.
+    pub latest: u64,
+    /// The checkpoint to start from, if any (otherwise version 0).
+    pub checkpoint: Option<Checkpoint>,
+    /// Commits to replay after the checkpoint, ascending.
+    pub commits: Vec<u64>,
+    /// Commits before the checkpoint still inside the file-retention window:
+    /// read only for their change-data files and tombstones.
+    pub recent_before: Vec<u64>,
+}
+
+/// The listing of `_delta_log/`, by name relative to it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LogListing {
+    pub files: BTreeMap<String, LogEntry>,
+}
+
+impl LogListing {
+    fn commits(&self) -> BTreeMap<u64, LogEntry> {
+        self.files
+            .iter()
+            .filter_map(|(n, e)| match log_file(n) {
+                LogFile::Commit(v) => Some((v, *e)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Complete checkpoints by version (a multi-part set with a missing part
+    /// is ignored). A classic file is preferred, then V2, then parts.
+    pub fn checkpoints(&self) -> BTreeMap<u64, Checkpoint> {
+        let mut single: BTreeMap<u64, String> = BTreeMap::new();
+        let mut v2: BTreeMap<u64, String> = BTreeMap::new();
+        let mut parts: BTreeMap<(u64, u64), BTreeMap<u64, String>> = BTreeMap::new();
+        for name in self.files.keys() {
+            match log_file(name) {
+                LogFile::Checkpoint(v) => {
+                    single.insert(v, name.clone());
+                }
+                LogFile::CheckpointV2 { version, .. } => {
+                    v2.entry(version).or_insert_with(|| name.clone());
+                }
+                LogFile::CheckpointPart {
+                    version,
+                    part,
+                    parts: n,
+                } => {
+                    parts
+                        .entry((version, n))
+                        .or_default()
+                        .insert(part, name.clone());
+                }
+                _ => {}
+            }
+        }
+        let mut out = BTreeMap::new();
+        for ((version, n), got) in parts {
+            if got.len() as u64 == n {
+                out.insert(
+                    version,
+                    Checkpoint {
+                        version,
+                        files: got.into_values().collect(),
+                    },
+                );
+            }
+        }
+        for (version, name) in v2.into_iter().chain(single) {
+            out.insert(
+                version,
+                Checkpoint {
+                    version,
+                    files: vec![name],
+                },
+            );
+        }
+        out
+    }
+
+    /// Chooses the checkpoint and commits that reconstruct the latest version
+    /// and every version in `keep` (each must be at most the latest).
+    pub fn read_plan(
+        &self,
+        log_uri: &str,
+        keep: &BTreeSet<u64>,
+        window_start_ms: i64,
+    ) -> Result<ReadPlan> {
+        let commits = self.commits();
+        let Some((&latest, _)) = commits.last_key_value() else {
+            return Err(Error::unsafe_(
+                UnsafeReason::MissingMetadata,
+                format!("`{log_uri}` holds no commit: not a Delta table, or its log was removed; nothing is deleted"),
+            ));
+        };
+        if let Some(v) = keep.iter().find(|&&v| v > latest) {
+            return Err(Error::unsafe_(
+                UnsafeReason::ProtectedSnapshotMissing,
+                format!("version {v} is protected but the table's newest version is {latest}"),
+            ));
+        }
+        let oldest_needed = keep.iter().next().copied().unwrap_or(latest).min(latest);
+        let checkpoint = self
+            .checkpoints()
+            .into_values()
+            .rfind(|c| c.version <= oldest_needed);
+        let first = checkpoint.as_ref().map(|c| c.version + 1).unwrap_or(0);
+        let missing: Vec<u64> = (first..=latest)
+            .filter(|v| !commits.contains_key(v))
+            .take(3)
+            .collect();
+        if let Some(&gap) = missing.first() {
+            let earliest = commits.keys().next().copied().unwrap_or(0);
+            if oldest_needed < latest && gap <= oldest_needed && gap < earliest {
+                return Err(Error::unsafe_(
+                    UnsafeReason::ProtectedSnapshotMissing,
+                    format!("version {oldest_needed} is protected but can no longer be reconstructed (no checkpoint at or below it, and the log starts at version {earliest})"),
+                ));
+            }
+            return Err(Error::malformed(
+                log_uri,
+                format!(
+                    "commit {gap} is missing (the log goes from {} to {latest}{}): the table state cannot be reconstructed",
+                    if checkpoint.is_some() {
+                        format!("a checkpoint at {}", first - 1)
+                    } else {
+                        "version 0 with no checkpoint".to_owned()
+                    },
+                    if missing.len() > 1 { ", and more are missing" } else { "" }
+                ),
+            ));
+        }
+        let recent_before = commits
+            .iter()
+            .filter(|(v, e)| **v < first && e.last_modified_ms >= window_start_ms)
+            .map(|(v, _)| *v)
+            .collect();
+        Ok(ReadPlan {
+            latest,
+            checkpoint,
+            commits: (first..=latest).collect(),
+            recent_before,
+        })
+    }
+
+    /// Log entries that log retention allows removing, with the reason:
+    /// older than `cutoff_ms` and below the newest checkpoint that is itself
+    /// older than the cutoff (and at most `floor`, the oldest checkpoint a
+    /// kept version needs), so every version still readable can be rebuilt.
+    pub fn expired(&self, cutoff_ms: i64, floor: Option<u64>) -> BTreeMap<String, String> {
+        let old = |name: &String| {
+            self.files
+                .get(name)
+                .is_some_and(|e| e.last_modified_ms < cutoff_ms)
+        };
+        let boundary = self
+            .checkpoints()
+            .into_values()
+            .filter(|c| c.files.iter().all(old))
+            .filter(|c| floor.is_none_or(|f| c.version <= f))
+            .map(|c| c.version)
+            .next_back();
+        let Some(boundary) = boundary else {
+            return BTreeMap::new();
+        };
+        let mut out = BTreeMap::new();
+        for (name, e) in &self.files {
+            if e.last_modified_ms >= cutoff_ms {
+                continue;
+            }
+            let below = match log_file(name) {
+                LogFile::Commit(v)
+                | LogFile::Crc(v)
+                | LogFile::Checkpoint(v)
+                | LogFile::CheckpointPart { version: v, .. }
+                | LogFile::CheckpointV2 { version: v, .. } => v < boundary,
+                LogFile::Compacted { to, .. } => to < boundary,
+                LogFile::LastCheckpoint | LogFile::Other => false,
+            };
+            if below {
+                out.insert(
+                    format!("_delta_log/{name}"),
+                    format!("log entry older than the log retention and below checkpoint {boundary}, which is itself older"),
+                );
+            }
+        }
+        out
+    }
+}
+
+/// A file a replayed version references, with why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Kept {
+    /// A live data file at `version`.
+    Active(String),
+    /// The deletion-vector file of a live data file at `version`.
+    DeletionVector(String),
+}
+
+/// The replayed table state.
+#[derive(Debug, Default)]
+pub(crate) struct Replay {
+    /// Live adds: (decoded path, deletion-vector id) -> deletion-vector file.
+    live: HashMap<(String, String), Option<String>>,
+    /// Removed files: decoded path -> (deletion timestamp, DV file).
+    pub tombstones: HashMap<String, (Option<i64>, Option<String>)>,
+    /// Change-data files with the version that wrote them.
+    pub cdc: Vec<(String, u64)>,
+    /// The newest protocol.
+    pub protocol: Option<Protocol>,
+    /// The newest table metadata.
+    pub metadata: Option<Metadata>,
+}
+
+fn dv_key(dv: &Option<delta::DeletionVector>) -> String {
+    match dv {
+        None => String::new(),
+        Some(d) => format!(
+            "{}:{}:{}",
+            d.storage_type,
+            d.path_or_inline_dv,
+            d.offset.unwrap_or(-1)
+        ),
+    }
+}
+
+fn dv_path(uri: &str, dv: &Option<delta::DeletionVector>) -> Result<Option<String>> {
+    match dv {
+        None => Ok(None),
+        Some(d) => dv_file(uri, d),
+    }
+}
+
+impl Replay {
+    /// Applies one file's actions (in version order across calls).
+    /// `cdc_only`: a commit before the checkpoint, read for its change-data
+    /// files and tombstones only.
+    pub fn apply(
+        &mut self,
+        uri: &str,
+        version: u64,
+        actions: Vec<Action>,
+        cdc_only: bool,
+    ) -> Result<()> {
+        for a in actions {
+            match a {
+                Action::Add { path, dv } if !cdc_only => {
+                    let p = delta::decode_path(uri, &path)?;
+                    let file = dv_path(uri, &dv)?;
+                    self.live.insert((p, dv_key(&dv)), file);
+                }
+                Action::Remove {
+                    path,
+                    deletion_timestamp,
+                    dv,
+                } => {
+                    let p = delta::decode_path(uri, &path)?;
+                    let file = dv_path(uri, &dv)?;
+                    if !cdc_only {
+                        self.live.remove(&(p.clone(), dv_key(&dv)));
+                    }
+                    let entry = self
+                        .tombstones
+                        .entry(p)
+                        .or_insert((deletion_timestamp, None));
+                    // The newest timestamp counts; a missing one stays missing.
+                    entry.0 = match (entry.0, deletion_timestamp) {
+                        (Some(a), Some(b)) => Some(a.max(b)),
+                        _ => None,
+                    };
+                    if file.is_some() {
+                        entry.1 = file;
+                    }
+                }
+                Action::Cdc { path } => {
+                    self.cdc.push((delta::decode_path(uri, &path)?, version));
+                }
+                Action::Protocol(p) if !cdc_only => {
+                    check_protocol(uri, &p)?;
+                    self.protocol = Some(p);
+                }
+                Action::Metadata(m) if !cdc_only => self.metadata = Some(m),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Every file the current state references.
+    pub fn live_files(&self) -> Vec<Kept> {
+        let mut out = Vec::with_capacity(self.live.len());
+        for ((path, _), dv) in &self.live {
+            out.push(Kept::Active(path.clone()));
+            if let Some(f) = dv {
+                out.push(Kept::DeletionVector(f.clone()));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing(names: &[(&str, i64)]) -> LogListing {
+        LogListing {
+            files: names
+                .iter()
+                .map(|(n, t)| {
+                    (
+                        n.to_string(),
+                        LogEntry {
+                            size: 1,
+                            last_modified_ms: *t,
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+    fn c(v: u64) -> String {
+        format!("{v:020}.json")
+    }
+
+    #[test]
+    fn newest_complete_checkpoint_and_gaps() {
+        let mut names: Vec<(String, i64)> = (0..=12).map(|v| (c(v), 0)).collect();
+        names.push((format!("{:020}.checkpoint.parquet", 5), 0));
+        // A multi-part checkpoint at 10 with a part missing is ignored.
+        names.push((
+            format!("{:020}.checkpoint.0000000001.0000000002.parquet", 10),
+            0,
+        ));
+        let l = listing(
+            &names
+                .iter()
+                .map(|(n, t)| (n.as_str(), *t))
+                .collect::<Vec<_>>(),
+        );
+        let p = l.read_plan("log", &BTreeSet::new(), 0).unwrap();
+        assert_eq!(p.latest, 12);
+        assert_eq!(p.checkpoint.as_ref().unwrap().version, 5);
+        assert_eq!(p.commits, (6..=12).collect::<Vec<_>>());
+        // Keeping version 3 starts from version 0.
+        let p = l.read_plan("log", &BTreeSet::from([3]), 0).unwrap();
+        assert!(p.checkpoint.is_none());
+        assert_eq!(p.commits.len(), 13);
+        // A gap after the checkpoint is malformed.
+        let mut gap = l.clone();
+        gap.files.remove(&c(8));
+        let e = gap.read_plan("log", &BTreeSet::new(), 0).unwrap_err();
+        assert!(matches!(e, Error::Malformed { .. }), "{e}");
+        // Old commits gone: version 3 cannot be rebuilt any more.
+        let mut cleaned = l.clone();
+        for v in 0..5 {
+            cleaned.files.remove(&c(v));
+        }
+        cleaned.read_plan("log", &BTreeSet::new(), 0).unwrap();
+        let e = cleaned
+            .read_plan("log", &BTreeSet::from([3]), 0)
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Unsafe {
+                    reason: UnsafeReason::ProtectedSnapshotMissing,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(LogListing::default()
+            .read_plan("log", &BTreeSet::new(), 0)
+            .is_err());
+    }
+
+    #[test]
+    fn log_cleanup_stops_below_an_old_checkpoint() {
+        // Commits 0..=9 are old (t=0), 10.. are new (t=100); checkpoints at 4 (old) and 8 (new).
+        let mut names: Vec<(String, i64)> = (0..=12)
+            .map(|v| (c(v), if v < 10 { 0 } else { 100 }))
+            .collect();
+        names.push((format!("{:020}.checkpoint.parquet", 4), 0));
+        names.push((format!("{:020}.checkpoint.parquet", 8), 100));
+        names.push(("_last_checkpoint".into(), 0));
+        let l = listing(
+            &names
+                .iter()
+                .map(|(n, t)| (n.as_str(), *t))
+                .collect::<Vec<_>>(),
+        );
+        let e = l.expired(50, None);
+        let want: Vec<String> = (0..4).map(|v| format!("_delta_log/{}", c(v))).collect();
+        assert_eq!(e.keys().cloned().collect::<Vec<_>>(), want);
+        // A kept version at 2 needs everything from version 0.
+        assert!(l.expired(50, Some(0)).is_empty());
+        assert!(l.expired(-1, None).is_empty());
+    }
+}

@@ -1,0 +1,461 @@
+//! Delta Lake sessions: list `_delta_log/`, read the newest usable
+//! checkpoint and every commit after it, replay them into the keep set,
+//! check the retention, plan log cleanup, then the common listing; after
+//! the listing, commits that landed meanwhile are replayed and demote
+//! candidates.
+//!
+//! ```text
+//! start ──► list _delta_log/ ──► read checkpoint (+ sidecars) and commits
+//!   ──► replay (keep set frozen) ──► list location/ ──► pages
+//!   ──► read the next commit: present → replay its adds, demote, next;
+//!       missing → done
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Phase, Purpose, Request, Session};
+use crate::context::{DrCheckpoint, HoldScope};
+use crate::delta_log::{Kept, LogEntry, LogListing, ReadPlan, Replay};
+use crate::error::{Error, Result};
+use crate::path::CanonicalUri;
+use crate::reach::Source;
+use crate::spec::delta::{self as spec, Action, LogFile};
+use crate::verdict::{human_ms, ListedObject};
+
+/// Replay order of checkpoint files (and their sidecars).
+const CHECKPOINT: u8 = 0;
+/// Replay order of commits before the checkpoint (change data only).
+const RECENT_BEFORE: u8 = 1;
+/// Replay order of commits after the checkpoint.
+const COMMIT: u8 = 2;
+
+/// The Delta part of a session.
+#[derive(Debug, Default)]
+pub(super) struct DeltaSweep {
+    /// URI of `_delta_log/` (with the trailing slash).
+    log_prefix: String,
+    log: LogListing,
+    plan: Option<ReadPlan>,
+    /// Parsed files by (order, version, name).
+    blobs: BTreeMap<(u8, u64, String), Vec<Action>>,
+    /// Versions whose files are all kept, besides the latest.
+    keep_versions: BTreeSet<u64>,
+    pub(super) replayed: bool,
+    /// The newest version replayed (re-checks go on from here).
+    latest: u64,
+}
+
+fn version_of(what: &str, id: i64) -> Result<u64> {
+    u64::try_from(id).map_err(|_| {
+        Error::invalid(
+            "context",
+            format!("{what} names {id}, which is not a Delta table version"),
+        )
+    })
+}
+
+impl Session {
+    pub(super) fn start_delta(&mut self, log_prefix: String) -> Result<()> {
+        let mut keep = BTreeSet::new();
+        for v in &self.config.keep_versions {
+            keep.insert(u64::try_from(*v).map_err(|_| {
+                Error::invalid("keep_versions", format!("{v} is not a table version"))
+            })?);
+        }
+        let ctx = &self.classifier.protections;
+        for l in ctx
+            .leases
+            .iter()
+            .filter(|l| l.expires_at_ms > self.config.now_ms)
+        {
+            keep.insert(version_of("a lease", l.snapshot_id)?);
+        }
+        for h in &ctx.holds {
+            if let HoldScope::Snapshot(id) = h.scope {
+                keep.insert(version_of("a legal hold", id)?);
+            }
+        }
+        for d in &ctx.dr_checkpoints {
+            match d {
+                DrCheckpoint::SnapshotId(id) => {
+                    keep.insert(version_of("a DR checkpoint", *id)?);
+                }
+                DrCheckpoint::MetadataFile(f) => return Err(Error::invalid(
+                    "context.drCheckpoints",
+                    format!(
+                        "`{f}`: DR checkpoints of a Delta table name versions, not metadata files"
+                    ),
+                )),
+            }
+        }
+        self.delta = Some(Box::new(DeltaSweep {
+            log_prefix: log_prefix.clone(),
+            keep_versions: keep,
+            ..DeltaSweep::default()
+        }));
+        self.metadata_location = log_prefix.clone();
+        self.phase = Phase::LogListing;
+        self.outbox.push_back(Request::List { prefix: log_prefix });
+        Ok(())
+    }
+
+    fn sweep(&mut self) -> Result<&mut DeltaSweep> {
+        self.delta
+            .as_deref_mut()
+            .ok_or_else(|| Error::protocol("Delta state used on a non-Delta session"))
+    }
+
+    /// One page of the `_delta_log/` listing.
+    pub(super) fn delta_log_page(
+        &mut self,
+        objects: Vec<ListedObject>,
+        is_last: bool,
+    ) -> Result<()> {
+        let location = self.classifier.location.clone();
+        let d = self.sweep()?;
+        for obj in objects {
+            let uri = CanonicalUri::parse(&obj.key).map_err(|e| {
+                Error::protocol(format!("listed key `{}` is not a URI: {e}", obj.key))
+            })?;
+            let name = location
+                .relative(&uri)
+                .and_then(|r| r.strip_prefix("_delta_log/"))
+                .ok_or_else(|| {
+                    Error::protocol(format!(
+                        "listed key `{}` is not under `{}`",
+                        obj.key, d.log_prefix
+                    ))
+                })?
+                .to_owned();
+            let entry = LogEntry {
+                size: obj.size,
+                last_modified_ms: obj.last_modified_ms,
+            };
+            if d.log.files.insert(name, entry).is_some() {
+                return Err(Error::protocol(format!("key `{}` listed twice", obj.key)));
+            }
+        }
+        if !is_last {
+            return Ok(());
+        }
+        let window_start = self
+            .config
+            .now_ms
+            .saturating_sub(self.classifier.file_retention_ms);
+        let d = self.sweep()?;
+        let plan = d
+            .log
+            .read_plan(&d.log_prefix, &d.keep_versions, window_start)?;
+        let prefix = d.log_prefix.clone();
+        let mut reads: Vec<(String, (u8, u64))> = Vec::new();
+        if let Some(c) = &plan.checkpoint {
+            for f in &c.files {
+                reads.push((format!("{prefix}{f}"), (CHECKPOINT, c.version)));
+            }
+        }
+        for v in &plan.recent_before {
+            reads.push((
+                format!("{prefix}{}", spec::commit_name(*v)),
+                (RECENT_BEFORE, *v),
+            ));
+        }
+        for v in &plan.commits {
+            reads.push((format!("{prefix}{}", spec::commit_name(*v)), (COMMIT, *v)));
+        }
+        d.latest = plan.latest;
+        let latest = plan.latest;
+        d.plan = Some(plan);
+        self.metadata_location = format!("{prefix}{}", spec::commit_name(latest));
+        self.phase = Phase::Reading;
+        for (uri, order) in reads {
+            self.request_read(uri, Purpose::DeltaLog { order });
+        }
+        Ok(())
+    }
+
+    /// A log file was read: parse it now (errors surface at once), replay later.
+    pub(super) fn delta_log_blob(
+        &mut self,
+        uri: &str,
+        order: (u8, u64),
+        bytes: &[u8],
+    ) -> Result<()> {
+        let actions = if uri.ends_with(".parquet") {
+            spec::parse_parquet_actions(uri, bytes)?
+        } else {
+            spec::parse_json_actions(uri, bytes)?
+        };
+        let mut sidecars = Vec::new();
+        if order.0 == CHECKPOINT {
+            for a in &actions {
+                if let Action::Sidecar { path } = a {
+                    let p = spec::decode_path(uri, path)?;
+                    sidecars.push(p);
+                }
+            }
+        }
+        let d = self.sweep()?;
+        let prefix = d.log_prefix.clone();
+        d.blobs.insert((order.0, order.1, uri.to_owned()), actions);
+        for p in sidecars {
+            let full = if spec::is_absolute(&p) {
+                p
+            } else {
+                format!("{prefix}_sidecars/{p}")
+            };
+            let canon = CanonicalUri::parse(&full)
+                .map_err(|e| Error::malformed(uri, format!("sidecar `{full}`: {e}")))?
+                .to_uri_string();
+            self.request_read(canon, Purpose::DeltaLog { order });
+        }
+        Ok(())
+    }
+
+    /// Keeps a decoded log path (relative to the table, or absolute).
+    fn keep_log_path(&mut self, blob: &str, path: &str, source: Source) -> Result<()> {
+        if spec::is_absolute(path) {
+            self.reference(blob, path, source)?;
+        } else {
+            let full = format!("{}{path}", self.classifier.location.prefix());
+            self.reference_mapped(blob, path, &full, source)?;
+        }
+        Ok(())
+    }
+
+    fn keep_state(&mut self, blob: &str, files: Vec<Kept>, version: u64) -> Result<()> {
+        for k in files {
+            match k {
+                Kept::Active(p) => self.keep_log_path(blob, &p, Source::DeltaActive { version })?,
+                Kept::DeletionVector(p) => {
+                    self.keep_log_path(blob, &p, Source::DeltaDeletionVector { version })?
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Replays every file read, in version order, into the keep set.
+    pub(super) fn delta_replay(&mut self) -> Result<()> {
+        let d = self.sweep()?;
+        d.replayed = true;
+        let blobs = std::mem::take(&mut d.blobs);
+        let keep_versions = d.keep_versions.clone();
+        let Some(plan) = d.plan.clone() else {
+            return Err(Error::protocol("Delta replay before the log was listed"));
+        };
+        let log_uri = d.log_prefix.clone();
+        let mut replay = Replay::default();
+        let mut done_checkpoint = false;
+        for ((order, version, uri), actions) in blobs {
+            if order != CHECKPOINT && !done_checkpoint {
+                done_checkpoint = true;
+                if let Some(c) = &plan.checkpoint {
+                    if keep_versions.contains(&c.version) {
+                        self.keep_state(&uri, replay.live_files(), c.version)?;
+                    }
+                }
+            }
+            replay.apply(&uri, version, actions, order == RECENT_BEFORE)?;
+            if order == COMMIT && keep_versions.contains(&version) && version != plan.latest {
+                self.keep_state(&uri, replay.live_files(), version)?;
+            }
+        }
+        if let Some(c) = plan.checkpoint.as_ref().filter(|_| !done_checkpoint) {
+            if keep_versions.contains(&c.version) {
+                self.keep_state(&log_uri, replay.live_files(), c.version)?;
+            }
+        }
+        let (Some(protocol), Some(metadata)) = (replay.protocol.clone(), replay.metadata.clone())
+        else {
+            return Err(Error::malformed(
+                &log_uri,
+                "the replayed log has no protocol or no metaData action",
+            ));
+        };
+        let latest_uri = self.metadata_location.clone();
+        self.keep_state(&latest_uri, replay.live_files(), plan.latest)?;
+        self.snapshots = (plan.checkpoint.as_ref().map(|c| c.version).unwrap_or(0)..=plan.latest)
+            .map(|v| v as i64)
+            .collect();
+        self.refs = BTreeMap::from([("version".to_owned(), plan.latest as i64)]);
+        self.summary.snapshots = 1 + keep_versions.len() as u64;
+        self.classifier.table_uuid = Some(metadata.id.clone()).filter(|s| !s.is_empty());
+        self.classifier
+            .partition_names
+            .extend(metadata.partition_columns.iter().cloned());
+
+        // Retention check, as Delta's retentionDurationCheck.
+        let table_retention = match metadata.property("delta.deletedFileRetentionDuration") {
+            None => spec::DEFAULT_DELETED_FILE_RETENTION_MS,
+            Some(t) => spec::parse_interval(t).ok_or_else(|| {
+                Error::malformed(
+                    &latest_uri,
+                    format!("delta.deletedFileRetentionDuration `{t}` is not an interval"),
+                )
+            })?,
+        };
+        let window = self.classifier.file_retention_ms;
+        if window < table_retention {
+            if !self.config.allow_short_retention {
+                return Err(Error::invalid(
+                    "file_retention_ms",
+                    format!(
+                        "{} is shorter than the table's delta.deletedFileRetentionDuration ({}): readers of recent versions would lose files; VACUUM refuses this too (override with allow_short_retention)",
+                        human_ms(window),
+                        human_ms(table_retention)
+                    ),
+                ));
+            }
+            self.warnings.insert(format!(
+                "retention check overridden: window {} is shorter than the table's delta.deletedFileRetentionDuration ({})",
+                human_ms(window),
+                human_ms(table_retention)
+            ));
+        }
+
+        // Tombstones inside the window (or undated) and their deletion vectors.
+        let cutoff = self.config.now_ms.saturating_sub(window);
+        let mut undated = 0u64;
+        let tombstones: Vec<(String, Option<i64>, Option<String>)> = replay
+            .tombstones
+            .iter()
+            .map(|(p, (ts, dv))| (p.clone(), *ts, dv.clone()))
+            .collect();
+        for (path, ts, dv) in tombstones {
+            let keep = match ts {
+                None => {
+                    undated += 1;
+                    Some(Source::DeltaTombstone { dated: false })
+                }
+                Some(t) if t > cutoff => Some(Source::DeltaTombstone { dated: true }),
+                Some(_) => None,
+            };
+            if let Some(src) = keep {
+                self.keep_log_path(&latest_uri, &path, src.clone())?;
+                if let Some(f) = dv {
+                    self.keep_log_path(&latest_uri, &f, src)?;
+                }
+            }
+        }
+        if undated > 0 {
+            self.warnings.insert(format!(
+                "{undated} removed files have no deletionTimestamp: kept (a missing time is not time zero)"
+            ));
+        }
+        // Change data of commits inside the window.
+        let commit_times: BTreeMap<u64, i64> = self
+            .sweep()?
+            .log
+            .files
+            .iter()
+            .filter_map(|(n, e)| match spec::log_file(n) {
+                LogFile::Commit(v) => Some((v, e.last_modified_ms)),
+                _ => None,
+            })
+            .collect();
+        for (path, v) in std::mem::take(&mut replay.cdc) {
+            let recent = commit_times.get(&v).is_none_or(|&t| t > cutoff);
+            if recent {
+                self.keep_log_path(&latest_uri, &path, Source::DeltaChangeData { version: v })?;
+            }
+        }
+
+        // UniForm tables keep Iceberg metadata under metadata/.
+        let uniform = metadata
+            .property("delta.universalFormat.enabledFormats")
+            .is_some_and(|f| f.split(',').any(|x| x.trim() == "iceberg"))
+            || protocol.has_writer_feature("icebergCompatV1")
+            || protocol.has_writer_feature("icebergCompatV2");
+        if uniform {
+            self.classifier.reserved.push((
+                "metadata/".into(),
+                "Iceberg metadata of a UniForm table: sweep it as an Iceberg table".into(),
+            ));
+        }
+
+        // Log cleanup, when asked for.
+        if self.config.log_cleanup {
+            if protocol.has_writer_feature("checkpointProtection") {
+                self.warnings.insert(
+                    "log cleanup skipped: the table has checkpointProtection, which restricts who may remove checkpoints".into(),
+                );
+            } else {
+                let log_retention = match metadata.property("delta.logRetentionDuration") {
+                    None => spec::DEFAULT_LOG_RETENTION_MS,
+                    Some(t) => spec::parse_interval(t).ok_or_else(|| {
+                        Error::malformed(
+                            &latest_uri,
+                            format!("delta.logRetentionDuration `{t}` is not an interval"),
+                        )
+                    })?,
+                };
+                let log_cutoff = self.config.now_ms.saturating_sub(log_retention);
+                let floor = if keep_versions.is_empty() {
+                    None
+                } else {
+                    Some(plan.checkpoint.as_ref().map(|c| c.version).unwrap_or(0))
+                };
+                let expired = self.sweep()?.log.expired(log_cutoff, floor);
+                self.classifier.expired_log = expired;
+            }
+        }
+        let d = self.sweep()?;
+        d.latest = plan.latest;
+        Ok(())
+    }
+
+    /// Asks for the commit after the newest one replayed.
+    pub(super) fn request_next_commit(&mut self) {
+        let Some(d) = self.delta.as_deref() else {
+            return;
+        };
+        let next = d.latest + 1;
+        let uri = format!("{}{}", d.log_prefix, spec::commit_name(next));
+        self.request_read(uri, Purpose::DeltaNextCommit { version: next });
+    }
+
+    /// The re-check: a commit that landed during the sweep keeps its files.
+    pub(super) fn delta_next_commit(
+        &mut self,
+        uri: &str,
+        version: u64,
+        bytes: Option<&[u8]>,
+    ) -> Result<()> {
+        let Some(bytes) = bytes else {
+            self.phase = Phase::Done;
+            return Ok(());
+        };
+        self.rechecks += 1;
+        if self.rechecks > super::MAX_RECHECKS {
+            return Err(Error::unsafe_(
+                crate::UnsafeReason::TableChanging,
+                format!("{} commits landed during one sweep", self.rechecks),
+            ));
+        }
+        let mut replay = Replay::default();
+        replay.apply(uri, version, spec::parse_json_actions(uri, bytes)?, false)?;
+        self.keep_state(uri, replay.live_files(), version)?;
+        for (path, v) in std::mem::take(&mut replay.cdc) {
+            self.keep_log_path(uri, &path, Source::DeltaChangeData { version: v })?;
+        }
+        let removed: Vec<(String, Option<String>)> = replay
+            .tombstones
+            .iter()
+            .map(|(p, (_, dv))| (p.clone(), dv.clone()))
+            .collect();
+        for (p, dv) in removed {
+            self.keep_log_path(uri, &p, Source::DeltaTombstone { dated: true })?;
+            if let Some(f) = dv {
+                self.keep_log_path(uri, &f, Source::DeltaTombstone { dated: true })?;
+            }
+        }
+        self.demote();
+        self.metadata_location = uri.to_owned();
+        self.refs = BTreeMap::from([("version".to_owned(), version as i64)]);
+        if let Some(d) = self.delta.as_deref_mut() {
+            d.latest = version;
+        }
+        self.request_next_commit();
+        Ok(())
+    }
+}

@@ -1,0 +1,572 @@
+//! Delta Lake planning over the project's own deltalake-written tables
+//! (`tests/fixtures/delta`, made by `tests/fixtures/generate_delta.py`) and
+//! over delta-rs's public fixtures in `../shared` when present.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use common::*;
+use lakesweep::{Error, SessionConfig, TableFormat, UnsafeReason, Verdict};
+use serde_json::Value;
+
+const DAY: i64 = 86_400_000;
+const HOUR: i64 = 3_600_000;
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/delta")
+}
+
+struct Fixture {
+    name: String,
+    location: String,
+    expect: Value,
+}
+
+impl Fixture {
+    fn load(name: &str) -> Fixture {
+        let all: Value =
+            serde_json::from_slice(&std::fs::read(dir().join("expect.json")).unwrap()).unwrap();
+        Fixture {
+            name: name.into(),
+            location: format!("file://{}", dir().join(name).display()),
+            expect: all[name].clone(),
+        }
+    }
+    fn generated_at(&self) -> i64 {
+        self.expect["generated_at_ms"].as_i64().unwrap()
+    }
+    fn set(&self, key: &str) -> BTreeSet<String> {
+        match &self.expect[key] {
+            Value::Array(a) => a.iter().map(|v| v.as_str().unwrap().to_owned()).collect(),
+            Value::Object(o) => o.keys().cloned().collect(),
+            _ => panic!("{key}"),
+        }
+    }
+    fn planted(&self, class: &str) -> BTreeSet<String> {
+        self.expect["planted"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(_, c)| c.as_str() == Some(class))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+    fn opts(&self) -> HostOptions {
+        let mut o = HostOptions::synthetic();
+        o.mtimes = self.expect["mtimes"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_i64().unwrap()))
+            .collect();
+        o.mtime_base = Some(self.location.clone());
+        o
+    }
+    fn config(&self, now: i64, retention: i64) -> SessionConfig {
+        let mut c = SessionConfig::new(&self.location, "", now, retention);
+        c.format = TableFormat::Delta;
+        c
+    }
+    fn uri(&self, rel: &str) -> String {
+        format!("{}/{rel}", self.location)
+    }
+}
+
+fn deletes(run: &Run) -> BTreeSet<String> {
+    run.plan().delete.into_iter().map(|d| d.key).collect()
+}
+
+fn union(sets: &[BTreeSet<String>]) -> BTreeSet<String> {
+    sets.iter().flatten().cloned().collect()
+}
+
+#[test]
+fn events_inside_the_retention_deletes_only_old_orphans() {
+    let f = Fixture::load("events");
+    let now = f.generated_at() + DAY;
+    let run = run_native(f.config(now, 7 * DAY), &f.opts()).unwrap();
+    let want = union(&[f.planted("old-orphan"), f.planted("cdc-orphan")]);
+    assert_eq!(deletes(&run), want);
+    let v = run.verdicts();
+    for live in f.set("live") {
+        assert_eq!(v[&live].verdict, Verdict::Referenced, "{live}");
+        assert!(
+            v[&live].detail.contains("live file of Delta version 13"),
+            "{}",
+            v[&live].detail
+        );
+    }
+    for t in f.set("tombstones") {
+        assert_eq!(v[&t].verdict, Verdict::Referenced, "{t}");
+        assert!(v[&t].detail.contains("tombstone"), "{}", v[&t].detail);
+    }
+    for c in f.set("cdc") {
+        assert_eq!(v[&c].verdict, Verdict::Referenced, "{c}");
+        assert!(v[&c].detail.contains("change-data"), "{}", v[&c].detail);
+    }
+    for k in union(&[f.planted("fresh-orphan"), f.planted("failed-commit")]) {
+        assert_eq!(v[&k].verdict, Verdict::Young, "{k}");
+    }
+    for k in union(&[f.planted("hidden"), f.planted("staging")]) {
+        assert_eq!(v[&k].verdict, Verdict::Hidden, "{k}");
+    }
+    for (k, d) in &v {
+        if k.starts_with("_delta_log/") {
+            assert_eq!(d.verdict, Verdict::Hidden, "{k}");
+        }
+    }
+    let plan = run.plan();
+    assert!(plan
+        .tokens
+        .metadata_location
+        .ends_with("_delta_log/00000000000000000013.json"));
+    assert_eq!(plan.tokens.refs["version"], 13);
+    assert_eq!(plan.summary.referenced_not_listed, 0);
+}
+
+#[test]
+fn events_after_the_retention_deletes_tombstones_and_change_data() {
+    let f = Fixture::load("events");
+    let now = f.generated_at() + 8 * DAY;
+    let run = run_native(f.config(now, 7 * DAY), &f.opts()).unwrap();
+    let want = union(&[
+        f.set("tombstones"),
+        f.set("cdc"),
+        f.planted("old-orphan"),
+        f.planted("cdc-orphan"),
+        f.planted("fresh-orphan"),
+        f.planted("failed-commit"),
+    ]);
+    assert_eq!(deletes(&run), want);
+    assert!(deletes(&run).is_disjoint(&f.set("live")));
+}
+
+#[test]
+fn decisions_do_not_depend_on_pages_or_read_order() {
+    let f = Fixture::load("events");
+    let now = f.generated_at() + 8 * DAY;
+    let base = run_native(f.config(now, 7 * DAY), &f.opts()).unwrap();
+    for (page, shuffle) in [(1, 7), (5, 3), (13, 0), (1000, 1)] {
+        let mut o = f.opts();
+        o.page_size = page;
+        o.shuffle = shuffle;
+        let run = run_native(f.config(now, 7 * DAY), &o).unwrap();
+        assert_eq!(
+            run.plan().digest,
+            base.plan().digest,
+            "page {page} shuffle {shuffle}"
+        );
+    }
+}
+
+#[test]
+fn a_kept_version_keeps_the_files_it_read() {
+    let f = Fixture::load("events");
+    let now = f.generated_at() + 8 * DAY;
+    let mut cfg = f.config(now, 7 * DAY);
+    // Version 3 is before the checkpoint (8): replay starts at version 0.
+    cfg.keep_versions = vec![3];
+    let run = run_native(cfg, &f.opts()).unwrap();
+    let v = run.verdicts();
+    let kept_at_3: Vec<&String> = v
+        .iter()
+        .filter(|(_, d)| d.detail == "live file of Delta version 3")
+        .map(|(k, _)| k)
+        .collect();
+    // Three appends of 8 partitions each, all removed by the overwrite at 4.
+    assert_eq!(kept_at_3.len(), 24, "{kept_at_3:?}");
+    for k in kept_at_3 {
+        assert!(f.set("tombstones").contains(k), "{k}");
+        assert!(!deletes(&run).contains(k));
+    }
+    // A version above the newest one cannot be protected.
+    let mut cfg = f.config(now, 7 * DAY);
+    cfg.keep_versions = vec![99];
+    let e = run_native(cfg, &f.opts()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Unsafe {
+                reason: UnsafeReason::ProtectedSnapshotMissing,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_live_lease_on_a_version_keeps_it_like_keep_versions() {
+    let f = Fixture::load("events");
+    let now = f.generated_at() + 8 * DAY;
+    let mut cfg = f.config(now, 7 * DAY);
+    cfg.context = Some(format!(
+        r#"{{"leases":[{{"snapshotId":5,"purpose":"training","owner":"ml","expiresAtMs":{},"readerGeneration":1}}]}}"#,
+        now + DAY
+    ));
+    let run = run_native(cfg, &f.opts()).unwrap();
+    assert!(run
+        .verdicts()
+        .values()
+        .any(|d| d.detail == "live file of Delta version 5"));
+}
+
+#[test]
+fn the_retention_check_refuses_a_window_shorter_than_the_tables() {
+    let f = Fixture::load("events");
+    let now = f.generated_at() + DAY;
+    let e = run_native(f.config(now, DAY), &f.opts()).unwrap_err();
+    assert!(matches!(e, Error::InvalidOptions { .. }), "{e}");
+    assert!(
+        e.to_string().contains("deletedFileRetentionDuration"),
+        "{e}"
+    );
+    let mut cfg = f.config(now + 7 * DAY, HOUR);
+    cfg.allow_short_retention = true;
+    let run = run_native(cfg, &f.opts()).unwrap();
+    assert!(run
+        .plan()
+        .warnings
+        .iter()
+        .any(|w| w.contains("retention check overridden")));
+}
+
+#[test]
+fn log_cleanup_removes_only_entries_below_an_old_checkpoint() {
+    let f = Fixture::load("events");
+    let now = f.generated_at() + 40 * DAY;
+    let mut cfg = f.config(now, 7 * DAY);
+    let off = run_native(cfg.clone(), &f.opts()).unwrap();
+    assert!(deletes(&off).iter().all(|k| !k.starts_with("_delta_log/")));
+    cfg.log_cleanup = true;
+    let run = run_native(cfg, &f.opts()).unwrap();
+    let logs: BTreeSet<String> = deletes(&run)
+        .into_iter()
+        .filter(|k| k.starts_with("_delta_log/"))
+        .collect();
+    let want: BTreeSet<String> = (0..8).map(|v| format!("_delta_log/{v:020}.json")).collect();
+    assert_eq!(logs, want);
+    let v = run.verdicts();
+    assert_eq!(
+        v["_delta_log/00000000000000000000.json"].verdict,
+        Verdict::ExpiredLog
+    );
+    assert_eq!(
+        run.plan().summary.reclaimable["delta-log"].count,
+        8,
+        "{:?}",
+        run.plan().summary.reclaimable
+    );
+    // A kept version below the checkpoint keeps the whole log it needs.
+    let mut cfg = f.config(now, 7 * DAY);
+    cfg.log_cleanup = true;
+    cfg.keep_versions = vec![2];
+    let run = run_native(cfg, &f.opts()).unwrap();
+    assert!(deletes(&run).iter().all(|k| !k.starts_with("_delta_log/")));
+}
+
+#[test]
+fn a_commit_landing_after_the_listing_demotes_its_files() {
+    let f = Fixture::load("events");
+    let now = f.generated_at() + DAY;
+    let orphan = f.planted("old-orphan").into_iter().next().unwrap();
+    let commit = format!(
+        "{{\"commitInfo\":{{\"timestamp\":{now}}}}}\n{{\"add\":{{\"path\":\"{}\",\"size\":1,\"modificationTime\":1,\"dataChange\":true,\"partitionValues\":{{}}}}}}\n",
+        orphan.replace('%', "%25")
+    );
+    let mut o = f.opts();
+    o.replace.insert(
+        f.uri("_delta_log/00000000000000000014.json"),
+        commit.into_bytes(),
+    );
+    let run = run_native(f.config(now, 7 * DAY), &o).unwrap();
+    let v = run.verdicts();
+    assert_eq!(v[&orphan].verdict, Verdict::Demoted, "{:?}", v[&orphan]);
+    assert!(!deletes(&run).contains(&orphan));
+    let plan = run.plan();
+    assert_eq!(plan.summary.rechecks, 1);
+    assert!(plan
+        .tokens
+        .metadata_location
+        .ends_with("00000000000000000014.json"));
+}
+
+#[test]
+fn simple_table_without_checkpoint() {
+    let f = Fixture::load("simple");
+    let now = f.generated_at() + 8 * DAY;
+    let run = run_native(f.config(now, 7 * DAY), &f.opts()).unwrap();
+    assert_eq!(
+        deletes(&run),
+        union(&[f.set("tombstones"), f.planted("old-orphan")])
+    );
+}
+
+/// Copies a fixture table into a scratch folder (to break it).
+fn scratch(f: &Fixture, tag: &str) -> (Fixture, tempdir::Dir) {
+    let tmp = tempdir::Dir::new(tag);
+    copy_tree(&dir().join(&f.name), tmp.path());
+    let g = Fixture {
+        name: f.name.clone(),
+        location: format!("file://{}", tmp.path().display()),
+        expect: f.expect.clone(),
+    };
+    (g, tmp)
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_tree(&e.path(), &t);
+        } else {
+            std::fs::copy(e.path(), t).unwrap();
+        }
+    }
+}
+
+mod tempdir {
+    use std::path::{Path, PathBuf};
+    pub struct Dir(PathBuf);
+    impl Dir {
+        pub fn new(tag: &str) -> Dir {
+            let p = std::env::temp_dir().join(format!(
+                "lakesweep-delta-{tag}-{}-{}",
+                std::process::id(),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos()
+            ));
+            std::fs::create_dir_all(&p).unwrap();
+            Dir(p)
+        }
+        pub fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+#[test]
+fn malformed_logs_yield_typed_errors_and_no_plan() {
+    let f = Fixture::load("events");
+    let now = f.generated_at() + 8 * DAY;
+    let cp = f.uri("_delta_log/00000000000000000008.checkpoint.parquet");
+    let bytes = std::fs::read(vpath(&cp).unwrap()).unwrap();
+    // A truncated checkpoint.
+    for cut in [bytes.len() - 1, bytes.len() / 2, 8] {
+        let mut o = f.opts();
+        o.replace.insert(cp.clone(), bytes[..cut].to_vec());
+        let e = run_native(f.config(now, 7 * DAY), &o).unwrap_err();
+        assert!(matches!(e, Error::Malformed { .. }), "cut {cut}: {e}");
+    }
+    // A commit with invalid JSON.
+    let mut o = f.opts();
+    o.replace.insert(
+        f.uri("_delta_log/00000000000000000010.json"),
+        b"{\"add\":{\"path\":\"x\"".to_vec(),
+    );
+    let e = run_native(f.config(now, 7 * DAY), &o).unwrap_err();
+    assert!(matches!(e, Error::Malformed { .. }), "{e}");
+    // A commit that vanished between listing and reading.
+    let mut o = f.opts();
+    o.missing
+        .push(f.uri("_delta_log/00000000000000000011.json"));
+    let e = run_native(f.config(now, 7 * DAY), &o).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Unsafe {
+                reason: UnsafeReason::MissingMetadata,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // An unknown reader feature in a later commit.
+    let mut o = f.opts();
+    o.replace.insert(
+        f.uri("_delta_log/00000000000000000012.json"),
+        br#"{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["quantumStorage"],"writerFeatures":["quantumStorage"]}}"#.to_vec(),
+    );
+    let e = run_native(f.config(now, 7 * DAY), &o).unwrap_err();
+    assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+    assert!(e.to_string().contains("quantumStorage"), "{e}");
+}
+
+#[test]
+fn gaps_and_incomplete_checkpoints_stop_the_plan() {
+    let f = Fixture::load("events");
+    let now = f.generated_at() + 8 * DAY;
+    // A gap in the version sequence after the checkpoint.
+    let (g, _tmp) = scratch(&f, "gap");
+    std::fs::remove_file(vpath(&g.uri("_delta_log/00000000000000000010.json")).unwrap()).unwrap();
+    let e = run_native(g.config(now, 7 * DAY), &g.opts()).unwrap_err();
+    assert!(matches!(e, Error::Malformed { .. }), "{e}");
+    assert!(e.to_string().contains("commit 10 is missing"), "{e}");
+    // Commits before the checkpoint cleaned up, and the checkpoint is a
+    // multi-part set with its second part missing: nothing to start from.
+    let (g, _tmp) = scratch(&f, "parts");
+    let log = vpath(&g.uri("_delta_log")).unwrap();
+    for v in 0..8 {
+        std::fs::remove_file(log.join(format!("{v:020}.json"))).unwrap();
+    }
+    std::fs::rename(
+        log.join("00000000000000000008.checkpoint.parquet"),
+        log.join("00000000000000000008.checkpoint.0000000001.0000000002.parquet"),
+    )
+    .unwrap();
+    let mut o = g.opts();
+    o.default_mtime = Some(now - DAY);
+    let e = run_native(g.config(now, 7 * DAY), &o).unwrap_err();
+    assert!(matches!(e, Error::Malformed { .. }), "{e}");
+    // The same set made complete plans again.
+    std::fs::copy(
+        log.join("00000000000000000008.checkpoint.0000000001.0000000002.parquet"),
+        log.join("00000000000000000008.checkpoint.0000000002.0000000002.parquet"),
+    )
+    .unwrap();
+    // (Both parts hold the same rows: replay is idempotent.)
+    run_native(g.config(now, 7 * DAY), &o).unwrap();
+    // A log with no commit at all.
+    let (g, _tmp) = scratch(&f, "empty");
+    std::fs::remove_dir_all(vpath(&g.uri("_delta_log")).unwrap()).unwrap();
+    let e = run_native(g.config(now, 7 * DAY), &g.opts()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Unsafe {
+                reason: UnsafeReason::MissingMetadata,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+// --- delta-rs's public fixtures -------------------------------------------
+
+fn shared(table: &str) -> Option<String> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/delta-rs")
+        .join(table);
+    if p.is_dir() {
+        Some(format!("file://{}", p.canonicalize().unwrap().display()))
+    } else {
+        eprintln!("../shared/fixtures/delta-rs/{table} not present: skipped");
+        None
+    }
+}
+
+/// Plans a shared table far in the future with every file 30 days old.
+fn plan_shared(table: &str) -> Option<Result<Run, Error>> {
+    let loc = shared(table)?;
+    let now = 1_900_000_000_000;
+    let mut cfg = SessionConfig::new(&loc, "", now, 7 * DAY);
+    cfg.format = TableFormat::Delta;
+    let mut o = HostOptions::synthetic();
+    o.default_mtime = Some(now - 30 * DAY);
+    Some(run_native(cfg, &o))
+}
+
+fn verdicts_of(table: &str) -> Option<BTreeMap<String, lakesweep::Decision>> {
+    Some(plan_shared(table)?.unwrap().verdicts())
+}
+
+#[test]
+fn shared_deletion_vector_tables_keep_live_vectors() {
+    let Some(v) = verdicts_of("table-with-dv-small") else {
+        return;
+    };
+    let dv = "deletion_vector_61d16c75-6994-46b7-a15b-8b538852e50e.bin";
+    assert_eq!(v[dv].verdict, Verdict::Referenced);
+    assert!(v[dv].detail.contains("deletion vector"), "{}", v[dv].detail);
+    // Vectors of files removed long ago go; the live ones stay.
+    for (table, live_dv) in [
+        ("cdf-table-with-cdc-and-dvs", "Xq<G^UbT+TGkmx<+7Y=5"),
+        ("table_with_deletion_logs", "Q6Kt3y1b)0MgZSWwPunr"),
+    ] {
+        let Some(v) = verdicts_of(table) else { return };
+        let dv = lakesweep::spec::delta::DeletionVector {
+            storage_type: "u".into(),
+            path_or_inline_dv: live_dv.into(),
+            offset: None,
+        };
+        let name = lakesweep::spec::delta::dv_file("t", &dv).unwrap().unwrap();
+        assert_eq!(v[&name].verdict, Verdict::Referenced, "{table}: {name}");
+        assert!(v[&name].detail.contains("deletion vector of a live file"));
+    }
+}
+
+#[test]
+fn shared_checkpoint_variants_replay() {
+    // V2 checkpoint with sidecars, stale _last_checkpoint, no _last_checkpoint.
+    for table in [
+        "checkpoint-v2-table",
+        "table_failed_last_checkpoint_update",
+        "table_with_column_mapping",
+        "delta-0.8.0-null-partition",
+    ] {
+        let Some(r) = plan_shared(table) else { return };
+        let run = r.unwrap_or_else(|e| panic!("{table}: {e}"));
+        let plan = run.plan();
+        assert!(plan.summary.verdicts["referenced"].count > 0, "{table}");
+        assert_eq!(
+            plan.summary.referenced_not_listed, 0,
+            "{table}: {:?}",
+            plan.warnings
+        );
+        for (k, d) in run.verdicts() {
+            if k.starts_with("_delta_log/") {
+                assert_eq!(d.verdict, Verdict::Hidden, "{table}: {k}");
+            }
+        }
+    }
+}
+
+#[test]
+fn shared_special_partitions_decode_once_and_keep_crc_files() {
+    let Some(v) = verdicts_of("delta-0.8.0-special-partition") else {
+        return;
+    };
+    for (k, d) in &v {
+        if k.ends_with(".crc") {
+            assert_eq!(d.verdict, Verdict::Hidden, "{k}");
+        } else if !k.starts_with("_delta_log/") {
+            assert_eq!(d.verdict, Verdict::Referenced, "{k}: {}", d.detail);
+        }
+    }
+    assert!(v.keys().any(|k| k.starts_with("x=A%2FA/")));
+}
+
+#[test]
+fn shared_log_without_its_data_files_is_refused() {
+    // These ship only their logs: every referenced file is missing, which
+    // looks like a wrong location; nothing may be deleted. (The checkpoint
+    // without `_last_checkpoint` was found by listing and read first.)
+    for table in ["checkpoints_vacuumed", "with_checkpoint_no_last_checkpoint"] {
+        let Some(r) = plan_shared(table) else {
+            return;
+        };
+        let e = r.unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Unsafe {
+                    reason: UnsafeReason::NoReferencedKeyListed,
+                    ..
+                }
+            ),
+            "{table}: {e}"
+        );
+    }
+}
