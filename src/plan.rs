@@ -605,7 +605,11 @@ impl Session {
             return Err(Error::protocol("finish called before the session was done"));
         }
         let mut summary = self.summary.clone();
-        summary.snapshots = self.snapshots.len() as u64;
+        summary.snapshots = match &self.delta {
+            // The latest version and every version kept on purpose.
+            Some(d) => 1 + d.kept_versions(),
+            None => self.snapshots.len() as u64,
+        };
         summary.referenced_keys = self.classifier.keep.len() as u64;
         summary.keep_set_bytes = self.classifier.keep.index_bytes() as u64;
         summary.referenced_not_listed = summary.referenced_keys.saturating_sub(self.matched);

@@ -45,6 +45,14 @@ pub(super) struct DeltaSweep {
     latest: u64,
 }
 
+impl DeltaSweep {
+    /// Versions kept besides the latest.
+    pub(super) fn kept_versions(&self) -> u64 {
+        let latest = self.latest;
+        self.keep_versions.iter().filter(|&&v| v != latest).count() as u64
+    }
+}
+
 fn version_of(what: &str, id: i64) -> Result<u64> {
     u64::try_from(id).map_err(|_| {
         Error::invalid(
@@ -80,12 +88,14 @@ impl Session {
                 DrCheckpoint::SnapshotId(id) => {
                     keep.insert(version_of("a DR checkpoint", *id)?);
                 }
-                DrCheckpoint::MetadataFile(f) => return Err(Error::invalid(
-                    "context.drCheckpoints",
-                    format!(
+                DrCheckpoint::MetadataFile(f) => {
+                    return Err(Error::invalid(
+                        "context.drCheckpoints",
+                        format!(
                         "`{f}`: DR checkpoints of a Delta table name versions, not metadata files"
                     ),
-                )),
+                    ))
+                }
             }
         }
         self.delta = Some(Box::new(DeltaSweep {
@@ -278,7 +288,6 @@ impl Session {
             .map(|v| v as i64)
             .collect();
         self.refs = BTreeMap::from([("version".to_owned(), plan.latest as i64)]);
-        self.summary.snapshots = 1 + keep_versions.len() as u64;
         self.classifier.table_uuid = Some(metadata.id.clone()).filter(|s| !s.is_empty());
         self.classifier
             .partition_names

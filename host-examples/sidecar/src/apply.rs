@@ -99,7 +99,8 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
         .as_str()
         .ok_or("plan without table_location")?
         .to_owned();
-    if let Pointer::Explicit(_) = input.pointer {
+    let delta = plan["format"].as_str() == Some("delta");
+    if let (Pointer::Explicit(_), false) = (&input.pointer, delta) {
         return Err(
             "apply needs a live pointer to see commits made since the plan: pass --catalog, or let it read version-hint.text (a fixed --metadata proves nothing)"
                 .into(),
@@ -121,8 +122,12 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
     let sealed = plan["tokens"]["metadata_location"]
         .as_str()
         .ok_or("plan without tokens.metadata_location")?;
-    let current = input.pointer.resolve(&store, &table).await?;
-    let current = planner.mapped_pointer(&table, &current, &input.location_map)?;
+    let current = if delta {
+        crate::pointer::delta_head(&store, &table).await?
+    } else {
+        let current = input.pointer.resolve(&store, &table).await?;
+        planner.mapped_pointer(&table, &current, &input.location_map)?
+    };
     if current != sealed {
         return Err(format!(
             "the table changed since the plan was made (pointer now names {current}, the plan was judged on {sealed}): make a new plan"

@@ -8,6 +8,7 @@ use crate::pointer::Pointer;
 pub const USAGE: &str = "usage:
   lakesweep plan TABLE [POINTER] [--format iceberg|delta|auto] [--older-than DURATION]
                  [--now TIME] [--location-map FROM=TO]... [--json] [--out PLAN.json]
+                 [--keep-version N]... [--log-cleanup] [--allow-short-retention]
   lakesweep explain TABLE KEY [same options as plan]
   lakesweep apply PLAN.json [POINTER] [--location-map FROM=TO]... [--dry-run]
                  [--concurrency N] [--receipts FILE] [--holds FILE | --context FILE]
@@ -23,8 +24,15 @@ pub const USAGE: &str = "usage:
     --catalog sqlite:PATH --table NS.NAME
                                    an Iceberg SQL catalog (pyiceberg, Java JDBC schema)
                    (default: TABLE/metadata/version-hint.text)
-  --format F       iceberg (default), delta, or auto (a _delta_log/ folder means delta)
-  --older-than D   file-retention window, like 72h or 3d (default 3d, Iceberg's own)
+  --format F       iceberg, delta, or auto (default: a _delta_log/ folder means delta)
+  --older-than D   file-retention window, like 72h or 3d (default: 3d for Iceberg, as
+                   Iceberg's own; 7d for Delta, delta.deletedFileRetentionDuration's default)
+  --keep-version N Delta: keep every file version N reads (repeatable)
+  --log-cleanup    Delta: also plan _delta_log entries past delta.logRetentionDuration
+                   (30d by default) and below a checkpoint older than that
+  --allow-short-retention
+                   accept a window under 1h or under the Delta table's
+                   delta.deletedFileRetentionDuration (the plan says so)
   --now TIME       evaluation time, RFC 3339 (2026-11-30T12:00:00Z) or epoch milliseconds
                    (default: the clock)
   --location-map   rewrite a path prefix found in the metadata (relocated or restored tables)
@@ -89,6 +97,12 @@ pub struct PlanArgs {
     pub out: Option<String>,
     pub wasm: Option<String>,
     pub inputs: ContextFiles,
+    /// `--keep-version` (Delta).
+    pub keep_versions: Vec<i64>,
+    /// `--log-cleanup` (Delta).
+    pub log_cleanup: bool,
+    /// `--allow-short-retention`.
+    pub allow_short_retention: bool,
 }
 
 /// Arguments of `expire`.
@@ -139,6 +153,9 @@ struct Opts {
     expire_ids: Vec<i64>,
     commit: bool,
     allow_future_now: bool,
+    keep_versions: Vec<i64>,
+    log_cleanup: bool,
+    allow_short_retention: bool,
     given: Vec<&'static str>,
 }
 
@@ -253,6 +270,24 @@ fn opts(args: &[String]) -> Result<Opts, String> {
                 o.allow_future_now = true;
                 "--allow-future-now"
             }
+            "--keep-version" => {
+                let v = val(a)?;
+                o.keep_versions.push(
+                    v.parse()
+                        .ok()
+                        .filter(|n| *n >= 0)
+                        .ok_or_else(|| format!("--keep-version `{v}`: a table version"))?,
+                );
+                "--keep-version"
+            }
+            "--log-cleanup" => {
+                o.log_cleanup = true;
+                "--log-cleanup"
+            }
+            "--allow-short-retention" => {
+                o.allow_short_retention = true;
+                "--allow-short-retention"
+            }
             s if s.starts_with('-') => return Err(format!("unknown option `{s}`")),
             s => {
                 o.positional.push(s.to_owned());
@@ -282,7 +317,10 @@ impl Opts {
 
 const POINTER: [&str; 3] = ["--metadata", "--catalog", "--table"];
 const CONTEXT: [&str; 5] = ["--policy", "--context", "--leases", "--holds", "--writers"];
-const PLAN: [&str; 14] = [
+const PLAN: [&str; 17] = [
+    "--keep-version",
+    "--log-cleanup",
+    "--allow-short-retention",
     "--metadata",
     "--catalog",
     "--table",
@@ -308,7 +346,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
         Ok(PlanArgs {
             table: table.to_owned(),
             pointer: o.pointer()?,
-            format: o.format.unwrap_or(Format::Iceberg),
+            format: o.format.unwrap_or(Format::Auto),
             retention_ms: o.retention_ms,
             now_ms: o.now_ms.unwrap_or_else(now_ms),
             location_map: o.location_map.clone(),
@@ -316,6 +354,9 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
             out: o.out.clone(),
             wasm: o.wasm.clone(),
             inputs: o.inputs.clone(),
+            keep_versions: o.keep_versions.clone(),
+            log_cleanup: o.log_cleanup,
+            allow_short_retention: o.allow_short_retention,
         })
     };
     let with_wasm = |list: &[&'static str]| {

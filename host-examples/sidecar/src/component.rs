@@ -96,6 +96,8 @@ impl Planner {
             location_map: mappings(map),
             policy: None,
             context: None,
+            keep_versions: Vec::new(),
+            log_cleanup: false,
         };
         let p = self.api.lakesweep_planner_planner();
         let s = p
@@ -152,5 +154,6 @@ pub fn verdict_name(v: wt::Verdict) -> &'static str {
         wt::Verdict::Protected => "protected",
         wt::Verdict::Candidate => "candidate",
         wt::Verdict::Demoted => "demoted",
+        wt::Verdict::ExpiredLog => "expired-log",
     }
 }

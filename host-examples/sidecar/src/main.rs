@@ -38,6 +38,9 @@ fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, String> {
         policy: a.inputs.policy_json()?,
         context: a.inputs.context_json()?,
         keep_all_decisions: keep_all,
+        keep_versions: a.keep_versions.clone(),
+        log_cleanup: a.log_cleanup,
+        allow_short_retention: a.allow_short_retention,
     })
 }
 

@@ -51,6 +51,12 @@ pub struct PlanInput {
     /// Keep every decision (for `--json` and `explain`), not only the
     /// unreferenced ones (memory then grows with the listing).
     pub keep_all_decisions: bool,
+    /// Delta: versions whose files are all kept.
+    pub keep_versions: Vec<i64>,
+    /// Delta: plan log cleanup too.
+    pub log_cleanup: bool,
+    /// Accept a short window (the plan warns).
+    pub allow_short_retention: bool,
 }
 
 /// A finished plan.
@@ -67,6 +73,8 @@ pub struct Outcome {
 
 /// Iceberg's own default for orphan-file removal: 3 days.
 const ICEBERG_DEFAULT_RETENTION_MS: i64 = 3 * 86_400_000;
+/// Delta's default `delta.deletedFileRetentionDuration`: 7 days.
+const DELTA_DEFAULT_RETENTION_MS: i64 = 7 * 86_400_000;
 /// The planner's shortest accepted window (one hour).
 const MIN_WINDOW_MS: i64 = 3_600_000;
 
@@ -94,7 +102,21 @@ pub async fn run(input: &PlanInput) -> Result<Outcome, String> {
         Format::Auto => detect(&store, &input.table).await?,
         f => f,
     };
-    let pointer = input.pointer.resolve(&store, &input.table).await?;
+    // A Delta table's pointer is its log, which the planner lists itself.
+    let pointer = if format == Format::Delta {
+        if input.pointer != Pointer::VersionHint {
+            return Err(
+                "a Delta table's current version is its _delta_log: --metadata and --catalog do not apply"
+                    .into(),
+            );
+        }
+        String::new()
+    } else {
+        if !input.keep_versions.is_empty() || input.log_cleanup {
+            return Err("--keep-version and --log-cleanup apply to Delta tables".into());
+        }
+        input.pointer.resolve(&store, &input.table).await?
+    };
     let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
     let cfg = wt::SessionConfig {
         table_location: input.table.clone(),
@@ -109,14 +131,18 @@ pub async fn run(input: &PlanInput) -> Result<Outcome, String> {
         // rules (the planner applies the longer of the two windows).
         file_retention_ms: input.retention_ms.unwrap_or(if input.policy.is_some() {
             MIN_WINDOW_MS
+        } else if format == Format::Delta {
+            DELTA_DEFAULT_RETENTION_MS
         } else {
             ICEBERG_DEFAULT_RETENTION_MS
         }),
         keep_deleted_entries: true,
-        allow_short_retention: false,
+        allow_short_retention: input.allow_short_retention,
         location_map: mappings(&input.location_map),
         policy: input.policy.clone(),
         context: input.context.clone(),
+        keep_versions: input.keep_versions.clone(),
+        log_cleanup: input.log_cleanup,
     };
     let Planner { store: wstore, api } = &mut planner;
     let p = api.lakesweep_planner_planner();

@@ -115,6 +115,34 @@ impl Pointer {
     }
 }
 
+/// The newest commit of a Delta table: `TABLE/_delta_log/<v>.json` with the
+/// highest version listed (what a Delta plan's token names).
+pub async fn delta_head(store: &Store, table: &str) -> Result<String, String> {
+    use futures::StreamExt;
+    let log = format!("{table}/_delta_log/");
+    let mut newest: Option<(u64, String)> = None;
+    let mut objects = store.list(&log);
+    while let Some(o) = objects.next().await {
+        let o = o?;
+        let Some(name) = o.uri.strip_prefix(&log) else {
+            continue;
+        };
+        let Some(v) = name.strip_suffix(".json") else {
+            continue;
+        };
+        if v.len() != 20 || !v.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(v) = v.parse::<u64>() else { continue };
+        if newest.as_ref().is_none_or(|(n, _)| v > *n) {
+            newest = Some((v, o.uri.clone()));
+        }
+    }
+    newest
+        .map(|(_, u)| u)
+        .ok_or_else(|| format!("{log} holds no commit: the table is gone or not a Delta table"))
+}
+
 /// `SELECT metadata_location FROM iceberg_tables` for one table, read-only.
 fn catalog_lookup(path: &str, namespace: &str, name: &str) -> Result<String, String> {
     use rusqlite::{Connection, OpenFlags};

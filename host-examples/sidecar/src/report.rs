@@ -21,7 +21,7 @@ pub fn json(o: &Outcome) -> Value {
         .map(|a| a.iter().map(|d| &d["key"]).collect())
         .unwrap_or_default();
     json!({
-        "table": o.plan["table_location"], "delete": delete, "keep": keep,
+        "table": o.plan["table_location"], "format": o.plan["format"], "delete": delete, "keep": keep,
         "summary": o.plan["summary"], "warnings": o.plan["warnings"],
         "digest": o.plan["digest"], "tokens": o.plan["tokens"],
     })

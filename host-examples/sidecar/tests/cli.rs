@@ -9,15 +9,6 @@ use std::collections::BTreeSet;
 
 use common::*;
 
-fn out_text(o: &std::process::Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 #[test]
 fn plan_json_lists_exactly_the_old_planted_orphans() {
     let s = Stage::new("ok");
@@ -328,20 +319,6 @@ fn compare_splits_against_another_tools_list() {
     );
     assert_eq!(v["only_ours"].as_array().unwrap().len(), 2);
     assert_eq!(v["outside_table"].as_array().unwrap().len(), 1);
-}
-
-#[test]
-fn delta_tables_are_detected_and_refused_for_now() {
-    let s = Stage::new("delta");
-    std::fs::create_dir_all(s.table().join("_delta_log")).unwrap();
-    std::fs::write(
-        s.table().join("_delta_log/00000000000000000000.json"),
-        b"{}",
-    )
-    .unwrap();
-    let o = s.plan(&["--format", "auto"]);
-    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("delta"));
 }
 
 #[test]

@@ -153,6 +153,16 @@ pub fn lakesweep<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
         .unwrap()
 }
 
+/// Exit status, stdout and stderr, for assertion messages.
+pub fn out_text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
 /// stdout as JSON, or a panic with stderr.
 pub fn json(out: &Output) -> Value {
     assert!(
