@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
-python3 -c 'import moto.server, fastavro, pyiceberg.catalog.sql, pyarrow'
+python3 -c 'import moto.server, fastavro, pyiceberg.catalog.sql, pyarrow, deltalake'
 bash scripts/build-component.sh
 cargo test --all-targets
 cargo test --doc

@@ -38,16 +38,68 @@ pub fn wasm_path(arg: Option<&str>) -> PathBuf {
         .unwrap_or(repo)
 }
 
+/// Where compiled components are cached: `$LAKESWEEP_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/lakesweep`, else `~/.cache/lakesweep`; `None` when
+/// `LAKESWEEP_CACHE_DIR` is empty (caching off).
+fn cache_dir() -> Option<PathBuf> {
+    match std::env::var_os("LAKESWEEP_CACHE_DIR") {
+        Some(d) if d.is_empty() => None,
+        Some(d) => Some(d.into()),
+        None => std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+            .map(|d| d.join("lakesweep")),
+    }
+}
+
+/// Compiles `wasm`, or loads the machine code compiled for these exact bytes
+/// by this exact engine on an earlier run (Cranelift takes most of a second
+/// on a 1 MB component; every command pays it otherwise). The cache key
+/// hashes the component bytes and the engine's compatibility hash; wasmtime
+/// re-checks the artifact's version and settings when loading it and any
+/// failure falls back to compiling. The cache is this user's own directory:
+/// whoever can write there can already run code as this user.
+fn compiled(engine: &Engine, wasm: &[u8]) -> Result<Component, String> {
+    use std::hash::{Hash, Hasher};
+    let Some(dir) = cache_dir() else {
+        return Component::new(engine, wasm).map_err(|e| e.to_string());
+    };
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    wasm.hash(&mut h);
+    engine.precompile_compatibility_hash().hash(&mut h);
+    let file = dir.join(format!("planner-{:016x}.cwasm", h.finish()));
+    if file.exists() {
+        // SAFETY: the file was written by `Engine::precompile_component` in
+        // this user's cache directory (see above); wasmtime verifies its
+        // header, version and engine settings before use.
+        if let Ok(c) = unsafe { Component::deserialize_file(engine, &file) } {
+            return Ok(c);
+        }
+    }
+    let bytes = engine
+        .precompile_component(wasm)
+        .map_err(|e| e.to_string())?;
+    let tmp = dir.join(format!(".tmp-{}", std::process::id()));
+    // Best effort: a cache that cannot be written only costs time.
+    if std::fs::create_dir_all(&dir).is_ok() && std::fs::write(&tmp, &bytes).is_ok() {
+        let _ = std::fs::rename(&tmp, &file);
+    }
+    // SAFETY: `bytes` was produced just now by this engine.
+    unsafe { Component::deserialize(engine, &bytes) }.map_err(|e| e.to_string())
+}
+
 impl Planner {
     /// Loads and instantiates the component at `path`.
     pub fn load(path: &Path) -> Result<Planner, String> {
         let engine = Engine::new(&Config::new()).map_err(|e| e.to_string())?;
-        let component = Component::from_file(&engine, path).map_err(|e| {
+        let wasm = std::fs::read(path).map_err(|e| {
             format!(
                 "load {}: {e} (build it with scripts/build-component.sh)",
                 path.display()
             )
         })?;
+        let component = compiled(&engine, &wasm)
+            .map_err(|e| format!("load {}: {e}", path.display()))?;
         let mut store = Store::new(&engine, ());
         let linker: Linker<()> = Linker::new(&engine);
         let api = wit::Lakesweep::instantiate(&mut store, &component, &linker)
