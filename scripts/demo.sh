@@ -4,6 +4,10 @@
 # pyiceberg, with planted orphans). A git checkout loses modification times,
 # so the table is first staged into target/demo with the times the generator
 # recorded. Nothing is deleted: `plan` is a dry run.
+#
+#   bash scripts/demo.sh [--json]          the Iceberg demo table (pyiceberg)
+#   bash scripts/demo.sh delta [--json]    the Delta demo table (deltalake), judged
+#                                          8 days after it was written
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
@@ -11,6 +15,20 @@ bash scripts/build-component.sh >&2
 ( cd host-examples/sidecar && cargo build --release --quiet )
 root="$PWD/target/demo"
 rm -rf "$root" && mkdir -p "$root"
+if [ "${1:-}" = delta ]; then
+  shift
+  cp -r tests/fixtures/delta/events "$root/delta-events"
+  now_ms=$(python3 - "$root/delta-events" <<'PY'
+import json, os, sys
+t = json.load(open("tests/fixtures/delta/expect.json"))["events"]
+for rel, ms in t["mtimes"].items():
+    os.utime(os.path.join(sys.argv[1], rel), ns=(ms * 1_000_000, ms * 1_000_000))
+print(t["generated_at_ms"] + 8 * 86_400_000)
+PY
+)
+  # Format detected by _delta_log/; the window is Delta's default (7 days).
+  exec "$CARGO_TARGET_DIR/release/lakesweep" plan "$root/delta-events" --now "$now_ms" "$@"
+fi
 cp -r tests/fixtures/generated/warehouse tests/fixtures/generated/catalog.db "$root/"
 now_ms=$(python3 - "$root" <<'PY'
 import json, os, sys

@@ -7,13 +7,29 @@ mod common;
 
 use common::*;
 use lakesweep::spec::avro::Container;
+use lakesweep::spec::delta;
 use lakesweep::spec::iceberg::{for_each_manifest_entry, read_manifest_list, TableMetadata};
 use lakesweep::{PageClassifier, SealedPlan, Session};
 use proptest::prelude::*;
 
-/// Every file under the fixture tables' `metadata/` folders, as (virtual URI, bytes).
+/// Every file under the fixture tables' `metadata/` folders and the Delta
+/// fixtures' `_delta_log/` folders, as (URI, bytes).
 fn metadata_files() -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
+    let delta = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/delta");
+    for t in ["events", "simple"] {
+        let log = delta.join(t).join("_delta_log");
+        let mut names: Vec<_> = std::fs::read_dir(&log)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".json") || n.ends_with(".parquet"))
+            .collect();
+        names.sort();
+        for n in names {
+            let bytes = std::fs::read(log.join(&n)).unwrap();
+            out.push((format!("file://{}/{n}", log.display()), bytes));
+        }
+    }
     for t in tables() {
         let dir = vpath(&format!("{}/metadata", t.location)).unwrap();
         let mut names: Vec<_> = std::fs::read_dir(&dir)
@@ -78,6 +94,8 @@ fn parse_all(uri: &str, bytes: &[u8]) -> bool {
         ok |= SealedPlan::from_json(text).is_ok();
     }
     ok |= PageClassifier::load(bytes.to_vec()).is_ok();
+    ok |= delta::parse_json_actions(uri, bytes).is_ok();
+    ok |= delta::parse_parquet_actions(uri, bytes).is_ok();
     ok
 }
 

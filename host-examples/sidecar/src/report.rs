@@ -68,11 +68,22 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
         "  metadata      {}",
         plan["tokens"]["metadata_location"].as_str().unwrap_or("?")
     ));
-    line(format!("  pointer       {pointer_source}"));
-    line(format!(
-        "  snapshots     {} (all kept: expiry is planned separately)   blobs read: {}",
-        s["snapshots"], o.reads
-    ));
+    if plan["format"] == "delta" {
+        line(format!(
+            "  version       {} (newest commit in _delta_log/, re-checked after listing)",
+            plan["tokens"]["refs"]["version"]
+        ));
+        line(format!(
+            "  versions kept {} (the newest and every --keep-version or lease)   log files read: {}",
+            s["snapshots"], o.reads
+        ));
+    } else {
+        line(format!("  pointer       {pointer_source}"));
+        line(format!(
+            "  snapshots     {} (all kept: expiry is planned separately)   blobs read: {}",
+            s["snapshots"], o.reads
+        ));
+    }
     let (n, b) = tally(&s["listed"]);
     line(format!("  listed        {n:>6}  {:>10}", bytes(b)));
     for name in [
