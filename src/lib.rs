@@ -21,6 +21,7 @@ pub mod context;
 mod delta_log;
 pub mod error;
 pub mod expire;
+pub mod ledger;
 pub mod page;
 pub mod path;
 pub mod plan;
@@ -35,6 +36,7 @@ mod bindings;
 pub use context::Context;
 pub use error::{Error, Result, UnsafeReason};
 pub use expire::{plan_expiry, ExpiryPlan, ExpiryRequest};
+pub use ledger::{Ledger, ObjectState};
 pub use page::PageClassifier;
 pub use path::PathMapping;
 pub use plan::{

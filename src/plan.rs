@@ -193,6 +193,10 @@ pub struct PlanTokens {
     /// newer generation makes the plan stale.
     #[serde(default)]
     pub hold_generation: u64,
+    /// Newest reader generation among the context's leases (0: none); a
+    /// lease registered after the plan raises it and blocks approval.
+    #[serde(default)]
+    pub lease_watermark: u64,
 }
 
 /// One object the plan deletes.
@@ -650,6 +654,7 @@ impl Session {
                 keep_deleted_entries: self.config.keep_deleted_entries,
                 policy_digest: self.policy.as_ref().map(crate::Policy::digest),
                 hold_generation: self.classifier.protections.hold_generation(),
+                lease_watermark: self.classifier.protections.lease_watermark(),
             },
             delete: self.candidates.values().cloned().collect(),
             summary,

@@ -1,0 +1,780 @@
+//! Two-phase deletion: the ledger that walks every unreferenced object
+//! through quarantine, restore verification, one approval and a receipted
+//! delete, one step per run.
+//!
+//! ```text
+//!             (candidate in a plan)
+//!                    │
+//!   PROTECTED ◄──── DISCOVERED ──► UNREFERENCED_ELIGIBLE ──► QUARANTINED
+//!      ▲  │  (no longer a candidate, or changed, at any step before DELETED)      │ interval passed,
+//!      │  └──► DISCOVERED (a candidate again)                                     │ HEAD = recorded version
+//!      │                                                                          ▼
+//!      └──────────────────────────────────────────────────────────────── RESTORE_VERIFIED
+//!                                                                                 │ approval: table generation,
+//!                                                                                 │ refs, leases, holds, quarantine
+//!                                                                                 ▼ root all unchanged
+//!   VERIFIED ◄── DELETED ◄── (receipt: deleted / already absent) ◄──── DELETE_APPROVED
+//!      ▲            │ still there                                                 │ no receipt, failed,
+//!      │            ▼                                                             │ unknown
+//!      └──── DELETE_UNKNOWN ◄─────────────────────────────────────────────────────┘
+//!                   │ HEAD: still the same version ──► RESTORE_VERIFIED (retry after a new approval)
+//! ```
+//!
+//! The ledger is a versioned JSON document the host stores (by default under
+//! the table's hidden `_lakesweep/` prefix, which no sweep deletes). The core
+//! loads, advances and returns it; it refuses a ledger of another table or of
+//! a newer schema. Every function is pure: `now` is an input, and the host
+//! does every HEAD and DELETE and reports what the store answered.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result, UnsafeReason};
+use crate::plan::{hex, PlannedDelete, SealedPlan};
+
+/// Schema name of ledger documents.
+pub const LEDGER_SCHEMA: &str = "lakesweep.ledger.v1";
+
+/// Where an object stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ObjectState {
+    /// Not deletable now (referenced, leased, held, young, or changed); it
+    /// starts over from `DISCOVERED` if it becomes a candidate again.
+    Protected,
+    /// Seen as a delete candidate once.
+    Discovered,
+    /// A candidate in two consecutive plans.
+    UnreferencedEligible,
+    /// Its exact version (size, time, ETag, version id) is pinned; the
+    /// quarantine interval runs from here.
+    Quarantined,
+    /// After the interval, the store confirmed the pinned version still
+    /// exists: it can be restored, and nothing rewrote it.
+    RestoreVerified,
+    /// Approved, in one step, against an unchanged table; the delete follows.
+    DeleteApproved,
+    /// The store confirmed the delete.
+    Deleted,
+    /// A later HEAD confirmed the object is gone.
+    Verified,
+    /// A delete whose outcome was not confirmed (lost receipt, failure,
+    /// timeout); reconciled by HEAD until `VERIFIED` or retried.
+    DeleteUnknown,
+}
+
+impl ObjectState {
+    /// Whether `self -> next` is one of the ledger's transitions.
+    pub fn can_move_to(self, next: ObjectState) -> bool {
+        use ObjectState::*;
+        matches!(
+            (self, next),
+            (Protected, Discovered)
+                | (Discovered, UnreferencedEligible)
+                | (UnreferencedEligible, Quarantined)
+                | (Quarantined, RestoreVerified)
+                | (RestoreVerified, DeleteApproved)
+                | (DeleteApproved, Deleted)
+                | (DeleteApproved, DeleteUnknown)
+                | (Deleted, Verified)
+                | (Deleted, DeleteUnknown)
+                | (DeleteUnknown, Verified)
+                | (DeleteUnknown, RestoreVerified)
+                | (
+                    Discovered
+                        | UnreferencedEligible
+                        | Quarantined
+                        | RestoreVerified
+                        | DeleteApproved
+                        | DeleteUnknown,
+                    Protected
+                )
+        )
+    }
+}
+
+/// The exact version of an object the ledger pins.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectVersion {
+    /// Size in bytes.
+    pub size: u64,
+    /// Last-modified time, milliseconds since the epoch.
+    pub last_modified_ms: i64,
+    /// Entity tag, where the store gives one.
+    pub etag: Option<String>,
+    /// Version id, in versioned buckets.
+    pub version_id: Option<String>,
+}
+
+impl ObjectVersion {
+    fn of(d: &PlannedDelete) -> Self {
+        ObjectVersion {
+            size: d.size,
+            last_modified_ms: d.last_modified_ms,
+            etag: d.etag.clone(),
+            version_id: d.version_id.clone(),
+        }
+    }
+
+    /// Whether `seen` (a HEAD answer) is this version. Stores answer HEAD
+    /// with whole-second dates: with an ETag or version id the second is
+    /// enough; without either, times must match to the millisecond.
+    pub fn matches(&self, seen: &ObjectVersion) -> bool {
+        let pinned_by_tag = self.etag.is_some() || self.version_id.is_some();
+        let time = if pinned_by_tag {
+            self.last_modified_ms.div_euclid(1000) == seen.last_modified_ms.div_euclid(1000)
+        } else {
+            self.last_modified_ms == seen.last_modified_ms
+        };
+        self.size == seen.size
+            && time
+            && (self.etag.is_none() || self.etag == seen.etag)
+            && (self.version_id.is_none() || self.version_id == seen.version_id)
+    }
+}
+
+/// One state change, with its reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Move {
+    /// Key relative to the table location.
+    pub key: String,
+    /// State before (`None`: new to the ledger).
+    pub from: Option<ObjectState>,
+    /// State after.
+    pub to: ObjectState,
+    /// When, milliseconds since the epoch.
+    pub at_ms: i64,
+    /// Why, in words.
+    pub why: String,
+}
+
+/// One object of the ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerObject {
+    /// Current state.
+    pub state: ObjectState,
+    /// The version pinned (from the newest plan that listed it as a candidate).
+    pub version: ObjectVersion,
+    /// When it entered its current state.
+    pub since_ms: i64,
+    /// The ledger revision in which it entered its current state.
+    pub since_revision: u64,
+    /// Why it is in its current state.
+    pub why: String,
+}
+
+/// What a HEAD is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbePurpose {
+    /// Quarantine passed: does the pinned version still exist?
+    RestoreCheck,
+    /// After a confirmed delete: is it gone?
+    VerifyGone,
+    /// After an unconfirmed delete: what happened?
+    Reconcile,
+}
+
+/// A HEAD the host must make.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Probe {
+    /// Key relative to the table location.
+    pub key: String,
+    /// Why.
+    pub purpose: ProbePurpose,
+    /// The version the ledger pinned.
+    pub expect: ObjectVersion,
+}
+
+/// What the store answered to a probe (`seen: None`: no such object).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observation {
+    /// Key relative to the table location.
+    pub key: String,
+    /// The current version, or `None` when absent.
+    pub seen: Option<ObjectVersion>,
+}
+
+/// The live state the host read just before approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveState {
+    /// The pointer's current metadata location (Delta: newest commit),
+    /// mapped like the plan's. Metadata documents are immutable, so the same
+    /// location also means the same refs (the protected-ref root).
+    pub metadata_location: String,
+    /// Newest legal-hold generation in the current context.
+    pub hold_generation: u64,
+    /// Newest reader generation among the current leases.
+    pub lease_watermark: u64,
+}
+
+/// How a delete ended, as the host saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeleteResult {
+    /// The store confirmed the delete.
+    Deleted,
+    /// The object was already gone.
+    AlreadyAbsent,
+    /// HEAD before the delete showed another version: not deleted.
+    SkippedChanged,
+    /// The store refused or errored.
+    Failed,
+    /// The request was sent; no answer (timeout, crash).
+    Unknown,
+}
+
+/// One delete's receipt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Receipt {
+    /// Key relative to the table location.
+    pub key: String,
+    /// What happened.
+    pub result: DeleteResult,
+    /// The version the delete was aimed at (as seen by HEAD just before).
+    pub version: Option<ObjectVersion>,
+    /// When the request was sent, ms since the epoch.
+    pub requested_ms: i64,
+    /// When the store answered, ms since the epoch (`None`: no answer).
+    pub confirmed_ms: Option<i64>,
+    /// Versioned buckets: a delete without a version id leaves a delete
+    /// marker and keeps `version.version_id`; removing the marker undoes it.
+    #[serde(default)]
+    pub delete_marker: bool,
+    /// The store's words, if any.
+    #[serde(default)]
+    pub detail: Option<String>,
+}
+
+/// The tokens one approval compared, and what it approved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    /// Ledger revision of the approval.
+    pub revision: u64,
+    /// When, ms since the epoch.
+    pub at_ms: i64,
+    /// Whether it was granted.
+    pub granted: bool,
+    /// Why not, when refused (each difference found).
+    pub differences: Vec<String>,
+    /// The sealed plan's digest.
+    pub plan_digest: String,
+    /// The sealed plan's metadata location and the live one (equal when granted).
+    pub metadata_location: String,
+    /// Hold generation of the plan; the live one was not newer when granted.
+    pub hold_generation: u64,
+    /// Lease watermark of the plan; the live one was equal when granted.
+    pub lease_watermark: u64,
+    /// The hold generation read live just before approving.
+    pub live_hold_generation: u64,
+    /// The lease watermark read live just before approving.
+    pub live_lease_watermark: u64,
+    /// SHA-256 over the approved keys and their pinned versions.
+    pub quarantine_root: String,
+    /// The approved keys, exactly.
+    pub keys: Vec<String>,
+}
+
+/// The ledger document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ledger {
+    /// Always [`LEDGER_SCHEMA`].
+    pub schema: String,
+    /// Canonical table location.
+    pub table_location: String,
+    /// The table's UUID (Iceberg) or id (Delta), when known.
+    pub table_uuid: Option<String>,
+    /// Incremented by every step.
+    pub revision: u64,
+    /// Quarantine interval, milliseconds.
+    pub quarantine_ms: i64,
+    /// Objects by key relative to the table location.
+    pub objects: BTreeMap<String, LedgerObject>,
+    /// Every approval asked for, granted or not.
+    pub approvals: Vec<Approval>,
+    /// Every delete receipt.
+    pub receipts: Vec<Receipt>,
+    /// Every state change, oldest first.
+    pub history: Vec<Move>,
+    /// Keys that ever entered `DELETE_UNKNOWN`.
+    #[serde(default)]
+    pub unknown_ever: Vec<String>,
+}
+
+/// The run report's gates: each must read 0 (or 100 %) for a clean run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gates {
+    /// Receipts of deleted objects that no granted approval listed.
+    pub deleted_outside_approval: u64,
+    /// Approved keys with neither a `deleted`/`already-absent` receipt nor a
+    /// pending reconciliation resolved (sealed list vs what was deleted).
+    pub approved_not_deleted: u64,
+    /// Granted approvals whose live hold generation was newer than the plan's.
+    pub approvals_after_newer_hold: u64,
+    /// Objects ever in `DELETE_UNKNOWN`.
+    pub unknown_total: u64,
+    /// Of those, now settled (`VERIFIED`, retried, or protected).
+    pub unknown_reconciled: u64,
+    /// Objects per state.
+    pub states: BTreeMap<String, u64>,
+}
+
+fn state_name(s: ObjectState) -> String {
+    serde_json::to_value(s)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+impl Ledger {
+    /// An empty ledger for the plan's table.
+    pub fn new(plan: &SealedPlan, quarantine_ms: i64) -> Result<Ledger> {
+        if quarantine_ms < 0 {
+            return Err(Error::invalid("quarantine_ms", "must not be negative"));
+        }
+        Ok(Ledger {
+            schema: LEDGER_SCHEMA.into(),
+            table_location: plan.table_location.clone(),
+            table_uuid: plan.table_uuid.clone(),
+            revision: 0,
+            quarantine_ms,
+            objects: BTreeMap::new(),
+            approvals: Vec::new(),
+            receipts: Vec::new(),
+            history: Vec::new(),
+            unknown_ever: Vec::new(),
+        })
+    }
+
+    /// Parses a stored ledger; an unknown or newer schema is refused.
+    pub fn parse(text: &str) -> Result<Ledger> {
+        let v: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| Error::invalid("ledger", format!("not JSON: {e}")))?;
+        match v.get("schema").and_then(|s| s.as_str()) {
+            Some(LEDGER_SCHEMA) => {}
+            Some(s) if s.starts_with("lakesweep.ledger.") => {
+                return Err(Error::invalid(
+                    "ledger",
+                    format!("ledger schema `{s}` is newer than this planner's `{LEDGER_SCHEMA}`: upgrade lakesweep, do not overwrite it"),
+                ))
+            }
+            other => {
+                return Err(Error::invalid(
+                    "ledger",
+                    format!("not a lakesweep ledger (schema {other:?})"),
+                ))
+            }
+        }
+        serde_json::from_value(v).map_err(|e| Error::invalid("ledger", format!("damaged: {e}")))
+    }
+
+    /// Canonical JSON text.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Refuses a plan of another table.
+    pub fn ensure_table(&self, plan: &SealedPlan) -> Result<()> {
+        if plan.table_location != self.table_location
+            || (self.table_uuid.is_some()
+                && plan.table_uuid.is_some()
+                && plan.table_uuid != self.table_uuid)
+        {
+            return Err(Error::invalid(
+                "ledger",
+                format!(
+                    "the ledger is for {} ({}), the plan for {} ({}): a ledger of another table",
+                    self.table_location,
+                    self.table_uuid.as_deref().unwrap_or("no id"),
+                    plan.table_location,
+                    plan.table_uuid.as_deref().unwrap_or("no id")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn set(
+        &mut self,
+        key: &str,
+        to: ObjectState,
+        version: Option<ObjectVersion>,
+        now: i64,
+        why: String,
+        moves: &mut Vec<Move>,
+    ) -> Result<()> {
+        let from = self.objects.get(key).map(|o| o.state);
+        if let Some(f) = from {
+            if !f.can_move_to(to) {
+                return Err(Error::protocol(format!(
+                    "ledger: `{key}` cannot move from {} to {}",
+                    state_name(f),
+                    state_name(to)
+                )));
+            }
+        } else if to != ObjectState::Discovered {
+            return Err(Error::protocol(format!(
+                "ledger: `{key}` enters the ledger as {}",
+                state_name(to)
+            )));
+        }
+        let version = match (version, self.objects.get(key)) {
+            (Some(v), _) => v,
+            (None, Some(o)) => o.version.clone(),
+            (None, None) => return Err(Error::protocol(format!("ledger: no version for `{key}`"))),
+        };
+        if to == ObjectState::DeleteUnknown && !self.unknown_ever.iter().any(|k| k == key) {
+            self.unknown_ever.push(key.to_owned());
+        }
+        self.objects.insert(
+            key.to_owned(),
+            LedgerObject {
+                state: to,
+                version,
+                since_ms: now,
+                since_revision: self.revision,
+                why: why.clone(),
+            },
+        );
+        let m = Move {
+            key: key.to_owned(),
+            from,
+            to,
+            at_ms: now,
+            why,
+        };
+        self.history.push(m.clone());
+        moves.push(m);
+        Ok(())
+    }
+
+    /// Starts a run: folds a fresh plan into the ledger (at most one step per
+    /// object) and returns the HEADs the host must make.
+    pub fn begin_step(
+        &mut self,
+        plan: &SealedPlan,
+        now_ms: i64,
+    ) -> Result<(Vec<Move>, Vec<Probe>)> {
+        use ObjectState::*;
+        self.ensure_table(plan)?;
+        self.revision += 1;
+        let candidates: BTreeMap<&str, &PlannedDelete> =
+            plan.delete.iter().map(|d| (d.key.as_str(), d)).collect();
+        let mut moves = Vec::new();
+        let mut probes = Vec::new();
+        let keys: Vec<String> = self.objects.keys().cloned().collect();
+        for key in keys {
+            let o = self.objects[&key].clone();
+            let cand = candidates.get(key.as_str()).copied();
+            let probe = |purpose| Probe {
+                key: key.clone(),
+                purpose,
+                expect: o.version.clone(),
+            };
+            match (o.state, cand) {
+                (Verified, _) => {}
+                (Deleted, _) => probes.push(probe(ProbePurpose::VerifyGone)),
+                (DeleteUnknown, _) => probes.push(probe(ProbePurpose::Reconcile)),
+                (DeleteApproved, _) => {
+                    // An approval without receipts: the run died mid-delete.
+                    self.set(&key, DeleteUnknown, None, now_ms, "approved, but no receipt was recorded (interrupted run): outcome unknown".into(), &mut moves)?;
+                    probes.push(probe(ProbePurpose::Reconcile));
+                }
+                (Protected, None) => {}
+                (Protected, Some(d)) => self.set(&key, Discovered, Some(ObjectVersion::of(d)), now_ms, "a delete candidate again: starting over".into(), &mut moves)?,
+                (_, None) => self.set(&key, Protected, None, now_ms, format!("no longer a delete candidate in plan {} (referenced by a commit, leased, held, young or changed): kept", short(&plan.digest)), &mut moves)?,
+                (_, Some(d)) if !o.version.matches(&ObjectVersion::of(d)) => self.set(&key, Protected, Some(ObjectVersion::of(d)), now_ms, "the object changed since it was pinned: kept, starts over".into(), &mut moves)?,
+                (Discovered, Some(_)) => self.set(&key, UnreferencedEligible, None, now_ms, "a delete candidate in two consecutive plans".into(), &mut moves)?,
+                (UnreferencedEligible, Some(_)) => self.set(&key, Quarantined, None, now_ms, format!("version pinned; quarantine of {} ms begins", self.quarantine_ms), &mut moves)?,
+                (Quarantined, Some(_)) => {
+                    if now_ms.saturating_sub(o.since_ms) >= self.quarantine_ms {
+                        probes.push(probe(ProbePurpose::RestoreCheck));
+                    }
+                }
+                (RestoreVerified, Some(_)) => {}
+            }
+        }
+        for d in &plan.delete {
+            if !self.objects.contains_key(&d.key) {
+                self.set(
+                    &d.key,
+                    Discovered,
+                    Some(ObjectVersion::of(d)),
+                    now_ms,
+                    format!("a delete candidate in plan {}", short(&plan.digest)),
+                    &mut moves,
+                )?;
+            }
+        }
+        Ok((moves, probes))
+    }
+
+    /// Applies the store's answers to this run's probes.
+    pub fn observe(&mut self, observations: &[Observation], now_ms: i64) -> Result<Vec<Move>> {
+        use ObjectState::*;
+        let mut moves = Vec::new();
+        for ob in observations {
+            let Some(o) = self.objects.get(&ob.key).cloned() else {
+                return Err(Error::protocol(format!(
+                    "observation of `{}`, which the ledger does not hold",
+                    ob.key
+                )));
+            };
+            let same = ob.seen.as_ref().is_some_and(|s| o.version.matches(s));
+            match (o.state, &ob.seen) {
+                (Quarantined, _) if same => self.set(&ob.key, RestoreVerified, None, now_ms, "quarantine passed; the pinned version still exists and can be restored".into(), &mut moves)?,
+                (Quarantined, None) => self.set(&ob.key, Protected, None, now_ms, "vanished during quarantine (not by us): kept in the ledger, investigate".into(), &mut moves)?,
+                (Quarantined, Some(_)) => self.set(&ob.key, Protected, ob.seen.clone(), now_ms, "rewritten during quarantine: kept".into(), &mut moves)?,
+                (Deleted, None) => self.set(&ob.key, Verified, None, now_ms, "confirmed gone".into(), &mut moves)?,
+                (Deleted, Some(_)) if same => self.set(&ob.key, DeleteUnknown, None, now_ms, "the receipt said deleted, but the version is still there".into(), &mut moves)?,
+                (Deleted, Some(_)) => self.set(&ob.key, Verified, None, now_ms, "our version is gone; a newer object now has this key (not ours)".into(), &mut moves)?,
+                (DeleteUnknown, None) => self.set(&ob.key, Verified, None, now_ms, "reconciled: gone".into(), &mut moves)?,
+                (DeleteUnknown, Some(_)) if same => self.set(&ob.key, RestoreVerified, None, now_ms, "reconciled: not deleted, the pinned version is intact; retried after a new approval".into(), &mut moves)?,
+                (DeleteUnknown, Some(_)) => self.set(&ob.key, Protected, ob.seen.clone(), now_ms, "reconciled: another version now has this key; kept".into(), &mut moves)?,
+                (s, _) => {
+                    return Err(Error::protocol(format!(
+                        "observation of `{}` in state {}, which asked for none",
+                        ob.key,
+                        state_name(s)
+                    )))
+                }
+            }
+        }
+        Ok(moves)
+    }
+
+    /// The one irreversible acceptance point: compares the live state with
+    /// the sealed plan and, when nothing differs, approves exactly the
+    /// objects verified before this run that the plan still lists. Any
+    /// difference approves nothing (the plan must be recomputed).
+    pub fn approve(
+        &mut self,
+        plan: &SealedPlan,
+        live: &LiveState,
+        now_ms: i64,
+    ) -> Result<(Approval, Vec<Move>)> {
+        self.ensure_table(plan)?;
+        let t = &plan.tokens;
+        let mut differences = Vec::new();
+        if live.metadata_location != t.metadata_location {
+            differences.push(format!(
+                "table generation: the pointer names {}, the plan was judged on {}",
+                live.metadata_location, t.metadata_location
+            ));
+        }
+        if live.hold_generation > t.hold_generation {
+            differences.push(format!(
+                "legal holds: generation {} is newer than the plan's {}",
+                live.hold_generation, t.hold_generation
+            ));
+        }
+        if live.lease_watermark != t.lease_watermark {
+            differences.push(format!(
+                "reader leases: watermark {} differs from the plan's {}",
+                live.lease_watermark, t.lease_watermark
+            ));
+        }
+        let candidates: BTreeMap<&str, &PlannedDelete> =
+            plan.delete.iter().map(|d| (d.key.as_str(), d)).collect();
+        let keys: Vec<String> = self
+            .objects
+            .iter()
+            .filter(|(k, o)| {
+                o.state == ObjectState::RestoreVerified
+                    && o.since_revision < self.revision
+                    && candidates
+                        .get(k.as_str())
+                        .is_some_and(|d| o.version.matches(&ObjectVersion::of(d)))
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        let root = quarantine_root(keys.iter().map(|k| (k.as_str(), &self.objects[k].version)));
+        let granted = differences.is_empty() && !keys.is_empty();
+        let approval = Approval {
+            revision: self.revision,
+            at_ms: now_ms,
+            granted,
+            differences,
+            plan_digest: plan.digest.clone(),
+            metadata_location: t.metadata_location.clone(),
+            hold_generation: t.hold_generation,
+            lease_watermark: t.lease_watermark,
+            live_hold_generation: live.hold_generation,
+            live_lease_watermark: live.lease_watermark,
+            quarantine_root: root,
+            keys: if granted { keys.clone() } else { Vec::new() },
+        };
+        self.approvals.push(approval.clone());
+        let mut moves = Vec::new();
+        if granted {
+            for k in &keys {
+                self.set(
+                    k,
+                    ObjectState::DeleteApproved,
+                    None,
+                    now_ms,
+                    format!(
+                        "approved against {} (holds {}, leases {})",
+                        short(&t.metadata_location),
+                        t.hold_generation,
+                        t.lease_watermark
+                    ),
+                    &mut moves,
+                )?;
+            }
+        }
+        Ok((approval, moves))
+    }
+
+    /// Records the receipts of the last granted approval. An approved key
+    /// without a receipt is `DELETE_UNKNOWN`, never "deleted".
+    pub fn record(&mut self, receipts: Vec<Receipt>, now_ms: i64) -> Result<Vec<Move>> {
+        use ObjectState::*;
+        let Some(approval) = self
+            .approvals
+            .iter()
+            .rev()
+            .find(|a| a.granted && a.revision == self.revision)
+            .cloned()
+        else {
+            if receipts.is_empty() {
+                return Ok(Vec::new());
+            }
+            return Err(Error::unsafe_(
+                UnsafeReason::TableChanging,
+                "receipts without a granted approval in this run: something deleted objects the ledger did not approve",
+            ));
+        };
+        let mut by_key: BTreeMap<String, Receipt> = BTreeMap::new();
+        for r in receipts {
+            if !approval.keys.contains(&r.key) {
+                // Kept in the ledger (the gate counts it), but refused loudly.
+                self.receipts.push(r.clone());
+                return Err(Error::unsafe_(
+                    UnsafeReason::TableChanging,
+                    format!("a receipt for `{}`, which the approval did not list", r.key),
+                ));
+            }
+            by_key.insert(r.key.clone(), r);
+        }
+        let mut moves = Vec::new();
+        for k in &approval.keys {
+            match by_key.remove(k) {
+                None => self.set(
+                    k,
+                    DeleteUnknown,
+                    None,
+                    now_ms,
+                    "approved but no receipt: outcome unknown until reconciled".into(),
+                    &mut moves,
+                )?,
+                Some(r) => {
+                    let why = match r.result {
+                        DeleteResult::Deleted if r.delete_marker => "deleted: a delete marker hides it; the pinned version is kept by the bucket (undo: remove the marker)".to_owned(),
+                        DeleteResult::Deleted => "deleted; the store confirmed".to_owned(),
+                        DeleteResult::AlreadyAbsent => "already absent when deleted".to_owned(),
+                        DeleteResult::SkippedChanged => "changed since approval: not deleted, kept".to_owned(),
+                        DeleteResult::Failed => format!("delete failed ({}): outcome to reconcile", r.detail.as_deref().unwrap_or("no detail")),
+                        DeleteResult::Unknown => "no answer from the store: outcome unknown".to_owned(),
+                    };
+                    let to = match r.result {
+                        DeleteResult::Deleted | DeleteResult::AlreadyAbsent => Deleted,
+                        DeleteResult::SkippedChanged => Protected,
+                        DeleteResult::Failed | DeleteResult::Unknown => DeleteUnknown,
+                    };
+                    self.set(k, to, None, now_ms, why, &mut moves)?;
+                    self.receipts.push(r);
+                }
+            }
+        }
+        Ok(moves)
+    }
+
+    /// The gates of the whole ledger's history.
+    pub fn gates(&self) -> Gates {
+        let approved: std::collections::BTreeSet<&str> = self
+            .approvals
+            .iter()
+            .filter(|a| a.granted)
+            .flat_map(|a| a.keys.iter().map(String::as_str))
+            .collect();
+        let deleted_outside_approval = self
+            .receipts
+            .iter()
+            .filter(|r| r.result == DeleteResult::Deleted && !approved.contains(r.key.as_str()))
+            .count() as u64;
+        let confirmed: std::collections::BTreeSet<&str> = self
+            .receipts
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r.result,
+                    DeleteResult::Deleted | DeleteResult::AlreadyAbsent
+                )
+            })
+            .map(|r| r.key.as_str())
+            .collect();
+        let approved_not_deleted = approved
+            .iter()
+            .filter(|k| {
+                !confirmed.contains(*k)
+                    && !matches!(
+                        self.objects.get(**k).map(|o| o.state),
+                        Some(
+                            ObjectState::Verified
+                                | ObjectState::Protected
+                                | ObjectState::RestoreVerified
+                        )
+                    )
+            })
+            .count() as u64;
+        let unknown_reconciled = self
+            .unknown_ever
+            .iter()
+            .filter(|k| {
+                self.objects
+                    .get(*k)
+                    .is_some_and(|o| o.state != ObjectState::DeleteUnknown)
+            })
+            .count() as u64;
+        let mut states = BTreeMap::new();
+        for o in self.objects.values() {
+            *states.entry(state_name(o.state)).or_insert(0) += 1;
+        }
+        Gates {
+            deleted_outside_approval,
+            approved_not_deleted,
+            approvals_after_newer_hold: self
+                .approvals
+                .iter()
+                .filter(|a| a.granted && a.live_hold_generation > a.hold_generation)
+                .count() as u64,
+            unknown_total: self.unknown_ever.len() as u64,
+            unknown_reconciled,
+            states,
+        }
+    }
+}
+
+fn short(s: &str) -> String {
+    s.rsplit('/').next().unwrap_or(s).chars().take(64).collect()
+}
+
+/// SHA-256 (hex) over `key\tsize\tmtime\tetag\tversion` lines, sorted by key.
+pub fn quarantine_root<'a>(items: impl Iterator<Item = (&'a str, &'a ObjectVersion)>) -> String {
+    let mut lines: Vec<String> = items
+        .map(|(k, v)| {
+            format!(
+                "{k}\t{}\t{}\t{}\t{}\n",
+                v.size,
+                v.last_modified_ms,
+                v.etag.as_deref().unwrap_or(""),
+                v.version_id.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    lines.sort();
+    hex(&Sha256::digest(lines.concat().as_bytes()))
+}

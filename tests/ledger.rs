@@ -1,0 +1,794 @@
+//! The two-phase deletion ledger, driven through a simulated host (a table
+//! whose references, leases, holds and store contents the test controls),
+//! and through the real planner on the fixture tables where the fault is
+//! about what the planner sees. Each fault-matrix test is named after its
+//! fault; the outcome is always a postponed deletion or an explicit
+//! `DELETE_UNKNOWN`, never a lost live object.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use common::*;
+use lakesweep::ledger::{
+    DeleteResult, Ledger, LiveState, ObjectState, ObjectVersion, Observation, ProbePurpose, Receipt,
+};
+use lakesweep::plan::PLAN_SCHEMA;
+use lakesweep::{Error, PlanTokens, PlannedDelete, SealedPlan, Summary, TableFormat, UnsafeReason};
+use proptest::prelude::*;
+
+const LOC: &str = "s3://lake/t";
+const DAY: i64 = 86_400_000;
+const WINDOW: i64 = 3 * DAY;
+const QUARANTINE: i64 = DAY;
+
+/// The simulated table and store.
+#[derive(Debug, Clone, Default)]
+struct World {
+    /// What the store holds: key -> version.
+    store: BTreeMap<String, ObjectVersion>,
+    /// Keys referenced by retained snapshots.
+    referenced: BTreeSet<String>,
+    /// Keys a live lease protects.
+    leased: BTreeSet<String>,
+    /// Keys a legal hold protects.
+    held: BTreeSet<String>,
+    /// Metadata generation (every commit bumps it).
+    generation: u64,
+    hold_generation: u64,
+    lease_watermark: u64,
+    /// Every key the host ever deleted, with whether it was live then.
+    deleted_live: Vec<String>,
+    deleted: Vec<String>,
+}
+
+fn version(mtime: i64, tag: &str) -> ObjectVersion {
+    ObjectVersion {
+        size: 100,
+        last_modified_ms: mtime,
+        etag: Some(format!("\"{tag}\"")),
+        version_id: None,
+    }
+}
+
+impl World {
+    fn metadata(&self) -> String {
+        format!("{LOC}/metadata/{:05}.metadata.json", self.generation)
+    }
+    fn live(&self, k: &str) -> bool {
+        self.referenced.contains(k) || self.leased.contains(k) || self.held.contains(k)
+    }
+    /// What a correct planner would seal over `listing` (the store, or a stale copy).
+    fn plan_over(&self, listing: &BTreeMap<String, ObjectVersion>, now: i64) -> SealedPlan {
+        let delete = listing
+            .iter()
+            .filter(|(k, v)| !self.live(k) && now - v.last_modified_ms >= WINDOW)
+            .map(|(k, v)| PlannedDelete {
+                key: k.clone(),
+                size: v.size,
+                last_modified_ms: v.last_modified_ms,
+                etag: v.etag.clone(),
+                version_id: v.version_id.clone(),
+            })
+            .collect();
+        let mut p = SealedPlan {
+            schema: PLAN_SCHEMA.into(),
+            format: TableFormat::Iceberg,
+            table_location: LOC.into(),
+            table_uuid: Some("u-1".into()),
+            tokens: PlanTokens {
+                metadata_location: self.metadata(),
+                refs_digest: String::new(),
+                refs: BTreeMap::new(),
+                now_ms: now,
+                file_retention_ms: WINDOW,
+                keep_deleted_entries: true,
+                policy_digest: None,
+                hold_generation: self.hold_generation,
+                lease_watermark: self.lease_watermark,
+            },
+            delete,
+            summary: Summary::default(),
+            warnings: vec![],
+            digest: String::new(),
+        };
+        p.digest = p.compute_digest();
+        p
+    }
+    fn plan(&self, now: i64) -> SealedPlan {
+        self.plan_over(&self.store, now)
+    }
+    fn live_state(&self) -> LiveState {
+        LiveState {
+            metadata_location: self.metadata(),
+            hold_generation: self.hold_generation,
+            lease_watermark: self.lease_watermark,
+        }
+    }
+    fn commit_reference(&mut self, k: &str) {
+        self.referenced.insert(k.into());
+        self.generation += 1;
+    }
+    fn lease(&mut self, k: &str) {
+        self.leased.insert(k.into());
+        self.lease_watermark += 1;
+    }
+    fn hold(&mut self, k: &str) {
+        self.held.insert(k.into());
+        self.hold_generation += 1;
+    }
+}
+
+/// Something that happens between sealing the plan and approving it.
+type Between<'a> = Box<dyn FnMut(&mut World) + 'a>;
+
+/// Knobs for one run's faults.
+#[derive(Default)]
+struct Faults<'a> {
+    /// Runs after the plan is sealed, before approval.
+    between: Option<Between<'a>>,
+    /// Plan over this listing instead of the store (stale replica, eventual consistency).
+    listing: Option<BTreeMap<String, ObjectVersion>>,
+    /// Receipts of these keys are lost.
+    lose_receipts: BTreeSet<String>,
+}
+
+#[derive(Debug)]
+struct RunOutcome {
+    granted: bool,
+    differences: Vec<String>,
+    deleted: Vec<String>,
+}
+
+/// One sweep run: plan, step, HEADs, approval, deletes, receipts.
+fn run(l: &mut Ledger, w: &mut World, now: i64, mut f: Faults) -> RunOutcome {
+    let plan = match &f.listing {
+        Some(listing) => w.plan_over(listing, now),
+        None => w.plan(now),
+    };
+    let (_, probes) = l.begin_step(&plan, now).unwrap();
+    let obs: Vec<Observation> = probes
+        .iter()
+        .map(|p| Observation {
+            key: p.key.clone(),
+            seen: w.store.get(&p.key).cloned(),
+        })
+        .collect();
+    l.observe(&obs, now).unwrap();
+    if let Some(between) = f.between.as_mut() {
+        between(w);
+    }
+    let (approval, _) = l.approve(&plan, &w.live_state(), now).unwrap();
+    let mut receipts = Vec::new();
+    let mut deleted = Vec::new();
+    for k in &approval.keys {
+        let pinned = l.objects[k].version.clone();
+        let result = match w.store.get(k) {
+            None => DeleteResult::AlreadyAbsent,
+            Some(v) if !pinned.matches(v) => DeleteResult::SkippedChanged,
+            Some(_) => {
+                w.store.remove(k);
+                if w.live(k) {
+                    w.deleted_live.push(k.clone());
+                }
+                w.deleted.push(k.clone());
+                deleted.push(k.clone());
+                DeleteResult::Deleted
+            }
+        };
+        if !f.lose_receipts.contains(k) {
+            receipts.push(Receipt {
+                key: k.clone(),
+                result,
+                version: Some(pinned),
+                requested_ms: now,
+                confirmed_ms: Some(now),
+                delete_marker: false,
+                detail: None,
+            });
+        }
+    }
+    l.record(receipts, now).unwrap();
+    RunOutcome {
+        granted: approval.granted,
+        differences: approval.differences,
+        deleted,
+    }
+}
+
+fn world_with(orphans: &[&str], live: &[&str], t0: i64) -> World {
+    let mut w = World::default();
+    for k in orphans.iter().chain(live) {
+        w.store.insert(k.to_string(), version(t0, k));
+    }
+    for k in live {
+        w.referenced.insert(k.to_string());
+    }
+    w
+}
+
+fn new_ledger(w: &World, now: i64) -> Ledger {
+    Ledger::new(&w.plan(now), QUARANTINE).unwrap()
+}
+
+/// Runs until `key` reaches RESTORE_VERIFIED (the step before approval).
+fn to_verified(l: &mut Ledger, w: &mut World, key: &str, now: &mut i64) {
+    for _ in 0..6 {
+        if l.objects.get(key).map(|o| o.state) == Some(ObjectState::RestoreVerified) {
+            return;
+        }
+        let o = run(l, w, *now, Faults::default());
+        assert!(o.deleted.is_empty(), "nothing is deleted before approval");
+        *now += QUARANTINE;
+    }
+    panic!("{key} never verified: {:?}", l.objects.get(key));
+}
+
+const T0: i64 = 1_800_000_000_000;
+
+#[test]
+fn lifecycle_goes_through_every_state_one_step_per_run() {
+    let mut w = world_with(
+        &["data/orphan.parquet"],
+        &["data/live.parquet"],
+        T0 - 10 * DAY,
+    );
+    let mut l = new_ledger(&w, T0);
+    let k = "data/orphan.parquet";
+    let mut states = Vec::new();
+    let mut now = T0;
+    for _ in 0..7 {
+        run(&mut l, &mut w, now, Faults::default());
+        states.push(l.objects[k].state);
+        now += QUARANTINE;
+    }
+    use ObjectState::*;
+    assert_eq!(
+        states,
+        vec![
+            Discovered,
+            UnreferencedEligible,
+            Quarantined,
+            RestoreVerified,
+            Deleted,
+            Verified,
+            Verified
+        ]
+    );
+    assert!(!w.store.contains_key(k));
+    assert!(w.store.contains_key("data/live.parquet"));
+    assert!(!l.objects.contains_key("data/live.parquet"));
+    let g = l.gates();
+    assert_eq!(g.deleted_outside_approval, 0);
+    assert_eq!(g.approved_not_deleted, 0);
+    assert_eq!(g.approvals_after_newer_hold, 0);
+    // Every move is a legal transition.
+    for m in &l.history {
+        if let Some(f) = m.from {
+            assert!(f.can_move_to(m.to), "{m:?}");
+        }
+    }
+}
+
+#[test]
+fn quarantine_interval_is_waited_for() {
+    let mut w = world_with(&["a"], &[], T0 - 10 * DAY);
+    let mut l = new_ledger(&w, T0);
+    for i in 0..6 {
+        // Many runs in quick succession: quarantine has not passed.
+        run(&mut l, &mut w, T0 + i * 1000, Faults::default());
+    }
+    assert_eq!(l.objects["a"].state, ObjectState::Quarantined);
+    assert!(w.deleted.is_empty());
+}
+
+#[test]
+fn fault_01_lease_registered_after_the_plan_was_sealed_before_approval() {
+    let mut w = world_with(&["model/features.parquet"], &[], T0 - 10 * DAY);
+    let mut l = new_ledger(&w, T0);
+    let mut now = T0;
+    to_verified(&mut l, &mut w, "model/features.parquet", &mut now);
+    let o = run(
+        &mut l,
+        &mut w,
+        now,
+        Faults {
+            between: Some(Box::new(|w: &mut World| w.lease("model/features.parquet"))),
+            ..Faults::default()
+        },
+    );
+    assert!(!o.granted);
+    assert!(
+        o.differences.iter().any(|d| d.contains("reader leases")),
+        "{o:?}"
+    );
+    assert!(w.store.contains_key("model/features.parquet"));
+    // The next run plans with the lease: the object is protected.
+    run(&mut l, &mut w, now + 1, Faults::default());
+    assert_eq!(
+        l.objects["model/features.parquet"].state,
+        ObjectState::Protected
+    );
+    assert!(w.deleted_live.is_empty());
+}
+
+#[test]
+fn fault_02_protected_branch_named_with_different_letter_case() {
+    // The table's branch is `audit-branch`; the hold names `AUDIT-BRANCH`.
+    // Refs are case-sensitive: the hold protects a ref the table does not
+    // have, so the planner cannot tell its files apart and refuses.
+    let t = tables().into_iter().find(|t| t.name == "events").unwrap();
+    let mut cfg = t.config();
+    let refs = run_native(t.config(), &HostOptions::for_table(&t))
+        .unwrap()
+        .plan()
+        .tokens
+        .refs;
+    let branch = refs.keys().find(|r| *r != "main").unwrap().clone();
+    cfg.context = Some(format!(
+        r#"{{"holds":[{{"scope":{{"ref":"{}"}},"generation":1,"reason":"audit"}}]}}"#,
+        branch.to_uppercase()
+    ));
+    let e = run_native(cfg, &HostOptions::for_table(&t)).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Unsafe {
+                reason: UnsafeReason::ProtectedSnapshotMissing,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // No plan, so no ledger step and no approval.
+}
+
+#[test]
+fn fault_03_writer_uploaded_files_but_has_not_committed() {
+    // Through the planner: a writer's staging prefix in the context keeps
+    // old, unreferenced files under it `protected`.
+    let t = tables().into_iter().find(|t| t.name == "events").unwrap();
+    let base = run_native(t.config(), &HostOptions::for_table(&t))
+        .unwrap()
+        .plan();
+    let victim = base.delete.first().unwrap().key.clone();
+    let prefix = victim
+        .rsplit_once('/')
+        .map(|(d, _)| format!("{d}/"))
+        .unwrap();
+    let mut cfg = t.config();
+    cfg.context = Some(format!(
+        r#"{{"writers":[{{"stagingPrefix":"{prefix}","startedAtMs":{}}}]}}"#,
+        t.now_ms - 3_600_000
+    ));
+    let plan = run_native(cfg, &HostOptions::for_table(&t)).unwrap().plan();
+    assert!(plan.delete.iter().all(|d| !d.key.starts_with(&prefix)));
+    // Through the ledger: uploaded (young) files never enter it; once they
+    // are old the writer's commit references them and they stay out.
+    let mut w = world_with(&[], &[], T0);
+    w.store
+        .insert("data/upload-1.parquet".into(), version(T0 - 60_000, "u1"));
+    let mut l = new_ledger(&w, T0);
+    run(&mut l, &mut w, T0, Faults::default());
+    assert!(l.objects.is_empty());
+    w.commit_reference("data/upload-1.parquet");
+    run(&mut l, &mut w, T0 + 5 * DAY, Faults::default());
+    assert!(l.objects.is_empty());
+}
+
+#[test]
+fn fault_04_eventually_consistent_listing_misses_fresh_objects() {
+    let mut w = world_with(&["a", "b"], &[], T0 - 10 * DAY);
+    let mut l = new_ledger(&w, T0);
+    let mut now = T0;
+    to_verified(&mut l, &mut w, "a", &mut now);
+    // A listing that misses `a` (and a fresh object) makes `a` no longer a
+    // candidate: protected, postponed, not deleted on old evidence.
+    let mut listing = w.store.clone();
+    listing.remove("a");
+    w.store.insert("fresh".into(), version(now - 1000, "fresh"));
+    run(
+        &mut l,
+        &mut w,
+        now,
+        Faults {
+            listing: Some(listing),
+            ..Faults::default()
+        },
+    );
+    assert_eq!(l.objects["a"].state, ObjectState::Protected);
+    assert!(w.store.contains_key("a"));
+    assert!(!l.objects.contains_key("fresh"));
+}
+
+#[test]
+fn fault_05_hold_lands_at_the_same_time_as_the_approval() {
+    let mut w = world_with(&["legal/evidence.parquet"], &[], T0 - 10 * DAY);
+    let mut l = new_ledger(&w, T0);
+    let mut now = T0;
+    to_verified(&mut l, &mut w, "legal/evidence.parquet", &mut now);
+    let o = run(
+        &mut l,
+        &mut w,
+        now,
+        Faults {
+            between: Some(Box::new(|w: &mut World| w.hold("legal/evidence.parquet"))),
+            ..Faults::default()
+        },
+    );
+    assert!(!o.granted);
+    assert!(
+        o.differences.iter().any(|d| d.contains("legal holds")),
+        "{o:?}"
+    );
+    assert!(w.store.contains_key("legal/evidence.parquet"));
+    assert_eq!(l.gates().approvals_after_newer_hold, 0);
+}
+
+#[test]
+fn fault_06_protected_snapshots_file_slipped_into_the_candidates() {
+    // An earlier (buggy or stale) plan listed a file a protected snapshot
+    // reads; it got as far as RESTORE_VERIFIED. The fresh plan does not list
+    // it: it is protected and never approved.
+    let mut w = world_with(&["snap/data.parquet"], &[], T0 - 10 * DAY);
+    let mut l = new_ledger(&w, T0);
+    let mut now = T0;
+    to_verified(&mut l, &mut w, "snap/data.parquet", &mut now);
+    w.referenced.insert("snap/data.parquet".into()); // the truth, now seen
+    let o = run(&mut l, &mut w, now, Faults::default());
+    assert!(o.deleted.is_empty());
+    assert_eq!(l.objects["snap/data.parquet"].state, ObjectState::Protected);
+    assert!(w.deleted_live.is_empty());
+}
+
+#[test]
+fn fault_08_snapshot_expired_while_a_model_still_reads_it() {
+    // A live lease names a snapshot the table no longer has (expired under
+    // the reader): the planner refuses, nothing is planned or deleted.
+    let t = tables().into_iter().find(|t| t.name == "events").unwrap();
+    let mut cfg = t.config();
+    cfg.context = Some(format!(
+        r#"{{"leases":[{{"snapshotId":424242,"purpose":"training","owner":"ml","expiresAtMs":{},"readerGeneration":3}}]}}"#,
+        t.now_ms + DAY
+    ));
+    let e = run_native(cfg, &HostOptions::for_table(&t)).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Unsafe {
+                reason: UnsafeReason::ProtectedSnapshotMissing,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn fault_09_replica_lagging_listing_from_a_stale_copy() {
+    let mut w = world_with(&["a"], &[], T0 - 10 * DAY);
+    let mut l = new_ledger(&w, T0);
+    let mut now = T0;
+    // A stale replica shows `a` as it was; the primary has since rewritten
+    // it (a writer reused the name); the stale listing also misses `b`.
+    let stale = w.store.clone();
+    w.store.insert("a".into(), version(T0 + 1000, "a-new"));
+    w.store.insert("b".into(), version(T0 - 10 * DAY, "b"));
+    for _ in 0..4 {
+        run(
+            &mut l,
+            &mut w,
+            now,
+            Faults {
+                listing: Some(stale.clone()),
+                ..Faults::default()
+            },
+        );
+        now += QUARANTINE;
+    }
+    // The restore check HEADs the primary: another version, so protected.
+    assert_eq!(
+        l.objects["a"].state,
+        ObjectState::Protected,
+        "{:?}",
+        l.objects["a"]
+    );
+    assert_eq!(w.store["a"].etag.as_deref(), Some("\"a-new\""));
+    assert!(!l.objects.contains_key("b"));
+    assert!(w.deleted.is_empty());
+}
+
+#[test]
+fn fault_10_lost_delete_receipt() {
+    let mut w = world_with(&["a", "b"], &[], T0 - 10 * DAY);
+    let mut l = new_ledger(&w, T0);
+    let mut now = T0;
+    to_verified(&mut l, &mut w, "a", &mut now);
+    let o = run(
+        &mut l,
+        &mut w,
+        now,
+        Faults {
+            lose_receipts: ["a".to_owned()].into(),
+            ..Faults::default()
+        },
+    );
+    assert_eq!(o.deleted.len(), 2);
+    assert_eq!(
+        l.objects["a"].state,
+        ObjectState::DeleteUnknown,
+        "never 'deleted' without a receipt"
+    );
+    assert_eq!(l.objects["b"].state, ObjectState::Deleted);
+    let g = l.gates();
+    assert_eq!((g.unknown_total, g.unknown_reconciled), (1, 0));
+    // Reconciliation by HEAD: gone.
+    run(&mut l, &mut w, now + 1, Faults::default());
+    assert_eq!(l.objects["a"].state, ObjectState::Verified);
+    let g = l.gates();
+    assert_eq!((g.unknown_total, g.unknown_reconciled), (1, 1));
+    assert_eq!(g.approved_not_deleted, 0);
+}
+
+#[test]
+fn fault_10b_failed_delete_is_reconciled_and_retried() {
+    let mut w = world_with(&["a"], &[], T0 - 10 * DAY);
+    let mut l = new_ledger(&w, T0);
+    let mut now = T0;
+    to_verified(&mut l, &mut w, "a", &mut now);
+    let plan = w.plan(now);
+    l.begin_step(&plan, now).unwrap();
+    let (a, _) = l.approve(&plan, &w.live_state(), now).unwrap();
+    assert!(a.granted);
+    let moves = l
+        .record(
+            vec![Receipt {
+                key: "a".into(),
+                result: DeleteResult::Failed,
+                version: None,
+                requested_ms: now,
+                confirmed_ms: Some(now),
+                delete_marker: false,
+                detail: Some("503 SlowDown".into()),
+            }],
+            now,
+        )
+        .unwrap();
+    assert_eq!(moves[0].to, ObjectState::DeleteUnknown);
+    // Still there, same version: back to RESTORE_VERIFIED, then a new approval deletes it.
+    run(&mut l, &mut w, now + 1, Faults::default());
+    assert_eq!(l.objects["a"].state, ObjectState::RestoreVerified);
+    run(&mut l, &mut w, now + 2, Faults::default());
+    assert_eq!(l.objects["a"].state, ObjectState::Deleted);
+    assert!(!w.store.contains_key("a"));
+}
+
+#[test]
+fn fault_11_delete_marker_recovered_in_a_versioned_bucket() {
+    // The receipt says a delete marker hides the pinned version; an operator
+    // removes the marker (the store shows the same version again): the
+    // ledger does not call it verified, it reconciles and, since the table
+    // still does not reference it, retries only after a new approval.
+    let mut w = world_with(&["a"], &[], T0 - 10 * DAY);
+    w.store.get_mut("a").unwrap().version_id = Some("v1".into());
+    let mut l = new_ledger(&w, T0);
+    let mut now = T0;
+    to_verified(&mut l, &mut w, "a", &mut now);
+    let kept = w.store["a"].clone();
+    run(&mut l, &mut w, now, Faults::default());
+    assert_eq!(l.objects["a"].state, ObjectState::Deleted);
+    // Undo: the marker is removed, the old version is current again.
+    w.store.insert("a".into(), kept);
+    // The restored object is referenced again by a restore commit.
+    w.commit_reference("a");
+    run(&mut l, &mut w, now + 1, Faults::default());
+    assert_eq!(l.objects["a"].state, ObjectState::DeleteUnknown);
+    run(&mut l, &mut w, now + 2, Faults::default());
+    assert_eq!(l.objects["a"].state, ObjectState::RestoreVerified);
+    run(&mut l, &mut w, now + 3, Faults::default());
+    assert_eq!(
+        l.objects["a"].state,
+        ObjectState::Protected,
+        "referenced again: kept"
+    );
+    assert!(w.store.contains_key("a"));
+}
+
+#[test]
+fn a_ledger_of_another_table_or_a_newer_schema_is_refused() {
+    let w = world_with(&["a"], &[], T0 - 10 * DAY);
+    let mut l = new_ledger(&w, T0);
+    let mut other = w.plan(T0);
+    other.table_location = "s3://lake/other".into();
+    assert!(matches!(
+        l.begin_step(&other, T0),
+        Err(Error::InvalidOptions { .. })
+    ));
+    let text = l
+        .to_json()
+        .replace("lakesweep.ledger.v1", "lakesweep.ledger.v2");
+    let e = Ledger::parse(&text).unwrap_err();
+    assert!(e.to_string().contains("newer"), "{e}");
+    assert!(Ledger::parse("{}").is_err());
+    assert_eq!(Ledger::parse(&l.to_json()).unwrap(), l);
+}
+
+#[test]
+fn an_interrupted_run_leaves_approved_objects_unknown_not_deleted() {
+    let mut w = world_with(&["a"], &[], T0 - 10 * DAY);
+    let mut l = new_ledger(&w, T0);
+    let mut now = T0;
+    to_verified(&mut l, &mut w, "a", &mut now);
+    let plan = w.plan(now);
+    l.begin_step(&plan, now).unwrap();
+    l.approve(&plan, &w.live_state(), now).unwrap();
+    // The host crashed before recording receipts; the ledger was saved.
+    let saved = Ledger::parse(&l.to_json()).unwrap();
+    let mut l = saved;
+    run(&mut l, &mut w, now + 1, Faults::default());
+    assert_eq!(l.objects["a"].state, ObjectState::RestoreVerified);
+    assert!(l
+        .history
+        .iter()
+        .any(|m| m.to == ObjectState::DeleteUnknown && m.key == "a"));
+}
+
+#[test]
+fn receipts_for_unapproved_keys_are_refused() {
+    let w = world_with(&["a"], &[], T0 - 10 * DAY);
+    let mut l = new_ledger(&w, T0);
+    l.begin_step(&w.plan(T0), T0).unwrap();
+    let e = l
+        .record(
+            vec![Receipt {
+                key: "a".into(),
+                result: DeleteResult::Deleted,
+                version: None,
+                requested_ms: T0,
+                confirmed_ms: Some(T0),
+                delete_marker: false,
+                detail: None,
+            }],
+            T0,
+        )
+        .unwrap_err();
+    assert!(matches!(e, Error::Unsafe { .. }), "{e}");
+}
+
+#[test]
+fn probes_say_what_they_are_for() {
+    let mut w = world_with(&["a"], &[], T0 - 10 * DAY);
+    let mut l = new_ledger(&w, T0);
+    let mut now = T0;
+    for _ in 0..3 {
+        run(&mut l, &mut w, now, Faults::default());
+        now += QUARANTINE;
+    }
+    let (_, probes) = l.begin_step(&w.plan(now), now).unwrap();
+    assert_eq!(probes.len(), 1);
+    assert_eq!(probes[0].purpose, ProbePurpose::RestoreCheck);
+    assert_eq!(probes[0].expect, w.store["a"]);
+}
+
+#[derive(Debug, Clone)]
+enum Event {
+    /// A commit references an existing file.
+    Reference(usize),
+    /// Snapshot expiry: a referenced file becomes unreferenced.
+    Unreference(usize),
+    /// A writer uploads a new file.
+    Upload,
+    Lease(usize),
+    EndLease(usize),
+    Hold(usize),
+    /// Time passes.
+    Wait(i64),
+    /// A sweep run, with an event between plan and approval (or none).
+    Sweep(Option<Box<Event>>),
+}
+
+fn event() -> impl Strategy<Value = Event> {
+    let leaf = prop_oneof![
+        (0usize..12).prop_map(Event::Reference),
+        (0usize..12).prop_map(Event::Unreference),
+        Just(Event::Upload),
+        (0usize..12).prop_map(Event::Lease),
+        (0usize..12).prop_map(Event::EndLease),
+        (0usize..12).prop_map(Event::Hold),
+        (1i64..4).prop_map(|d| Event::Wait(d * DAY)),
+    ];
+    prop_oneof![
+        3 => leaf.clone(),
+        4 => proptest::option::of(leaf).prop_map(|e| Event::Sweep(e.map(Box::new))),
+    ]
+}
+
+fn apply_event(w: &mut World, e: &Event, now: &mut i64, uploads: &mut usize) {
+    let key = |w: &World, i: usize| w.store.keys().nth(i % w.store.len().max(1)).cloned();
+    match e {
+        Event::Reference(i) => {
+            if let Some(k) = key(w, *i) {
+                w.commit_reference(&k);
+            }
+        }
+        Event::Unreference(i) => {
+            if let Some(k) = w
+                .referenced
+                .iter()
+                .nth(*i % w.referenced.len().max(1))
+                .cloned()
+            {
+                w.referenced.remove(&k);
+                w.generation += 1;
+            }
+        }
+        Event::Upload => {
+            *uploads += 1;
+            w.store
+                .insert(format!("data/up-{uploads}.parquet"), version(*now, "up"));
+        }
+        Event::Lease(i) => {
+            if let Some(k) = key(w, *i) {
+                w.lease(&k);
+            }
+        }
+        Event::EndLease(i) => {
+            if let Some(k) = w.leased.iter().nth(*i % w.leased.len().max(1)).cloned() {
+                w.leased.remove(&k);
+                w.lease_watermark += 1;
+            }
+        }
+        Event::Hold(i) => {
+            if let Some(k) = key(w, *i) {
+                w.hold(&k);
+            }
+        }
+        Event::Wait(ms) => *now += ms,
+        Event::Sweep(_) => {}
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
+
+    /// No object referenced by a retained snapshot, a live lease or a hold is
+    /// ever deleted, whatever lands between plan and approval.
+    #[test]
+    fn random_interleavings_never_delete_a_live_object(events in proptest::collection::vec(event(), 1..60)) {
+        let orphans: Vec<String> = (0..6).map(|i| format!("data/o-{i}.parquet")).collect();
+        let live: Vec<String> = (0..6).map(|i| format!("data/l-{i}.parquet")).collect();
+        let o: Vec<&str> = orphans.iter().map(String::as_str).collect();
+        let lv: Vec<&str> = live.iter().map(String::as_str).collect();
+        let mut w = world_with(&o, &lv, T0 - 10 * DAY);
+        let mut l = new_ledger(&w, T0);
+        let mut now = T0;
+        let mut uploads = 0;
+        for e in &events {
+            if let Event::Sweep(between) = e {
+                let mut inner = between.as_deref().cloned();
+                let mut n = now;
+                let mut u = uploads;
+                run(&mut l, &mut w, now, Faults {
+                    between: Some(Box::new(move |w: &mut World| {
+                        if let Some(e) = inner.take() {
+                            apply_event(w, &e, &mut n, &mut u);
+                        }
+                    })),
+                    ..Faults::default()
+                });
+                uploads += 1; // keep upload names unique across closures
+            } else {
+                apply_event(&mut w, e, &mut now, &mut uploads);
+            }
+            prop_assert!(w.deleted_live.is_empty(), "deleted live objects: {:?}", w.deleted_live);
+        }
+        let g = l.gates();
+        prop_assert_eq!(g.deleted_outside_approval, 0);
+        prop_assert_eq!(g.approvals_after_newer_hold, 0);
+        for m in &l.history {
+            if let Some(f) = m.from {
+                prop_assert!(f.can_move_to(m.to), "{:?}", m);
+            }
+        }
+    }
+}
