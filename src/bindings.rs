@@ -91,6 +91,45 @@ impl wp::Guest for Component {
         Ok(plan_json)
     }
 
+    fn ledger_begin(
+        ledger_json: Option<String>,
+        plan_json: String,
+        quarantine_ms: i64,
+        now_ms: i64,
+    ) -> Result<String, wt::Error> {
+        core::ledger::json::begin(ledger_json.as_deref(), &plan_json, quarantine_ms, now_ms)
+            .map_err(err)
+    }
+
+    fn ledger_observe(
+        ledger_json: String,
+        observations_json: String,
+        now_ms: i64,
+    ) -> Result<String, wt::Error> {
+        core::ledger::json::observe(&ledger_json, &observations_json, now_ms).map_err(err)
+    }
+
+    fn ledger_approve(
+        ledger_json: String,
+        plan_json: String,
+        live_json: String,
+        now_ms: i64,
+    ) -> Result<String, wt::Error> {
+        core::ledger::json::approve(&ledger_json, &plan_json, &live_json, now_ms).map_err(err)
+    }
+
+    fn ledger_record(
+        ledger_json: String,
+        receipts_json: String,
+        now_ms: i64,
+    ) -> Result<String, wt::Error> {
+        core::ledger::json::record(&ledger_json, &receipts_json, now_ms).map_err(err)
+    }
+
+    fn ledger_gates(ledger_json: String) -> Result<String, wt::Error> {
+        core::ledger::json::gates(&ledger_json).map_err(err)
+    }
+
     fn check_policy(policy_json: String) -> Result<String, wt::Error> {
         let p = core::Policy::parse(&policy_json).map_err(err)?;
         serde_json::to_string(&p.check()).map_err(|e| err(core::Error::protocol(e.to_string())))

@@ -778,3 +778,111 @@ pub fn quarantine_root<'a>(items: impl Iterator<Item = (&'a str, &'a ObjectVersi
     lines.sort();
     hex(&Sha256::digest(lines.concat().as_bytes()))
 }
+
+/// JSON entry points: what the component exports (the WIT functions
+/// `ledger-*`). Each takes and returns documents, so every host language
+/// can store the ledger as text without a binding of its own.
+pub mod json {
+    use serde::Serialize;
+
+    use super::{Gates, Ledger, LiveState, Move, Observation, Probe, Receipt};
+    use crate::error::{Error, Result};
+    use crate::plan::SealedPlan;
+
+    fn doc<T: Serialize>(v: &T) -> Result<String> {
+        serde_json::to_string(v).map_err(|e| Error::protocol(e.to_string()))
+    }
+    fn input<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> Result<T> {
+        serde_json::from_str(text).map_err(|e| Error::protocol(format!("{what}: {e}")))
+    }
+
+    #[derive(Serialize)]
+    struct Step<'a> {
+        ledger: &'a Ledger,
+        moves: Vec<Move>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        probes: Option<Vec<Probe>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        approval: Option<super::Approval>,
+        gates: Gates,
+    }
+
+    /// Starts a run over `plan_json` (a sealed plan; its digest is checked).
+    /// `ledger_json: None` starts a new ledger with `quarantine_ms`.
+    /// Returns `{ledger, moves, probes, gates}`.
+    pub fn begin(
+        ledger_json: Option<&str>,
+        plan_json: &str,
+        quarantine_ms: i64,
+        now_ms: i64,
+    ) -> Result<String> {
+        let plan = SealedPlan::from_json(plan_json)?;
+        let mut l = match ledger_json {
+            Some(t) => Ledger::parse(t)?,
+            None => Ledger::new(&plan, quarantine_ms)?,
+        };
+        let (moves, probes) = l.begin_step(&plan, now_ms)?;
+        doc(&Step {
+            gates: l.gates(),
+            ledger: &l,
+            moves,
+            probes: Some(probes),
+            approval: None,
+        })
+    }
+
+    /// Applies HEAD answers (`[{key, seen}]`). Returns `{ledger, moves, gates}`.
+    pub fn observe(ledger_json: &str, observations_json: &str, now_ms: i64) -> Result<String> {
+        let mut l = Ledger::parse(ledger_json)?;
+        let obs: Vec<Observation> = input("observations", observations_json)?;
+        let moves = l.observe(&obs, now_ms)?;
+        doc(&Step {
+            gates: l.gates(),
+            ledger: &l,
+            moves,
+            probes: None,
+            approval: None,
+        })
+    }
+
+    /// The approval against the live state (`{metadata_location,
+    /// hold_generation, lease_watermark}`). Returns `{ledger, approval, moves, gates}`.
+    pub fn approve(
+        ledger_json: &str,
+        plan_json: &str,
+        live_json: &str,
+        now_ms: i64,
+    ) -> Result<String> {
+        let mut l = Ledger::parse(ledger_json)?;
+        let plan = SealedPlan::from_json(plan_json)?;
+        let live: LiveState = input("live state", live_json)?;
+        let (approval, moves) = l.approve(&plan, &live, now_ms)?;
+        doc(&Step {
+            gates: l.gates(),
+            ledger: &l,
+            moves,
+            probes: None,
+            approval: Some(approval),
+        })
+    }
+
+    /// Records the receipts (`[Receipt]`) of this run's approval. Returns
+    /// `{ledger, moves, gates}`.
+    pub fn record(ledger_json: &str, receipts_json: &str, now_ms: i64) -> Result<String> {
+        let mut l = Ledger::parse(ledger_json)?;
+        let receipts: Vec<Receipt> = input("receipts", receipts_json)?;
+        let moves = l.record(receipts, now_ms)?;
+        doc(&Step {
+            gates: l.gates(),
+            ledger: &l,
+            moves,
+            probes: None,
+            approval: None,
+        })
+    }
+
+    /// The gates of a ledger.
+    pub fn gates(ledger_json: &str) -> Result<String> {
+        doc(&Ledger::parse(ledger_json)?.gates())
+    }
+}

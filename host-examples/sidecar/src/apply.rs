@@ -67,6 +67,11 @@ impl Outcome {
     }
 }
 
+/// This machine's clock, milliseconds since the epoch.
+pub fn clock_ms() -> i64 {
+    now_ms()
+}
+
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -17,6 +17,10 @@ pub const USAGE: &str = "usage:
   lakesweep expire TABLE [POINTER] [--policy FILE] [CONTEXT] [--now TIME]
                  [--expire-id ID]... [--location-map FROM=TO]... [--json] [--commit]
   lakesweep policy check FILE [--json]
+  lakesweep sweep TABLE [--ledger URI] [--quarantine DURATION] [same options as plan]
+                 [--concurrency N] [--allow-future-now]
+  lakesweep reconcile TABLE [--ledger URI] [--json]
+  lakesweep ledger show TABLE [--ledger URI] [--json]
 
   TABLE            table location: a local path, file://, s3://, s3a://, gs://, az:// URI
   POINTER          where the current metadata is, checked again before anything is deleted:
@@ -52,6 +56,10 @@ pub const USAGE: &str = "usage:
                    vN.metadata.json and version-hint.text); without it, expire only prints
   --allow-future-now  apply, expire --commit: accept a --now ahead of the clock (tests,
                    what-if runs); otherwise refused, since young files would look old
+  --ledger URI     sweep, reconcile, ledger show: the ledger document (default
+                   TABLE/_lakesweep/ledger.json, under a hidden prefix no sweep deletes)
+  --quarantine D   sweep: how long an object waits in quarantine before its restore
+                   check (default 1d; fixed when the ledger is created)
   --wasm PATH      the component (default: $LAKESWEEP_WASM or target/lakesweep.wasm)
 
 Stores: credentials and endpoints come from the environment (AWS_ACCESS_KEY_ID,
@@ -81,8 +89,33 @@ pub enum Command {
         other: String,
         json: bool,
     },
+    /// `sweep`: one two-phase deletion step.
+    Sweep(SweepArgs),
+    /// `reconcile`.
+    Reconcile {
+        table: String,
+        ledger: Option<String>,
+        json: bool,
+        wasm: Option<String>,
+    },
+    /// `ledger show`.
+    LedgerShow {
+        table: String,
+        ledger: Option<String>,
+        json: bool,
+        wasm: Option<String>,
+    },
     /// `help`.
     Help,
+}
+
+/// Arguments of `sweep`.
+pub struct SweepArgs {
+    pub plan: PlanArgs,
+    pub ledger: Option<String>,
+    pub quarantine_ms: i64,
+    pub concurrency: usize,
+    pub allow_future_now: bool,
 }
 
 /// Arguments of `plan` and `explain`.
@@ -156,6 +189,8 @@ struct Opts {
     keep_versions: Vec<i64>,
     log_cleanup: bool,
     allow_short_retention: bool,
+    ledger: Option<String>,
+    quarantine_ms: Option<i64>,
     given: Vec<&'static str>,
 }
 
@@ -280,6 +315,14 @@ fn opts(args: &[String]) -> Result<Opts, String> {
                 );
                 "--keep-version"
             }
+            "--ledger" => {
+                o.ledger = Some(val(a)?);
+                "--ledger"
+            }
+            "--quarantine" => {
+                o.quarantine_ms = Some(duration_ms(&val(a)?)?);
+                "--quarantine"
+            }
             "--log-cleanup" => {
                 o.log_cleanup = true;
                 "--log-cleanup"
@@ -372,6 +415,51 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
                 [table] => Ok(Command::Plan(plan_args(&o, table)?)),
                 [] => Err("plan needs a TABLE location".into()),
                 more => Err(format!("unexpected argument `{}`", more[1])),
+            }
+        }
+        "sweep" => {
+            let mut allowed = with_wasm(&PLAN);
+            allowed.extend([
+                "--ledger",
+                "--quarantine",
+                "--concurrency",
+                "--allow-future-now",
+            ]);
+            allowed.retain(|a| *a != "--out");
+            o.only("sweep", &allowed)?;
+            match o.positional.as_slice() {
+                [table] => Ok(Command::Sweep(SweepArgs {
+                    plan: plan_args(&o, table)?,
+                    ledger: o.ledger.clone(),
+                    quarantine_ms: o.quarantine_ms.unwrap_or(86_400_000),
+                    concurrency: o.concurrency.unwrap_or(16),
+                    allow_future_now: o.allow_future_now,
+                })),
+                _ => Err("sweep needs exactly one TABLE".into()),
+            }
+        }
+        "reconcile" => {
+            o.only("reconcile", &["--ledger", "--json", "--wasm"])?;
+            match o.positional.as_slice() {
+                [table] => Ok(Command::Reconcile {
+                    table: table.clone(),
+                    ledger: o.ledger.clone(),
+                    json: o.json,
+                    wasm: o.wasm.clone(),
+                }),
+                _ => Err("reconcile needs exactly one TABLE".into()),
+            }
+        }
+        "ledger" => {
+            o.only("ledger", &["--ledger", "--json", "--wasm"])?;
+            match o.positional.as_slice() {
+                [sub, table] if sub == "show" => Ok(Command::LedgerShow {
+                    table: table.clone(),
+                    ledger: o.ledger.clone(),
+                    json: o.json,
+                    wasm: o.wasm.clone(),
+                }),
+                _ => Err("usage: lakesweep ledger show TABLE [--ledger URI]".into()),
             }
         }
         "explain" => {

@@ -98,8 +98,8 @@ impl Planner {
                 path.display()
             )
         })?;
-        let component = compiled(&engine, &wasm)
-            .map_err(|e| format!("load {}: {e}", path.display()))?;
+        let component =
+            compiled(&engine, &wasm).map_err(|e| format!("load {}: {e}", path.display()))?;
         let mut store = Store::new(&engine, ());
         let linker: Linker<()> = Linker::new(&engine);
         let api = wit::Lakesweep::instantiate(&mut store, &component, &linker)

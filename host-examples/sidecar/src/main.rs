@@ -16,6 +16,7 @@ mod plan;
 mod pointer;
 mod report;
 mod store;
+mod sweep;
 
 use std::process::ExitCode;
 
@@ -41,6 +42,30 @@ fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, String> {
         keep_versions: a.keep_versions.clone(),
         log_cleanup: a.log_cleanup,
         allow_short_retention: a.allow_short_retention,
+    })
+}
+
+/// Prints a sweep or reconcile run; exit 1 while outcomes stay unknown.
+fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, String> {
+    if json {
+        let v = serde_json::json!({"moves": s.moves, "approval": s.approval,
+                                   "gates": s.gates, "ledger": s.ledger_uri});
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", sweep::human(s));
+    }
+    let g = &s.gates;
+    let pending =
+        g["unknown_total"].as_u64().unwrap_or(0) > g["unknown_reconciled"].as_u64().unwrap_or(0);
+    let broken = g["deleted_outside_approval"].as_u64().unwrap_or(0) > 0
+        || g["approvals_after_newer_hold"].as_u64().unwrap_or(0) > 0;
+    Ok(if pending || broken {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     })
 }
 
@@ -108,6 +133,61 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Command::Sweep(a) => {
+            if a.plan.now_ms > apply::clock_ms() + apply::MAX_SKEW_MS && !a.allow_future_now {
+                return Err(
+                    "--now is ahead of this machine's clock: files of running writers would look old (--allow-future-now overrides)"
+                        .into(),
+                );
+            }
+            let s = sweep::run(&sweep::SweepInput {
+                plan: plan_input(&a.plan, false)?,
+                ledger: a.ledger.clone(),
+                quarantine_ms: a.quarantine_ms,
+                concurrency: a.concurrency,
+                inputs: a.plan.inputs.clone(),
+            })
+            .await?;
+            print_swept(&s, a.plan.json)
+        }
+        Command::Reconcile {
+            table,
+            ledger,
+            json,
+            wasm,
+        } => {
+            let table = store::table_uri(&table)?;
+            let s = sweep::reconcile(&table, ledger.as_deref(), wasm.as_deref()).await?;
+            print_swept(&s, json)
+        }
+        Command::LedgerShow {
+            table,
+            ledger,
+            json,
+            wasm,
+        } => {
+            let table = store::table_uri(&table)?;
+            let (doc, gates) = sweep::show(&table, ledger.as_deref(), wasm.as_deref()).await?;
+            if json {
+                println!("{}", serde_json::json!({"ledger": doc, "gates": gates}));
+            } else {
+                println!(
+                    "ledger of {} (revision {}, quarantine {} ms)",
+                    doc["table_location"].as_str().unwrap_or("?"),
+                    doc["revision"],
+                    doc["quarantine_ms"]
+                );
+                for (k, o) in doc["objects"].as_object().into_iter().flatten() {
+                    println!(
+                        "  {:<22} {k}  {}",
+                        o["state"].as_str().unwrap_or("?"),
+                        o["why"].as_str().unwrap_or("")
+                    );
+                }
+                print!("{}", sweep::gates_text(&gates));
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Expire(a) => {
             let e = expire::run(&a).await?;

@@ -301,6 +301,11 @@ impl Store {
             // Write aside, then rename over: readers see the old or the new
             // content, never a truncated file.
             let path = self.file(uri)?;
+            if let Some(dir) = path.parent() {
+                tokio::fs::create_dir_all(dir)
+                    .await
+                    .map_err(|e| format!("write {uri}: {e}"))?;
+            }
             let tmp = path.with_extension(format!("lakesweep-tmp-{}", std::process::id()));
             tokio::fs::write(&tmp, bytes)
                 .await

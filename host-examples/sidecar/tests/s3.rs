@@ -413,3 +413,203 @@ fn a_versioned_bucket_gets_receipts_with_version_ids() {
     assert!(deletes(&plan(false)).is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn s3(m: &Moto) -> object_store::aws::AmazonS3 {
+    AmazonS3Builder::new()
+        .with_bucket_name(BUCKET)
+        .with_endpoint(&m.endpoint)
+        .with_allow_http(true)
+        .with_access_key_id("testing")
+        .with_secret_access_key("testing")
+        .with_region("us-east-1")
+        .build()
+        .unwrap()
+}
+
+/// One unsigned request; returns (status line, body).
+fn request(m: &Moto, method: &str, path: &str) -> (String, String) {
+    let port = m.endpoint.rsplit(':').next().unwrap();
+    let mut s = TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut resp = Vec::new();
+    s.read_to_end(&mut resp).unwrap();
+    let text = String::from_utf8_lossy(&resp).into_owned();
+    let status = text.lines().next().unwrap_or("").to_owned();
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
+}
+
+/// The text between `<tag>` and `</tag>` after `from`.
+fn xml_after<'a>(body: &'a str, from: &str, tag: &str) -> Option<&'a str> {
+    let rest = &body[body.find(from)?..];
+    let open = format!("<{tag}>");
+    let start = rest.find(&open)? + open.len();
+    let end = rest[start..].find(&format!("</{tag}>"))?;
+    Some(&rest[start..start + end])
+}
+
+/// The fault matrix's store-backed cases: the whole two-phase lifecycle on a
+/// versioned bucket; fault 11 (a delete marker removed by an operator: the
+/// ledger does not call the object verified, it reconciles and retries only
+/// after a new approval); fault 10 (a run that died after its approval:
+/// no receipt, so DELETE_UNKNOWN, reconciled by HEAD).
+#[test]
+fn two_phase_sweep_on_a_versioned_bucket_fault_10_lost_receipt_fault_11_delete_marker() {
+    let m = start_moto();
+    raw(
+        &m,
+        "PUT",
+        &format!("/{BUCKET}?versioning"),
+        r#"<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>"#,
+    );
+    let extras = upload(&m);
+    let t = expect()["events"].clone();
+    let map = format!("file:///lakesweep-fixtures=s3://{BUCKET}");
+    let table = format!("s3://{BUCKET}/warehouse/demo/events");
+    let now0 = t["now_ms"].as_i64().unwrap() + 365 * 86_400_000;
+    let sweep = |day: i64, cmd: &str| {
+        let mut a = vec![cmd.to_owned(), table.clone()];
+        if cmd == "sweep" {
+            a.extend([
+                "--location-map".into(),
+                map.clone(),
+                "--now".into(),
+                (now0 + day * 86_400_000).to_string(),
+                "--allow-future-now".into(),
+            ]);
+        }
+        a.push("--json".into());
+        let o = run(&m, &a);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&o.stderr)));
+        (o.status.code(), v)
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let store = s3(&m);
+    let ledger_key = OPath::parse("warehouse/demo/events/_lakesweep/ledger.json").unwrap();
+    let ledger = || -> serde_json::Value {
+        rt.block_on(async {
+            let b = store.get(&ledger_key).await.unwrap().bytes().await.unwrap();
+            serde_json::from_slice(&b).unwrap()
+        })
+    };
+    let state =
+        |l: &serde_json::Value, k: &str| l["objects"][k]["state"].as_str().unwrap().to_owned();
+    let victim = extras.iter().next().unwrap().clone();
+
+    // Four runs: discovered, eligible, quarantined, restore-verified; nothing deleted.
+    for (day, want) in [
+        (0, "DISCOVERED"),
+        (1, "UNREFERENCED_ELIGIBLE"),
+        (2, "QUARANTINED"),
+        (3, "RESTORE_VERIFIED"),
+    ] {
+        let (code, _) = sweep(day, "sweep");
+        assert_eq!(code, Some(0));
+        assert_eq!(state(&ledger(), &victim), want, "day {day}");
+    }
+    // Fifth: one approval, deletes, receipts naming the kept version.
+    let (code, v) = sweep(4, "sweep");
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["approval"]["granted"], true);
+    let l = ledger();
+    assert_eq!(state(&l, &victim), "DELETED");
+    let approved = v["approval"]["keys"].as_array().unwrap().len();
+    assert!(approved > EXTRA, "{approved}");
+    let receipt = l["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == victim.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(receipt["result"], "deleted");
+    assert_eq!(receipt["delete_marker"], true, "{receipt}");
+    let kept_version = receipt["version"]["version_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(v["gates"]["deleted_outside_approval"], 0);
+    assert_eq!(v["gates"]["approved_not_deleted"], 0);
+
+    // Fault 11: an operator removes the delete marker; the kept version is current again.
+    let key = format!("warehouse/demo/events/{victim}");
+    let (_, listing) = request(&m, "GET", &format!("/{BUCKET}?versions&prefix={key}"));
+    let marker = xml_after(&listing, "<DeleteMarker>", "VersionId")
+        .unwrap()
+        .to_owned();
+    let (status, _) = request(&m, "DELETE", &format!("/{BUCKET}/{key}?versionId={marker}"));
+    assert!(
+        status.contains(" 204") || status.contains(" 200"),
+        "{status}"
+    );
+    let back = rt
+        .block_on(store.head(&OPath::parse(&key).unwrap()))
+        .unwrap();
+    assert_eq!(back.version.as_deref(), Some(kept_version.as_str()));
+    // The next run does not call it verified: the receipt said deleted, the version is there.
+    let (code, v) = sweep(5, "sweep");
+    assert_eq!(code, Some(1), "an unknown outcome is pending: {v}");
+    let l = ledger();
+    assert_eq!(state(&l, &victim), "DELETE_UNKNOWN");
+    let others_verified = l["objects"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|o| o["state"] == "VERIFIED")
+        .count();
+    assert_eq!(others_verified, approved - 1);
+    // Reconcile: the pinned version is intact, so it goes back to the retry state.
+    let (code, v) = sweep(0, "reconcile");
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(state(&ledger(), &victim), "RESTORE_VERIFIED");
+
+    // Fault 10: a run approved it, sent the delete, and died before its
+    // receipt was recorded (the ledger as the sidecar saves it before deleting).
+    let mut l = ledger();
+    l["objects"][&victim]["state"] = "DELETE_APPROVED".into();
+    rt.block_on(async {
+        store
+            .put(
+                &ledger_key,
+                PutPayload::from(serde_json::to_vec(&l).unwrap()),
+            )
+            .await
+            .unwrap();
+        store.delete(&OPath::parse(&key).unwrap()).await.unwrap();
+    });
+    let (code, v) = sweep(6, "sweep");
+    let l = ledger();
+    assert_eq!(state(&l, &victim), "VERIFIED", "{v}");
+    assert!(l["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["key"] == victim.as_str() && m["to"] == "DELETE_UNKNOWN"));
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["gates"]["unknown_total"], 1);
+    assert_eq!(v["gates"]["unknown_reconciled"], 1);
+    // Every referenced file of the table is still there.
+    let plan = run(
+        &m,
+        &[
+            "plan".into(),
+            table.clone(),
+            "--location-map".into(),
+            map.clone(),
+            "--now".into(),
+            (now0 + 7 * 86_400_000).to_string(),
+            "--json".into(),
+        ],
+    );
+    let p = json(&plan);
+    assert_eq!(p["summary"]["referenced_not_listed"], 0, "{p}");
+    // `ledger show` reads it back.
+    let o = run(&m, &["ledger".into(), "show".into(), table.clone()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("VERIFIED"));
+}

@@ -1,0 +1,405 @@
+//! `lakesweep sweep`: two-phase deletion, one ledger step per run (so it can
+//! run on a schedule and the quarantine interval passes between runs);
+//! `lakesweep ledger show` and `lakesweep reconcile`.
+//!
+//! One run: plan (a fresh sealed plan) -> fold it into the ledger -> HEAD
+//! every probe (restore checks, verification of earlier deletes,
+//! reconciliation) -> save -> re-read the live state (pointer or Delta head,
+//! holds and leases from the context files, read again now) -> approval ->
+//! save -> delete exactly the approved keys, each only if HEAD still shows
+//! the pinned version -> receipts -> save. The component decides every
+//! transition; this module only reads, lists, deletes and stores.
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use crate::component::{wasm_path, Planner};
+use crate::context::ContextFiles;
+use crate::plan::{self, PlanInput};
+use crate::store::{Object, Store};
+
+/// Arguments of `sweep`.
+pub struct SweepInput {
+    /// What the plan is made from.
+    pub plan: PlanInput,
+    /// Where the ledger lives (default `TABLE/_lakesweep/ledger.json`).
+    pub ledger: Option<String>,
+    /// Quarantine interval for a new ledger, milliseconds.
+    pub quarantine_ms: i64,
+    /// Deletes in flight.
+    pub concurrency: usize,
+    /// The context files, read again just before approval.
+    pub inputs: ContextFiles,
+}
+
+/// What a run did.
+pub struct Swept {
+    /// Every move of this run (JSON objects `{key, from, to, at_ms, why}`).
+    pub moves: Vec<Value>,
+    /// The approval (JSON), if one was asked for.
+    pub approval: Option<Value>,
+    /// The gates after the run.
+    pub gates: Value,
+    /// Where the ledger was saved.
+    pub ledger_uri: String,
+}
+
+/// The default ledger location: under the table's hidden `_lakesweep/`
+/// prefix, which no sweep deletes (hidden paths are always kept).
+pub fn default_ledger(table: &str) -> String {
+    format!("{table}/_lakesweep/ledger.json")
+}
+
+fn version(o: &Object) -> Value {
+    json!({"size": o.size, "last_modified_ms": o.last_modified_ms,
+           "etag": o.etag, "version_id": o.version_id})
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn parse(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| format!("component answered bad JSON: {e}"))
+}
+
+async fn save(store: &Store, uri: &str, ledger: &Value) -> Result<(), String> {
+    let text = serde_json::to_vec_pretty(ledger).map_err(|e| e.to_string())?;
+    store
+        .overwrite(uri, text)
+        .await
+        .map_err(|e| format!("STOPPED: cannot save the ledger to {uri}: {e}"))
+}
+
+/// HEADs every probe; returns the observations (JSON array).
+async fn observe(store: &Store, table: &str, probes: &[Value]) -> Result<Value, String> {
+    let mut out = Vec::new();
+    for p in probes {
+        let key = p["key"].as_str().ok_or("probe without key")?;
+        let seen = store.head(&format!("{table}/{key}")).await?;
+        out.push(json!({"key": key, "seen": seen.as_ref().map(version)}));
+    }
+    Ok(Value::Array(out))
+}
+
+/// One run of `sweep`.
+pub async fn run(input: &SweepInput) -> Result<Swept, String> {
+    let table = input.plan.table.clone();
+    let store = Store::for_uri(&table)?;
+    let ledger_uri = input
+        .ledger
+        .clone()
+        .unwrap_or_else(|| default_ledger(&table));
+    let lstore = Store::for_uri(&ledger_uri)?;
+    let now = input.plan.now_ms;
+
+    // 1. A fresh sealed plan.
+    let outcome = plan::run(&input.plan).await?;
+    let delta = outcome.plan["format"] == "delta";
+    let mut planner = Planner::load(&wasm_path(input.plan.wasm.as_deref()))?;
+    let existing = lstore
+        .read(&ledger_uri)
+        .await?
+        .map(String::from_utf8)
+        .transpose()
+        .map_err(|_| format!("{ledger_uri} is not UTF-8"))?;
+    let p = planner.api.lakesweep_planner_planner();
+
+    // 2. Fold it into the ledger; 3. HEAD the probes.
+    let step = parse(
+        &p.call_ledger_begin(
+            &mut planner.store,
+            existing.as_deref(),
+            &outcome.plan_json,
+            input.quarantine_ms,
+            now,
+        )
+        .map_err(crate::component::trap)?
+        .map_err(|e| crate::component::describe(&e))?,
+    )?;
+    let mut moves: Vec<Value> = step["moves"].as_array().cloned().unwrap_or_default();
+    let probes = step["probes"].as_array().cloned().unwrap_or_default();
+    let obs = observe(&store, &table, &probes).await?;
+    let step = parse(
+        &p.call_ledger_observe(
+            &mut planner.store,
+            &step["ledger"].to_string(),
+            &obs.to_string(),
+            now,
+        )
+        .map_err(crate::component::trap)?
+        .map_err(|e| crate::component::describe(&e))?,
+    )?;
+    moves.extend(step["moves"].as_array().cloned().unwrap_or_default());
+    save(&lstore, &ledger_uri, &step["ledger"]).await?;
+
+    // 4. The live state, read now, and the approval.
+    let live_pointer = if delta {
+        crate::pointer::delta_head(&store, &table).await?
+    } else {
+        let current = input.plan.pointer.resolve(&store, &table).await?;
+        planner.mapped_pointer(&table, &current, &input.plan.location_map)?
+    };
+    let context: Value = match input.inputs.context_json()? {
+        Some(c) => serde_json::from_str(&c).map_err(|e| format!("context: {e}"))?,
+        None => json!({}),
+    };
+    let max = |list: &str, field: &str| -> Result<u64, String> {
+        let mut m = 0;
+        for x in context[list].as_array().into_iter().flatten() {
+            m = m.max(x[field].as_u64().ok_or_else(|| {
+                format!("context: a {list} entry without a numeric {field}: {x}")
+            })?);
+        }
+        Ok(m)
+    };
+    let live = json!({
+        "metadata_location": live_pointer,
+        "hold_generation": max("holds", "generation")?,
+        "lease_watermark": max("leases", "readerGeneration")?,
+    });
+    let p = planner.api.lakesweep_planner_planner();
+    let step = parse(
+        &p.call_ledger_approve(
+            &mut planner.store,
+            &step["ledger"].to_string(),
+            &outcome.plan_json,
+            &live.to_string(),
+            now,
+        )
+        .map_err(crate::component::trap)?
+        .map_err(|e| crate::component::describe(&e))?,
+    )?;
+    moves.extend(step["moves"].as_array().cloned().unwrap_or_default());
+    let approval = step["approval"].clone();
+    let mut ledger = step["ledger"].clone();
+    let mut gates = step["gates"].clone();
+    if approval["granted"] == true {
+        // Saved before deleting: a crash from here leaves DELETE_APPROVED,
+        // which the next run turns into DELETE_UNKNOWN and reconciles.
+        save(&lstore, &ledger_uri, &ledger).await?;
+        let keys: Vec<String> = approval["keys"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|k| k.as_str().map(str::to_owned))
+            .collect();
+        let receipts: Vec<Value> = futures::stream::iter(keys)
+            .map(|key| {
+                let store = store.clone();
+                let pinned = ledger["objects"][&key]["version"].clone();
+                let uri = format!("{table}/{key}");
+                async move { delete_one(&store, &uri, &key, &pinned).await }
+            })
+            .buffer_unordered(input.concurrency.max(1))
+            .collect()
+            .await;
+        let p = planner.api.lakesweep_planner_planner();
+        let step = parse(
+            &p.call_ledger_record(
+                &mut planner.store,
+                &ledger.to_string(),
+                &Value::Array(receipts).to_string(),
+                now_ms().max(now),
+            )
+            .map_err(crate::component::trap)?
+            .map_err(|e| crate::component::describe(&e))?,
+        )?;
+        moves.extend(step["moves"].as_array().cloned().unwrap_or_default());
+        ledger = step["ledger"].clone();
+        gates = step["gates"].clone();
+    }
+    save(&lstore, &ledger_uri, &ledger).await?;
+    Ok(Swept {
+        moves,
+        approval: (!approval.is_null()).then_some(approval),
+        gates,
+        ledger_uri,
+    })
+}
+
+/// Deletes one approved key if HEAD still shows the pinned version; the receipt.
+async fn delete_one(store: &Store, uri: &str, key: &str, pinned: &Value) -> Value {
+    let requested = now_ms();
+    let receipt = |result: &str, seen: Option<&Object>, marker: bool, detail: Option<String>| {
+        json!({"key": key, "result": result, "version": seen.map(version),
+               "requested_ms": requested,
+               "confirmed_ms": (result != "unknown").then(now_ms),
+               "delete_marker": marker, "detail": detail})
+    };
+    let seen = match store.head(uri).await {
+        Err(e) => return receipt("failed", None, false, Some(e)),
+        Ok(None) => return receipt("already-absent", None, false, None),
+        Ok(Some(o)) => o,
+    };
+    let pinned_tag = !pinned["etag"].is_null() || !pinned["version_id"].is_null();
+    let secs = |ms: i64| ms.div_euclid(1000);
+    let time_same = if pinned_tag {
+        pinned["last_modified_ms"].as_i64().map(secs) == Some(secs(seen.last_modified_ms))
+    } else {
+        pinned["last_modified_ms"].as_i64() == Some(seen.last_modified_ms)
+    };
+    let same = pinned["size"].as_u64() == Some(seen.size)
+        && time_same
+        && (pinned["etag"].is_null() || pinned["etag"].as_str() == seen.etag.as_deref())
+        && (pinned["version_id"].is_null()
+            || pinned["version_id"].as_str() == seen.version_id.as_deref());
+    if !same {
+        return receipt("skipped-changed", Some(&seen), false, None);
+    }
+    match store.delete(uri).await {
+        // A versioned bucket keeps the version under a delete marker.
+        Ok(true) => receipt("deleted", Some(&seen), seen.version_id.is_some(), None),
+        Ok(false) => receipt("already-absent", Some(&seen), false, None),
+        Err(e) => receipt("failed", Some(&seen), false, Some(e)),
+    }
+}
+
+/// `lakesweep reconcile`: HEADs every object whose delete is unconfirmed
+/// (`DELETED` awaiting verification, `DELETE_UNKNOWN`) and records the answers.
+pub async fn reconcile(
+    table: &str,
+    ledger: Option<&str>,
+    wasm: Option<&str>,
+) -> Result<Swept, String> {
+    let store = Store::for_uri(table)?;
+    let ledger_uri = ledger
+        .map(str::to_owned)
+        .unwrap_or_else(|| default_ledger(table));
+    let lstore = Store::for_uri(&ledger_uri)?;
+    let text = lstore
+        .read(&ledger_uri)
+        .await?
+        .ok_or_else(|| format!("no ledger at {ledger_uri}"))?;
+    let doc: Value = serde_json::from_slice(&text).map_err(|e| format!("{ledger_uri}: {e}"))?;
+    let probes: Vec<Value> = doc["objects"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(_, o)| matches!(o["state"].as_str(), Some("DELETED" | "DELETE_UNKNOWN")))
+        .map(|(k, _)| json!({"key": k}))
+        .collect();
+    let obs = observe(&store, table, &probes).await?;
+    let mut planner = Planner::load(&wasm_path(wasm))?;
+    let p = planner.api.lakesweep_planner_planner();
+    let step = parse(
+        &p.call_ledger_observe(
+            &mut planner.store,
+            &doc.to_string(),
+            &obs.to_string(),
+            now_ms(),
+        )
+        .map_err(crate::component::trap)?
+        .map_err(|e| crate::component::describe(&e))?,
+    )?;
+    save(&lstore, &ledger_uri, &step["ledger"]).await?;
+    Ok(Swept {
+        moves: step["moves"].as_array().cloned().unwrap_or_default(),
+        approval: None,
+        gates: step["gates"].clone(),
+        ledger_uri,
+    })
+}
+
+/// Reads a ledger and its gates (for `ledger show`).
+pub async fn show(
+    table: &str,
+    ledger: Option<&str>,
+    wasm: Option<&str>,
+) -> Result<(Value, Value), String> {
+    let ledger_uri = ledger
+        .map(str::to_owned)
+        .unwrap_or_else(|| default_ledger(table));
+    let text = Store::for_uri(&ledger_uri)?
+        .read(&ledger_uri)
+        .await?
+        .ok_or_else(|| format!("no ledger at {ledger_uri}"))?;
+    let text = String::from_utf8(text).map_err(|_| format!("{ledger_uri} is not UTF-8"))?;
+    let mut planner = Planner::load(&wasm_path(wasm))?;
+    let gates = planner
+        .api
+        .lakesweep_planner_planner()
+        .call_ledger_gates(&mut planner.store, &text)
+        .map_err(crate::component::trap)?
+        .map_err(|e| crate::component::describe(&e))?;
+    Ok((parse(&text)?, parse(&gates)?))
+}
+
+/// The human report of a run: moves grouped by the state they reached, the
+/// approval, and the gates.
+pub fn human(s: &Swept) -> String {
+    let mut out = String::new();
+    // In lifecycle order.
+    const ORDER: [&str; 9] = [
+        "PROTECTED",
+        "DISCOVERED",
+        "UNREFERENCED_ELIGIBLE",
+        "QUARANTINED",
+        "RESTORE_VERIFIED",
+        "DELETE_APPROVED",
+        "DELETED",
+        "DELETE_UNKNOWN",
+        "VERIFIED",
+    ];
+    let mut by_state: std::collections::BTreeMap<usize, (&str, Vec<&Value>)> = Default::default();
+    for m in &s.moves {
+        let to = m["to"].as_str().unwrap_or("?");
+        let rank = ORDER.iter().position(|x| *x == to).unwrap_or(ORDER.len());
+        by_state.entry(rank).or_insert((to, Vec::new())).1.push(m);
+    }
+    if s.moves.is_empty() {
+        out.push_str("no object changed state this run\n");
+    }
+    for (state, ms) in by_state.values() {
+        out.push_str(&format!("-> {state} ({})\n", ms.len()));
+        for m in ms.iter().take(50) {
+            out.push_str(&format!(
+                "  {}  [from {}] {}\n",
+                m["key"].as_str().unwrap_or("?"),
+                m["from"].as_str().unwrap_or("new"),
+                m["why"].as_str().unwrap_or("")
+            ));
+        }
+        if ms.len() > 50 {
+            out.push_str(&format!("  ... and {} more\n", ms.len() - 50));
+        }
+    }
+    if let Some(a) = &s.approval {
+        if a["granted"] == true {
+            out.push_str(&format!(
+                "approval granted for {} objects (quarantine root {})\n",
+                a["keys"].as_array().map_or(0, |k| k.len()),
+                a["quarantine_root"].as_str().unwrap_or("?")
+            ));
+        } else if a["differences"].as_array().is_some_and(|d| !d.is_empty()) {
+            out.push_str("approval refused, the plan must be recomputed (next run):\n");
+            for d in a["differences"].as_array().into_iter().flatten() {
+                out.push_str(&format!("  {}\n", d.as_str().unwrap_or("")));
+            }
+        }
+    }
+    out.push_str(&gates_text(&s.gates));
+    out.push_str(&format!("ledger saved to {}\n", s.ledger_uri));
+    out
+}
+
+/// The gates, one per line.
+pub fn gates_text(g: &Value) -> String {
+    let total = g["unknown_total"].as_u64().unwrap_or(0);
+    let done = g["unknown_reconciled"].as_u64().unwrap_or(0);
+    let pct = if total == 0 {
+        100.0
+    } else {
+        done as f64 * 100.0 / total as f64
+    };
+    format!(
+        "gates: deleted outside an approval = {}; approved but not deleted = {}; approvals after a newer hold generation = {}; unknown outcomes reconciled = {pct:.0}% ({done}/{total})\nstates: {}\n",
+        g["deleted_outside_approval"],
+        g["approved_not_deleted"],
+        g["approvals_after_newer_hold"],
+        g["states"]
+    )
+}
