@@ -45,6 +45,19 @@ fn err(e: core::Error) -> wt::Error {
     }
 }
 
+fn maps(m: Vec<wt::PathMapping>) -> Vec<core::PathMapping> {
+    m.into_iter()
+        .map(|m| core::PathMapping {
+            from: m.from,
+            to: m.to,
+        })
+        .collect()
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, wt::Error> {
+    serde_json::to_string(v).map_err(|e| err(core::Error::protocol(e.to_string())))
+}
+
 fn obj(o: wt::ListedObject) -> core::ListedObject {
     core::ListedObject {
         key: o.key,
@@ -130,6 +143,68 @@ impl wp::Guest for Component {
         core::ledger::json::gates(&ledger_json).map_err(err)
     }
 
+    fn bundle_chain(
+        table_location: String,
+        location_map: Vec<wt::PathMapping>,
+        metadata_uri: String,
+        metadata: Vec<u8>,
+        snapshot_ids: Vec<i64>,
+        blobs: Vec<(String, Vec<u8>)>,
+    ) -> Result<String, wt::Error> {
+        let blobs = blobs.into_iter().collect();
+        let c = core::bundle::chain(
+            &table_location,
+            &maps(location_map),
+            &metadata_uri,
+            &metadata,
+            &snapshot_ids,
+            &blobs,
+        )
+        .map_err(err)?;
+        to_json(&c)
+    }
+
+    fn bundle_seal(
+        request_json: String,
+        metadata: Vec<u8>,
+        blobs: Vec<(String, Vec<u8>)>,
+    ) -> Result<String, wt::Error> {
+        let req: core::bundle::SealRequest = serde_json::from_str(&request_json)
+            .map_err(|e| err(core::Error::protocol(format!("seal request: {e}"))))?;
+        let blobs = blobs.into_iter().collect();
+        to_json(&core::bundle::seal(&req, &metadata, &blobs).map_err(err)?)
+    }
+
+    fn bundle_verify(
+        bundle_json: String,
+        location_map: Vec<wt::PathMapping>,
+        copies: Vec<(String, Vec<u8>)>,
+        heads_json: String,
+    ) -> Result<String, wt::Error> {
+        let b = core::bundle::Bundle::parse(&bundle_json).map_err(err)?;
+        let heads = serde_json::from_str(&heads_json)
+            .map_err(|e| err(core::Error::protocol(format!("heads: {e}"))))?;
+        let copies = copies.into_iter().collect();
+        to_json(&core::bundle::verify(
+            &b,
+            &maps(location_map),
+            &copies,
+            &heads,
+        ))
+    }
+
+    fn bundle_restore(
+        current_uri: String,
+        current: Vec<u8>,
+        bundle_json: String,
+        bundle_metadata: Vec<u8>,
+        now_ms: i64,
+    ) -> Result<Vec<u8>, wt::Error> {
+        let b = core::bundle::Bundle::parse(&bundle_json).map_err(err)?;
+        core::bundle::restore_metadata(&current_uri, &current, &b, &bundle_metadata, now_ms)
+            .map_err(err)
+    }
+
     fn check_policy(policy_json: String) -> Result<String, wt::Error> {
         let p = core::Policy::parse(&policy_json).map_err(err)?;
         serde_json::to_string(&p.check()).map_err(|e| err(core::Error::protocol(e.to_string())))
@@ -179,14 +254,7 @@ impl wp::GuestSession for Session {
             file_retention_ms: c.file_retention_ms,
             keep_deleted_entries: c.keep_deleted_entries,
             allow_short_retention: c.allow_short_retention,
-            location_map: c
-                .location_map
-                .into_iter()
-                .map(|m| core::PathMapping {
-                    from: m.from,
-                    to: m.to,
-                })
-                .collect(),
+            location_map: maps(c.location_map),
             policy: c.policy,
             context: c.context,
             keep_versions: c.keep_versions,

@@ -195,6 +195,11 @@ pub struct Observation {
     pub key: String,
     /// The current version, or `None` when absent.
     pub seen: Option<ObjectVersion>,
+    /// A restore check that cannot pass whatever the store says: the
+    /// object belongs to a sealed metadata bundle whose walk is incomplete
+    /// (why, in words). The object stays quarantined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<String>,
 }
 
 /// The live state the host read just before approval.
@@ -524,6 +529,15 @@ impl Ledger {
             };
             let same = ob.seen.as_ref().is_some_and(|s| o.version.matches(s));
             match (o.state, &ob.seen) {
+                (Quarantined, _) if ob.blocked.is_some() => {
+                    // No transition: it waits in quarantine, and says why.
+                    if let Some(obj) = self.objects.get_mut(&ob.key) {
+                        obj.why = format!(
+                            "held in quarantine: {}",
+                            ob.blocked.as_deref().unwrap_or("")
+                        );
+                    }
+                }
                 (Quarantined, _) if same => self.set(&ob.key, RestoreVerified, None, now_ms, "quarantine passed; the pinned version still exists and can be restored".into(), &mut moves)?,
                 (Quarantined, None) => self.set(&ob.key, Protected, None, now_ms, "vanished during quarantine (not by us): kept in the ledger, investigate".into(), &mut moves)?,
                 (Quarantined, Some(_)) => self.set(&ob.key, Protected, ob.seen.clone(), now_ms, "rewritten during quarantine: kept".into(), &mut moves)?,

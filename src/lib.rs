@@ -17,6 +17,7 @@
 //! page size or order; a plan is sealed with a digest and the tokens it was
 //! judged on.
 
+pub mod bundle;
 pub mod context;
 mod delta_log;
 pub mod error;

@@ -152,6 +152,7 @@ fn run(l: &mut Ledger, w: &mut World, now: i64, mut f: Faults) -> RunOutcome {
         .map(|p| Observation {
             key: p.key.clone(),
             seen: w.store.get(&p.key).cloned(),
+            blocked: None,
         })
         .collect();
     l.observe(&obs, now).unwrap();
