@@ -21,6 +21,7 @@ pub const USAGE: &str = "usage:
                  [--concurrency N] [--allow-future-now]
   lakesweep reconcile TABLE [--ledger URI] [--json]
   lakesweep ledger show TABLE [--ledger URI] [--json]
+  lakesweep restore TABLE --bundle ID [POINTER] [--location-map FROM=TO]... [--commit]
 
   TABLE            table location: a local path, file://, s3://, s3a://, gs://, az:// URI
   POINTER          where the current metadata is, checked again before anything is deleted:
@@ -52,6 +53,8 @@ pub const USAGE: &str = "usage:
     --holds FILE     a JSON array of {scope: \"table\" | {ref} | {snapshot} | {pathPrefix}, generation, reason}
     --writers FILE   a JSON array of {stagingPrefix, startedAtMs}
   --expire-id ID   expire: also expire this snapshot (refused while a ref points at it)
+  --bundle ID      restore: the quarantine bundle `expire --commit` sealed
+                   (TABLE/_lakesweep/bundles/ID), verified before anything is written
   --commit         expire: carry the expiry out (SQL catalog compare-and-set, or the next
                    vN.metadata.json and version-hint.text); without it, expire only prints
   --allow-future-now  apply, expire --commit: accept a --now ahead of the clock (tests,
@@ -91,6 +94,8 @@ pub enum Command {
     },
     /// `sweep`: one two-phase deletion step.
     Sweep(SweepArgs),
+    /// `restore`: a quarantined snapshot back from its bundle.
+    Restore(RestoreArgs),
     /// `reconcile`.
     Reconcile {
         table: String,
@@ -107,6 +112,18 @@ pub enum Command {
     },
     /// `help`.
     Help,
+}
+
+/// Arguments of `restore`.
+pub struct RestoreArgs {
+    pub table: String,
+    pub bundle: String,
+    pub pointer: Pointer,
+    pub location_map: Vec<(String, String)>,
+    pub now_ms: i64,
+    pub commit: bool,
+    pub allow_future_now: bool,
+    pub wasm: Option<String>,
 }
 
 /// Arguments of `sweep`.
@@ -191,6 +208,7 @@ struct Opts {
     allow_short_retention: bool,
     ledger: Option<String>,
     quarantine_ms: Option<i64>,
+    bundle: Option<String>,
     given: Vec<&'static str>,
 }
 
@@ -315,6 +333,10 @@ fn opts(args: &[String]) -> Result<Opts, String> {
                 );
                 "--keep-version"
             }
+            "--bundle" => {
+                o.bundle = Some(val(a)?);
+                "--bundle"
+            }
             "--ledger" => {
                 o.ledger = Some(val(a)?);
                 "--ledger"
@@ -436,6 +458,30 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
                     allow_future_now: o.allow_future_now,
                 })),
                 _ => Err("sweep needs exactly one TABLE".into()),
+            }
+        }
+        "restore" => {
+            let mut allowed = with_wasm(&POINTER);
+            allowed.extend([
+                "--bundle",
+                "--location-map",
+                "--now",
+                "--commit",
+                "--allow-future-now",
+            ]);
+            o.only("restore", &allowed)?;
+            match (o.positional.as_slice(), &o.bundle) {
+                ([table], Some(b)) => Ok(Command::Restore(RestoreArgs {
+                    table: table.clone(),
+                    bundle: b.clone(),
+                    pointer: o.pointer()?,
+                    location_map: o.location_map.clone(),
+                    now_ms: o.now_ms.unwrap_or_else(now_ms),
+                    commit: o.commit,
+                    allow_future_now: o.allow_future_now,
+                    wasm: o.wasm.clone(),
+                })),
+                _ => Err("restore needs TABLE and --bundle ID".into()),
             }
         }
         "reconcile" => {
@@ -657,7 +703,23 @@ mod tests {
         ));
         assert!(parse(&argv("plan /t --catalog sqlite:c.db")).is_err());
         assert!(parse(&argv("plan /t --format hudi")).is_err());
-        assert!(parse(&argv("sweep /t")).is_err());
+        assert!(parse(&argv("vacuum /t")).is_err());
+        assert!(matches!(
+            parse(&argv("sweep /t --quarantine 2d --ledger /l.json")),
+            Ok(Command::Sweep(_))
+        ));
+        assert!(parse(&argv("sweep /t --out p.json")).is_err());
+        assert!(parse(&argv("restore /t")).is_err());
+        assert!(matches!(
+            parse(&argv("restore /t --bundle q-1-2 --commit")),
+            Ok(Command::Restore(_))
+        ));
+        assert!(matches!(
+            parse(&argv("ledger show /t")),
+            Ok(Command::LedgerShow { .. })
+        ));
+        assert!(parse(&argv("ledger drop /t")).is_err());
+        assert!(parse(&argv("reconcile /t --now 5")).is_err());
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub struct Expiry {
     pub plan: Value,
     /// The new metadata location, when committed.
     pub committed: Option<String>,
+    /// The quarantine bundle sealed before the commit (its URI).
+    pub bundle: Option<String>,
 }
 
 /// `00042-<uuid>.metadata.json` -> 42; `v7.metadata.json` -> 7.
@@ -109,20 +111,72 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
         .map_err(|e| describe(&e))?;
     let plan: Value = serde_json::from_str(&json).map_err(|e| e.to_string())?;
     let mut committed = None;
+    let mut bundle = None;
     if a.commit && !plan["newMetadata"].is_null() {
-        committed = Some(commit(a, &store, &original, &mapped, &plan).await?);
+        let ids: Vec<i64> = plan["expire"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_i64)
+            .collect();
+        // Quarantine before the irreversible step: the expired snapshots'
+        // whole chain is sealed into a bundle first; no bundle, no expiry.
+        if !ids.is_empty() {
+            let id = format!("q-{}-{}", ids[0], a.now_ms);
+            bundle = Some(
+                crate::bundle::seal(
+                    &mut planner,
+                    &store,
+                    &table,
+                    &a.location_map,
+                    &original,
+                    &mapped,
+                    &bytes,
+                    &ids,
+                    &id,
+                    a.now_ms,
+                )
+                .await
+                .map_err(|e| format!("expiry not committed: the quarantine bundle failed: {e}"))?,
+            );
+        }
+        let doc = serde_json::to_vec_pretty(&plan["newMetadata"]).map_err(|e| e.to_string())?;
+        committed = Some(
+            commit(
+                &a.pointer,
+                &table,
+                a.now_ms,
+                a.allow_future_now,
+                &store,
+                &original,
+                &mapped,
+                doc,
+            )
+            .await?,
+        );
     }
-    Ok(Expiry { plan, committed })
+    Ok(Expiry {
+        plan,
+        committed,
+        bundle,
+    })
 }
 
-async fn commit(
-    a: &ExpireArgs,
+/// Commits `doc` as the table's next metadata document: create-if-absent of
+/// the next version, then the catalog's compare-and-set (or, for Hadoop
+/// tables, the created `vN+1` is the commit and the hint follows).
+#[allow(clippy::too_many_arguments)]
+pub async fn commit(
+    pointer: &Pointer,
+    table: &str,
+    now_ms: i64,
+    allow_future_now: bool,
     store: &Store,
     original: &str,
     mapped: &str,
-    plan: &Value,
+    doc: Vec<u8>,
 ) -> Result<String, String> {
-    if let Pointer::Explicit(_) = a.pointer {
+    if let Pointer::Explicit(_) = pointer {
         return Err(
             "--commit needs a pointer to swap: --catalog, or the table's version-hint.text".into(),
         );
@@ -131,7 +185,7 @@ async fn commit(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0);
-    if a.now_ms > clock + crate::apply::MAX_SKEW_MS && !a.allow_future_now {
+    if now_ms > clock + crate::apply::MAX_SKEW_MS && !allow_future_now {
         return Err(
             "--now is ahead of this machine's clock: committing would expire snapshots early (--allow-future-now overrides)"
                 .into(),
@@ -142,7 +196,7 @@ async fn commit(
     let (version, hadoop) = version_of(orig_name).ok_or_else(|| {
         format!("cannot tell the version of `{orig_name}`: not NNNNN-*.metadata.json nor vN.metadata.json")
     })?;
-    if a.pointer == Pointer::VersionHint && !hadoop {
+    if *pointer == Pointer::VersionHint && !hadoop {
         return Err(format!(
             "--commit through version-hint.text needs vN.metadata.json names (there, creating the next file is the atomic commit); `{orig_name}` is not one: commit through --catalog"
         ));
@@ -154,14 +208,13 @@ async fn commit(
     };
     let new_original = format!("{orig_dir}/{name}");
     let new_physical = format!("{mapped_dir}/{name}");
-    let doc = serde_json::to_vec_pretty(&plan["newMetadata"]).map_err(|e| e.to_string())?;
     store.create(&new_physical, doc).await.map_err(|e| {
         format!(
             "{e}: another commit may have taken version {} (nothing changed)",
             version + 1
         )
     })?;
-    match &a.pointer {
+    match pointer {
         Pointer::Catalog {
             path,
             namespace,
@@ -176,7 +229,6 @@ async fn commit(
         _ => {
             // Creating v(N+1) was the commit (readers walk forward past the
             // hint); the hint itself is best effort, as in Iceberg's Hadoop catalog.
-            let table = table_uri(&a.table)?;
             let hint = format!("{table}/metadata/version-hint.text");
             if let Err(e) = store
                 .overwrite(&hint, (version + 1).to_string().into_bytes())
@@ -260,7 +312,14 @@ pub fn human(e: &Expiry) -> String {
         out.push_str(&format!("  warning: {}\n", w.as_str().unwrap_or("")));
     }
     match &e.committed {
-        Some(m) => out.push_str(&format!("committed: the table now points at {m}\n")),
+        Some(m) => {
+            if let Some(b) = &e.bundle {
+                out.push_str(&format!(
+                    "quarantine bundle sealed first: {b} (lakesweep restore --bundle restores it)\n"
+                ));
+            }
+            out.push_str(&format!("committed: the table now points at {m}\n"))
+        }
         None if p["newMetadata"].is_null() => out.push_str("nothing to expire\n"),
         None => out.push_str("dry run: pass --commit to carry it out\n"),
     }

@@ -8,6 +8,7 @@
 
 mod apply;
 mod args;
+mod bundle;
 mod compare;
 mod component;
 mod context;
@@ -189,11 +190,29 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Restore(a) => {
+            let table = store::table_uri(&a.table)?;
+            let mut planner = component::Planner::load(&component::wasm_path(a.wasm.as_deref()))?;
+            let msg = bundle::restore(
+                &mut planner,
+                &table,
+                &a.pointer,
+                &a.location_map,
+                &a.bundle,
+                a.now_ms,
+                a.allow_future_now,
+                a.commit,
+            )
+            .await?;
+            println!("{msg}");
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Expire(a) => {
             let e = expire::run(&a).await?;
             if a.json {
                 let mut v = e.plan.clone();
                 v["committed"] = e.committed.clone().into();
+                v["bundle"] = e.bundle.clone().into();
                 println!(
                     "{}",
                     serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?

@@ -74,13 +74,25 @@ async fn save(store: &Store, uri: &str, ledger: &Value) -> Result<(), String> {
         .map_err(|e| format!("STOPPED: cannot save the ledger to {uri}: {e}"))
 }
 
-/// HEADs every probe; returns the observations (JSON array).
-async fn observe(store: &Store, table: &str, probes: &[Value]) -> Result<Value, String> {
+/// HEADs every probe; returns the observations (JSON array). A restore
+/// check of an object in an incomplete quarantine bundle is `blocked`.
+async fn observe(
+    store: &Store,
+    table: &str,
+    probes: &[Value],
+    blocked: &std::collections::BTreeMap<String, String>,
+) -> Result<Value, String> {
     let mut out = Vec::new();
     for p in probes {
         let key = p["key"].as_str().ok_or("probe without key")?;
         let seen = store.head(&format!("{table}/{key}")).await?;
-        out.push(json!({"key": key, "seen": seen.as_ref().map(version)}));
+        let mut o = json!({"key": key, "seen": seen.as_ref().map(version)});
+        if p["purpose"] == "restore-check" {
+            if let Some(why) = blocked.get(key) {
+                o["blocked"] = why.clone().into();
+            }
+        }
+        out.push(o);
     }
     Ok(Value::Array(out))
 }
@@ -122,7 +134,15 @@ pub async fn run(input: &SweepInput) -> Result<Swept, String> {
     )?;
     let mut moves: Vec<Value> = step["moves"].as_array().cloned().unwrap_or_default();
     let probes = step["probes"].as_array().cloned().unwrap_or_default();
-    let obs = observe(&store, &table, &probes).await?;
+    // Objects of an expired snapshot pass their restore check only while
+    // the snapshot's quarantine bundle walks completely.
+    let blocked = if probes.iter().any(|p| p["purpose"] == "restore-check") {
+        crate::bundle::blocked_keys(&mut planner, &store, &table, &input.plan.location_map).await?
+    } else {
+        Default::default()
+    };
+    let obs = observe(&store, &table, &probes, &blocked).await?;
+    let p = planner.api.lakesweep_planner_planner();
     let step = parse(
         &p.call_ledger_observe(
             &mut planner.store,
@@ -282,7 +302,7 @@ pub async fn reconcile(
         .filter(|(_, o)| matches!(o["state"].as_str(), Some("DELETED" | "DELETE_UNKNOWN")))
         .map(|(k, _)| json!({"key": k}))
         .collect();
-    let obs = observe(&store, table, &probes).await?;
+    let obs = observe(&store, table, &probes, &Default::default()).await?;
     let mut planner = Planner::load(&wasm_path(wasm))?;
     let p = planner.api.lakesweep_planner_planner();
     let step = parse(

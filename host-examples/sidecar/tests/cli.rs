@@ -6,6 +6,7 @@
 mod common;
 
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 
 use common::*;
 
@@ -422,4 +423,145 @@ fn apply_refuses_a_fixed_pointer_and_a_future_plan() {
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("ahead of this machine's clock"));
     assert_eq!(s.files(), before);
+}
+
+/// Quarantine before an expiry: `expire --commit` seals the expired
+/// snapshots' chain into a bundle first; a bundle missing one layer (a
+/// manifest copy) keeps the snapshot's files in quarantine (fault 7); a
+/// complete one lets them pass the restore check; `restore --commit` brings
+/// the snapshot back and the sweep then protects its files.
+#[test]
+fn expire_seals_a_bundle_fault_07_missing_layer_holds_quarantine_and_restore_brings_it_back() {
+    let s = Stage::new("bundle");
+    let later = s.t["now_ms"].as_i64().unwrap() + 365 * 86_400_000;
+    let base = |cmd: &str, now: i64| {
+        let mut a = vec![cmd.to_owned(), s.table().display().to_string()];
+        a.extend(s.catalog());
+        a.extend([
+            "--location-map".into(),
+            s.map(),
+            "--now".into(),
+            now.to_string(),
+            "--allow-future-now".into(),
+        ]);
+        a
+    };
+    let mut e = base("expire", later);
+    e.extend(["--commit".into(), "--json".into()]);
+    let v = json(&lakesweep(&e));
+    let expired: Vec<i64> = v["expire"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_i64().unwrap())
+        .collect();
+    assert!(!expired.is_empty());
+    let bundle_uri = v["bundle"]
+        .as_str()
+        .expect("a bundle before the commit")
+        .to_owned();
+    assert!(v["committed"].is_string());
+    let bundle_dir = PathBuf::from(
+        bundle_uri
+            .strip_prefix("file://")
+            .unwrap()
+            .strip_suffix("/bundle.json")
+            .unwrap(),
+    );
+    let id = bundle_dir
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let bundle: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle_dir.join("bundle.json")).unwrap()).unwrap();
+    assert_eq!(
+        bundle["snapshot_ids"].as_array().unwrap().len(),
+        expired.len()
+    );
+
+    // Dry-run restore: the bundle walks completely.
+    let mut r = base("restore", later);
+    r.extend(["--bundle".into(), id.clone()]);
+    let o = lakesweep(&r);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("is complete"));
+
+    // Fault 7: one manifest copy goes missing from the bundle.
+    let manifest = bundle["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["layer"] == "manifest")
+        .unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let copy = bundle_dir.join("copies").join(&manifest);
+    let saved = std::fs::read(&copy).unwrap();
+    std::fs::remove_file(&copy).unwrap();
+    let sweep = |day: i64| {
+        let mut a = base("sweep", later + day * 86_400_000);
+        a.push("--json".into());
+        let o = lakesweep(&a);
+        assert!(o.status.success(), "{}", out_text(&o));
+        let l: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(s.table().join("_lakesweep/ledger.json")).unwrap(),
+        )
+        .unwrap();
+        l
+    };
+    let mut l = serde_json::Value::Null;
+    for day in 0..5 {
+        l = sweep(day);
+    }
+    // Objects of the expired snapshots stay quarantined, and say why.
+    let held: Vec<&String> = l["objects"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, o)| o["why"].as_str().unwrap_or("").contains("missing layer"))
+        .map(|(k, _)| k)
+        .collect();
+    assert!(!held.is_empty(), "{l}");
+    // (Planted orphans that no bundle names go their normal way.)
+    let bundled: BTreeSet<&str> = bundle["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["key"].as_str().unwrap())
+        .collect();
+    for (k, o) in l["objects"].as_object().unwrap() {
+        if bundled.contains(k.as_str()) {
+            assert_eq!(o["state"], "QUARANTINED", "{k}");
+            assert!(held.contains(&k), "{k}");
+        }
+    }
+    let o = lakesweep(&r);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("missing layer"));
+
+    // The copy comes back: the next run verifies them.
+    std::fs::write(&copy, saved).unwrap();
+    let l = sweep(5);
+    for k in &held {
+        assert_eq!(l["objects"][k.as_str()]["state"], "RESTORE_VERIFIED", "{k}");
+    }
+
+    // Restore for real: the snapshots are back under restored/<id> tags,
+    // and the next sweep protects their files.
+    r.push("--commit".into());
+    let o = lakesweep(&r);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let l = sweep(6);
+    for k in &held {
+        assert_eq!(l["objects"][k.as_str()]["state"], "PROTECTED", "{k}");
+    }
+    let mut p = base("plan", later);
+    p.retain(|a| a != "--allow-future-now");
+    p.push("--json".into());
+    let plan = json(&lakesweep(&p));
+    for k in &held {
+        assert!(!deletes(&plan).contains(k.as_str()), "{k}");
+    }
 }
