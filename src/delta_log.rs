@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::error::{Error, Result, UnsafeReason};
 use crate::spec::delta::{
-    self, check_protocol, dv_file, log_file, Action, LogFile, Metadata, Protocol,
+    self, check_protocol, dv_file, log_file, Action, LogFile, LogPath, Metadata, Protocol,
 };
 
 /// One object of the `_delta_log/` listing.
@@ -185,22 +185,30 @@ impl LogListing {
     /// older than `cutoff_ms` and below the newest checkpoint that is itself
     /// older than the cutoff (and at most `floor`, the oldest checkpoint a
     /// kept version needs), so every version still readable can be rebuilt.
+    #[cfg(test)]
     pub fn expired(&self, cutoff_ms: i64, floor: Option<u64>) -> BTreeMap<String, String> {
+        match self.cleanup_boundary(cutoff_ms, floor) {
+            Some(c) => self.expired_below(cutoff_ms, c.version),
+            None => BTreeMap::new(),
+        }
+    }
+
+    /// The checkpoint log cleanup stops at: the newest complete one whose
+    /// files are all older than `cutoff_ms`, at most `floor`.
+    pub fn cleanup_boundary(&self, cutoff_ms: i64, floor: Option<u64>) -> Option<Checkpoint> {
         let old = |name: &String| {
             self.files
                 .get(name)
                 .is_some_and(|e| e.last_modified_ms < cutoff_ms)
         };
-        let boundary = self
-            .checkpoints()
+        self.checkpoints()
             .into_values()
             .filter(|c| c.files.iter().all(old))
-            .filter(|c| floor.is_none_or(|f| c.version <= f))
-            .map(|c| c.version)
-            .next_back();
-        let Some(boundary) = boundary else {
-            return BTreeMap::new();
-        };
+            .rfind(|c| floor.is_none_or(|f| c.version <= f))
+    }
+
+    /// Log entries older than `cutoff_ms` strictly below checkpoint `boundary`.
+    pub fn expired_below(&self, cutoff_ms: i64, boundary: u64) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
         for (name, e) in &self.files {
             if e.last_modified_ms >= cutoff_ms {
@@ -226,24 +234,96 @@ impl LogListing {
     }
 }
 
+/// Checks what a checkpoint must hold: exactly one protocol and one
+/// metaData action across its files, a `checkpointMetadata` action in a V2
+/// checkpoint, and deletion-vector columns when the table uses deletion
+/// vectors. `files` are (URI, actions) of its files and sidecars.
+pub(crate) fn validate_checkpoint<'a>(
+    log_uri: &str,
+    cp: &Checkpoint,
+    files: impl Iterator<Item = (&'a str, &'a [Action])>,
+) -> Result<()> {
+    let (mut protocols, mut metadata, mut cp_meta) = (0, 0, 0);
+    let mut lacks_dv = None;
+    let mut protocol = None;
+    for (uri, actions) in files {
+        for a in actions {
+            match a {
+                Action::Protocol(p) => {
+                    protocols += 1;
+                    protocol = Some(p.clone());
+                }
+                Action::Metadata(_) => metadata += 1,
+                Action::CheckpointMetadata => cp_meta += 1,
+                Action::LacksDeletionVectorColumns => lacks_dv = Some(uri.to_owned()),
+                _ => {}
+            }
+        }
+    }
+    let what = format!("checkpoint {} ({})", cp.version, cp.files.join(", "));
+    if protocols != 1 || metadata != 1 {
+        return Err(Error::malformed(
+            log_uri,
+            format!("{what} holds {protocols} protocol and {metadata} metaData actions (one each expected): damaged or not a checkpoint"),
+        ));
+    }
+    let v2 = cp
+        .files
+        .iter()
+        .any(|f| matches!(log_file(f), LogFile::CheckpointV2 { .. }));
+    if v2 && cp_meta == 0 {
+        return Err(Error::malformed(
+            log_uri,
+            format!("{what} is a V2 checkpoint without checkpointMetadata"),
+        ));
+    }
+    let uses_dv = protocol.as_ref().is_some_and(|p| {
+        p.reader_features
+            .iter()
+            .flatten()
+            .any(|f| f == "deletionVectors")
+    });
+    if let (true, Some(f)) = (uses_dv, lacks_dv) {
+        return Err(Error::malformed(
+            &f,
+            "the table uses deletion vectors but this checkpoint file has no add.deletionVector columns: live vectors would be missed",
+        ));
+    }
+    Ok(())
+}
+
 /// A file a replayed version references, with why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Kept {
     /// A live data file at `version`.
-    Active(String),
+    Active(LogPath),
     /// The deletion-vector file of a live data file at `version`.
-    DeletionVector(String),
+    DeletionVector(LogPath),
+}
+
+/// How a file's actions are applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// A checkpoint (or its sidecars, or parts): reconciled state. Its
+    /// removes are tombstones only, so the order of parts does not matter.
+    Checkpoint,
+    /// A commit after the checkpoint.
+    Commit,
+    /// A commit before the checkpoint, read for change data and tombstones only.
+    Before,
 }
 
 /// The replayed table state.
 #[derive(Debug, Default)]
 pub(crate) struct Replay {
-    /// Live adds: (decoded path, deletion-vector id) -> deletion-vector file.
-    live: HashMap<(String, String), Option<String>>,
-    /// Removed files: decoded path -> (deletion timestamp, DV file).
-    pub tombstones: HashMap<String, (Option<i64>, Option<String>)>,
+    /// Live adds: (path, deletion-vector id) -> deletion-vector file.
+    live: HashMap<(LogPath, String), Option<LogPath>>,
+    /// Removed logical files, keyed like adds (one file may be removed with
+    /// several deletion vectors in turn; each DV file has its own
+    /// tombstone): -> (deletion timestamp, DV file).
+    pub tombstones: HashMap<(LogPath, String), (Option<i64>, Option<LogPath>)>,
     /// Change-data files with the version that wrote them.
-    pub cdc: Vec<(String, u64)>,
+    pub cdc: Vec<(LogPath, u64)>,
     /// The newest protocol.
     pub protocol: Option<Protocol>,
     /// The newest table metadata.
@@ -262,7 +342,7 @@ fn dv_key(dv: &Option<delta::DeletionVector>) -> String {
     }
 }
 
-fn dv_path(uri: &str, dv: &Option<delta::DeletionVector>) -> Result<Option<String>> {
+fn dv_path(uri: &str, dv: &Option<delta::DeletionVector>) -> Result<Option<LogPath>> {
     match dv {
         None => Ok(None),
         Some(d) => dv_file(uri, d),
@@ -271,19 +351,18 @@ fn dv_path(uri: &str, dv: &Option<delta::DeletionVector>) -> Result<Option<Strin
 
 impl Replay {
     /// Applies one file's actions (in version order across calls).
-    /// `cdc_only`: a commit before the checkpoint, read for its change-data
-    /// files and tombstones only.
     pub fn apply(
         &mut self,
         uri: &str,
         version: u64,
         actions: Vec<Action>,
-        cdc_only: bool,
+        source: Source,
     ) -> Result<()> {
+        let state = source != Source::Before;
         for a in actions {
             match a {
-                Action::Add { path, dv } if !cdc_only => {
-                    let p = delta::decode_path(uri, &path)?;
+                Action::Add { path, dv } if state => {
+                    let p = LogPath::parse(uri, &path)?;
                     let file = dv_path(uri, &dv)?;
                     self.live.insert((p, dv_key(&dv)), file);
                 }
@@ -292,14 +371,15 @@ impl Replay {
                     deletion_timestamp,
                     dv,
                 } => {
-                    let p = delta::decode_path(uri, &path)?;
+                    let p = LogPath::parse(uri, &path)?;
                     let file = dv_path(uri, &dv)?;
-                    if !cdc_only {
-                        self.live.remove(&(p.clone(), dv_key(&dv)));
+                    let key = (p, dv_key(&dv));
+                    if source == Source::Commit {
+                        self.live.remove(&key);
                     }
                     let entry = self
                         .tombstones
-                        .entry(p)
+                        .entry(key)
                         .or_insert((deletion_timestamp, None));
                     // The newest timestamp counts; a missing one stays missing.
                     entry.0 = match (entry.0, deletion_timestamp) {
@@ -311,13 +391,13 @@ impl Replay {
                     }
                 }
                 Action::Cdc { path } => {
-                    self.cdc.push((delta::decode_path(uri, &path)?, version));
+                    self.cdc.push((LogPath::parse(uri, &path)?, version));
                 }
-                Action::Protocol(p) if !cdc_only => {
+                Action::Protocol(p) if state => {
                     check_protocol(uri, &p)?;
                     self.protocol = Some(p);
                 }
-                Action::Metadata(m) if !cdc_only => self.metadata = Some(m),
+                Action::Metadata(m) if state => self.metadata = Some(m),
                 _ => {}
             }
         }

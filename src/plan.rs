@@ -797,6 +797,15 @@ impl Session {
         if let Purpose::DeltaNextCommit { version } = purpose {
             return self.delta_next_commit(uri, version, bytes);
         }
+        if let (
+            Purpose::DeltaLog {
+                order: (delta::VALIDATE, _),
+            },
+            None,
+        ) = (&purpose, bytes)
+        {
+            return self.delta_validation_missing(uri);
+        }
         let Some(bytes) = bytes else {
             let what = match &purpose {
                 Purpose::DeltaLog { .. } => "Delta log file".to_owned(),
@@ -1042,12 +1051,14 @@ impl Session {
         match self.phase {
             Phase::Reading if self.delta.as_ref().is_some_and(|d| !d.replayed) => {
                 self.delta_replay()?;
-                self.check_protections()?;
-                self.classifier.keep.freeze();
-                self.phase = Phase::Listing;
-                self.outbox.push_back(Request::List {
-                    prefix: self.classifier.location.prefix(),
-                });
+                // Log cleanup may first read the checkpoint it stops at.
+                if self.pending.is_empty() {
+                    self.delta_start_listing()?;
+                }
+            }
+            Phase::Reading if self.delta.as_ref().is_some_and(|d| d.validating.is_some()) => {
+                self.delta_finish_validation()?;
+                self.delta_start_listing()?;
             }
             Phase::Reading if self.recheck_pending => {
                 self.recheck_pending = false;

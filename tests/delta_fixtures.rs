@@ -348,6 +348,10 @@ mod tempdir {
         pub fn path(&self) -> &Path {
             &self.0
         }
+        /// Takes over a folder made elsewhere (removed on drop).
+        pub fn adopt(p: PathBuf) -> Dir {
+            Dir(p)
+        }
     }
     impl Drop for Dir {
         fn drop(&mut self) {
@@ -360,23 +364,39 @@ mod tempdir {
 fn malformed_logs_yield_typed_errors_and_no_plan() {
     let f = Fixture::load("events");
     let now = f.generated_at() + 8 * DAY;
-    let cp = f.uri("_delta_log/00000000000000000008.checkpoint.parquet");
-    let bytes = std::fs::read(vpath(&cp).unwrap()).unwrap();
+    // Each damage is written into a scratch copy, so the listing agrees
+    // with the bytes and the parser itself must catch it.
+    let damaged = |tag: &str, file: &str, bytes: &[u8]| {
+        let (g, tmp) = scratch(&f, tag);
+        std::fs::write(vpath(&g.uri(file)).unwrap(), bytes).unwrap();
+        (run_native(g.config(now, 7 * DAY), &g.opts()), tmp)
+    };
+    let cp = "_delta_log/00000000000000000008.checkpoint.parquet";
+    let bytes = std::fs::read(vpath(&f.uri(cp)).unwrap()).unwrap();
     // A truncated checkpoint.
     for cut in [bytes.len() - 1, bytes.len() / 2, 8] {
-        let mut o = f.opts();
-        o.replace.insert(cp.clone(), bytes[..cut].to_vec());
-        let e = run_native(f.config(now, 7 * DAY), &o).unwrap_err();
+        let (r, _t) = damaged("cut", cp, &bytes[..cut]);
+        let e = r.unwrap_err();
         assert!(matches!(e, Error::Malformed { .. }), "cut {cut}: {e}");
     }
     // A commit with invalid JSON.
-    let mut o = f.opts();
-    o.replace.insert(
-        f.uri("_delta_log/00000000000000000010.json"),
-        b"{\"add\":{\"path\":\"x\"".to_vec(),
+    let (r, _t) = damaged(
+        "json",
+        "_delta_log/00000000000000000010.json",
+        b"{\"add\":{\"path\":\"x\"",
     );
-    let e = run_native(f.config(now, 7 * DAY), &o).unwrap_err();
+    let e = r.unwrap_err();
     assert!(matches!(e, Error::Malformed { .. }), "{e}");
+    assert!(e.to_string().contains("line 1"), "{e}");
+    // An unknown reader feature in a later commit.
+    let (r, _t) = damaged(
+        "feature",
+        "_delta_log/00000000000000000012.json",
+        br#"{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["quantumStorage"],"writerFeatures":["quantumStorage"]}}"#,
+    );
+    let e = r.unwrap_err();
+    assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+    assert!(e.to_string().contains("quantumStorage"), "{e}");
     // A commit that vanished between listing and reading.
     let mut o = f.opts();
     o.missing
@@ -392,15 +412,6 @@ fn malformed_logs_yield_typed_errors_and_no_plan() {
         ),
         "{e}"
     );
-    // An unknown reader feature in a later commit.
-    let mut o = f.opts();
-    o.replace.insert(
-        f.uri("_delta_log/00000000000000000012.json"),
-        br#"{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["quantumStorage"],"writerFeatures":["quantumStorage"]}}"#.to_vec(),
-    );
-    let e = run_native(f.config(now, 7 * DAY), &o).unwrap_err();
-    assert!(matches!(e, Error::Unsupported { .. }), "{e}");
-    assert!(e.to_string().contains("quantumStorage"), "{e}");
 }
 
 #[test]
@@ -429,14 +440,15 @@ fn gaps_and_incomplete_checkpoints_stop_the_plan() {
     o.default_mtime = Some(now - DAY);
     let e = run_native(g.config(now, 7 * DAY), &o).unwrap_err();
     assert!(matches!(e, Error::Malformed { .. }), "{e}");
-    // The same set made complete plans again.
+    // Completed with a copy of part 1: the set is whole, but it holds two
+    // protocol and two metaData actions, so it is not a checkpoint.
     std::fs::copy(
         log.join("00000000000000000008.checkpoint.0000000001.0000000002.parquet"),
         log.join("00000000000000000008.checkpoint.0000000002.0000000002.parquet"),
     )
     .unwrap();
-    // (Both parts hold the same rows: replay is idempotent.)
-    run_native(g.config(now, 7 * DAY), &o).unwrap();
+    let e = run_native(g.config(now, 7 * DAY), &o).unwrap_err();
+    assert!(e.to_string().contains("2 protocol"), "{e}");
     // A log with no commit at all.
     let (g, _tmp) = scratch(&f, "empty");
     std::fs::remove_dir_all(vpath(&g.uri("_delta_log")).unwrap()).unwrap();
@@ -501,7 +513,11 @@ fn shared_deletion_vector_tables_keep_live_vectors() {
             path_or_inline_dv: live_dv.into(),
             offset: None,
         };
-        let name = lakesweep::spec::delta::dv_file("t", &dv).unwrap().unwrap();
+        let name = lakesweep::spec::delta::dv_file("t", &dv)
+            .unwrap()
+            .unwrap()
+            .as_str()
+            .to_owned();
         assert_eq!(v[&name].verdict, Verdict::Referenced, "{table}: {name}");
         assert!(v[&name].detail.contains("deletion vector of a live file"));
     }
@@ -569,4 +585,296 @@ fn shared_log_without_its_data_files_is_refused() {
             "{table}: {e}"
         );
     }
+}
+
+// --- synthetic logs for the review's findings -------------------------------
+
+const PROTOCOL: &str = r#"{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["deletionVectors"],"writerFeatures":["deletionVectors"]}}"#;
+const METADATA: &str = r#"{"metaData":{"id":"t-1","format":{"provider":"parquet","options":{}},"schemaString":"{}","partitionColumns":[],"configuration":{}}}"#;
+
+/// A Delta table written by hand into a scratch folder: `log` holds
+/// (file name under `_delta_log/`, content, mtime), `files` (relative key, mtime).
+struct Synth {
+    dir: tempdir::Dir,
+    location: String,
+    opts: HostOptions,
+}
+
+fn synth(tag: &str, log: &[(String, String, i64)], files: &[(String, i64)]) -> Synth {
+    let dir = tempdir::Dir::new(tag);
+    let location = format!("file://{}", dir.path().display());
+    let mut opts = HostOptions::synthetic();
+    opts.mtime_base = Some(location.clone());
+    std::fs::create_dir_all(dir.path().join("_delta_log")).unwrap();
+    for (name, text, mtime) in log {
+        std::fs::write(dir.path().join("_delta_log").join(name), text).unwrap();
+        opts.mtimes.insert(format!("_delta_log/{name}"), *mtime);
+    }
+    for (rel, mtime) in files {
+        let p = dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, b"parquet").unwrap();
+        opts.mtimes.insert(rel.clone(), *mtime);
+    }
+    Synth {
+        dir,
+        location,
+        opts,
+    }
+}
+
+fn commit(v: u64) -> String {
+    format!("{v:020}.json")
+}
+
+fn plan_synth(s: &Synth, now: i64, window: i64) -> Result<Run, Error> {
+    let mut cfg = SessionConfig::new(&s.location, "", now, window);
+    cfg.format = TableFormat::Delta;
+    run_native(cfg, &s.opts)
+}
+
+const NOW: i64 = 1_900_000_000_000;
+
+#[test]
+fn absolute_paths_with_one_slash_are_absolute_not_relative() {
+    // Spark and Hadoop write `file:/tmp/t/x` (one slash); joined onto the
+    // root it would name another file and the real one would look orphaned.
+    let dir = tempdir::Dir::new("abs-probe");
+    let root = dir.path().display().to_string();
+    drop(dir);
+    let add = format!(
+        r#"{{"add":{{"path":"file:{root}/part-abs.parquet","size":7,"modificationTime":1,"dataChange":true,"partitionValues":{{}}}}}}"#
+    );
+    let mut s = synth(
+        "abs",
+        &[(
+            commit(0),
+            format!("{PROTOCOL}\n{METADATA}\n{add}\n"),
+            NOW - 60 * DAY,
+        )],
+        &[
+            ("part-abs.parquet".into(), NOW - 60 * DAY),
+            ("orphan.parquet".into(), NOW - 60 * DAY),
+        ],
+    );
+    // The synth folder is the root the add names.
+    if s.dir.path().display().to_string() != root {
+        std::fs::rename(s.dir.path(), &root).unwrap();
+        s.location = format!("file://{root}");
+        s.opts.mtime_base = Some(s.location.clone());
+        s.dir = tempdir::Dir::adopt(root.clone().into());
+    }
+    let run = plan_synth(&s, NOW, 7 * DAY).unwrap();
+    let v = run.verdicts();
+    assert_eq!(
+        v["part-abs.parquet"].verdict,
+        Verdict::Referenced,
+        "{:?}",
+        v["part-abs.parquet"]
+    );
+    assert_eq!(deletes(&run), ["orphan.parquet".to_owned()].into());
+}
+
+#[test]
+fn every_deletion_vector_of_a_tombstone_inside_the_retention_is_kept() {
+    // File F's vector is replaced twice inside the window (dv1 -> dv2 -> dv3):
+    // readers of the versions with dv1 and dv2 need both files.
+    let dv = |n: u32| format!("{:020}", n);
+    let name = |n: u32| {
+        lakesweep::spec::delta::dv_file(
+            "t",
+            &lakesweep::spec::delta::DeletionVector {
+                storage_type: "u".into(),
+                path_or_inline_dv: dv(n),
+                offset: None,
+            },
+        )
+        .unwrap()
+        .unwrap()
+    };
+    let rel = |p: lakesweep::spec::delta::LogPath| match p {
+        lakesweep::spec::delta::LogPath::Relative(r) => r,
+        other => panic!("{other:?}"),
+    };
+    let dvj = |n: u32| {
+        format!(
+            r#"{{"storageType":"u","pathOrInlineDv":"{}","offset":1,"sizeInBytes":30,"cardinality":1}}"#,
+            dv(n)
+        )
+    };
+    let add = |n: u32| {
+        format!(
+            r#"{{"add":{{"path":"f.parquet","size":7,"modificationTime":1,"dataChange":true,"partitionValues":{{}},"deletionVector":{}}}}}"#,
+            dvj(n)
+        )
+    };
+    let rm = |n: u32, ts: i64| {
+        format!(
+            r#"{{"remove":{{"path":"f.parquet","deletionTimestamp":{ts},"dataChange":true,"deletionVector":{}}}}}"#,
+            dvj(n)
+        )
+    };
+    let old = NOW - 80 * DAY;
+    let s = synth(
+        "dvs",
+        &[
+            (commit(0), format!("{PROTOCOL}\n{METADATA}\n"), old),
+            (commit(1), format!("{}\n", add(1)), old),
+            (
+                commit(2),
+                format!("{}\n{}\n", rm(1, NOW - 3 * DAY), add(2)),
+                NOW - 3 * DAY,
+            ),
+            (
+                commit(3),
+                format!("{}\n{}\n", rm(2, NOW - DAY), add(3)),
+                NOW - DAY,
+            ),
+        ],
+        &[
+            ("f.parquet".into(), old),
+            (rel(name(1)), old),
+            (rel(name(2)), old),
+            (rel(name(3)), old),
+        ],
+    );
+    let run = plan_synth(&s, NOW, 7 * DAY).unwrap();
+    assert!(deletes(&run).is_empty(), "{:?}", deletes(&run));
+    let v = run.verdicts();
+    assert!(
+        v[&rel(name(1))].detail.contains("tombstone"),
+        "{:?}",
+        v[&rel(name(1))]
+    );
+    // Once the first removal is older than the window, dv1 goes, dv2 stays.
+    let run = plan_synth(&s, NOW + 5 * DAY, 7 * DAY).unwrap();
+    assert_eq!(deletes(&run), [rel(name(1))].into());
+}
+
+fn v2_checkpoint(version: u64, with_meta: bool, metadata_lines: usize) -> String {
+    let mut lines = vec![];
+    if with_meta {
+        lines.push(format!(
+            r#"{{"checkpointMetadata":{{"version":{version}}}}}"#
+        ));
+    }
+    lines.push(PROTOCOL.to_owned());
+    for _ in 0..metadata_lines {
+        lines.push(METADATA.to_owned());
+    }
+    lines.push(r#"{"add":{"path":"live.parquet","size":7,"modificationTime":1,"dataChange":false,"partitionValues":{}}}"#.to_owned());
+    lines.join("\n") + "\n"
+}
+
+#[test]
+fn checkpoints_must_hold_what_the_protocol_says() {
+    let old = NOW - 60 * DAY;
+    let table = |cp: String| {
+        synth(
+            "v2",
+            &[
+                (commit(0), format!("{PROTOCOL}\n{METADATA}\n"), old),
+                (
+                    commit(1),
+                    r#"{"add":{"path":"live.parquet","size":7,"modificationTime":1,"dataChange":true,"partitionValues":{}}}"#.to_owned() + "\n",
+                    old,
+                ),
+                (format!("{:020}.checkpoint.11111111-2222-3333-4444-555555555555.json", 1), cp, old),
+            ],
+            &[("live.parquet".into(), old)],
+        )
+    };
+    let ok = table(v2_checkpoint(1, true, 1));
+    assert!(
+        plan_synth(&ok, NOW, 7 * DAY).unwrap().verdicts()["live.parquet"].verdict
+            == Verdict::Referenced
+    );
+    for (cp, why) in [
+        (v2_checkpoint(1, false, 1), "checkpointMetadata"),
+        (v2_checkpoint(1, true, 2), "metaData"),
+        (v2_checkpoint(1, true, 0), "metaData"),
+    ] {
+        let e = plan_synth(&table(cp), NOW, 7 * DAY).unwrap_err();
+        assert!(matches!(e, Error::Malformed { .. }), "{e}");
+        assert!(e.to_string().contains(why), "{e}");
+    }
+}
+
+#[test]
+fn log_cleanup_reads_the_checkpoint_it_stops_at_and_skips_when_it_is_damaged() {
+    let old = NOW - 60 * DAY;
+    let young = NOW - DAY;
+    let add = r#"{"add":{"path":"live.parquet","size":7,"modificationTime":1,"dataChange":true,"partitionValues":{}}}"#;
+    let table = |old_cp: String| {
+        let mut log: Vec<(String, String, i64)> = vec![
+            (commit(0), format!("{PROTOCOL}\n{METADATA}\n"), old),
+            (commit(1), format!("{add}\n"), old),
+        ];
+        for v in 2..=5 {
+            log.push((
+                commit(v),
+                r#"{"commitInfo":{"timestamp":1}}"#.to_owned() + "\n",
+                if v < 4 { old } else { young },
+            ));
+        }
+        log.push((
+            format!(
+                "{:020}.checkpoint.11111111-2222-3333-4444-555555555555.json",
+                3
+            ),
+            old_cp,
+            old,
+        ));
+        log.push((
+            format!(
+                "{:020}.checkpoint.aaaaaaaa-2222-3333-4444-555555555555.json",
+                5
+            ),
+            v2_checkpoint(5, true, 1),
+            young,
+        ));
+        synth("cleanup", &log, &[("live.parquet".into(), old)])
+    };
+    let run_cleanup = |s: &Synth| {
+        let mut cfg = SessionConfig::new(&s.location, "", NOW, 7 * DAY);
+        cfg.format = TableFormat::Delta;
+        cfg.log_cleanup = true;
+        run_native(cfg, &s.opts).unwrap()
+    };
+    // Replay starts at checkpoint 5; cleanup would stop at 3 (old): read it first.
+    let good = table(v2_checkpoint(3, true, 1));
+    let run = run_cleanup(&good);
+    let logs: BTreeSet<String> = deletes(&run)
+        .into_iter()
+        .filter(|k| k.starts_with("_delta_log/"))
+        .collect();
+    let want: BTreeSet<String> = (0..3)
+        .map(|v| format!("_delta_log/{}", commit(v)))
+        .collect();
+    assert_eq!(logs, want);
+    // Damaged: no cleanup at all, and the plan says why; the sweep itself goes on.
+    let bad = table(v2_checkpoint(3, false, 1));
+    let run = run_cleanup(&bad);
+    assert!(deletes(&run).iter().all(|k| !k.starts_with("_delta_log/")));
+    assert!(
+        run.plan()
+            .warnings
+            .iter()
+            .any(|w| w.contains("log cleanup skipped")),
+        "{:?}",
+        run.plan().warnings
+    );
+}
+
+#[test]
+fn a_log_file_whose_size_differs_from_the_listing_is_refused() {
+    let f = Fixture::load("events");
+    let now = f.generated_at() + 8 * DAY;
+    let mut o = f.opts();
+    let uri = f.uri("_delta_log/00000000000000000012.json");
+    let mut bytes = std::fs::read(vpath(&uri).unwrap()).unwrap();
+    bytes.extend_from_slice(b"\n");
+    o.replace.insert(uri, bytes);
+    let e = run_native(f.config(now, 7 * DAY), &o).unwrap_err();
+    assert!(e.to_string().contains("the listing said"), "{e}");
 }

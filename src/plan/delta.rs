@@ -15,11 +15,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Phase, Purpose, Request, Session};
 use crate::context::{DrCheckpoint, HoldScope};
-use crate::delta_log::{Kept, LogEntry, LogListing, ReadPlan, Replay};
+use crate::delta_log::{Kept, LogEntry, LogListing, ReadPlan, Replay, Source as ReplaySource};
 use crate::error::{Error, Result};
 use crate::path::CanonicalUri;
 use crate::reach::Source;
-use crate::spec::delta::{self as spec, Action, LogFile};
+use crate::spec::delta::{self as spec, Action, LogFile, LogPath};
 use crate::verdict::{human_ms, ListedObject};
 
 /// Replay order of checkpoint files (and their sidecars).
@@ -28,6 +28,8 @@ const CHECKPOINT: u8 = 0;
 const RECENT_BEFORE: u8 = 1;
 /// Replay order of commits after the checkpoint.
 const COMMIT: u8 = 2;
+/// Read only to validate the checkpoint log cleanup would stop at.
+pub(super) const VALIDATE: u8 = 3;
 
 /// The Delta part of a session.
 #[derive(Debug, Default)]
@@ -43,6 +45,11 @@ pub(super) struct DeltaSweep {
     pub(super) replayed: bool,
     /// The newest version replayed (re-checks go on from here).
     latest: u64,
+    /// Log cleanup waits for this checkpoint (and its sidecars) to be read
+    /// and validated: (checkpoint, log cutoff).
+    pub(super) validating: Option<(crate::delta_log::Checkpoint, i64)>,
+    /// Why validation failed, if it did (log cleanup is then skipped).
+    validation_failed: Option<String>,
 }
 
 impl DeltaSweep {
@@ -190,17 +197,22 @@ impl Session {
         order: (u8, u64),
         bytes: &[u8],
     ) -> Result<()> {
-        let actions = if uri.ends_with(".parquet") {
-            spec::parse_parquet_actions(uri, bytes)?
-        } else {
-            spec::parse_json_actions(uri, bytes)?
+        let parsed = self.delta_log_parse(uri, bytes);
+        let actions = match (parsed, order.0) {
+            (Ok(a), _) => a,
+            // A checkpoint read only for log cleanup: damage there skips
+            // the cleanup, it does not stop the sweep.
+            (Err(e), VALIDATE) => {
+                self.sweep()?.validation_failed = Some(e.to_string());
+                return Ok(());
+            }
+            (Err(e), _) => return Err(e),
         };
         let mut sidecars = Vec::new();
-        if order.0 == CHECKPOINT {
+        if order.0 == CHECKPOINT || order.0 == VALIDATE {
             for a in &actions {
                 if let Action::Sidecar { path } = a {
-                    let p = spec::decode_path(uri, path)?;
-                    sidecars.push(p);
+                    sidecars.push(LogPath::parse(uri, path)?);
                 }
             }
         }
@@ -208,10 +220,9 @@ impl Session {
         let prefix = d.log_prefix.clone();
         d.blobs.insert((order.0, order.1, uri.to_owned()), actions);
         for p in sidecars {
-            let full = if spec::is_absolute(&p) {
-                p
-            } else {
-                format!("{prefix}_sidecars/{p}")
+            let full = match p {
+                LogPath::Absolute(p) => p,
+                LogPath::Relative(p) => format!("{prefix}_sidecars/{p}"),
             };
             let canon = CanonicalUri::parse(&full)
                 .map_err(|e| Error::malformed(uri, format!("sidecar `{full}`: {e}")))?
@@ -221,13 +232,94 @@ impl Session {
         Ok(())
     }
 
-    /// Keeps a decoded log path (relative to the table, or absolute).
-    fn keep_log_path(&mut self, blob: &str, path: &str, source: Source) -> Result<()> {
-        if spec::is_absolute(path) {
-            self.reference(blob, path, source)?;
+    /// Parses a log file, after checking it is the size the listing said
+    /// (a file rewritten or cut since the listing is not the one planned on).
+    fn delta_log_parse(&mut self, uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
+        let d = self.sweep()?;
+        if let Some(name) = uri.strip_prefix(&d.log_prefix) {
+            if let Some(e) = d.log.files.get(name) {
+                if e.size != bytes.len() as u64 {
+                    return Err(Error::malformed(
+                        uri,
+                        format!(
+                            "read {} bytes, the listing said {}: truncated or rewritten",
+                            bytes.len(),
+                            e.size
+                        ),
+                    ));
+                }
+            }
+        }
+        if uri.ends_with(".parquet") {
+            spec::parse_parquet_actions(uri, bytes)
         } else {
-            let full = format!("{}{path}", self.classifier.location.prefix());
-            self.reference_mapped(blob, path, &full, source)?;
+            spec::parse_json_actions(uri, bytes)
+        }
+    }
+
+    /// A validation read for log cleanup found nothing.
+    pub(super) fn delta_validation_missing(&mut self, uri: &str) -> Result<()> {
+        self.sweep()?.validation_failed = Some(format!("`{uri}` does not exist"));
+        Ok(())
+    }
+
+    /// Starts the table listing once the keep set is complete.
+    pub(super) fn delta_start_listing(&mut self) -> Result<()> {
+        self.check_protections()?;
+        self.classifier.keep.freeze();
+        self.phase = Phase::Listing;
+        self.outbox.push_back(Request::List {
+            prefix: self.classifier.location.prefix(),
+        });
+        Ok(())
+    }
+
+    /// Log cleanup after its boundary checkpoint was read: plan it, or say why not.
+    pub(super) fn delta_finish_validation(&mut self) -> Result<()> {
+        let d = self.sweep()?;
+        let Some((cp, cutoff)) = d.validating.take() else {
+            return Ok(());
+        };
+        let log_uri = d.log_prefix.clone();
+        let failed = d.validation_failed.take();
+        let blobs = std::mem::take(&mut d.blobs);
+        let check = match failed {
+            Some(f) => Err(f),
+            None => crate::delta_log::validate_checkpoint(
+                &log_uri,
+                &cp,
+                blobs
+                    .iter()
+                    .filter(|((o, _, _), _)| *o == VALIDATE)
+                    .map(|((_, _, u), a)| (u.as_str(), a.as_slice())),
+            )
+            .map_err(|e| e.to_string()),
+        };
+        match check {
+            Ok(()) => {
+                let expired = self.sweep()?.log.expired_below(cutoff, cp.version);
+                self.classifier.expired_log = expired;
+            }
+            Err(why) => {
+                self.warnings.insert(format!(
+                    "log cleanup skipped: checkpoint {} it would stop at is not readable ({why})",
+                    cp.version
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps a decoded log path (relative to the table, or absolute).
+    fn keep_log_path(&mut self, blob: &str, path: &LogPath, source: Source) -> Result<()> {
+        match path {
+            LogPath::Absolute(p) => {
+                self.reference(blob, p, source)?;
+            }
+            LogPath::Relative(p) => {
+                let full = format!("{}{p}", self.classifier.location.prefix());
+                self.reference_mapped(blob, p, &full, source)?;
+            }
         }
         Ok(())
     }
@@ -254,6 +346,16 @@ impl Session {
             return Err(Error::protocol("Delta replay before the log was listed"));
         };
         let log_uri = d.log_prefix.clone();
+        if let Some(c) = &plan.checkpoint {
+            crate::delta_log::validate_checkpoint(
+                &log_uri,
+                c,
+                blobs
+                    .iter()
+                    .filter(|((o, _, _), _)| *o == CHECKPOINT)
+                    .map(|((_, _, u), a)| (u.as_str(), a.as_slice())),
+            )?;
+        }
         let mut replay = Replay::default();
         let mut done_checkpoint = false;
         for ((order, version, uri), actions) in blobs {
@@ -265,7 +367,12 @@ impl Session {
                     }
                 }
             }
-            replay.apply(&uri, version, actions, order == RECENT_BEFORE)?;
+            let how = match order {
+                CHECKPOINT => ReplaySource::Checkpoint,
+                RECENT_BEFORE => ReplaySource::Before,
+                _ => ReplaySource::Commit,
+            };
+            replay.apply(&uri, version, actions, how)?;
             if order == COMMIT && keep_versions.contains(&version) && version != plan.latest {
                 self.keep_state(&uri, replay.live_files(), version)?;
             }
@@ -325,10 +432,10 @@ impl Session {
         // Tombstones inside the window (or undated) and their deletion vectors.
         let cutoff = self.config.now_ms.saturating_sub(window);
         let mut undated = 0u64;
-        let tombstones: Vec<(String, Option<i64>, Option<String>)> = replay
+        let tombstones: Vec<(LogPath, Option<i64>, Option<LogPath>)> = replay
             .tombstones
             .iter()
-            .map(|(p, (ts, dv))| (p.clone(), *ts, dv.clone()))
+            .map(|((p, _), (ts, dv))| (p.clone(), *ts, dv.clone()))
             .collect();
         for (path, ts, dv) in tombstones {
             let keep = match ts {
@@ -404,8 +511,28 @@ impl Session {
                 } else {
                     Some(plan.checkpoint.as_ref().map(|c| c.version).unwrap_or(0))
                 };
-                let expired = self.sweep()?.log.expired(log_cutoff, floor);
-                self.classifier.expired_log = expired;
+                let boundary = self.sweep()?.log.cleanup_boundary(log_cutoff, floor);
+                match boundary {
+                    None => {}
+                    // The checkpoint just replayed was validated already.
+                    Some(b) if plan.checkpoint.as_ref() == Some(&b) => {
+                        let expired = self.sweep()?.log.expired_below(log_cutoff, b.version);
+                        self.classifier.expired_log = expired;
+                    }
+                    // Any other is read and validated before anything below it goes.
+                    Some(b) => {
+                        let prefix = self.sweep()?.log_prefix.clone();
+                        for f in &b.files {
+                            self.request_read(
+                                format!("{prefix}{f}"),
+                                Purpose::DeltaLog {
+                                    order: (VALIDATE, b.version),
+                                },
+                            );
+                        }
+                        self.sweep()?.validating = Some((b, log_cutoff));
+                    }
+                }
             }
         }
         let d = self.sweep()?;
@@ -442,15 +569,20 @@ impl Session {
             ));
         }
         let mut replay = Replay::default();
-        replay.apply(uri, version, spec::parse_json_actions(uri, bytes)?, false)?;
+        replay.apply(
+            uri,
+            version,
+            spec::parse_json_actions(uri, bytes)?,
+            ReplaySource::Commit,
+        )?;
         self.keep_state(uri, replay.live_files(), version)?;
         for (path, v) in std::mem::take(&mut replay.cdc) {
             self.keep_log_path(uri, &path, Source::DeltaChangeData { version: v })?;
         }
-        let removed: Vec<(String, Option<String>)> = replay
+        let removed: Vec<(LogPath, Option<LogPath>)> = replay
             .tombstones
             .iter()
-            .map(|(p, (_, dv))| (p.clone(), dv.clone()))
+            .map(|((p, _), (_, dv))| (p.clone(), dv.clone()))
             .collect();
         for (p, dv) in removed {
             self.keep_log_path(uri, &p, Source::DeltaTombstone { dated: true })?;

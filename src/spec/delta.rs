@@ -156,6 +156,11 @@ pub enum Action {
         /// Milliseconds since the epoch.
         timestamp: Option<i64>,
     },
+    /// A V2 checkpoint's `checkpointMetadata` action.
+    CheckpointMetadata,
+    /// Not an action: this Parquet checkpoint file has no
+    /// `add.deletionVector` columns (fine unless the table uses deletion vectors).
+    LacksDeletionVectorColumns,
 }
 
 #[derive(Deserialize)]
@@ -169,6 +174,8 @@ struct Line {
     sidecar: Option<PathJ>,
     #[serde(rename = "commitInfo")]
     commit_info: Option<CommitInfoJ>,
+    #[serde(rename = "checkpointMetadata")]
+    checkpoint_metadata: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -242,6 +249,9 @@ pub fn parse_json_actions(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
         if let Some(s) = l.sidecar {
             out.push(Action::Sidecar { path: s.path });
         }
+        if l.checkpoint_metadata.is_some() {
+            out.push(Action::CheckpointMetadata);
+        }
         if let Some(c) = l.commit_info {
             out.push(Action::CommitInfo {
                 timestamp: c.in_commit_timestamp.or(c.timestamp),
@@ -263,14 +273,38 @@ fn pq_err(uri: &str, e: ParquetError) -> Error {
 pub fn parse_parquet_actions(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
     let f = ParquetFile::open(bytes).map_err(|e| pq_err(uri, e))?;
     let col = |p: &[&str]| f.column(p).map_err(|e| pq_err(uri, e));
-    let s = |c: &Column, row: usize| c.flat(row).and_then(|v| v.as_str());
+    let bad = |what: &str, row: usize| {
+        Error::malformed(uri, format!("{what} of row {row} is not a UTF-8 string"))
+    };
+    // A present value that is not a valid string is an error, never "absent".
+    let s = |c: &Column, row: usize, what: &str| -> Result<Option<String>> {
+        match c.flat(row) {
+            None => Ok(None),
+            Some(v) => v.as_str().map(Some).ok_or_else(|| bad(what, row)),
+        }
+    };
     let i = |c: &Column, row: usize| c.flat(row).and_then(|v| v.as_int());
-    let strings = |c: &Column, row: usize| -> Vec<Option<String>> {
+    let strings = |c: &Column, row: usize, what: &str| -> Result<Vec<Option<String>>> {
         c.repeated(row)
             .iter()
-            .map(|v| v.as_ref().and_then(|v| v.as_str()))
+            .map(|v| match v {
+                None => Ok(None),
+                Some(v) => v.as_str().map(Some).ok_or_else(|| bad(what, row)),
+            })
             .collect()
     };
+    let v2_top = f.has_column(&["sidecar", "path"]);
+    for required in [["add", "path"], ["remove", "path"]] {
+        if !v2_top && !f.has_column(&required) {
+            return Err(Error::malformed(
+                uri,
+                format!(
+                    "no `{}` column: not a Delta checkpoint (adds or tombstones would be lost)",
+                    required.join(".")
+                ),
+            ));
+        }
+    }
     let add_path = col(&["add", "path"])?;
     let add_dv = [
         col(&["add", "deletionVector", "storageType"])?,
@@ -285,6 +319,7 @@ pub fn parse_parquet_actions(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
         col(&["remove", "deletionVector", "offset"])?,
     ];
     let sidecar = col(&["sidecar", "path"])?;
+    let cp_meta = col(&["checkpointMetadata", "version"])?;
     let p_reader = col(&["protocol", "minReaderVersion"])?;
     let p_writer = col(&["protocol", "minWriterVersion"])?;
     let p_rf = col(&["protocol", "readerFeatures", "**"])?;
@@ -295,41 +330,59 @@ pub fn parse_parquet_actions(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
     let m_vals = col(&["metaData", "configuration", "**", "value"])?;
     let has_rf = f.has_column(&["protocol", "readerFeatures", "**"]);
     let has_wf = f.has_column(&["protocol", "writerFeatures", "**"]);
-    let dv_at = |cols: &[Column; 3], row: usize| {
-        Some(DeletionVector {
-            storage_type: s(&cols[0], row)?,
-            path_or_inline_dv: s(&cols[1], row)?,
-            offset: i(&cols[2], row),
-        })
+    let dv_at = |cols: &[Column; 3], row: usize, what: &str| -> Result<Option<DeletionVector>> {
+        match (
+            s(&cols[0], row, "deletionVector.storageType")?,
+            s(&cols[1], row, "deletionVector.pathOrInlineDv")?,
+        ) {
+            (None, None) => Ok(None),
+            (Some(storage_type), Some(path_or_inline_dv)) => Ok(Some(DeletionVector {
+                storage_type,
+                path_or_inline_dv,
+                offset: i(&cols[2], row),
+            })),
+            _ => Err(Error::malformed(
+                uri,
+                format!("{what}.deletionVector of row {row} is half empty"),
+            )),
+        }
     };
     let mut out = Vec::new();
+    if f.has_column(&["add", "path"]) && !f.has_column(&["add", "deletionVector", "storageType"]) {
+        out.push(Action::LacksDeletionVectorColumns);
+    }
     for row in 0..f.rows() {
-        if let Some(path) = s(&add_path, row) {
+        if let Some(path) = s(&add_path, row, "add.path")? {
             out.push(Action::Add {
                 path,
-                dv: dv_at(&add_dv, row),
+                dv: dv_at(&add_dv, row, "add")?,
             });
-        } else if let Some(path) = s(&rm_path, row) {
+        } else if let Some(path) = s(&rm_path, row, "remove.path")? {
             out.push(Action::Remove {
                 path,
                 deletion_timestamp: i(&rm_ts, row),
-                dv: dv_at(&rm_dv, row),
+                dv: dv_at(&rm_dv, row, "remove")?,
             });
-        } else if let Some(path) = s(&sidecar, row) {
+        } else if let Some(path) = s(&sidecar, row, "sidecar.path")? {
             out.push(Action::Sidecar { path });
+        } else if i(&cp_meta, row).is_some() {
+            out.push(Action::CheckpointMetadata);
         } else if let Some(r) = i(&p_reader, row) {
-            let feats = |c: &Column, present: bool| {
-                present.then(|| strings(c, row).into_iter().flatten().collect::<Vec<_>>())
+            let feats = |c: &Column, present: bool, what: &str| -> Result<Option<Vec<String>>> {
+                if !present {
+                    return Ok(None);
+                }
+                Ok(Some(strings(c, row, what)?.into_iter().flatten().collect()))
             };
             out.push(Action::Protocol(Protocol {
                 min_reader_version: r,
                 min_writer_version: i(&p_writer, row).unwrap_or(0),
-                reader_features: feats(&p_rf, has_rf && r >= 3),
-                writer_features: feats(&p_wf, has_wf),
+                reader_features: feats(&p_rf, has_rf && r >= 3, "protocol.readerFeatures")?,
+                writer_features: feats(&p_wf, has_wf, "protocol.writerFeatures")?,
             }));
-        } else if let Some(id) = s(&m_id, row) {
-            let keys = strings(&m_keys, row);
-            let vals = strings(&m_vals, row);
+        } else if let Some(id) = s(&m_id, row, "metaData.id")? {
+            let keys = strings(&m_keys, row, "metaData.configuration")?;
+            let vals = strings(&m_vals, row, "metaData.configuration")?;
             if keys.len() != vals.len() {
                 return Err(Error::malformed(
                     uri,
@@ -345,7 +398,10 @@ pub fn parse_parquet_actions(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
             }
             out.push(Action::Metadata(Metadata {
                 id,
-                partition_columns: strings(&m_parts, row).into_iter().flatten().collect(),
+                partition_columns: strings(&m_parts, row, "metaData.partitionColumns")?
+                    .into_iter()
+                    .flatten()
+                    .collect(),
                 configuration,
             }));
         }
@@ -409,14 +465,51 @@ pub fn decode_path(uri: &str, raw: &str) -> Result<String> {
         .map_err(|_| Error::malformed(uri, format!("path `{raw}` decodes to invalid UTF-8")))
 }
 
-/// True when a decoded log path is absolute (a URI or a rooted path).
-pub fn is_absolute(path: &str) -> bool {
-    path.starts_with('/')
-        || path.split_once("://").is_some_and(|(s, _)| {
-            s.starts_with(|c: char| c.is_ascii_alphabetic())
-                && s.chars()
+/// True when a log path, **as written** (still encoded), is absolute: it
+/// starts with `/` or with an RFC 3986 scheme (`s3://`, `file:/`, `dbfs:/`,
+/// `hdfs://`). Writers encode a `:` inside relative paths as `%3A`, so the
+/// test is made before decoding.
+pub fn is_absolute(raw: &str) -> bool {
+    if raw.starts_with('/') {
+        return true;
+    }
+    match raw.split_once(':') {
+        Some((scheme, _)) => {
+            scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        }
+        None => false,
+    }
+}
+
+/// A path from the log, decoded once, relative to the table root or absolute.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LogPath {
+    /// Relative to the table root (decoded).
+    Relative(String),
+    /// An absolute URI or rooted path (decoded).
+    Absolute(String),
+}
+
+impl LogPath {
+    /// The decoded path (relative or absolute).
+    pub fn as_str(&self) -> &str {
+        match self {
+            LogPath::Relative(p) | LogPath::Absolute(p) => p,
+        }
+    }
+
+    /// Decodes a path as written in an `add`, `remove`, `cdc` or sidecar action.
+    pub fn parse(uri: &str, raw: &str) -> Result<LogPath> {
+        let decoded = decode_path(uri, raw)?;
+        Ok(if is_absolute(raw) {
+            LogPath::Absolute(decoded)
+        } else {
+            LogPath::Relative(decoded)
         })
+    }
 }
 
 const Z85: &[u8; 85] =
@@ -443,12 +536,22 @@ pub fn z85_decode(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The file a deletion vector lives in: `Some(path)` (decoded; relative to
-/// the table root unless absolute) or `None` for inline vectors.
-pub fn dv_file(uri: &str, dv: &DeletionVector) -> Result<Option<String>> {
+/// The file a deletion vector lives in, or `None` for inline vectors.
+pub fn dv_file(uri: &str, dv: &DeletionVector) -> Result<Option<LogPath>> {
     match dv.storage_type.as_str() {
         "i" => Ok(None),
-        "p" => decode_path(uri, &dv.path_or_inline_dv).map(Some),
+        "p" => {
+            if !is_absolute(&dv.path_or_inline_dv) {
+                return Err(Error::malformed(
+                    uri,
+                    format!(
+                        "deletion vector of storage type p names `{}`, which is not an absolute path",
+                        dv.path_or_inline_dv
+                    ),
+                ));
+            }
+            LogPath::parse(uri, &dv.path_or_inline_dv).map(Some)
+        }
         "u" => {
             let s = &dv.path_or_inline_dv;
             if s.len() < 20 || !s.is_char_boundary(s.len() - 20) {
@@ -473,11 +576,11 @@ pub fn dv_file(uri: &str, dv: &DeletionVector) -> Result<Option<String>> {
                 &h[16..20],
                 &h[20..]
             );
-            Ok(Some(if prefix.is_empty() {
+            Ok(Some(LogPath::Relative(if prefix.is_empty() {
                 name
             } else {
                 format!("{prefix}/{name}")
-            }))
+            })))
         }
         t => Err(Error::unsupported(
             format!("deletion vector storage type `{t}`"),
@@ -622,8 +725,19 @@ mod tests {
         assert!(decode_path("u", "%ff").is_err());
         assert!(is_absolute("s3://b/t/f"));
         assert!(is_absolute("/t/f"));
+        assert!(is_absolute("file:/tmp/t/part-0.parquet"));
+        assert!(is_absolute("dbfs:/t/f"));
         assert!(!is_absolute("x=a/f.parquet"));
         assert!(!is_absolute("x=a://b/f"));
+        assert!(!is_absolute("a%3A/x"));
+        assert_eq!(
+            LogPath::parse("u", "a%3A/x").unwrap(),
+            LogPath::Relative("a:/x".into())
+        );
+        assert_eq!(
+            LogPath::parse("u", "file:/t/a%20b").unwrap(),
+            LogPath::Absolute("file:/t/a b".into())
+        );
     }
 
     #[test]
@@ -636,7 +750,7 @@ mod tests {
         };
         assert_eq!(
             dv_file("u", &dv).unwrap().unwrap(),
-            "ab/deletion_vector_d2c639aa-8816-431a-aaf6-d3fe2512ff61.bin"
+            LogPath::Relative("ab/deletion_vector_d2c639aa-8816-431a-aaf6-d3fe2512ff61.bin".into())
         );
         let inline = DeletionVector {
             storage_type: "i".into(),
@@ -649,7 +763,16 @@ mod tests {
             path_or_inline_dv: "s3://b/t/dv%20x.bin".into(),
             offset: None,
         };
-        assert_eq!(dv_file("u", &abs).unwrap().unwrap(), "s3://b/t/dv x.bin");
+        assert_eq!(
+            dv_file("u", &abs).unwrap().unwrap(),
+            LogPath::Absolute("s3://b/t/dv x.bin".into())
+        );
+        let rel_p = DeletionVector {
+            storage_type: "p".into(),
+            path_or_inline_dv: "dv.bin".into(),
+            offset: None,
+        };
+        assert!(dv_file("u", &rel_p).is_err());
         let short = DeletionVector {
             storage_type: "u".into(),
             path_or_inline_dv: "abc".into(),

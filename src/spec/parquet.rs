@@ -267,10 +267,11 @@ pub enum Value {
 }
 
 impl Value {
-    /// The value as a string, if it is one (lossy UTF-8).
+    /// The value as a string, if it is one and valid UTF-8 (never lossy:
+    /// a path altered by replacement characters would name another file).
     pub fn as_str(&self) -> Option<String> {
         match self {
-            Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            Value::Bytes(b) => String::from_utf8(b.clone()).ok(),
             _ => None,
         }
     }
@@ -376,11 +377,21 @@ impl<'a> ParquetFile<'a> {
         let leaves = Self::leaves(schema)?;
         let mut groups = Vec::new();
         let mut rows = 0usize;
+        // Every row of a checkpoint names a file or an action: a file that
+        // declares far more rows (or values) than its bytes could hold is
+        // forged, and decoding it would only exhaust memory.
+        let max_values = bytes.len().saturating_mul(64);
         for rg in meta.list(4) {
             let rg = Fields::of(rg, "row group")?;
             let n = rg.need_int(3, "row group row count")?;
             let n =
                 usize::try_from(n).map_err(|_| ParquetError::Corrupt("negative rows".into()))?;
+            if n > max_values {
+                return corrupt(format!(
+                    "a row group declares {n} rows in a {} byte file",
+                    bytes.len()
+                ));
+            }
             let cols = rg.list(1);
             if cols.len() != leaves.len() {
                 return corrupt(format!(
@@ -423,14 +434,26 @@ impl<'a> ParquetFile<'a> {
                 if start.checked_add(len).is_none_or(|e| e > bytes.len()) {
                     return corrupt("column chunk extends past the end of the file");
                 }
+                let num_values = md.need_int(5, "value count")?;
+                let plausible = usize::try_from(num_values).is_ok_and(|v| v <= max_values)
+                    && (leaf.max_rep > 0 || num_values as usize == n);
+                if !plausible {
+                    return corrupt(format!(
+                        "column `{}` declares {num_values} values in a row group of {n} rows",
+                        leaf.path.join(".")
+                    ));
+                }
                 chunks.push(Chunk {
                     codec: md.need_int(4, "codec")?,
-                    num_values: md.need_int(5, "value count")?,
+                    num_values,
                     start,
                     len,
                 });
             }
             rows = rows.saturating_add(n);
+            if rows > max_values {
+                return corrupt("the row groups declare more rows than the file could hold");
+            }
             groups.push((n, chunks));
         }
         Ok(ParquetFile {
@@ -454,6 +477,9 @@ impl<'a> ParquetFile<'a> {
         for (i, el) in schema.iter().enumerate() {
             let f = Fields::of(el, "schema element")?;
             let children = f.int(5).unwrap_or(0);
+            if !(0..=1 << 16).contains(&children) {
+                return corrupt(format!("schema element with {children} children"));
+            }
             if i == 0 {
                 stack.push(Frame {
                     left: children,
@@ -627,6 +653,9 @@ impl<'a> ParquetFile<'a> {
                     })?;
                     let d = Fields::of(d, "dictionary page header")?;
                     let n = usize_of(d.need_int(1, "dictionary size")?, "dictionary size")?;
+                    if let Some(e) = d.int(2).filter(|e| *e != 0 && *e != 2) {
+                        return unsupported(format!("Parquet dictionary page encoding {e}"));
+                    }
                     let raw = decompress(chunk.codec, body, uncompressed)?;
                     let mut vals = Vec::with_capacity(n.min(raw.len() + 1));
                     let mut cur = 0usize;
@@ -642,7 +671,23 @@ impl<'a> ParquetFile<'a> {
                         .ok_or_else(|| ParquetError::Corrupt("data page without header".into()))?;
                     let d = Fields::of(d, "data page header")?;
                     let n = usize_of(d.need_int(1, "page value count")?, "value count")?;
+                    if n as i64 > chunk.num_values - seen {
+                        return corrupt("a page holds more values than its column chunk");
+                    }
                     let enc = d.need_int(2, "page encoding")?;
+                    // Writers name an encoding even for levels they do not
+                    // write (max level 0): only levels present must be RLE.
+                    let present = [
+                        (3, "definition", leaf.max_def),
+                        (4, "repetition", leaf.max_rep),
+                    ];
+                    for (field, what, _) in present.into_iter().filter(|(_, _, m)| *m > 0) {
+                        if let Some(e) = d.int(field).filter(|e| *e != 3) {
+                            return unsupported(format!(
+                                "Parquet {what} level encoding {e} (only RLE)"
+                            ));
+                        }
+                    }
                     let raw = decompress(chunk.codec, body, uncompressed)?;
                     let mut cur = 0usize;
                     let reps = if leaf.max_rep > 0 {
@@ -666,6 +711,9 @@ impl<'a> ParquetFile<'a> {
                     })?;
                     let d = Fields::of(d, "data page v2 header")?;
                     let n = usize_of(d.need_int(1, "page value count")?, "value count")?;
+                    if n as i64 > chunk.num_values - seen {
+                        return corrupt("a page holds more values than its column chunk");
+                    }
                     let enc = d.need_int(4, "page encoding")?;
                     let dl = usize_of(d.need_int(5, "definition levels length")?, "length")?;
                     let rl = usize_of(d.need_int(6, "repetition levels length")?, "length")?;
@@ -735,9 +783,11 @@ fn decompress(codec: i64, body: &[u8], expected: usize) -> PResult<Vec<u8>> {
                 .map_err(|e| ParquetError::Corrupt(format!("zstandard: {e}")))?;
             out
         }
+        7 => lz4_flex::block::decompress(body, expected)
+            .map_err(|e| ParquetError::Corrupt(format!("lz4: {e}")))?,
         3 => return unsupported("Parquet codec LZO"),
         4 => return unsupported("Parquet codec BROTLI"),
-        5 | 7 => return unsupported("Parquet codec LZ4"),
+        5 => return unsupported("Parquet codec LZ4 (Hadoop framing; LZ4_RAW is read)"),
         c => return unsupported(format!("Parquet codec {c}")),
     };
     if out.len() != expected {
@@ -768,7 +818,7 @@ fn bit_width(max: u16) -> u32 {
 }
 
 fn levels(buf: &[u8], max: u16, n: usize) -> PResult<Vec<u16>> {
-    let mut out = Vec::with_capacity(n);
+    let mut out = Vec::with_capacity(n.min(1 << 16));
     hybrid(buf, bit_width(max), n, &mut |v| {
         if v > u64::from(max) {
             return corrupt("level above its maximum");
@@ -891,13 +941,25 @@ fn plain(
 }
 
 /// DELTA_BINARY_PACKED integers.
-fn delta_binary(buf: &[u8], n: usize, f: &mut dyn FnMut(Value) -> PResult<()>) -> PResult<()> {
+fn delta_binary(
+    buf: &[u8],
+    n: usize,
+    int32: bool,
+    f: &mut dyn FnMut(Value) -> PResult<()>,
+) -> PResult<()> {
     let mut t = Thrift { buf, pos: 0 };
     let block = usize::try_from(t.varint()?).unwrap_or(0);
     let minis = usize::try_from(t.varint()?).unwrap_or(0);
     let total = usize::try_from(t.varint()?).unwrap_or(usize::MAX);
     let mut last = t.zigzag()?;
-    if block == 0 || minis == 0 || block % 128 != 0 || (block / minis) % 32 != 0 {
+    if block == 0
+        || block > 1 << 16
+        || minis == 0
+        || minis > block
+        || block % 128 != 0
+        || block % minis != 0
+        || (block / minis) % 32 != 0
+    {
         return corrupt("invalid DELTA_BINARY_PACKED header");
     }
     if total < n {
@@ -920,6 +982,7 @@ fn delta_binary(buf: &[u8], n: usize, f: &mut dyn FnMut(Value) -> PResult<()>) -
             if w > 64 {
                 return corrupt("DELTA_BINARY_PACKED width above 64");
             }
+            // per_mini <= 2^16 and w <= 64: no overflow.
             let bytes = t.take(per_mini * w as usize / 8)?;
             for i in 0..per_mini {
                 if emitted >= n {
@@ -932,6 +995,9 @@ fn delta_binary(buf: &[u8], n: usize, f: &mut dyn FnMut(Value) -> PResult<()>) -
                     v |= u64::from((bytes[b / 8] >> (b % 8)) & 1) << k;
                 }
                 last = last.wrapping_add(min_delta).wrapping_add(v as i64);
+                if int32 {
+                    last = i64::from(last as i32);
+                }
                 f(Value::Int(last))?;
                 emitted += 1;
             }
@@ -986,7 +1052,7 @@ fn values(
             })?;
         }
         5 if matches!(leaf.physical, Physical::Int32 | Physical::Int64) => {
-            delta_binary(buf, present, &mut |v| {
+            delta_binary(buf, present, leaf.physical == Physical::Int32, &mut |v| {
                 vals.push(v);
                 Ok(())
             })?;
@@ -1073,6 +1139,48 @@ mod tests {
         .unwrap();
         assert_eq!(out, (0..8).collect::<Vec<u64>>());
         assert!(hybrid(&buf[..2], 3, 8, &mut |_| Ok(())).is_err());
+    }
+
+    #[test]
+    fn delta_binary_packed_decodes_and_refuses_forged_headers() {
+        let mut out = Vec::new();
+        let buf = [0x80, 0x01, 0x04, 0x03, 0x0a, 0x02, 1, 0, 0, 0, 2, 0, 0, 0];
+        delta_binary(&buf, 3, false, &mut |v| {
+            out.push(v);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(out, vec![Value::Int(5), Value::Int(6), Value::Int(8)]);
+        // A block of 2^62 values (the multiplication that used to overflow).
+        let forged = [
+            0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40, 0x04, 0x03, 0x0a,
+        ];
+        assert!(delta_binary(&forged, 3, false, &mut |_| Ok(())).is_err());
+        // Zero miniblocks, a block not a multiple of 128, truncation.
+        for bad in [
+            &[0x80, 0x01, 0x00, 0x03, 0x0a][..],
+            &[0x40, 0x04, 0x03, 0x0a],
+            &buf[..8],
+        ] {
+            assert!(delta_binary(bad, 3, false, &mut |_| Ok(())).is_err());
+        }
+        // INT32 columns wrap to 32 bits.
+        let mut out = Vec::new();
+        let wrap = [
+            0x80, 0x01, 0x04, 0x02, 0xfe, 0xff, 0xff, 0xff, 0x0f, 0x02, 0, 0, 0, 0,
+        ];
+        delta_binary(&wrap, 2, true, &mut |v| {
+            out.push(v);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            out,
+            vec![
+                Value::Int(i64::from(i32::MAX)),
+                Value::Int(i64::from(i32::MIN))
+            ]
+        );
     }
 
     #[test]

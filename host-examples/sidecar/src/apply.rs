@@ -128,7 +128,7 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
         .as_str()
         .ok_or("plan without tokens.metadata_location")?;
     let current = if delta {
-        crate::pointer::delta_head(&store, &table).await?
+        crate::pointer::delta_head(&store, &table, &table).await?
     } else {
         let current = input.pointer.resolve(&store, &table).await?;
         planner.mapped_pointer(&table, &current, &input.location_map)?

@@ -115,16 +115,19 @@ impl Pointer {
     }
 }
 
-/// The newest commit of a Delta table: `TABLE/_delta_log/<v>.json` with the
-/// highest version listed (what a Delta plan's token names).
-pub async fn delta_head(store: &Store, table: &str) -> Result<String, String> {
+/// The newest commit of a Delta table, as `CANONICAL/_delta_log/<v>.json`
+/// (what a Delta plan's token names; `canonical` is the plan's table
+/// location, so `s3a://` tables compare equal to the store's `s3://` keys).
+pub async fn delta_head(store: &Store, table: &str, canonical: &str) -> Result<String, String> {
     use futures::StreamExt;
     let log = format!("{table}/_delta_log/");
     let mut newest: Option<(u64, String)> = None;
     let mut objects = store.list(&log);
     while let Some(o) = objects.next().await {
         let o = o?;
-        let Some(name) = o.uri.strip_prefix(&log) else {
+        // Whatever scheme spelling the store answers with, the name is the
+        // last path component.
+        let Some((_, name)) = o.uri.rsplit_once("/_delta_log/") else {
             continue;
         };
         let Some(v) = name.strip_suffix(".json") else {
@@ -135,7 +138,7 @@ pub async fn delta_head(store: &Store, table: &str) -> Result<String, String> {
         }
         let Ok(v) = v.parse::<u64>() else { continue };
         if newest.as_ref().is_none_or(|(n, _)| v > *n) {
-            newest = Some((v, o.uri.clone()));
+            newest = Some((v, format!("{canonical}/_delta_log/{name}")));
         }
     }
     newest

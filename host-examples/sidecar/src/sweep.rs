@@ -158,7 +158,10 @@ pub async fn run(input: &SweepInput) -> Result<Swept, String> {
 
     // 4. The live state, read now, and the approval.
     let live_pointer = if delta {
-        crate::pointer::delta_head(&store, &table).await?
+        let canonical = outcome.plan["table_location"]
+            .as_str()
+            .ok_or("plan without table_location")?;
+        crate::pointer::delta_head(&store, &table, canonical).await?
     } else {
         let current = input.plan.pointer.resolve(&store, &table).await?;
         planner.mapped_pointer(&table, &current, &input.plan.location_map)?
