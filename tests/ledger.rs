@@ -283,20 +283,30 @@ fn quarantine_interval_is_waited_for() {
     assert!(w.deleted.is_empty());
 }
 
-#[test]
-fn fault_01_lease_registered_after_the_plan_was_sealed_before_approval() {
-    let mut w = world_with(&["model/features.parquet"], &[], T0 - 10 * DAY);
+/// Brings `key` to RESTORE_VERIFIED, then runs once with `between` landing
+/// after the plan was sealed and before the approval.
+fn race_the_approval(key: &str, between: Between<'static>) -> (Ledger, World, i64, RunOutcome) {
+    let mut w = world_with(&[key], &[], T0 - 10 * DAY);
     let mut l = new_ledger(&w, T0);
     let mut now = T0;
-    to_verified(&mut l, &mut w, "model/features.parquet", &mut now);
+    to_verified(&mut l, &mut w, key, &mut now);
     let o = run(
         &mut l,
         &mut w,
         now,
         Faults {
-            between: Some(Box::new(|w: &mut World| w.lease("model/features.parquet"))),
+            between: Some(between),
             ..Faults::default()
         },
+    );
+    (l, w, now, o)
+}
+
+#[test]
+fn fault_01_lease_registered_after_the_plan_was_sealed_before_approval() {
+    let (mut l, mut w, now, o) = race_the_approval(
+        "model/features.parquet",
+        Box::new(|w: &mut World| w.lease("model/features.parquet")),
     );
     assert!(!o.granted);
     assert!(
@@ -404,18 +414,9 @@ fn fault_04_eventually_consistent_listing_misses_fresh_objects() {
 
 #[test]
 fn fault_05_hold_lands_at_the_same_time_as_the_approval() {
-    let mut w = world_with(&["legal/evidence.parquet"], &[], T0 - 10 * DAY);
-    let mut l = new_ledger(&w, T0);
-    let mut now = T0;
-    to_verified(&mut l, &mut w, "legal/evidence.parquet", &mut now);
-    let o = run(
-        &mut l,
-        &mut w,
-        now,
-        Faults {
-            between: Some(Box::new(|w: &mut World| w.hold("legal/evidence.parquet"))),
-            ..Faults::default()
-        },
+    let (l, w, _, o) = race_the_approval(
+        "legal/evidence.parquet",
+        Box::new(|w: &mut World| w.hold("legal/evidence.parquet")),
     );
     assert!(!o.granted);
     assert!(

@@ -120,15 +120,7 @@ fn run(m: &Moto, args: &[String]) -> std::process::Output {
 
 /// Uploads the `events` table under `warehouse/demo/events/` plus the extras.
 fn upload(m: &Moto) -> BTreeSet<String> {
-    let store = AmazonS3Builder::new()
-        .with_bucket_name(BUCKET)
-        .with_endpoint(&m.endpoint)
-        .with_allow_http(true)
-        .with_access_key_id("testing")
-        .with_secret_access_key("testing")
-        .with_region("us-east-1")
-        .build()
-        .unwrap();
+    let store = s3(m);
     let table = fixtures().join("warehouse/demo/events");
     let mut files: Vec<(String, Vec<u8>)> = files_under(&table)
         .into_iter()
