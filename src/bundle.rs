@@ -74,7 +74,7 @@ pub struct Bundle {
     pub created_ms: i64,
     /// Every object, sorted by key.
     pub entries: Vec<BundleEntry>,
-    /// SHA-256 over the entries: the quarantine root an approval compares.
+    /// SHA-256 over the entries (an edited bundle is refused on load).
     pub root: String,
 }
 
@@ -129,6 +129,13 @@ pub fn chain(
         }
         for m in &s.manifests {
             v1_manifests.push(rel_of(&loc, mappings, m, metadata_uri)?);
+        }
+    }
+    // Statistics of the snapshots come back with them.
+    for (id, p) in md.statistics.iter().chain(&md.partition_statistics) {
+        if snapshot_ids.contains(id) {
+            out.layers
+                .insert(rel_of(&loc, mappings, p, metadata_uri)?, Layer::Content);
         }
     }
     let mut manifests = v1_manifests;
@@ -416,6 +423,14 @@ pub fn restore_metadata(
     let old: serde_json::Value = serde_json::from_slice(bundle_metadata)
         .map_err(|e| Error::malformed(&bundle.metadata_key, e.to_string()))?;
     let have: BTreeSet<i64> = cur_md.snapshots.iter().map(|s| s.snapshot_id).collect();
+    // The snapshots' schemas must still exist in the current document
+    // (expiry never removes schemas, but another engine might have).
+    let schema_ids: BTreeSet<i64> = cur["schemas"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["schema-id"].as_i64())
+        .collect();
     let mut snaps = cur["snapshots"].as_array().cloned().unwrap_or_default();
     for id in &bundle.snapshot_ids {
         if have.contains(id) {
@@ -430,13 +445,22 @@ pub fn restore_metadata(
                     format!("snapshot {id} is not in the bundled metadata"),
                 )
             })?;
+        if let Some(sid) = s["schema-id"].as_i64() {
+            if !schema_ids.is_empty() && !schema_ids.contains(&sid) {
+                return Err(Error::unsupported(
+                    format!("restoring snapshot {id}: its schema {sid} is gone from the current metadata"),
+                    current_uri,
+                ));
+            }
+        }
         snaps.push(s.clone());
         cur["refs"][format!("restored/{id}")] =
             serde_json::json!({"snapshot-id": id, "type": "tag"});
     }
     cur["snapshots"] = serde_json::Value::Array(snaps);
     let prev_updated = cur["last-updated-ms"].clone();
-    cur["last-updated-ms"] = now_ms.into();
+    // Never backwards (readers reject a metadata log going back in time).
+    cur["last-updated-ms"] = prev_updated.as_i64().unwrap_or(0).max(now_ms).into();
     let mut log = cur["metadata-log"].as_array().cloned().unwrap_or_default();
     log.push(serde_json::json!({"metadata-file": current_uri, "timestamp-ms": prev_updated}));
     cur["metadata-log"] = serde_json::Value::Array(log);

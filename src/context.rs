@@ -4,6 +4,7 @@
 //! since the Unix epoch.
 
 use serde::{Deserialize, Serialize};
+use sha2::Digest;
 
 use crate::error::{Error, Result};
 
@@ -142,6 +143,14 @@ impl Context {
             }
         }
         Ok(c)
+    }
+
+    /// SHA-256 (hex) over the canonical JSON of the whole context: any
+    /// lease, hold, writer or checkpoint added, removed or changed changes
+    /// it (generations alone miss a new lease with an old generation).
+    pub fn digest(&self) -> String {
+        let canonical = serde_json::to_vec(self).unwrap_or_default();
+        crate::plan::hex(&sha2::Sha256::digest(canonical))
     }
 
     /// The newest hold generation (0 without holds).

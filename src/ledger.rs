@@ -10,9 +10,9 @@
 //!      │  └──► DISCOVERED (a candidate again)                                     │ HEAD = recorded version
 //!      │                                                                          ▼
 //!      └──────────────────────────────────────────────────────────────── RESTORE_VERIFIED
-//!                                                                                 │ approval: table generation,
-//!                                                                                 │ refs, leases, holds, quarantine
-//!                                                                                 ▼ root all unchanged
+//!                                                                                 │ approval: table generation
+//!                                                                                 │ (and refs), context digest,
+//!                                                                                 ▼ holds, leases unchanged
 //!   VERIFIED ◄── DELETED ◄── (receipt: deleted / already absent) ◄──── DELETE_APPROVED
 //!      ▲            │ still there                                                 │ no receipt, failed,
 //!      │            ▼                                                             │ unknown
@@ -80,6 +80,8 @@ impl ObjectState {
                 | (DeleteApproved, DeleteUnknown)
                 | (Deleted, Verified)
                 | (Deleted, DeleteUnknown)
+                | (Deleted, Protected)
+                | (Verified, Discovered)
                 | (DeleteUnknown, Verified)
                 | (DeleteUnknown, RestoreVerified)
                 | (
@@ -209,10 +211,12 @@ pub struct LiveState {
     /// mapped like the plan's. Metadata documents are immutable, so the same
     /// location also means the same refs (the protected-ref root).
     pub metadata_location: String,
-    /// Newest legal-hold generation in the current context.
-    pub hold_generation: u64,
-    /// Newest reader generation among the current leases.
-    pub lease_watermark: u64,
+    /// The context as read again just now (JSON; `None`: no context).
+    pub context: Option<String>,
+    /// Keys whose quarantine bundle no longer walks completely (read again
+    /// just now): never approved, whatever their state.
+    #[serde(default)]
+    pub blocked: BTreeMap<String, String>,
 }
 
 /// How a delete ended, as the host saw it.
@@ -276,7 +280,8 @@ pub struct Approval {
     pub live_hold_generation: u64,
     /// The lease watermark read live just before approving.
     pub live_lease_watermark: u64,
-    /// SHA-256 over the approved keys and their pinned versions.
+    /// SHA-256 over the approved keys and their pinned versions: the exact
+    /// sealed object list this approval covers (recorded for the audit).
     pub quarantine_root: String,
     /// The approved keys, exactly.
     pub keys: Vec<String>,
@@ -479,6 +484,7 @@ impl Ledger {
                 expect: o.version.clone(),
             };
             match (o.state, cand) {
+                (Verified, Some(d)) if !o.version.matches(&ObjectVersion::of(d)) => self.set(&key, Discovered, Some(ObjectVersion::of(d)), now_ms, "a new object under a key deleted earlier: a candidate again, starting over".into(), &mut moves)?,
                 (Verified, _) => {}
                 (Deleted, _) => probes.push(probe(ProbePurpose::VerifyGone)),
                 (DeleteUnknown, _) => probes.push(probe(ProbePurpose::Reconcile)),
@@ -542,7 +548,7 @@ impl Ledger {
                 (Quarantined, None) => self.set(&ob.key, Protected, None, now_ms, "vanished during quarantine (not by us): kept in the ledger, investigate".into(), &mut moves)?,
                 (Quarantined, Some(_)) => self.set(&ob.key, Protected, ob.seen.clone(), now_ms, "rewritten during quarantine: kept".into(), &mut moves)?,
                 (Deleted, None) => self.set(&ob.key, Verified, None, now_ms, "confirmed gone".into(), &mut moves)?,
-                (Deleted, Some(_)) if same => self.set(&ob.key, DeleteUnknown, None, now_ms, "the receipt said deleted, but the version is still there".into(), &mut moves)?,
+                (Deleted, Some(_)) if same => self.set(&ob.key, Protected, None, now_ms, "deleted and confirmed, but the pinned version is back (a delete marker removed: restored on purpose?): kept, starts over".into(), &mut moves)?,
                 (Deleted, Some(_)) => self.set(&ob.key, Verified, None, now_ms, "our version is gone; a newer object now has this key (not ours)".into(), &mut moves)?,
                 (DeleteUnknown, None) => self.set(&ob.key, Verified, None, now_ms, "reconciled: gone".into(), &mut moves)?,
                 (DeleteUnknown, Some(_)) if same => self.set(&ob.key, RestoreVerified, None, now_ms, "reconciled: not deleted, the pinned version is intact; retried after a new approval".into(), &mut moves)?,
@@ -571,6 +577,13 @@ impl Ledger {
     ) -> Result<(Approval, Vec<Move>)> {
         self.ensure_table(plan)?;
         let t = &plan.tokens;
+        let ctx = live
+            .context
+            .as_deref()
+            .map(crate::Context::parse)
+            .transpose()?
+            .unwrap_or_default();
+        let (live_holds, live_leases) = (ctx.hold_generation(), ctx.lease_watermark());
         let mut differences = Vec::new();
         if live.metadata_location != t.metadata_location {
             differences.push(format!(
@@ -578,17 +591,23 @@ impl Ledger {
                 live.metadata_location, t.metadata_location
             ));
         }
-        if live.hold_generation > t.hold_generation {
+        if live_holds > t.hold_generation {
             differences.push(format!(
-                "legal holds: generation {} is newer than the plan's {}",
-                live.hold_generation, t.hold_generation
+                "legal holds: generation {live_holds} is newer than the plan's {}",
+                t.hold_generation
             ));
         }
-        if live.lease_watermark != t.lease_watermark {
+        if live_leases != t.lease_watermark {
             differences.push(format!(
-                "reader leases: watermark {} differs from the plan's {}",
-                live.lease_watermark, t.lease_watermark
+                "reader leases: watermark {live_leases} differs from the plan's {}",
+                t.lease_watermark
             ));
+        }
+        if ctx.digest() != t.context_digest {
+            differences.push(
+                "context: a lease, hold, writer or DR checkpoint was added, removed or changed since the plan"
+                    .into(),
+            );
         }
         let candidates: BTreeMap<&str, &PlannedDelete> =
             plan.delete.iter().map(|d| (d.key.as_str(), d)).collect();
@@ -598,6 +617,7 @@ impl Ledger {
             .filter(|(k, o)| {
                 o.state == ObjectState::RestoreVerified
                     && o.since_revision < self.revision
+                    && !live.blocked.contains_key(k.as_str())
                     && candidates
                         .get(k.as_str())
                         .is_some_and(|d| o.version.matches(&ObjectVersion::of(d)))
@@ -615,8 +635,8 @@ impl Ledger {
             metadata_location: t.metadata_location.clone(),
             hold_generation: t.hold_generation,
             lease_watermark: t.lease_watermark,
-            live_hold_generation: live.hold_generation,
-            live_lease_watermark: live.lease_watermark,
+            live_hold_generation: live_holds,
+            live_lease_watermark: live_leases,
             quarantine_root: root,
             keys: if granted { keys.clone() } else { Vec::new() },
         };
@@ -664,12 +684,10 @@ impl Ledger {
         let mut by_key: BTreeMap<String, Receipt> = BTreeMap::new();
         for r in receipts {
             if !approval.keys.contains(&r.key) {
-                // Kept in the ledger (the gate counts it), but refused loudly.
-                self.receipts.push(r.clone());
-                return Err(Error::unsafe_(
-                    UnsafeReason::TableChanging,
-                    format!("a receipt for `{}`, which the approval did not list", r.key),
-                ));
+                // Recorded for the audit (the gate `deleted_outside_approval`
+                // counts it and the run fails), never folded into a state.
+                self.receipts.push(r);
+                continue;
             }
             by_key.insert(r.key.clone(), r);
         }
@@ -719,29 +737,14 @@ impl Ledger {
             .iter()
             .filter(|r| r.result == DeleteResult::Deleted && !approved.contains(r.key.as_str()))
             .count() as u64;
-        let confirmed: std::collections::BTreeSet<&str> = self
-            .receipts
-            .iter()
-            .filter(|r| {
+        let approved_not_deleted = self
+            .objects
+            .values()
+            .filter(|o| {
                 matches!(
-                    r.result,
-                    DeleteResult::Deleted | DeleteResult::AlreadyAbsent
+                    o.state,
+                    ObjectState::DeleteApproved | ObjectState::DeleteUnknown
                 )
-            })
-            .map(|r| r.key.as_str())
-            .collect();
-        let approved_not_deleted = approved
-            .iter()
-            .filter(|k| {
-                !confirmed.contains(*k)
-                    && !matches!(
-                        self.objects.get(**k).map(|o| o.state),
-                        Some(
-                            ObjectState::Verified
-                                | ObjectState::Protected
-                                | ObjectState::RestoreVerified
-                        )
-                    )
             })
             .count() as u64;
         let unknown_reconciled = self

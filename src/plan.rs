@@ -197,6 +197,10 @@ pub struct PlanTokens {
     /// lease registered after the plan raises it and blocks approval.
     #[serde(default)]
     pub lease_watermark: u64,
+    /// Digest of the whole context the plan was made under (see
+    /// [`crate::Context::digest`]); approval compares it with the live one.
+    #[serde(default)]
+    pub context_digest: String,
 }
 
 /// One object the plan deletes.
@@ -655,6 +659,7 @@ impl Session {
                 policy_digest: self.policy.as_ref().map(crate::Policy::digest),
                 hold_generation: self.classifier.protections.hold_generation(),
                 lease_watermark: self.classifier.protections.lease_watermark(),
+                context_digest: self.classifier.protections.digest(),
             },
             delete: self.candidates.values().cloned().collect(),
             summary,

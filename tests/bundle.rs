@@ -206,6 +206,27 @@ fn restore_brings_an_expired_snapshot_back_and_the_sweep_keeps_its_files() {
     let mut other = b.clone();
     other.table_uuid = Some("someone-else".into());
     assert!(bundle::restore_metadata("u", &expired, &other, &md_bytes, 0).is_err());
+    // Negative control: over the expired document, the sweep would delete
+    // files of the bundle (that is what the quarantine protects).
+    let expired_uri = format!("{}/metadata/00098-expired.metadata.json", t.location);
+    let mut o = HostOptions::for_table(&t);
+    o.extra
+        .insert(expired_uri.clone(), (expired.clone(), t.now_ms));
+    let mut cfg = t.config();
+    cfg.metadata_location = expired_uri.clone();
+    let mut s = Session::start(cfg).unwrap();
+    let before = drive(&mut s, &expired_uri, &o).unwrap();
+    let would: Vec<String> = before
+        .plan()
+        .delete
+        .into_iter()
+        .map(|d| d.key)
+        .filter(|k| b.entries.iter().any(|e| &e.key == k))
+        .collect();
+    assert!(
+        !would.is_empty(),
+        "the expiry frees none of the bundle's files"
+    );
     // The sweep over the restored document keeps every file of the bundle.
     let dir = std::env::temp_dir().join(format!("lakesweep-restore-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -132,6 +132,7 @@ pub async fn check(
     table: &str,
     location_map: &[(String, String)],
     dir: &str,
+    consumed: &std::collections::BTreeSet<String>,
 ) -> Result<Checked, String> {
     let text = store
         .read(&format!("{dir}/bundle.json"))
@@ -149,6 +150,12 @@ pub async fn check(
             }
         }
         if e["layer"] == "content" {
+            // A file the ledger itself deleted after an approval is consumed,
+            // not lost: it must not hold the bundle's other files forever.
+            if consumed.contains(key) {
+                heads.insert(key.to_owned(), e["version"].clone());
+                continue;
+            }
             let h = store.head(&format!("{table}/{key}")).await?;
             heads.insert(
                 key.to_owned(),
@@ -176,36 +183,44 @@ pub async fn check(
 }
 
 /// Every bundle of the table; returns, for each key of an incomplete
-/// bundle, why its restore check cannot pass.
+/// bundle, why its restore check cannot pass. A bundle that cannot be read
+/// at all (damaged `bundle.json`, or copies without one) stops the run: it
+/// cannot say which objects it protects.
 pub async fn blocked_keys(
     planner: &mut Planner,
     store: &Store,
     table: &str,
     location_map: &[(String, String)],
+    consumed: &std::collections::BTreeSet<String>,
 ) -> Result<BTreeMap<String, String>, String> {
     let root = root(table);
-    let mut dirs = Vec::new();
+    let mut dirs = BTreeMap::<String, bool>::new();
     let mut listing = store.list(&root);
     while let Some(o) = listing.next().await {
         let o = o?;
-        if let Some(d) = o.uri.strip_suffix("/bundle.json") {
-            if d.strip_prefix(&format!("{root}/"))
-                .is_some_and(|n| !n.contains('/'))
-            {
-                dirs.push(d.to_owned());
-            }
-        }
+        // The listing may spell the scheme differently (s3a vs s3): match
+        // on what follows the bundles folder.
+        let Some((_, rest)) = o.uri.split_once("/_lakesweep/bundles/") else {
+            continue;
+        };
+        let Some((id, tail)) = rest.split_once('/') else {
+            continue;
+        };
+        let has = dirs.entry(format!("{root}/{id}")).or_insert(false);
+        *has |= tail == "bundle.json";
     }
     let mut out = BTreeMap::new();
-    for d in dirs {
-        let c = match check(planner, store, table, location_map, &d).await {
-            Ok(c) => c,
-            Err(e) => {
-                // An unreadable bundle blocks nothing it cannot name; say so loudly.
-                eprintln!("lakesweep: bundle {d} unreadable: {e}");
-                continue;
-            }
-        };
+    for (d, has_doc) in dirs {
+        if !has_doc {
+            return Err(format!(
+                "quarantine bundle {d} has copies but no bundle.json: which objects it protects is unknown; nothing is approved until it is repaired or removed"
+            ));
+        }
+        let c = check(planner, store, table, location_map, &d, consumed)
+            .await
+            .map_err(|e| {
+                format!("quarantine bundle {d} cannot be read ({e}): nothing is approved until it is repaired or removed")
+            })?;
         if c.verification["complete"] == true {
             continue;
         }
@@ -247,7 +262,15 @@ pub async fn restore(
 ) -> Result<String, String> {
     let store = Store::for_uri(table)?;
     let dir = format!("{}/{id}", root(table));
-    let c = check(planner, &store, table, location_map, &dir).await?;
+    let c = check(
+        planner,
+        &store,
+        table,
+        location_map,
+        &dir,
+        &Default::default(),
+    )
+    .await?;
     if c.verification["complete"] != true {
         return Err(format!(
             "bundle {id} cannot restore its snapshots: {}",
@@ -296,22 +319,53 @@ pub async fn restore(
             put_back.len()
         ));
     }
-    for (uri, b) in &put_back {
-        store.create(uri, b.clone()).await?;
-    }
-    let new = crate::expire::commit(
+    // No sweep may run while the snapshot comes back (it could be deleting
+    // the very files the restored metadata names).
+    let lock = crate::sweep::Lock::take(&crate::sweep::default_ledger(table)).await?;
+    let r = put_back_and_commit(
+        &store,
+        &put_back,
         pointer,
         table,
         now_ms,
         allow_future_now,
-        &store,
         &original,
         &mapped,
         doc,
     )
-    .await?;
+    .await;
+    lock.release().await;
+    let new = r?;
     Ok(format!(
         "restored snapshots {ids} from bundle {id} (put back {} metadata files); the table now points at {new}",
         put_back.len()
     ))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn put_back_and_commit(
+    store: &Store,
+    put_back: &[(String, Vec<u8>)],
+    pointer: &Pointer,
+    table: &str,
+    now_ms: i64,
+    allow_future_now: bool,
+    original: &str,
+    mapped: &str,
+    doc: Vec<u8>,
+) -> Result<String, String> {
+    for (uri, b) in put_back {
+        store.create(uri, b.clone()).await?;
+    }
+    crate::expire::commit(
+        pointer,
+        table,
+        now_ms,
+        allow_future_now,
+        store,
+        original,
+        mapped,
+        doc,
+    )
+    .await
 }

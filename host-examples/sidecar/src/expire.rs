@@ -119,6 +119,12 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
             .flatten()
             .filter_map(Value::as_i64)
             .collect();
+        if let Pointer::Explicit(_) = a.pointer {
+            return Err(
+                "--commit needs a pointer to swap: --catalog, or the table's version-hint.text"
+                    .into(),
+            );
+        }
         // Quarantine before the irreversible step: the expired snapshots'
         // whole chain is sealed into a bundle first; no bundle, no expiry.
         if !ids.is_empty() {

@@ -59,8 +59,9 @@ fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, String> {
         print!("{}", sweep::human(s));
     }
     let g = &s.gates;
-    let pending =
-        g["unknown_total"].as_u64().unwrap_or(0) > g["unknown_reconciled"].as_u64().unwrap_or(0);
+    let pending = g["unknown_total"].as_u64().unwrap_or(0)
+        > g["unknown_reconciled"].as_u64().unwrap_or(0)
+        || g["approved_not_deleted"].as_u64().unwrap_or(0) > 0;
     let broken = g["deleted_outside_approval"].as_u64().unwrap_or(0) > 0
         || g["approvals_after_newer_hold"].as_u64().unwrap_or(0) > 0;
     Ok(if pending || broken {

@@ -307,12 +307,22 @@ impl Store {
                     .map_err(|e| format!("write {uri}: {e}"))?;
             }
             let tmp = path.with_extension(format!("lakesweep-tmp-{}", std::process::id()));
-            tokio::fs::write(&tmp, bytes)
-                .await
-                .map_err(|e| format!("write {}: {e}", tmp.display()))?;
-            return tokio::fs::rename(&tmp, &path)
-                .await
-                .map_err(|e| format!("write {uri}: {e}"));
+            // Durable before it replaces the old content (a ledger saved
+            // before deletes must survive a power loss).
+            return tokio::task::spawn_blocking(move || {
+                use std::io::Write;
+                let mut f = std::fs::File::create(&tmp)?;
+                f.write_all(&bytes)?;
+                f.sync_all()?;
+                std::fs::rename(&tmp, &path)?;
+                if let Some(dir) = path.parent() {
+                    std::fs::File::open(dir)?.sync_all()?;
+                }
+                Ok::<(), std::io::Error>(())
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("write {uri}: {e}"));
         }
         let p = self.path(uri)?;
         self.inner

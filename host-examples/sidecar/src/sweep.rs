@@ -97,14 +97,81 @@ async fn observe(
     Ok(Value::Array(out))
 }
 
-/// One run of `sweep`.
+/// Keys the ledger deleted, or may have (their bundles count them as
+/// consumed, not as lost).
+fn consumed_keys(ledger: &Value) -> std::collections::BTreeSet<String> {
+    ledger["objects"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(_, o)| {
+            matches!(
+                o["state"].as_str(),
+                Some("DELETE_APPROVED" | "DELETED" | "DELETE_UNKNOWN" | "VERIFIED")
+            )
+        })
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// A lock beside the ledger (create-if-absent): one sweep, reconcile or
+/// restore at a time, so no run overwrites another's ledger.
+pub struct Lock {
+    store: Store,
+    uri: String,
+}
+
+impl Lock {
+    /// Takes the lock or says who holds it.
+    pub async fn take(ledger_uri: &str) -> Result<Lock, String> {
+        let store = Store::for_uri(ledger_uri)?;
+        let uri = format!("{ledger_uri}.lock");
+        let body = json!({"pid": std::process::id(), "since_ms": now_ms()}).to_string();
+        if let Err(e) = store.create(&uri, body.into_bytes()).await {
+            let held = store
+                .read(&uri)
+                .await
+                .ok()
+                .flatten()
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
+            return Err(format!(
+                "another sweep, reconcile or restore holds {uri} ({held}; {e}): wait for it, or remove the lock if that run is dead"
+            ));
+        }
+        Ok(Lock { store, uri })
+    }
+
+    /// Releases the lock.
+    pub async fn release(self) {
+        if let Err(e) = self.store.delete(&self.uri).await {
+            eprintln!("lakesweep: could not remove the lock {}: {e}", self.uri);
+        }
+    }
+}
+
+/// One run of `sweep`, under the ledger's lock.
 pub async fn run(input: &SweepInput) -> Result<Swept, String> {
-    let table = input.plan.table.clone();
-    let store = Store::for_uri(&table)?;
+    if matches!(input.plan.pointer, crate::pointer::Pointer::Explicit(_)) {
+        return Err(
+            "sweep needs a live pointer to see commits made before approval: pass --catalog, or let it read version-hint.text (a fixed --metadata proves nothing)"
+                .into(),
+        );
+    }
     let ledger_uri = input
         .ledger
         .clone()
-        .unwrap_or_else(|| default_ledger(&table));
+        .unwrap_or_else(|| default_ledger(&input.plan.table));
+    let lock = Lock::take(&ledger_uri).await?;
+    let r = run_locked(input, &ledger_uri).await;
+    lock.release().await;
+    r
+}
+
+async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, String> {
+    let table = input.plan.table.clone();
+    let store = Store::for_uri(&table)?;
+    let ledger_uri = ledger_uri.to_owned();
     let lstore = Store::for_uri(&ledger_uri)?;
     let now = input.plan.now_ms;
 
@@ -118,6 +185,17 @@ pub async fn run(input: &SweepInput) -> Result<Swept, String> {
         .map(String::from_utf8)
         .transpose()
         .map_err(|_| format!("{ledger_uri} is not UTF-8"))?;
+    if let Some(q) = existing
+        .as_deref()
+        .and_then(|t| serde_json::from_str::<Value>(t).ok())
+        .and_then(|v| v["quarantine_ms"].as_i64())
+        .filter(|q| *q != input.quarantine_ms)
+    {
+        eprintln!(
+            "lakesweep: the ledger's quarantine is {q} ms (fixed when it was created); --quarantine {} is ignored",
+            input.quarantine_ms
+        );
+    }
     let p = planner.api.lakesweep_planner_planner();
 
     // 2. Fold it into the ledger; 3. HEAD the probes.
@@ -137,7 +215,15 @@ pub async fn run(input: &SweepInput) -> Result<Swept, String> {
     // Objects of an expired snapshot pass their restore check only while
     // the snapshot's quarantine bundle walks completely.
     let blocked = if probes.iter().any(|p| p["purpose"] == "restore-check") {
-        crate::bundle::blocked_keys(&mut planner, &store, &table, &input.plan.location_map).await?
+        let consumed = consumed_keys(&step["ledger"]);
+        crate::bundle::blocked_keys(
+            &mut planner,
+            &store,
+            &table,
+            &input.plan.location_map,
+            &consumed,
+        )
+        .await?
     } else {
         Default::default()
     };
@@ -166,23 +252,24 @@ pub async fn run(input: &SweepInput) -> Result<Swept, String> {
         let current = input.plan.pointer.resolve(&store, &table).await?;
         planner.mapped_pointer(&table, &current, &input.plan.location_map)?
     };
-    let context: Value = match input.inputs.context_json()? {
-        Some(c) => serde_json::from_str(&c).map_err(|e| format!("context: {e}"))?,
-        None => json!({}),
-    };
-    let max = |list: &str, field: &str| -> Result<u64, String> {
-        let mut m = 0;
-        for x in context[list].as_array().into_iter().flatten() {
-            m = m.max(x[field].as_u64().ok_or_else(|| {
-                format!("context: a {list} entry without a numeric {field}: {x}")
-            })?);
-        }
-        Ok(m)
-    };
+    // The context files are read again now: the core compares their
+    // digest, hold generation and lease watermark with the plan's.
+    let context = input.inputs.context_json()?;
+    // Bundles are walked again too: an object whose bundle broke since its
+    // restore check is not approved.
+    let consumed = consumed_keys(&step["ledger"]);
+    let blocked = crate::bundle::blocked_keys(
+        &mut planner,
+        &store,
+        &table,
+        &input.plan.location_map,
+        &consumed,
+    )
+    .await?;
     let live = json!({
         "metadata_location": live_pointer,
-        "hold_generation": max("holds", "generation")?,
-        "lease_watermark": max("leases", "readerGeneration")?,
+        "context": context,
+        "blocked": blocked,
     });
     let p = planner.api.lakesweep_planner_planner();
     let step = parse(
@@ -293,6 +380,20 @@ pub async fn reconcile(
         .map(str::to_owned)
         .unwrap_or_else(|| default_ledger(table));
     let lstore = Store::for_uri(&ledger_uri)?;
+    let lock = Lock::take(&ledger_uri).await?;
+    let r = reconcile_locked(table, &store, &lstore, &ledger_uri, wasm).await;
+    lock.release().await;
+    r
+}
+
+async fn reconcile_locked(
+    table: &str,
+    store: &Store,
+    lstore: &Store,
+    ledger_uri: &str,
+    wasm: Option<&str>,
+) -> Result<Swept, String> {
+    let ledger_uri = ledger_uri.to_owned();
     let text = lstore
         .read(&ledger_uri)
         .await?
@@ -305,7 +406,7 @@ pub async fn reconcile(
         .filter(|(_, o)| matches!(o["state"].as_str(), Some("DELETED" | "DELETE_UNKNOWN")))
         .map(|(k, _)| json!({"key": k}))
         .collect();
-    let obs = observe(&store, table, &probes, &Default::default()).await?;
+    let obs = observe(store, table, &probes, &Default::default()).await?;
     let mut planner = Planner::load(&wasm_path(wasm))?;
     let p = planner.api.lakesweep_planner_planner();
     let step = parse(
@@ -318,7 +419,7 @@ pub async fn reconcile(
         .map_err(crate::component::trap)?
         .map_err(|e| crate::component::describe(&e))?,
     )?;
-    save(&lstore, &ledger_uri, &step["ledger"]).await?;
+    save(lstore, &ledger_uri, &step["ledger"]).await?;
     Ok(Swept {
         moves: step["moves"].as_array().cloned().unwrap_or_default(),
         approval: None,

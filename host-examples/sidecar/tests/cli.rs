@@ -543,6 +543,28 @@ fn expire_seals_a_bundle_fault_07_missing_layer_holds_quarantine_and_restore_bri
 
     // The copy comes back: the next run verifies them.
     std::fs::write(&copy, saved).unwrap();
+    // A bundle whose document is gone cannot say what it protects: the run
+    // stops, nothing is approved.
+    let doc = bundle_dir.join("bundle.json");
+    let doc_bytes = std::fs::read(&doc).unwrap();
+    std::fs::remove_file(&doc).unwrap();
+    let mut a = base("sweep", later + 5 * 86_400_000);
+    a.push("--json".into());
+    let o = lakesweep(&a);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no bundle.json"));
+    std::fs::write(&doc, doc_bytes).unwrap();
+    // A fixed --metadata proves nothing about commits before approval.
+    let mut fixed = vec!["sweep".to_owned(), s.table().display().to_string()];
+    fixed.extend([
+        "--metadata".into(),
+        s.t["metadata_location"].as_str().unwrap().to_owned(),
+        "--location-map".into(),
+        s.map(),
+    ]);
+    let o = lakesweep(&fixed);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("live pointer"));
     let l = sweep(5);
     for k in &held {
         assert_eq!(l["objects"][k.as_str()]["state"], "RESTORE_VERIFIED", "{k}");

@@ -445,10 +445,10 @@ fn xml_after<'a>(body: &'a str, from: &str, tag: &str) -> Option<&'a str> {
 }
 
 /// The fault matrix's store-backed cases: the whole two-phase lifecycle on a
-/// versioned bucket; fault 11 (a delete marker removed by an operator: the
-/// ledger does not call the object verified, it reconciles and retries only
-/// after a new approval); fault 10 (a run that died after its approval:
-/// no receipt, so DELETE_UNKNOWN, reconciled by HEAD).
+/// versioned bucket; fault 11 (a delete marker removed by an operator: an
+/// undo, so the object is protected and starts over, never re-deleted on
+/// the old quarantine); fault 10 (a run that died after its approval: no
+/// receipt, so DELETE_UNKNOWN, reconciled by HEAD); a stale lock stops a run.
 #[test]
 fn two_phase_sweep_on_a_versioned_bucket_fault_10_lost_receipt_fault_11_delete_marker() {
     let m = start_moto();
@@ -543,11 +543,13 @@ fn two_phase_sweep_on_a_versioned_bucket_fault_10_lost_receipt_fault_11_delete_m
         .block_on(store.head(&OPath::parse(&key).unwrap()))
         .unwrap();
     assert_eq!(back.version.as_deref(), Some(kept_version.as_str()));
-    // The next run does not call it verified: the receipt said deleted, the version is there.
+    // The next run sees the pinned version back after a confirmed delete:
+    // an undo, so the object is protected (no second delete on the old
+    // quarantine); everything else is verified gone.
     let (code, v) = sweep(5, "sweep");
-    assert_eq!(code, Some(1), "an unknown outcome is pending: {v}");
+    assert_eq!(code, Some(0), "{v}");
     let l = ledger();
-    assert_eq!(state(&l, &victim), "DELETE_UNKNOWN");
+    assert_eq!(state(&l, &victim), "PROTECTED");
     let others_verified = l["objects"]
         .as_object()
         .unwrap()
@@ -555,15 +557,13 @@ fn two_phase_sweep_on_a_versioned_bucket_fault_10_lost_receipt_fault_11_delete_m
         .filter(|o| o["state"] == "VERIFIED")
         .count();
     assert_eq!(others_verified, approved - 1);
-    // Reconcile: the pinned version is intact, so it goes back to the retry state.
-    let (code, v) = sweep(0, "reconcile");
-    assert_eq!(code, Some(0), "{v}");
-    assert_eq!(state(&ledger(), &victim), "RESTORE_VERIFIED");
 
-    // Fault 10: a run approved it, sent the delete, and died before its
-    // receipt was recorded (the ledger as the sidecar saves it before deleting).
+    // Fault 10: a run approved a key, its delete went through, and the run
+    // died before the receipt was recorded (the ledger as the sidecar saves
+    // it just before deleting).
+    let victim2 = extras.iter().nth(1).unwrap().clone();
     let mut l = ledger();
-    l["objects"][&victim]["state"] = "DELETE_APPROVED".into();
+    l["objects"][&victim2]["state"] = "DELETE_APPROVED".into();
     rt.block_on(async {
         store
             .put(
@@ -572,19 +572,47 @@ fn two_phase_sweep_on_a_versioned_bucket_fault_10_lost_receipt_fault_11_delete_m
             )
             .await
             .unwrap();
-        store.delete(&OPath::parse(&key).unwrap()).await.unwrap();
     });
     let (code, v) = sweep(6, "sweep");
     let l = ledger();
-    assert_eq!(state(&l, &victim), "VERIFIED", "{v}");
+    assert_eq!(state(&l, &victim2), "VERIFIED", "{v}");
     assert!(l["history"]
         .as_array()
         .unwrap()
         .iter()
-        .any(|m| m["key"] == victim.as_str() && m["to"] == "DELETE_UNKNOWN"));
+        .any(|m| m["key"] == victim2.as_str() && m["to"] == "DELETE_UNKNOWN"));
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["gates"]["unknown_total"], 1);
     assert_eq!(v["gates"]["unknown_reconciled"], 1);
+    let (code, v) = sweep(0, "reconcile");
+    assert_eq!(code, Some(0), "{v}");
+    // A lock left by a dead run stops the next one, and says so.
+    rt.block_on(async {
+        let lock = OPath::parse("warehouse/demo/events/_lakesweep/ledger.json.lock").unwrap();
+        store.put(&lock, PutPayload::from("{}")).await.unwrap();
+    });
+    let mut a = vec![
+        "sweep".to_owned(),
+        table.clone(),
+        "--location-map".into(),
+        map.clone(),
+    ];
+    a.extend([
+        "--now".into(),
+        (now0 + 7 * 86_400_000).to_string(),
+        "--allow-future-now".into(),
+    ]);
+    let o = run(&m, &a);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("holds"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    rt.block_on(async {
+        let lock = OPath::parse("warehouse/demo/events/_lakesweep/ledger.json.lock").unwrap();
+        store.delete(&lock).await.unwrap();
+    });
     // Every referenced file of the table is still there.
     let plan = run(
         &m,
