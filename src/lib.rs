@@ -1,9 +1,10 @@
 //! # lakesweep
 //!
 //! A pure, sans-IO garbage-collection planner for lakehouse tables (Apache
-//! Iceberg today). It decides which objects under a table's location are
-//! referenced by some retained snapshot, which are garbage old enough to
-//! delete, and why, for every object. It performs no I/O, reads no clock,
+//! Iceberg and Delta Lake). It decides which objects under a table's
+//! location are referenced by some retained snapshot or version, which are
+//! garbage old enough to delete, and why, for every object; its [`Ledger`]
+//! walks deletions through quarantine, one approval and receipts. It performs no I/O, reads no clock,
 //! spawns no threads and holds no global state: the host feeds it blobs,
 //! listing pages and pointer re-reads, and drains requests and decisions
 //! (see [`Session`]).
