@@ -806,6 +806,22 @@ pub mod json {
     use crate::error::{Error, Result};
     use crate::plan::SealedPlan;
 
+    /// `{ledger, moves, [probes], [approval], gates}`.
+    fn step(
+        l: &Ledger,
+        moves: Vec<Move>,
+        probes: Option<Vec<Probe>>,
+        approval: Option<super::Approval>,
+    ) -> Result<String> {
+        doc(&Step {
+            gates: l.gates(),
+            ledger: l,
+            moves,
+            probes,
+            approval,
+        })
+    }
+
     fn doc<T: Serialize>(v: &T) -> Result<String> {
         serde_json::to_string(v).map_err(|e| Error::protocol(e.to_string()))
     }
@@ -839,13 +855,7 @@ pub mod json {
             None => Ledger::new(&plan, quarantine_ms)?,
         };
         let (moves, probes) = l.begin_step(&plan, now_ms)?;
-        doc(&Step {
-            gates: l.gates(),
-            ledger: &l,
-            moves,
-            probes: Some(probes),
-            approval: None,
-        })
+        step(&l, moves, Some(probes), None)
     }
 
     /// Applies HEAD answers (`[{key, seen}]`). Returns `{ledger, moves, gates}`.
@@ -853,13 +863,7 @@ pub mod json {
         let mut l = Ledger::parse(ledger_json)?;
         let obs: Vec<Observation> = input("observations", observations_json)?;
         let moves = l.observe(&obs, now_ms)?;
-        doc(&Step {
-            gates: l.gates(),
-            ledger: &l,
-            moves,
-            probes: None,
-            approval: None,
-        })
+        step(&l, moves, None, None)
     }
 
     /// The approval against the live state (`{metadata_location,
@@ -874,13 +878,7 @@ pub mod json {
         let plan = SealedPlan::from_json(plan_json)?;
         let live: LiveState = input("live state", live_json)?;
         let (approval, moves) = l.approve(&plan, &live, now_ms)?;
-        doc(&Step {
-            gates: l.gates(),
-            ledger: &l,
-            moves,
-            probes: None,
-            approval: Some(approval),
-        })
+        step(&l, moves, None, Some(approval))
     }
 
     /// Records the receipts (`[Receipt]`) of this run's approval. Returns
@@ -889,13 +887,7 @@ pub mod json {
         let mut l = Ledger::parse(ledger_json)?;
         let receipts: Vec<Receipt> = input("receipts", receipts_json)?;
         let moves = l.record(receipts, now_ms)?;
-        doc(&Step {
-            gates: l.gates(),
-            ledger: &l,
-            moves,
-            probes: None,
-            approval: None,
-        })
+        step(&l, moves, None, None)
     }
 
     /// The gates of a ledger.

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use crate::component::{wasm_path, Planner};
 use crate::pointer::Pointer;
-use crate::store::Store;
+use crate::store::{clock_ms as now_ms, Object, Store};
 
 /// Arguments of `apply`.
 pub struct ApplyInput {
@@ -65,18 +65,6 @@ impl Outcome {
             Outcome::WouldDelete => "would-delete",
         }
     }
-}
-
-/// This machine's clock, milliseconds since the epoch.
-pub fn clock_ms() -> i64 {
-    now_ms()
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// Summary counts of an apply run.
@@ -180,24 +168,7 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
                     Err(e) => (Outcome::Failed, None, Some(e)),
                     Ok(None) => (Outcome::AlreadyAbsent, None, None),
                     Ok(Some(o)) => {
-                        // Object stores list milliseconds but HEAD answers HTTP
-                        // dates (whole seconds): there, compare to the second and
-                        // let the ETag pin the content. Without ETags (local
-                        // files), compare exact milliseconds.
-                        let secs = |ms: i64| ms.div_euclid(1000);
-                        let planned_ms = d["last_modified_ms"].as_i64();
-                        let time_same = if d["etag"].is_null() && o.etag.is_none() {
-                            planned_ms == Some(o.last_modified_ms)
-                        } else {
-                            planned_ms.map(secs) == Some(secs(o.last_modified_ms))
-                        };
-                        let same = Some(o.size) == d["size"].as_u64()
-                            && time_same
-                            && (d["etag"].is_null() || d["etag"].as_str() == o.etag.as_deref())
-                            && (d["version_id"].is_null()
-                                || o.version_id.is_none()
-                                || d["version_id"].as_str() == o.version_id.as_deref());
-                        if !same {
+                        if !o.is_version(&d) {
                             (Outcome::Changed, Some(o), None)
                         } else if dry {
                             (Outcome::WouldDelete, Some(o), None)
@@ -214,8 +185,7 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
                     "key": d["key"], "uri": uri, "result": outcome.name(),
                     "planned": {"size": d["size"], "last_modified_ms": d["last_modified_ms"],
                                 "etag": d["etag"], "version_id": d["version_id"]},
-                    "seen": seen.map(|o| json!({"size": o.size, "last_modified_ms": o.last_modified_ms,
-                                                "etag": o.etag, "version_id": o.version_id})),
+                    "seen": seen.as_ref().map(Object::version_json),
                     "started_ms": started, "finished_ms": now_ms(), "error": error,
                 });
                 (outcome, receipt)

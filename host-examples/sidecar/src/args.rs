@@ -413,7 +413,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
             pointer: o.pointer()?,
             format: o.format.unwrap_or(Format::Auto),
             retention_ms: o.retention_ms,
-            now_ms: o.now_ms.unwrap_or_else(now_ms),
+            now_ms: o.now_ms.unwrap_or_else(crate::store::clock_ms),
             location_map: o.location_map.clone(),
             json: o.json,
             out: o.out.clone(),
@@ -476,7 +476,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
                     bundle: b.clone(),
                     pointer: o.pointer()?,
                     location_map: o.location_map.clone(),
-                    now_ms: o.now_ms.unwrap_or_else(now_ms),
+                    now_ms: o.now_ms.unwrap_or_else(crate::store::clock_ms),
                     commit: o.commit,
                     allow_future_now: o.allow_future_now,
                     wasm: o.wasm.clone(),
@@ -551,7 +551,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
                 [table] => Ok(Command::Expire(ExpireArgs {
                     table: table.clone(),
                     pointer: o.pointer()?,
-                    now_ms: o.now_ms.unwrap_or_else(now_ms),
+                    now_ms: o.now_ms.unwrap_or_else(crate::store::clock_ms),
                     location_map: o.location_map.clone(),
                     expire_ids: o.expire_ids.clone(),
                     json: o.json,
@@ -589,13 +589,6 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
             "unknown command `{other}` (plan, explain, apply, compare, expire, policy)"
         )),
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// `72h`, `3d`, `90m`, `30s`, `1500ms` -> milliseconds. Bare numbers are refused.

@@ -19,11 +19,6 @@ pub fn root(table: &str) -> String {
     format!("{table}/_lakesweep/bundles")
 }
 
-fn version(o: &Object) -> Value {
-    json!({"size": o.size, "last_modified_ms": o.last_modified_ms,
-           "etag": o.etag, "version_id": o.version_id})
-}
-
 /// Seals the chain of `ids` (as listed in the metadata `bytes`, read from
 /// `mapped`, named `original` by the catalog) into bundle `id`; returns its URI.
 #[allow(clippy::too_many_arguments)]
@@ -91,7 +86,10 @@ pub async fn seal(
         .await;
     let mut head_map = serde_json::Map::new();
     for (k, h) in heads {
-        head_map.insert(k, h?.as_ref().map(version).unwrap_or(Value::Null));
+        head_map.insert(
+            k,
+            h?.as_ref().map(Object::version_json).unwrap_or(Value::Null),
+        );
     }
     let req = json!({
         "table_location": table, "mappings": location_map.iter()
@@ -159,7 +157,7 @@ pub async fn check(
             let h = store.head(&format!("{table}/{key}")).await?;
             heads.insert(
                 key.to_owned(),
-                h.as_ref().map(version).unwrap_or(Value::Null),
+                h.as_ref().map(Object::version_json).unwrap_or(Value::Null),
             );
         }
     }

@@ -187,11 +187,7 @@ pub async fn commit(
             "--commit needs a pointer to swap: --catalog, or the table's version-hint.text".into(),
         );
     }
-    let clock = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0);
-    if now_ms > clock + crate::apply::MAX_SKEW_MS && !allow_future_now {
+    if now_ms > crate::store::clock_ms() + crate::apply::MAX_SKEW_MS && !allow_future_now {
         return Err(
             "--now is ahead of this machine's clock: committing would expire snapshots early (--allow-future-now overrides)"
                 .into(),

@@ -137,7 +137,7 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
             })
         }
         Command::Sweep(a) => {
-            if a.plan.now_ms > apply::clock_ms() + apply::MAX_SKEW_MS && !a.allow_future_now {
+            if a.plan.now_ms > store::clock_ms() + apply::MAX_SKEW_MS && !a.allow_future_now {
                 return Err(
                     "--now is ahead of this machine's clock: files of running writers would look old (--allow-future-now overrides)"
                         .into(),

@@ -36,6 +36,46 @@ pub struct Object {
     pub version_id: Option<String>,
 }
 
+impl Object {
+    /// The version fields as JSON `{size, last_modified_ms, etag, version_id}`
+    /// (the form plans, ledgers, receipts and bundles record).
+    pub fn version_json(&self) -> serde_json::Value {
+        serde_json::json!({"size": self.size, "last_modified_ms": self.last_modified_ms,
+                           "etag": self.etag, "version_id": self.version_id})
+    }
+
+    /// Whether this HEAD answer is the version `planned` (in the form of
+    /// [`Object::version_json`]) names. Object stores list milliseconds but
+    /// HEAD answers HTTP dates (whole seconds): with an ETag or version id
+    /// the second is enough and the tag pins the content; without either
+    /// (local files), times must match to the millisecond. A recorded
+    /// version id must be the one HEAD reports.
+    pub fn is_version(&self, planned: &serde_json::Value) -> bool {
+        let secs = |ms: i64| ms.div_euclid(1000);
+        let planned_ms = planned["last_modified_ms"].as_i64();
+        let exact =
+            planned["etag"].is_null() && planned["version_id"].is_null() && self.etag.is_none();
+        let time_same = if exact {
+            planned_ms == Some(self.last_modified_ms)
+        } else {
+            planned_ms.map(secs) == Some(secs(self.last_modified_ms))
+        };
+        planned["size"].as_u64() == Some(self.size)
+            && time_same
+            && (planned["etag"].is_null() || planned["etag"].as_str() == self.etag.as_deref())
+            && (planned["version_id"].is_null()
+                || planned["version_id"].as_str() == self.version_id.as_deref())
+    }
+}
+
+/// This machine's clock, milliseconds since the epoch.
+pub fn clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Local,

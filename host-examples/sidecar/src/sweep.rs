@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use crate::component::{wasm_path, Planner};
 use crate::context::ContextFiles;
 use crate::plan::{self, PlanInput};
-use crate::store::{Object, Store};
+use crate::store::{clock_ms as now_ms, Object, Store};
 
 /// Arguments of `sweep`.
 pub struct SweepInput {
@@ -50,18 +50,6 @@ pub fn default_ledger(table: &str) -> String {
     format!("{table}/_lakesweep/ledger.json")
 }
 
-fn version(o: &Object) -> Value {
-    json!({"size": o.size, "last_modified_ms": o.last_modified_ms,
-           "etag": o.etag, "version_id": o.version_id})
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 fn parse(text: &str) -> Result<Value, String> {
     serde_json::from_str(text).map_err(|e| format!("component answered bad JSON: {e}"))
 }
@@ -86,7 +74,7 @@ async fn observe(
     for p in probes {
         let key = p["key"].as_str().ok_or("probe without key")?;
         let seen = store.head(&format!("{table}/{key}")).await?;
-        let mut o = json!({"key": key, "seen": seen.as_ref().map(version)});
+        let mut o = json!({"key": key, "seen": seen.as_ref().map(Object::version_json)});
         if p["purpose"] == "restore-check" {
             if let Some(why) = blocked.get(key) {
                 o["blocked"] = why.clone().into();
@@ -212,21 +200,19 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, Strin
     )?;
     let mut moves: Vec<Value> = step["moves"].as_array().cloned().unwrap_or_default();
     let probes = step["probes"].as_array().cloned().unwrap_or_default();
-    // Objects of an expired snapshot pass their restore check only while
-    // the snapshot's quarantine bundle walks completely.
-    let blocked = if probes.iter().any(|p| p["purpose"] == "restore-check") {
-        let consumed = consumed_keys(&step["ledger"]);
-        crate::bundle::blocked_keys(
-            &mut planner,
-            &store,
-            &table,
-            &input.plan.location_map,
-            &consumed,
-        )
-        .await?
-    } else {
-        Default::default()
-    };
+    // Every quarantine bundle is walked once per run: objects of an expired
+    // snapshot pass their restore check, and are approved, only while its
+    // bundle walks completely (one that broke since an earlier restore
+    // check blocks the approval too).
+    let consumed = consumed_keys(&step["ledger"]);
+    let blocked = crate::bundle::blocked_keys(
+        &mut planner,
+        &store,
+        &table,
+        &input.plan.location_map,
+        &consumed,
+    )
+    .await?;
     let obs = observe(&store, &table, &probes, &blocked).await?;
     let p = planner.api.lakesweep_planner_planner();
     let step = parse(
@@ -255,17 +241,6 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, Strin
     // The context files are read again now: the core compares their
     // digest, hold generation and lease watermark with the plan's.
     let context = input.inputs.context_json()?;
-    // Bundles are walked again too: an object whose bundle broke since its
-    // restore check is not approved.
-    let consumed = consumed_keys(&step["ledger"]);
-    let blocked = crate::bundle::blocked_keys(
-        &mut planner,
-        &store,
-        &table,
-        &input.plan.location_map,
-        &consumed,
-    )
-    .await?;
     let live = json!({
         "metadata_location": live_pointer,
         "context": context,
@@ -335,7 +310,7 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, Strin
 async fn delete_one(store: &Store, uri: &str, key: &str, pinned: &Value) -> Value {
     let requested = now_ms();
     let receipt = |result: &str, seen: Option<&Object>, marker: bool, detail: Option<String>| {
-        json!({"key": key, "result": result, "version": seen.map(version),
+        json!({"key": key, "result": result, "version": seen.map(Object::version_json),
                "requested_ms": requested,
                "confirmed_ms": (result != "unknown").then(now_ms),
                "delete_marker": marker, "detail": detail})
@@ -345,19 +320,7 @@ async fn delete_one(store: &Store, uri: &str, key: &str, pinned: &Value) -> Valu
         Ok(None) => return receipt("already-absent", None, false, None),
         Ok(Some(o)) => o,
     };
-    let pinned_tag = !pinned["etag"].is_null() || !pinned["version_id"].is_null();
-    let secs = |ms: i64| ms.div_euclid(1000);
-    let time_same = if pinned_tag {
-        pinned["last_modified_ms"].as_i64().map(secs) == Some(secs(seen.last_modified_ms))
-    } else {
-        pinned["last_modified_ms"].as_i64() == Some(seen.last_modified_ms)
-    };
-    let same = pinned["size"].as_u64() == Some(seen.size)
-        && time_same
-        && (pinned["etag"].is_null() || pinned["etag"].as_str() == seen.etag.as_deref())
-        && (pinned["version_id"].is_null()
-            || pinned["version_id"].as_str() == seen.version_id.as_deref());
-    if !same {
+    if !seen.is_version(pinned) {
         return receipt("skipped-changed", Some(&seen), false, None);
     }
     match store.delete(uri).await {
