@@ -39,6 +39,7 @@ fn err(e: core::Error) -> wt::Error {
                 core::UnsafeReason::ProtectedSnapshotMissing => {
                     wt::UnsafeReason::ProtectedSnapshotMissing
                 }
+                core::UnsafeReason::StalePointer => wt::UnsafeReason::StalePointer,
             },
             detail,
         }),
@@ -98,6 +99,24 @@ struct PageClassifier(core::PageClassifier);
 impl wp::Guest for Component {
     type Session = Session;
     type PageClassifier = PageClassifier;
+
+    fn accept_plan(plan_json: String, live_json: String) -> Result<String, wt::Error> {
+        let plan = core::SealedPlan::from_json(&plan_json).map_err(err)?;
+        let live: core::LiveFacts = serde_json::from_str(&live_json)
+            .map_err(|e| err(core::Error::protocol(format!("live facts: {e}"))))?;
+        to_json(&core::accept(&plan, &live).map_err(err)?)
+    }
+
+    fn check_clock(judged_at_ms: i64, clock_ms: i64, allow_future: bool) -> Result<(), wt::Error> {
+        core::acceptance::check_clock(judged_at_ms, clock_ms, allow_future).map_err(err)
+    }
+
+    fn canonical_pointer(
+        pointer: String,
+        location_map: Vec<wt::PathMapping>,
+    ) -> Result<String, wt::Error> {
+        core::plan::canonical_pointer(&pointer, &maps(location_map)).map_err(err)
+    }
 
     fn verify_plan(plan_json: String) -> Result<String, wt::Error> {
         core::SealedPlan::from_json(&plan_json).map_err(err)?;
@@ -259,6 +278,7 @@ impl wp::GuestSession for Session {
             context: c.context,
             keep_versions: c.keep_versions,
             log_cleanup: c.log_cleanup,
+            pointer_authoritative: c.pointer_authoritative,
         };
         let s = core::Session::start(config).map_err(err)?;
         Ok(wp::Session::new(Session(RefCell::new(s))))
@@ -313,6 +333,14 @@ impl wp::GuestSession for Session {
 
     fn finish(&self) -> Result<String, wt::Error> {
         self.0.borrow().finish().map(|p| p.to_json()).map_err(err)
+    }
+
+    fn keep_set_complete(&self) -> bool {
+        self.0.borrow().keep_set_complete()
+    }
+
+    fn referenced(&self, keys: Vec<String>) -> Result<Vec<(String, String)>, wt::Error> {
+        self.0.borrow().referenced(keys).map_err(err)
     }
 }
 

@@ -25,6 +25,9 @@ pub enum UnsafeReason {
     /// A lease, hold or checkpoint of the run's context names a snapshot (or
     /// ref) the table no longer has: its files cannot be identified.
     ProtectedSnapshotMissing,
+    /// The pointer names an older document than the table's newest
+    /// (a lagging `version-hint.text`, a stale fixed pointer).
+    StalePointer,
 }
 
 impl UnsafeReason {
@@ -38,6 +41,7 @@ impl UnsafeReason {
             UnsafeReason::TableChanging => "table-changing",
             UnsafeReason::GcDisabled => "gc-disabled",
             UnsafeReason::ProtectedSnapshotMissing => "protected-snapshot-missing",
+            UnsafeReason::StalePointer => "stale-pointer",
         }
     }
 }

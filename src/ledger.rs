@@ -217,6 +217,15 @@ pub struct LiveState {
     /// just now): never approved, whatever their state.
     #[serde(default)]
     pub blocked: BTreeMap<String, String>,
+    /// Delta: the newest commit's identity as listed now.
+    #[serde(default)]
+    pub head: Option<ObjectVersion>,
+    /// The host's clock, ms since the epoch (`None`: the step's `now_ms`).
+    #[serde(default)]
+    pub clock_ms: Option<i64>,
+    /// Accept a plan judged ahead of the clock (what-if runs, tests).
+    #[serde(default)]
+    pub allow_future_now: bool,
 }
 
 /// How a delete ended, as the host saw it.
@@ -229,6 +238,11 @@ pub enum DeleteResult {
     AlreadyAbsent,
     /// HEAD before the delete showed another version: not deleted.
     SkippedChanged,
+    /// Not attempted: the run stopped first (the table or the context
+    /// changed between batches).
+    SkippedStopped,
+    /// Not attempted: a live hold or writer covers the key now.
+    SkippedProtected,
     /// The store refused or errored.
     Failed,
     /// The request was sent; no answer (timeout, crash).
@@ -577,38 +591,19 @@ impl Ledger {
     ) -> Result<(Approval, Vec<Move>)> {
         self.ensure_table(plan)?;
         let t = &plan.tokens;
-        let ctx = live
-            .context
-            .as_deref()
-            .map(crate::Context::parse)
-            .transpose()?
-            .unwrap_or_default();
-        let (live_holds, live_leases) = (ctx.hold_generation(), ctx.lease_watermark());
-        let mut differences = Vec::new();
-        if live.metadata_location != t.metadata_location {
-            differences.push(format!(
-                "table generation: the pointer names {}, the plan was judged on {}",
-                live.metadata_location, t.metadata_location
-            ));
-        }
-        if live_holds > t.hold_generation {
-            differences.push(format!(
-                "legal holds: generation {live_holds} is newer than the plan's {}",
-                t.hold_generation
-            ));
-        }
-        if live_leases != t.lease_watermark {
-            differences.push(format!(
-                "reader leases: watermark {live_leases} differs from the plan's {}",
-                t.lease_watermark
-            ));
-        }
-        if ctx.digest() != t.context_digest {
-            differences.push(
-                "context: a lease, hold, writer or DR checkpoint was added, removed or changed since the plan"
-                    .into(),
-            );
-        }
+        // The one acceptance path, shared with `apply` and every host.
+        let acc = crate::acceptance::accept(
+            plan,
+            &crate::acceptance::LiveFacts {
+                metadata_location: live.metadata_location.clone(),
+                head: live.head.clone(),
+                context: live.context.clone(),
+                clock_ms: live.clock_ms.unwrap_or(now_ms),
+                allow_future_now: live.allow_future_now,
+            },
+        )?;
+        let (live_holds, live_leases) = (acc.live_hold_generation, acc.live_lease_watermark);
+        let differences = acc.differences.clone();
         let candidates: BTreeMap<&str, &PlannedDelete> =
             plan.delete.iter().map(|d| (d.key.as_str(), d)).collect();
         let keys: Vec<String> = self
@@ -618,6 +613,7 @@ impl Ledger {
                 o.state == ObjectState::RestoreVerified
                     && o.since_revision < self.revision
                     && !live.blocked.contains_key(k.as_str())
+                    && !acc.denied.contains_key(k.as_str())
                     && candidates
                         .get(k.as_str())
                         .is_some_and(|d| o.version.matches(&ObjectVersion::of(d)))
@@ -708,12 +704,16 @@ impl Ledger {
                         DeleteResult::Deleted => "deleted; the store confirmed".to_owned(),
                         DeleteResult::AlreadyAbsent => "already absent when deleted".to_owned(),
                         DeleteResult::SkippedChanged => "changed since approval: not deleted, kept".to_owned(),
+                        DeleteResult::SkippedStopped => format!("not deleted: the run stopped ({}); kept, starts over", r.detail.as_deref().unwrap_or("the table changed")),
+                        DeleteResult::SkippedProtected => format!("not deleted: {}", r.detail.as_deref().unwrap_or("held")),
                         DeleteResult::Failed => format!("delete failed ({}): outcome to reconcile", r.detail.as_deref().unwrap_or("no detail")),
                         DeleteResult::Unknown => "no answer from the store: outcome unknown".to_owned(),
                     };
                     let to = match r.result {
                         DeleteResult::Deleted | DeleteResult::AlreadyAbsent => Deleted,
-                        DeleteResult::SkippedChanged => Protected,
+                        DeleteResult::SkippedChanged
+                        | DeleteResult::SkippedStopped
+                        | DeleteResult::SkippedProtected => Protected,
                         DeleteResult::Failed | DeleteResult::Unknown => DeleteUnknown,
                     };
                     self.set(k, to, None, now_ms, why, &mut moves)?;

@@ -18,6 +18,7 @@
 //! page size or order; a plan is sealed with a digest and the tokens it was
 //! judged on.
 
+pub mod acceptance;
 pub mod bundle;
 pub mod context;
 mod delta_log;
@@ -35,6 +36,7 @@ pub mod verdict;
 #[cfg(feature = "component")]
 mod bindings;
 
+pub use acceptance::{accept, Acceptance, LiveFacts};
 pub use context::Context;
 pub use error::{Error, Result, UnsafeReason};
 pub use expire::{plan_expiry, ExpiryPlan, ExpiryRequest};

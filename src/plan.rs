@@ -78,6 +78,14 @@ pub struct SessionConfig {
     /// Delta only: plan removing `_delta_log/` entries that log retention
     /// (`delta.logRetentionDuration`, 30 days by default) allows removing.
     pub log_cleanup: bool,
+    /// Iceberg: the pointer comes from an authoritative catalog (SQL, REST)
+    /// whose compare-and-set decides commits. Then a metadata document of
+    /// this table that descends from the pointer is a failed commit's
+    /// leftover (planned after the window); from a file-system pointer
+    /// (`version-hint.text`, a fixed file) it means the pointer lags, and
+    /// the plan is refused.
+    #[serde(default)]
+    pub pointer_authoritative: bool,
 }
 
 impl SessionConfig {
@@ -101,6 +109,7 @@ impl SessionConfig {
             context: None,
             keep_versions: Vec::new(),
             log_cleanup: false,
+            pointer_authoritative: false,
         }
     }
 }
@@ -201,6 +210,11 @@ pub struct PlanTokens {
     /// [`crate::Context::digest`]); approval compares it with the live one.
     #[serde(default)]
     pub context_digest: String,
+    /// Delta: the newest commit's identity (size, time, ETag) as listed. A
+    /// commit file rewritten under the same version (an empty file whose
+    /// content arrived later) is a different table generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<crate::ledger::ObjectVersion>,
 }
 
 /// One object the plan deletes.
@@ -292,6 +306,16 @@ impl SealedPlan {
     }
 }
 
+/// The pointer as every comparison sees it: `raw` rewritten by `mappings`
+/// and made canonical (Iceberg), exactly as a session started with it would
+/// read it. Delta pointers name the newest commit and are only made
+/// canonical. Hosts use this instead of comparing spellings themselves.
+pub fn canonical_pointer(raw: &str, mappings: &[PathMapping]) -> Result<String> {
+    CanonicalUri::parse(&apply_mappings(raw, mappings))
+        .map(|c| c.to_uri_string())
+        .map_err(|e| Error::invalid("metadata_location", e))
+}
+
 pub(crate) fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -356,6 +380,23 @@ pub struct Session {
     failed: Option<Error>,
     /// Delta-only state (the log listing and replay).
     delta: Option<Box<delta::DeltaSweep>>,
+    /// `last-sequence-number` of the metadata the pointer names now.
+    pointer_sequence: Option<i64>,
+    /// Unreferenced metadata documents of this table found in the listing,
+    /// judged against the final pointer before the plan is done.
+    stray_documents: Vec<StrayDocument>,
+}
+
+/// An unreferenced `*.metadata.json` of this table (same `table-uuid`) and
+/// where it stands in the table's history.
+#[derive(Debug, Clone)]
+struct StrayDocument {
+    /// Key relative to the table location.
+    rel: String,
+    /// Its `metadata-log` entries, mapped and canonical.
+    log: BTreeSet<String>,
+    /// Its `last-sequence-number`.
+    sequence: Option<i64>,
 }
 
 impl Session {
@@ -459,6 +500,8 @@ impl Session {
             recheck_pending: false,
             failed: None,
             delta: None,
+            pointer_sequence: None,
+            stray_documents: Vec::new(),
         };
         if s.config.format == TableFormat::Delta {
             s.start_delta(pointer)?;
@@ -564,6 +607,7 @@ impl Session {
                 .map_err(Error::protocol)?
                 .to_uri_string();
             if loc == s.metadata_location {
+                s.check_stray_documents()?;
                 s.phase = Phase::Done;
                 return Ok(());
             }
@@ -660,6 +704,7 @@ impl Session {
                 hold_generation: self.classifier.protections.hold_generation(),
                 lease_watermark: self.classifier.protections.lease_watermark(),
                 context_digest: self.classifier.protections.digest(),
+                head: self.delta.as_ref().and_then(|d| d.head_identity()),
             },
             delete: self.candidates.values().cloned().collect(),
             summary,
@@ -796,6 +841,9 @@ impl Session {
     fn process_blob(&mut self, uri: &str, purpose: Purpose, bytes: Option<&[u8]>) -> Result<()> {
         if let Purpose::OwnerCheck { obj, rel } = purpose {
             let d = self.classifier.settle_owner(&obj, &rel, bytes)?;
+            if let Some(b) = bytes {
+                self.note_stray_document(uri, &rel, b);
+            }
             self.record(d);
             return Ok(());
         }
@@ -932,6 +980,19 @@ impl Session {
         }
         if let Some(p) = &self.policy {
             p.ensure_binds(&md)?;
+        }
+        self.pointer_sequence = md.last_sequence_number;
+        for key in ["write.data.path", "write.metadata.path", "write.folder-storage.path", "write.object-storage.path"] {
+            if let Some(v) = md.properties.get(key) {
+                let inside = CanonicalUri::parse(&apply_mappings(v, &self.config.location_map))
+                    .ok()
+                    .is_some_and(|c| self.classifier.location.relative(&c).is_some() || c.to_uri_string() == self.classifier.location.as_uri());
+                if !inside {
+                    self.warnings.insert(format!(
+                        "table property {key} = `{v}` lies outside the table location: objects there are kept and not swept by this plan"
+                    ));
+                }
+            }
         }
         if !md.gc_enabled() {
             return Err(Error::unsafe_(
@@ -1101,6 +1162,109 @@ impl Session {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Records an unreferenced metadata document of this table (the owner
+    /// check passed) with its place in the table's history.
+    fn note_stray_document(&mut self, uri: &str, rel: &str, bytes: &[u8]) {
+        // A document that does not parse was kept as `unverified` already.
+        let Ok(l) = TableMetadata::probe_lineage(uri, bytes) else {
+            return;
+        };
+        if l.table_uuid.is_none() || l.table_uuid != self.classifier.table_uuid {
+            return;
+        }
+        let log = l
+            .metadata_log
+            .iter()
+            .filter_map(|f| {
+                CanonicalUri::parse(&apply_mappings(f, &self.config.location_map))
+                    .ok()
+                    .map(|c| c.to_uri_string())
+            })
+            .collect();
+        self.stray_documents.push(StrayDocument {
+            rel: rel.to_owned(),
+            log,
+            sequence: l.last_sequence_number,
+        });
+    }
+
+    /// A same-table document that descends from the final pointer (its
+    /// `metadata-log` names the pointer, or its `last-sequence-number` is
+    /// higher) means the pointer lags behind the table: everything only the
+    /// newer commits reference would look like garbage. Refused, unless the
+    /// pointer is an authoritative catalog's, where such a document is a
+    /// failed commit's leftover (kept while young, like any object).
+    fn check_stray_documents(&mut self) -> Result<()> {
+        let pointer = self.metadata_location.clone();
+        for doc in &self.stray_documents {
+            if self.classifier.keep.lookup(&doc.rel).is_some() {
+                continue; // referenced by the final metadata after a re-check
+            }
+            let names_pointer = doc.log.contains(&pointer);
+            let newer = matches!((doc.sequence, self.pointer_sequence), (Some(a), Some(b)) if a > b);
+            if !(names_pointer || newer) {
+                continue;
+            }
+            let how = if names_pointer {
+                "its metadata-log names the pointer's document".to_owned()
+            } else {
+                format!(
+                    "its last-sequence-number {} is higher than the pointer's {}",
+                    doc.sequence.unwrap_or_default(),
+                    self.pointer_sequence.unwrap_or_default()
+                )
+            };
+            if self.config.pointer_authoritative {
+                self.warnings.insert(format!(
+                    "`{}` descends from the catalog's current metadata ({how}): a failed commit's leftover; planned like any unreferenced object",
+                    doc.rel
+                ));
+                continue;
+            }
+            return Err(Error::unsafe_(
+                UnsafeReason::StalePointer,
+                format!(
+                    "`{}` is a newer metadata document of this table than the pointer `{pointer}` ({how}): the pointer lags (version-hint.text not yet rewritten?); planning from it would call newer commits' files garbage. Point at the newest metadata or use the catalog",
+                    doc.rel
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether the keep set is complete (the table listing was requested):
+    /// from then on [`Session::referenced`] answers.
+    pub fn keep_set_complete(&self) -> bool {
+        self.failed.is_none() && self.listing_requested()
+    }
+
+    /// Which of `keys` (relative to the table location) the keep set
+    /// references, with the reason. Used after deleting, on a session started
+    /// from the pointer read again: a deleted key the table references now
+    /// is damage. Available once the keep set is complete.
+    pub fn referenced(&self, keys: Vec<String>) -> Result<Vec<(String, String)>> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        if !self.listing_requested() {
+            return Err(Error::protocol("the keep set is not complete yet"));
+        }
+        Ok(keys
+            .into_iter()
+            .filter_map(|k| {
+                let why = self.classifier.keep.lookup(&k).map(|s| s.describe()).or_else(|| {
+                    let c = CanonicalUri::parse(&format!("{}{}", self.classifier.location.prefix(), k)).ok()?;
+                    let l = self.classifier.location.loose_relative(&c)?;
+                    self.classifier
+                        .keep
+                        .contains_loose(&l)
+                        .then(|| "a near-miss of a referenced path".to_owned())
+                })?;
+                Some((k, why))
+            })
+            .collect())
     }
 
     /// After a re-check, candidates that became referenced are kept.

@@ -63,6 +63,7 @@ fn from_wt(e: wt::Error) -> Error {
                 wt::UnsafeReason::NoReferencedKeyListed => UnsafeReason::NoReferencedKeyListed,
                 wt::UnsafeReason::TableChanging => UnsafeReason::TableChanging,
                 wt::UnsafeReason::GcDisabled => UnsafeReason::GcDisabled,
+                wt::UnsafeReason::StalePointer => UnsafeReason::StalePointer,
                 wt::UnsafeReason::ProtectedSnapshotMissing => {
                     UnsafeReason::ProtectedSnapshotMissing
                 }
@@ -126,6 +127,7 @@ impl Wasm {
             context: cfg.context,
             keep_versions: cfg.keep_versions,
             log_cleanup: cfg.log_cleanup,
+            pointer_authoritative: cfg.pointer_authoritative,
         };
         let session = api
             .lakesweep_planner_planner()

@@ -87,6 +87,7 @@ impl World {
                 hold_generation: self.hold_generation,
                 lease_watermark: self.lease_watermark,
                 context_digest: lakesweep::Context::parse(&self.context()).unwrap().digest(),
+                head: None,
             },
             delete,
             summary: Summary::default(),
@@ -134,6 +135,9 @@ impl World {
             metadata_location: self.metadata(),
             context: Some(self.context()),
             blocked: BTreeMap::new(),
+            head: None,
+            clock_ms: None,
+            allow_future_now: true,
         }
     }
     fn commit_reference(&mut self, k: &str) {

@@ -50,9 +50,33 @@ pub(super) struct DeltaSweep {
     pub(super) validating: Option<(crate::delta_log::Checkpoint, i64)>,
     /// Why validation failed, if it did (log cleanup is then skipped).
     validation_failed: Option<String>,
+    /// Size of the newest commit when the re-check found it (not listed).
+    recheck_head_size: Option<u64>,
 }
 
 impl DeltaSweep {
+    /// The newest commit's identity: as listed, or (a commit found by the
+    /// re-check, read but never listed) its size with time 0, "unknown".
+    pub(super) fn head_identity(&self) -> Option<crate::ledger::ObjectVersion> {
+        if let Some(size) = self.recheck_head_size {
+            return Some(crate::ledger::ObjectVersion {
+                size,
+                last_modified_ms: 0,
+                etag: None,
+                version_id: None,
+            });
+        }
+        self.log
+            .files
+            .get(&spec::commit_name(self.latest))
+            .map(|e| crate::ledger::ObjectVersion {
+                size: e.size,
+                last_modified_ms: e.last_modified_ms,
+                etag: None,
+                version_id: None,
+            })
+    }
+
     /// Versions kept besides the latest.
     pub(super) fn kept_versions(&self) -> u64 {
         let latest = self.latest;
@@ -595,6 +619,7 @@ impl Session {
         self.refs = BTreeMap::from([("version".to_owned(), version as i64)]);
         if let Some(d) = self.delta.as_deref_mut() {
             d.latest = version;
+            d.recheck_head_size = Some(bytes.len() as u64);
         }
         self.request_next_commit();
         Ok(())

@@ -65,6 +65,8 @@ pub struct TableMetadata {
     pub location: String,
     /// `current-snapshot-id`; `-1` and absence both mean none.
     pub current_snapshot_id: Option<i64>,
+    /// `last-sequence-number` (v2+; absent in v1).
+    pub last_sequence_number: Option<i64>,
     /// All snapshots, in file order.
     pub snapshots: Vec<Snapshot>,
     /// Named refs; an implicit `main` is added for the current snapshot when
@@ -83,11 +85,24 @@ pub struct TableMetadata {
     pub partition_field_names: BTreeSet<String>,
 }
 
+/// Where a metadata document stands in its table's history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lineage {
+    /// `table-uuid`.
+    pub table_uuid: Option<String>,
+    /// `last-sequence-number` (v2+; absent in v1).
+    pub last_sequence_number: Option<i64>,
+    /// `metadata-log[].metadata-file`, as written: the documents it descends from.
+    pub metadata_log: Vec<String>,
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "kebab-case")]
 struct RawMetadata {
     format_version: i64,
     table_uuid: Option<String>,
+    #[serde(default)]
+    last_sequence_number: Option<i64>,
     location: String,
     #[serde(default)]
     current_snapshot_id: Option<i64>,
@@ -312,6 +327,7 @@ impl TableMetadata {
             table_uuid: raw.table_uuid,
             location: raw.location,
             current_snapshot_id: current,
+            last_sequence_number: raw.last_sequence_number,
             snapshots,
             refs,
             metadata_log: raw
@@ -331,6 +347,28 @@ impl TableMetadata {
                 .collect(),
             properties,
             partition_field_names,
+        })
+    }
+
+    /// Reads what places a metadata document in its table's history:
+    /// `table-uuid`, `last-sequence-number` and the `metadata-log` files (as
+    /// written). Used to tell a lagging pointer from a failed commit.
+    pub fn probe_lineage(uri: &str, bytes: &[u8]) -> Result<Lineage> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "kebab-case")]
+        struct Probe {
+            table_uuid: Option<String>,
+            last_sequence_number: Option<i64>,
+            #[serde(default)]
+            metadata_log: Vec<RawLogEntry>,
+        }
+        let bytes = maybe_gunzip(uri, bytes)?;
+        let p: Probe = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::malformed(uri, format!("not Iceberg table metadata: {e}")))?;
+        Ok(Lineage {
+            table_uuid: p.table_uuid,
+            last_sequence_number: p.last_sequence_number,
+            metadata_log: p.metadata_log.into_iter().map(|e| e.metadata_file).collect(),
         })
     }
 

@@ -1,23 +1,25 @@
-//! `lakesweep apply PLAN.json`: the only command that deletes.
+//! `lakesweep apply PLAN.json`: the only command that deletes a plan.
 //!
 //! 1. The plan's digest is verified by the component (a hand-edited plan is
 //!    refused).
-//! 2. The table's pointer is re-read and mapped by the planner exactly as
-//!    when planning; if it no longer names the metadata the plan was judged
-//!    on, a commit landed: refuse, delete nothing.
-//! 3. Each sealed key is inspected (HEAD) again; it is deleted only when it
-//!    still has the size, modification time and ETag it was planned with.
-//!    Nothing but the sealed keys is ever touched; deletes run with bounded
-//!    concurrency, and every key gets a receipt line (JSON Lines).
+//! 2. The component's acceptance path compares the live facts (pointer or
+//!    newest Delta commit, context files, clock) with the plan's tokens; any
+//!    difference refuses the run before anything is deleted.
+//! 3. Keys are deleted in batches (see [`crate::deletion`]): the facts are
+//!    read again and accepted by the core before every batch, each key is
+//!    HEADed and deleted only while it is the planned version, and after the
+//!    last batch a damage check names any deleted key the live table needs.
+//!    Every key gets a receipt line (JSON Lines), written as it happens.
 
 use std::io::Write;
 
-use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::component::{wasm_path, Planner};
+use crate::context::ContextFiles;
+use crate::deletion::{self, Batching, Item, LiveSource};
 use crate::pointer::Pointer;
-use crate::store::{clock_ms as now_ms, Object, Store};
+use crate::store::Store;
 
 /// Arguments of `apply`.
 pub struct ApplyInput {
@@ -29,45 +31,23 @@ pub struct ApplyInput {
     pub location_map: Vec<(String, String)>,
     /// Deletes in flight at once.
     pub concurrency: usize,
+    /// Keys per batch (the live facts are re-read before each).
+    pub batch: usize,
     /// Receipt file (JSON Lines); default `PLAN.json.receipts.jsonl`.
     pub receipts: Option<String>,
     /// Check everything, delete nothing.
     pub dry_run: bool,
     /// `--wasm`.
     pub wasm: Option<String>,
-    /// The current context (JSON), if given: a legal hold newer than the
-    /// plan's hold generation makes apply refuse.
-    pub context: Option<String>,
+    /// The context files (`--context`, `--holds`, `--leases`, `--writers`),
+    /// read again before every batch.
+    pub context: ContextFiles,
     /// Accept a plan judged at a time ahead of this machine's clock.
     pub allow_future_now: bool,
 }
 
-/// Clock skew tolerated between the plan's `now` and this machine's clock.
-pub const MAX_SKEW_MS: i64 = 5 * 60_000;
-
-/// How a planned key ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Outcome {
-    Deleted,
-    AlreadyAbsent,
-    Changed,
-    Failed,
-    WouldDelete,
-}
-
-impl Outcome {
-    fn name(self) -> &'static str {
-        match self {
-            Outcome::Deleted => "deleted",
-            Outcome::AlreadyAbsent => "already-absent",
-            Outcome::Changed => "skipped-changed",
-            Outcome::Failed => "failed",
-            Outcome::WouldDelete => "would-delete",
-        }
-    }
-}
-
 /// Summary counts of an apply run.
+#[derive(Default)]
 pub struct Applied {
     /// Keys deleted (or that would be, in a dry run).
     pub deleted: usize,
@@ -77,6 +57,16 @@ pub struct Applied {
     pub changed: usize,
     /// Keys whose delete failed.
     pub failed: usize,
+    /// Keys a live hold or writer covered: not deleted.
+    pub protected: usize,
+    /// Keys not attempted because the run stopped.
+    pub not_attempted: usize,
+    /// Why the run stopped before its last key, if it did.
+    pub stopped: Option<Vec<String>>,
+    /// Damage: deleted keys the live table needs (JSON receipts).
+    pub damage: Vec<Value>,
+    /// The damage check could not be made (why).
+    pub damage_unchecked: Option<String>,
     /// Where the receipts went.
     pub receipts: String,
 }
@@ -99,51 +89,40 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
                 .into(),
         );
     }
-    let judged_at = plan["tokens"]["now_ms"].as_i64().unwrap_or(i64::MAX);
-    if judged_at > now_ms() + MAX_SKEW_MS && !input.allow_future_now {
-        return Err(format!(
-            "the plan was judged at {judged_at} ms, ahead of this machine's clock: files of running writers would look old (--allow-future-now overrides)"
-        ));
-    }
-    let sealed_holds = plan["tokens"]["hold_generation"].as_u64().unwrap_or(0);
-    if sealed_holds > 0 && input.context.is_none() {
-        return Err(format!(
-            "the plan was made under legal holds (generation {sealed_holds}): pass the current --holds or --context"
-        ));
-    }
-    let store = Store::for_uri(&table)?;
-    let sealed = plan["tokens"]["metadata_location"]
-        .as_str()
-        .ok_or("plan without tokens.metadata_location")?;
-    let current = if delta {
-        crate::pointer::delta_head(&store, &table, &table).await?
-    } else {
-        let current = input.pointer.resolve(&store, &table).await?;
-        planner.mapped_pointer(&table, &current, &input.location_map)?
+    let source = LiveSource {
+        store: Store::for_uri(&table)?,
+        table: table.clone(),
+        pointer: input.pointer.clone(),
+        location_map: input.location_map.clone(),
+        delta,
+        context: input.context.clone(),
+        allow_future_now: input.allow_future_now,
     };
-    if current != sealed {
+    // Once before anything: a refusal here deletes nothing and writes no receipt.
+    let facts = source.facts(&mut planner, &table).await?;
+    let acc = planner.accept(&text, &facts.to_string())?;
+    if acc["granted"] != true {
+        let why: Vec<&str> = acc["differences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
         return Err(format!(
-            "the table changed since the plan was made (pointer now names {current}, the plan was judged on {sealed}): make a new plan"
+            "the plan cannot be applied now: {} (make a new plan)",
+            why.join("; ")
         ));
     }
-    if let Some(ctx) = &input.context {
-        let ctx: Value = serde_json::from_str(ctx).map_err(|e| format!("context: {e}"))?;
-        let mut now = 0;
-        for h in ctx["holds"].as_array().into_iter().flatten() {
-            now = now.max(
-                h["generation"]
-                    .as_u64()
-                    .ok_or_else(|| format!("context: a hold without a numeric generation: {h}"))?,
-            );
-        }
-        let sealed_gen = plan["tokens"]["hold_generation"].as_u64().unwrap_or(0);
-        if now > sealed_gen {
-            return Err(format!(
-                "a legal hold of generation {now} is newer than the plan's ({sealed_gen}): make a new plan"
-            ));
-        }
-    }
-    let deletes: Vec<Value> = plan["delete"].as_array().cloned().unwrap_or_default();
+    let items: Vec<Item> = plan["delete"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| Item {
+            key: d["key"].as_str().unwrap_or_default().to_owned(),
+            pinned: serde_json::json!({"size": d["size"], "last_modified_ms": d["last_modified_ms"],
+                                       "etag": d["etag"], "version_id": d["version_id"]}),
+        })
+        .collect();
     let receipts_path = input
         .receipts
         .clone()
@@ -157,64 +136,41 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
             .open(&receipts_path)
             .map_err(|e| format!("open receipts {receipts_path}: {e}"))?,
     );
-    let dry = input.dry_run;
-    let mut results = futures::stream::iter(deletes)
-        .map(|d| {
-            let store = store.clone();
-            let uri = format!("{table}/{}", d["key"].as_str().unwrap_or(""));
-            async move {
-                let started = now_ms();
-                let (outcome, seen, error) = match store.head(&uri).await {
-                    Err(e) => (Outcome::Failed, None, Some(e)),
-                    Ok(None) => (Outcome::AlreadyAbsent, None, None),
-                    Ok(Some(o)) => {
-                        if !o.is_version(&d) {
-                            (Outcome::Changed, Some(o), None)
-                        } else if dry {
-                            (Outcome::WouldDelete, Some(o), None)
-                        } else {
-                            match store.delete(&uri).await {
-                                Ok(true) => (Outcome::Deleted, Some(o), None),
-                                Ok(false) => (Outcome::AlreadyAbsent, Some(o), None),
-                                Err(e) => (Outcome::Failed, Some(o), Some(e)),
-                            }
-                        }
-                    }
-                };
-                let receipt = json!({
-                    "key": d["key"], "uri": uri, "result": outcome.name(),
-                    "planned": {"size": d["size"], "last_modified_ms": d["last_modified_ms"],
-                                "etag": d["etag"], "version_id": d["version_id"]},
-                    "seen": seen.as_ref().map(Object::version_json),
-                    "started_ms": started, "finished_ms": now_ms(), "error": error,
-                });
-                (outcome, receipt)
-            }
-        })
-        .buffer_unordered(input.concurrency.max(1));
-    let mut done = Applied {
-        deleted: 0,
-        absent: 0,
-        changed: 0,
-        failed: 0,
-        receipts: receipts_path.clone(),
-    };
-    while let Some((outcome, receipt)) = results.next().await {
-        match outcome {
-            Outcome::Deleted | Outcome::WouldDelete => done.deleted += 1,
-            Outcome::AlreadyAbsent => done.absent += 1,
-            Outcome::Changed => done.changed += 1,
-            Outcome::Failed => done.failed += 1,
-        }
-        writeln!(receipts, "{receipt}").map_err(|e| {
+    let mut written = 0usize;
+    let mut sink = |r: &Value| {
+        written += 1;
+        writeln!(receipts, "{r}").map_err(|e| {
             format!(
-                "STOPPED after deletes began: cannot write receipts to {receipts_path}: {e}; {} deleted so far, reconcile by listing",
-                done.deleted
+                "STOPPED after deletes began: cannot write receipts to {receipts_path}: {e}; reconcile by listing"
             )
-        })?;
-    }
+        })
+    };
+    let opts = Batching {
+        batch: input.batch,
+        concurrency: input.concurrency,
+        dry_run: input.dry_run,
+        wasm: input.wasm.clone(),
+    };
+    let out = deletion::run(&mut planner, &text, &source, items, &opts, &mut sink).await?;
     receipts
         .flush()
         .map_err(|e| format!("write {receipts_path}: {e}"))?;
+    let mut done = Applied {
+        stopped: out.stopped,
+        damage: out.damage,
+        damage_unchecked: out.damage_unchecked,
+        receipts: receipts_path.clone(),
+        ..Applied::default()
+    };
+    for r in &out.receipts {
+        match r["result"].as_str().unwrap_or("") {
+            "deleted" | "would-delete" => done.deleted += 1,
+            "already-absent" => done.absent += 1,
+            "skipped-changed" => done.changed += 1,
+            "skipped-protected" => done.protected += 1,
+            "skipped-stopped" => done.not_attempted += 1,
+            _ => done.failed += 1,
+        }
+    }
     Ok(done)
 }

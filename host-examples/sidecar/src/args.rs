@@ -11,7 +11,7 @@ pub const USAGE: &str = "usage:
                  [--keep-version N]... [--log-cleanup] [--allow-short-retention]
   lakesweep explain TABLE KEY [same options as plan]
   lakesweep apply PLAN.json [POINTER] [--location-map FROM=TO]... [--dry-run]
-                 [--concurrency N] [--receipts FILE] [--holds FILE | --context FILE]
+                 [--concurrency N] [--batch N] [--receipts FILE] [CONTEXT]
                  [--allow-future-now]
   lakesweep compare PLAN.json OTHER.txt [--json]
   lakesweep expire TABLE [POINTER] [--policy FILE] [CONTEXT] [--now TIME]
@@ -44,7 +44,9 @@ pub const USAGE: &str = "usage:
   --json           print one JSON object instead of the report
   --out FILE       write the sealed plan (the input of apply and compare) to FILE
   --dry-run        apply: check every key, delete nothing
-  --concurrency N  apply: deletes in flight (default 16)
+  --concurrency N  apply, sweep: deletes in flight (default 16)
+  --batch N        apply, sweep: keys per batch; the pointer and context are read again
+                   and the planner asked again before each batch (default 256)
   --receipts FILE  apply: receipt lines (default PLAN.json.receipts.jsonl)
   --policy FILE    a lakehouseRetentionPolicy.v1 document (plan, explain, expire)
   CONTEXT          what is true right now (plan, explain, expire):
@@ -132,6 +134,7 @@ pub struct SweepArgs {
     pub ledger: Option<String>,
     pub quarantine_ms: i64,
     pub concurrency: usize,
+    pub batch: usize,
     pub allow_future_now: bool,
 }
 
@@ -176,6 +179,7 @@ pub struct ApplyArgs {
     pub location_map: Vec<(String, String)>,
     pub dry_run: bool,
     pub concurrency: usize,
+    pub batch: usize,
     pub receipts: Option<String>,
     pub allow_future_now: bool,
     pub wasm: Option<String>,
@@ -198,6 +202,7 @@ struct Opts {
     wasm: Option<String>,
     dry_run: bool,
     concurrency: Option<usize>,
+    batch: Option<usize>,
     receipts: Option<String>,
     inputs: ContextFiles,
     expire_ids: Vec<i64>,
@@ -282,6 +287,16 @@ fn opts(args: &[String]) -> Result<Opts, String> {
                         .ok_or_else(|| format!("--concurrency `{v}`: a positive number"))?,
                 );
                 "--concurrency"
+            }
+            "--batch" => {
+                let v = val(a)?;
+                o.batch = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| format!("--batch `{v}`: a positive number"))?,
+                );
+                "--batch"
             }
             "--receipts" => {
                 o.receipts = Some(val(a)?);
@@ -445,6 +460,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
                 "--ledger",
                 "--quarantine",
                 "--concurrency",
+                "--batch",
                 "--allow-future-now",
             ]);
             allowed.retain(|a| *a != "--out");
@@ -455,6 +471,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
                     ledger: o.ledger.clone(),
                     quarantine_ms: o.quarantine_ms.unwrap_or(86_400_000),
                     concurrency: o.concurrency.unwrap_or(16),
+                    batch: o.batch.unwrap_or(crate::deletion::DEFAULT_BATCH),
                     allow_future_now: o.allow_future_now,
                 })),
                 _ => Err("sweep needs exactly one TABLE".into()),
@@ -517,8 +534,9 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
         }
         "apply" => {
             let mut allowed = with_wasm(&POINTER);
-            allowed.extend(["--location-map", "--dry-run", "--concurrency", "--receipts"]);
-            allowed.extend(["--context", "--holds", "--allow-future-now"]);
+            allowed.extend(["--location-map", "--dry-run", "--concurrency", "--batch"]);
+            allowed.extend(["--receipts", "--context", "--holds", "--leases", "--writers"]);
+            allowed.push("--allow-future-now");
             o.only("apply", &allowed)?;
             match o.positional.as_slice() {
                 [plan] => Ok(Command::Apply(ApplyArgs {
@@ -527,6 +545,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
                     location_map: o.location_map.clone(),
                     dry_run: o.dry_run,
                     concurrency: o.concurrency.unwrap_or(16),
+                    batch: o.batch.unwrap_or(crate::deletion::DEFAULT_BATCH),
                     receipts: o.receipts.clone(),
                     allow_future_now: o.allow_future_now,
                     wasm: o.wasm.clone(),

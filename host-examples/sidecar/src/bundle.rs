@@ -260,6 +260,11 @@ pub async fn restore(
 ) -> Result<String, String> {
     let store = Store::for_uri(table)?;
     let dir = format!("{}/{id}", root(table));
+    if commit {
+        planner
+            .check_clock(now_ms, allow_future_now)
+            .map_err(|e| format!("nothing restored: {e}"))?;
+    }
     let c = check(
         planner,
         &store,
@@ -292,7 +297,7 @@ pub async fn restore(
     }
     let bundle_md = bundle_md.ok_or("the bundle's metadata copy is missing")?;
     let original = pointer.resolve(&store, table).await?;
-    let mapped = planner.mapped_pointer(table, &original, location_map)?;
+    let mapped = planner.canonical_pointer(&original, location_map)?;
     let current = store
         .read(&mapped)
         .await?
@@ -325,8 +330,6 @@ pub async fn restore(
         &put_back,
         pointer,
         table,
-        now_ms,
-        allow_future_now,
         &original,
         &mapped,
         doc,
@@ -346,20 +349,16 @@ async fn put_back_and_commit(
     put_back: &[(String, Vec<u8>)],
     pointer: &Pointer,
     table: &str,
-    now_ms: i64,
-    allow_future_now: bool,
     original: &str,
     mapped: &str,
     doc: Vec<u8>,
 ) -> Result<String, String> {
     for (uri, b) in put_back {
-        store.create(uri, b.clone()).await?;
+        store.create(uri, b.clone()).await.map_err(|e| format!("put back {uri}: {e}"))?;
     }
     crate::expire::commit(
         pointer,
         table,
-        now_ms,
-        allow_future_now,
         store,
         original,
         mapped,

@@ -131,40 +131,43 @@ impl Planner {
     /// The metadata URI the planner reads for `pointer` (mapped by
     /// `--location-map` and canonical), asked of the component itself so
     /// every command agrees with the planner byte for byte.
-    pub fn mapped_pointer(
+    pub fn canonical_pointer(
         &mut self,
-        table: &str,
         pointer: &str,
         map: &[(String, String)],
     ) -> Result<String, String> {
-        let cfg = wt::SessionConfig {
-            table_location: table.to_owned(),
-            format: wt::TableFormat::Iceberg,
-            metadata_location: pointer.to_owned(),
-            now_ms: 0,
-            file_retention_ms: 0,
-            keep_deleted_entries: true,
-            allow_short_retention: true,
-            location_map: mappings(map),
-            policy: None,
-            context: None,
-            keep_versions: Vec::new(),
-            log_cleanup: false,
-        };
-        let p = self.api.lakesweep_planner_planner();
-        let s = p
-            .session()
-            .call_start(&mut self.store, &cfg)
+        self.api
+            .lakesweep_planner_planner()
+            .call_canonical_pointer(&mut self.store, pointer, &mappings(map))
+            .map_err(trap)?
+            .map_err(|e| describe(&e))
+    }
+
+    /// The core's clock rule: `judged_at_ms` may not lie ahead of this
+    /// machine's clock (what-if runs say `allow_future`).
+    pub fn check_clock(&mut self, judged_at_ms: i64, allow_future: bool) -> Result<(), String> {
+        self.api
+            .lakesweep_planner_planner()
+            .call_check_clock(
+                &mut self.store,
+                judged_at_ms,
+                crate::store::clock_ms(),
+                allow_future,
+            )
+            .map_err(trap)?
+            .map_err(|e| describe(&e))
+    }
+
+    /// The core's one acceptance path: may the plan's keys be deleted now,
+    /// given the live facts (JSON)? Returns its answer (JSON).
+    pub fn accept(&mut self, plan_json: &str, facts_json: &str) -> Result<serde_json::Value, String> {
+        let text = self
+            .api
+            .lakesweep_planner_planner()
+            .call_accept_plan(&mut self.store, plan_json, facts_json)
             .map_err(trap)?
             .map_err(|e| describe(&e))?;
-        match p
-            .session()
-            .call_poll_request(&mut self.store, s)
-            .map_err(trap)?
-        {
-            Some(wt::Request::ReadBlob(uri)) => Ok(uri),
-            other => Err(format!("unexpected first planner request {other:?}")),
-        }
+        serde_json::from_str(&text).map_err(|e| format!("component answered bad JSON: {e}"))
     }
 }
 

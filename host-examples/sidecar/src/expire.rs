@@ -74,7 +74,7 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
     let store = Store::for_uri(&table)?;
     let original = a.pointer.resolve(&store, &table).await?;
     let mut planner = Planner::load(&wasm_path(a.wasm.as_deref()))?;
-    let mapped = planner.mapped_pointer(&table, &original, &a.location_map)?;
+    let mapped = planner.canonical_pointer(&original, &a.location_map)?;
     let bytes = store
         .read(&mapped)
         .await?
@@ -87,7 +87,7 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
         let v: Value = serde_json::from_str(ctx).map_err(|e| format!("context: {e}"))?;
         for d in v["drCheckpoints"].as_array().into_iter().flatten() {
             if let Some(f) = d["metadataFile"].as_str() {
-                let physical = planner.mapped_pointer(&table, f, &a.location_map)?;
+                let physical = planner.canonical_pointer(f, &a.location_map)?;
                 if let Some(b) = store.read(&physical).await? {
                     dr_metadata.push((f.to_owned(), b));
                 }
@@ -113,6 +113,9 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
     let mut committed = None;
     let mut bundle = None;
     if a.commit && !plan["newMetadata"].is_null() {
+        planner
+            .check_clock(a.now_ms, a.allow_future_now)
+            .map_err(|e| format!("expiry not committed: {e}"))?;
         let ids: Vec<i64> = plan["expire"]
             .as_array()
             .into_iter()
@@ -151,8 +154,6 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
             commit(
                 &a.pointer,
                 &table,
-                a.now_ms,
-                a.allow_future_now,
                 &store,
                 &original,
                 &mapped,
@@ -175,8 +176,6 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
 pub async fn commit(
     pointer: &Pointer,
     table: &str,
-    now_ms: i64,
-    allow_future_now: bool,
     store: &Store,
     original: &str,
     mapped: &str,
@@ -185,12 +184,6 @@ pub async fn commit(
     if let Pointer::Explicit(_) = pointer {
         return Err(
             "--commit needs a pointer to swap: --catalog, or the table's version-hint.text".into(),
-        );
-    }
-    if now_ms > crate::store::clock_ms() + crate::apply::MAX_SKEW_MS && !allow_future_now {
-        return Err(
-            "--now is ahead of this machine's clock: committing would expire snapshots early (--allow-future-now overrides)"
-                .into(),
         );
     }
     let (orig_dir, orig_name) = split_dir(original)?;

@@ -12,6 +12,7 @@ mod bundle;
 mod compare;
 mod component;
 mod context;
+mod deletion;
 mod expire;
 mod plan;
 mod pointer;
@@ -50,7 +51,9 @@ fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, String> {
 fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, String> {
     if json {
         let v = serde_json::json!({"moves": s.moves, "approval": s.approval,
-                                   "gates": s.gates, "ledger": s.ledger_uri});
+                                   "gates": s.gates, "ledger": s.ledger_uri,
+                                   "stopped": s.stopped, "damage": s.damage,
+                                   "damage_unchecked": s.damage_unchecked});
         println!(
             "{}",
             serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
@@ -64,7 +67,9 @@ fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, String> {
         || g["approved_not_deleted"].as_u64().unwrap_or(0) > 0;
     let broken = g["deleted_outside_approval"].as_u64().unwrap_or(0) > 0
         || g["approvals_after_newer_hold"].as_u64().unwrap_or(0) > 0;
-    Ok(if pending || broken {
+    Ok(if !s.damage.is_empty() || s.damage_unchecked.is_some() {
+        ExitCode::from(3)
+    } else if pending || broken || s.stopped.is_some() {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
@@ -118,36 +123,49 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
                 pointer: a.pointer.clone(),
                 location_map: a.location_map.clone(),
                 concurrency: a.concurrency,
+                batch: a.batch,
                 receipts: a.receipts.clone(),
                 dry_run: a.dry_run,
                 wasm: a.wasm.clone(),
-                context: a.inputs.context_json()?,
+                context: a.inputs.clone(),
                 allow_future_now: a.allow_future_now,
             })
             .await?;
             let verb = if a.dry_run { "would delete" } else { "deleted" };
             println!(
-                "{verb} {}, already absent {}, skipped (changed since planned) {}, failed {}; receipts in {}",
-                done.deleted, done.absent, done.changed, done.failed, done.receipts
+                "{verb} {}, already absent {}, skipped (changed since planned) {}, skipped (held or staged now) {}, not attempted {}, failed {}; receipts in {}",
+                done.deleted, done.absent, done.changed, done.protected, done.not_attempted, done.failed, done.receipts
             );
-            Ok(if done.failed + done.changed > 0 {
+            if let Some(why) = &done.stopped {
+                println!("STOPPED before the last batch: {}", why.join("; "));
+            }
+            if let Some(e) = &done.damage_unchecked {
+                println!("DAMAGE CHECK FAILED: {e}: check the deleted keys in the receipts against the live table");
+            }
+            for d in &done.damage {
+                println!(
+                    "DAMAGE: {} {} ({})",
+                    report::escape(d["key"].as_str().unwrap_or("?")),
+                    d["detail"].as_str().unwrap_or(""),
+                    d["restore"].as_str().unwrap_or("")
+                );
+            }
+            Ok(if !done.damage.is_empty() || done.damage_unchecked.is_some() {
+                ExitCode::from(3)
+            } else if done.failed + done.changed + done.not_attempted > 0 || done.stopped.is_some() {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS
             })
         }
         Command::Sweep(a) => {
-            if a.plan.now_ms > store::clock_ms() + apply::MAX_SKEW_MS && !a.allow_future_now {
-                return Err(
-                    "--now is ahead of this machine's clock: files of running writers would look old (--allow-future-now overrides)"
-                        .into(),
-                );
-            }
             let s = sweep::run(&sweep::SweepInput {
                 plan: plan_input(&a.plan, false)?,
                 ledger: a.ledger.clone(),
                 quarantine_ms: a.quarantine_ms,
                 concurrency: a.concurrency,
+                batch: a.batch,
+                allow_future_now: a.allow_future_now,
                 inputs: a.plan.inputs.clone(),
             })
             .await?;

@@ -97,6 +97,30 @@ fn progress(template: &str) -> ProgressBar {
 
 /// Runs a planner session over the table.
 pub async fn run(input: &PlanInput) -> Result<Outcome, String> {
+    match session(input, None).await? {
+        Run::Plan(o) => Ok(o),
+        Run::Referenced(_) => Err("the planner answered a question not asked".into()),
+    }
+}
+
+/// Which of `keys` (relative) the table references now: a session on the
+/// live pointer, stopped once its keep set is complete (nothing is listed).
+pub async fn referenced_now(
+    input: &PlanInput,
+    keys: Vec<String>,
+) -> Result<Vec<(String, String)>, String> {
+    match session(input, Some(keys)).await? {
+        Run::Referenced(r) => Ok(r),
+        Run::Plan(_) => Err("the planner sealed a plan instead of answering".into()),
+    }
+}
+
+enum Run {
+    Plan(Outcome),
+    Referenced(Vec<(String, String)>),
+}
+
+async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run, String> {
     let store = Store::for_uri(&input.table)?;
     let format = match input.format {
         Format::Auto => detect(&store, &input.table).await?,
@@ -143,6 +167,9 @@ pub async fn run(input: &PlanInput) -> Result<Outcome, String> {
         context: input.context.clone(),
         keep_versions: input.keep_versions.clone(),
         log_cleanup: input.log_cleanup,
+        // A SQL catalog decides commits by compare-and-set: a newer document
+        // beside its pointer is a failed commit's leftover, not a lag.
+        pointer_authoritative: matches!(input.pointer, Pointer::Catalog { .. }),
     };
     let Planner { store: wstore, api } = &mut planner;
     let p = api.lakesweep_planner_planner();
@@ -212,6 +239,20 @@ pub async fn run(input: &PlanInput) -> Result<Outcome, String> {
             drain(wstore, &mut decisions)?;
         }
         drop(fetched);
+        if let Some(keys) = &question {
+            if !lists.is_empty()
+                && p.session()
+                    .call_keep_set_complete(&mut *wstore, session)
+                    .map_err(trap)?
+            {
+                let r = p
+                    .session()
+                    .call_referenced(&mut *wstore, session, keys)
+                    .map_err(trap)?
+                    .map_err(|e| describe(&e))?;
+                return Ok(Run::Referenced(r));
+            }
+        }
         for prefix in lists {
             reads_bar.finish_and_clear();
             let bar = progress("{spinner} listed {pos} objects {msg}");
@@ -267,12 +308,12 @@ pub async fn run(input: &PlanInput) -> Result<Outcome, String> {
         .map_err(trap)?
         .map_err(|e| describe(&e))?;
     let plan: Value = serde_json::from_str(&plan_json).map_err(|e| e.to_string())?;
-    Ok(Outcome {
+    Ok(Run::Plan(Outcome {
         plan_json,
         plan,
         decisions,
         reads,
-    })
+    }))
 }
 
 fn listed(o: Object) -> wt::ListedObject {

@@ -91,12 +91,17 @@ impl Pointer {
                 if v.is_empty() || v.contains('/') {
                     return Err(format!("{hint} holds `{v}`, not a version or file name"));
                 }
-                if !v.bytes().all(|b| b.is_ascii_digit()) {
-                    return Ok(format!("{table}/metadata/{v}"));
-                }
-                // The hint is best effort (Java's Hadoop catalog writes it
-                // after the commit): walk forward to the newest vN that exists.
-                let mut n: u64 = v.parse().map_err(|_| format!("{hint}: `{v}`"))?;
+                // Iceberg's Hadoop catalog: a version number, then forward to
+                // the newest vN that exists (the hint is written after the
+                // commit and may lag). Anything else: the newest vN in the
+                // folder, or refuse.
+                let Ok(mut n) = v.parse::<u64>() else {
+                    return newest_hadoop_version(store, table).await?.ok_or_else(|| {
+                        format!(
+                            "{hint} holds `{v}`, not a version number, and metadata/ holds no vN.metadata.json: say where the current metadata is (--metadata or --catalog)"
+                        )
+                    });
+                };
                 while store
                     .head(&format!("{table}/metadata/v{}.metadata.json", n + 1))
                     .await?
@@ -117,11 +122,16 @@ impl Pointer {
 
 /// The newest commit of a Delta table, as `CANONICAL/_delta_log/<v>.json`
 /// (what a Delta plan's token names; `canonical` is the plan's table
-/// location, so `s3a://` tables compare equal to the store's `s3://` keys).
-pub async fn delta_head(store: &Store, table: &str, canonical: &str) -> Result<String, String> {
+/// location, so `s3a://` tables compare equal to the store's `s3://` keys),
+/// with the commit object as listed (its identity: size, time, ETag).
+pub async fn delta_head(
+    store: &Store,
+    table: &str,
+    canonical: &str,
+) -> Result<(String, crate::store::Object), String> {
     use futures::StreamExt;
     let log = format!("{table}/_delta_log/");
-    let mut newest: Option<(u64, String)> = None;
+    let mut newest: Option<(u64, String, crate::store::Object)> = None;
     let mut objects = store.list(&log);
     while let Some(o) = objects.next().await {
         let o = o?;
@@ -137,13 +147,43 @@ pub async fn delta_head(store: &Store, table: &str, canonical: &str) -> Result<S
             continue;
         }
         let Ok(v) = v.parse::<u64>() else { continue };
-        if newest.as_ref().is_none_or(|(n, _)| v > *n) {
-            newest = Some((v, format!("{canonical}/_delta_log/{name}")));
+        if newest.as_ref().is_none_or(|(n, _, _)| v > *n) {
+            let uri = format!("{canonical}/_delta_log/{name}");
+            newest = Some((v, uri, o));
         }
     }
     newest
-        .map(|(_, u)| u)
+        .map(|(_, u, o)| (u, o))
         .ok_or_else(|| format!("{log} holds no commit: the table is gone or not a Delta table"))
+}
+
+/// The highest `vN.metadata.json` (also `vN.gz.metadata.json`) under
+/// `TABLE/metadata/`, as Iceberg's Hadoop catalog finds it without a hint.
+async fn newest_hadoop_version(store: &Store, table: &str) -> Result<Option<String>, String> {
+    use futures::StreamExt;
+    let dir = format!("{table}/metadata/");
+    let mut best: Option<(u64, String)> = None;
+    let mut objects = store.list(&dir);
+    while let Some(o) = objects.next().await {
+        let o = o?;
+        let Some((_, name)) = o.uri.rsplit_once('/') else {
+            continue;
+        };
+        let n = name
+            .strip_prefix('v')
+            .and_then(|r| {
+                r.strip_suffix(".gz.metadata.json")
+                    .or_else(|| r.strip_suffix(".metadata.json"))
+            })
+            .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|d| d.parse::<u64>().ok());
+        if let Some(n) = n {
+            if best.as_ref().is_none_or(|(b, _)| n > *b) {
+                best = Some((n, format!("{dir}{name}")));
+            }
+        }
+    }
+    Ok(best.map(|(_, u)| u))
 }
 
 /// `SELECT metadata_location FROM iceberg_tables` for one table, read-only.

@@ -171,3 +171,15 @@ pub fn explain(d: &wt::Decision) -> String {
         .map(|(k, v)| format!("{k:<17} {v}\n"))
         .collect::<String>()
 }
+
+/// A key as human output prints it: control characters, quotes and
+/// backslashes escaped (`\n`, `\u{7f}`), so one key is one line and the
+/// report cannot be forged by a key's bytes. JSON output is never escaped
+/// this way (JSON has its own).
+pub fn escape(key: &str) -> String {
+    if key.chars().any(|c| c.is_control() || c == '\\') {
+        key.escape_debug().to_string()
+    } else {
+        key.to_owned()
+    }
+}

@@ -21,6 +21,24 @@ use futures::StreamExt;
 use object_store::path::Path;
 use object_store::{BackoffConfig, ObjectStore, ObjectStoreExt, RetryConfig};
 
+/// Why a create-if-absent failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreateError {
+    /// The object exists already.
+    Exists,
+    /// Anything else (permissions, the network, a bad path), in words.
+    Other(String),
+}
+
+impl std::fmt::Display for CreateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CreateError::Exists => f.write_str("it exists already"),
+            CreateError::Other(e) => f.write_str(e),
+        }
+    }
+}
+
 /// One listed or inspected object, in the planner's terms.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Object {
@@ -309,12 +327,16 @@ impl Store {
     }
 
     /// Writes a new object; fails if it already exists (the atomic
-    /// "create if absent" that metadata commits rely on).
-    pub async fn create(&self, uri: &str, bytes: Vec<u8>) -> Result<(), String> {
+    /// "create if absent" that metadata commits rely on). On a local disk the
+    /// parent folder is made first (object stores have no folders).
+    pub async fn create(&self, uri: &str, bytes: Vec<u8>) -> Result<(), CreateError> {
         if self.kind == Kind::Local {
-            let path = self.file(uri)?;
+            let path = self.file(uri).map_err(CreateError::Other)?;
             return tokio::task::spawn_blocking(move || {
                 use std::io::Write;
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
                 let mut f = std::fs::OpenOptions::new()
                     .write(true)
                     .create_new(true)
@@ -323,16 +345,22 @@ impl Store {
                 f.sync_all()
             })
             .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("create {uri}: {e}"));
+            .map_err(|e| CreateError::Other(e.to_string()))?
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => CreateError::Exists,
+                _ => CreateError::Other(format!("create {uri}: {e}")),
+            });
         }
-        let p = self.path(uri)?;
+        let p = self.path(uri).map_err(CreateError::Other)?;
         let opts = object_store::PutOptions::from(object_store::PutMode::Create);
         self.inner
             .put_opts(&p, bytes.into(), opts)
             .await
             .map(|_| ())
-            .map_err(|e| format!("create {uri}: {e}"))
+            .map_err(|e| match e {
+                object_store::Error::AlreadyExists { .. } => CreateError::Exists,
+                e => CreateError::Other(format!("create {uri}: {e}")),
+            })
     }
 
     /// Writes (or replaces) an object.

@@ -10,7 +10,6 @@
 //! the pinned version -> receipts -> save. The component decides every
 //! transition; this module only reads, lists, deletes and stores.
 
-use futures::StreamExt;
 use serde_json::{json, Value};
 
 use crate::component::{wasm_path, Planner};
@@ -28,6 +27,10 @@ pub struct SweepInput {
     pub quarantine_ms: i64,
     /// Deletes in flight.
     pub concurrency: usize,
+    /// Keys per batch (the live facts are re-read and accepted before each).
+    pub batch: usize,
+    /// Accept a plan judged ahead of the clock (what-if runs, tests).
+    pub allow_future_now: bool,
     /// The context files, read again just before approval.
     pub inputs: ContextFiles,
 }
@@ -42,6 +45,12 @@ pub struct Swept {
     pub gates: Value,
     /// Where the ledger was saved.
     pub ledger_uri: String,
+    /// Why the deletes stopped before the last batch, if they did.
+    pub stopped: Option<Vec<String>>,
+    /// Damage: deleted keys the live table needs after the run (JSON).
+    pub damage: Vec<Value>,
+    /// The damage check could not be made (why).
+    pub damage_unchecked: Option<String>,
 }
 
 /// The default ledger location: under the table's hidden `_lakesweep/`
@@ -115,17 +124,23 @@ impl Lock {
         let store = Store::for_uri(ledger_uri)?;
         let uri = format!("{ledger_uri}.lock");
         let body = json!({"pid": std::process::id(), "since_ms": now_ms()}).to_string();
-        if let Err(e) = store.create(&uri, body.into_bytes()).await {
-            let held = store
-                .read(&uri)
-                .await
-                .ok()
-                .flatten()
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_default();
-            return Err(format!(
-                "another sweep, reconcile or restore holds {uri} ({held}; {e}): wait for it, or remove the lock if that run is dead"
-            ));
+        match store.create(&uri, body.into_bytes()).await {
+            Ok(()) => {}
+            Err(crate::store::CreateError::Exists) => {
+                let held = store
+                    .read(&uri)
+                    .await
+                    .ok()
+                    .flatten()
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default();
+                return Err(format!(
+                    "another sweep, reconcile or restore holds {uri} ({held}): wait for it, or remove the lock if that run is dead"
+                ));
+            }
+            Err(crate::store::CreateError::Other(e)) => {
+                return Err(format!("cannot take the ledger's lock {uri}: {e}"));
+            }
         }
         Ok(Lock { store, uri })
     }
@@ -229,23 +244,21 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, Strin
     save(&lstore, &ledger_uri, &step["ledger"]).await?;
 
     // 4. The live state, read now, and the approval.
-    let live_pointer = if delta {
-        let canonical = outcome.plan["table_location"]
-            .as_str()
-            .ok_or("plan without table_location")?;
-        crate::pointer::delta_head(&store, &table, canonical).await?
-    } else {
-        let current = input.plan.pointer.resolve(&store, &table).await?;
-        planner.mapped_pointer(&table, &current, &input.plan.location_map)?
+    let source = crate::deletion::LiveSource {
+        store: store.clone(),
+        table: table.clone(),
+        pointer: input.plan.pointer.clone(),
+        location_map: input.plan.location_map.clone(),
+        delta,
+        context: input.inputs.clone(),
+        allow_future_now: input.allow_future_now,
     };
-    // The context files are read again now: the core compares their
-    // digest, hold generation and lease watermark with the plan's.
-    let context = input.inputs.context_json()?;
-    let live = json!({
-        "metadata_location": live_pointer,
-        "context": context,
-        "blocked": blocked,
-    });
+    let canonical = outcome.plan["table_location"]
+        .as_str()
+        .ok_or("plan without table_location")?
+        .to_owned();
+    let mut live = source.facts(&mut planner, &canonical).await?;
+    live["blocked"] = json!(blocked);
     let p = planner.api.lakesweep_planner_planner();
     let step = parse(
         &p.call_ledger_approve(
@@ -262,6 +275,7 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, Strin
     let approval = step["approval"].clone();
     let mut ledger = step["ledger"].clone();
     let mut gates = step["gates"].clone();
+    let (mut stopped, mut damage, mut damage_unchecked) = (None, Vec::new(), None);
     if approval["granted"] == true {
         // Saved before deleting: a crash from here leaves DELETE_APPROVED,
         // which the next run turns into DELETE_UNKNOWN and reconciles.
@@ -272,16 +286,32 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, Strin
             .flatten()
             .filter_map(|k| k.as_str().map(str::to_owned))
             .collect();
-        let receipts: Vec<Value> = futures::stream::iter(keys)
-            .map(|key| {
-                let store = store.clone();
-                let pinned = ledger["objects"][&key]["version"].clone();
-                let uri = format!("{table}/{key}");
-                async move { delete_one(&store, &uri, &key, &pinned).await }
+        let items = keys
+            .into_iter()
+            .map(|key| crate::deletion::Item {
+                pinned: ledger["objects"][&key]["version"].clone(),
+                key,
             })
-            .buffer_unordered(input.concurrency.max(1))
-            .collect()
-            .await;
+            .collect();
+        let opts = crate::deletion::Batching {
+            batch: input.batch,
+            concurrency: input.concurrency,
+            dry_run: false,
+            wasm: input.plan.wasm.clone(),
+        };
+        let out = crate::deletion::run(
+            &mut planner,
+            &outcome.plan_json,
+            &source,
+            items,
+            &opts,
+            &mut |_| Ok(()),
+        )
+        .await?;
+        let receipts: Vec<Value> = out.receipts;
+        stopped = out.stopped;
+        damage = out.damage;
+        damage_unchecked = out.damage_unchecked;
         let p = planner.api.lakesweep_planner_planner();
         let step = parse(
             &p.call_ledger_record(
@@ -303,32 +333,10 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, Strin
         approval: (!approval.is_null()).then_some(approval),
         gates,
         ledger_uri,
+        stopped,
+        damage,
+        damage_unchecked,
     })
-}
-
-/// Deletes one approved key if HEAD still shows the pinned version; the receipt.
-async fn delete_one(store: &Store, uri: &str, key: &str, pinned: &Value) -> Value {
-    let requested = now_ms();
-    let receipt = |result: &str, seen: Option<&Object>, marker: bool, detail: Option<String>| {
-        json!({"key": key, "result": result, "version": seen.map(Object::version_json),
-               "requested_ms": requested,
-               "confirmed_ms": (result != "unknown").then(now_ms),
-               "delete_marker": marker, "detail": detail})
-    };
-    let seen = match store.head(uri).await {
-        Err(e) => return receipt("failed", None, false, Some(e)),
-        Ok(None) => return receipt("already-absent", None, false, None),
-        Ok(Some(o)) => o,
-    };
-    if !seen.is_version(pinned) {
-        return receipt("skipped-changed", Some(&seen), false, None);
-    }
-    match store.delete(uri).await {
-        // A versioned bucket keeps the version under a delete marker.
-        Ok(true) => receipt("deleted", Some(&seen), seen.version_id.is_some(), None),
-        Ok(false) => receipt("already-absent", Some(&seen), false, None),
-        Err(e) => receipt("failed", Some(&seen), false, Some(e)),
-    }
 }
 
 /// `lakesweep reconcile`: HEADs every object whose delete is unconfirmed
@@ -388,6 +396,9 @@ async fn reconcile_locked(
         approval: None,
         gates: step["gates"].clone(),
         ledger_uri,
+        stopped: None,
+        damage: Vec::new(),
+        damage_unchecked: None,
     })
 }
 
@@ -467,6 +478,25 @@ pub fn human(s: &Swept) -> String {
                 out.push_str(&format!("  {}\n", d.as_str().unwrap_or("")));
             }
         }
+    }
+    if let Some(why) = &s.stopped {
+        out.push_str(&format!(
+            "deletes STOPPED before the last batch (the rest is kept and starts over): {}\n",
+            why.join("; ")
+        ));
+    }
+    if let Some(e) = &s.damage_unchecked {
+        out.push_str(&format!(
+            "DAMAGE CHECK FAILED: {e}: compare this run's deleted keys with the live table\n"
+        ));
+    }
+    for d in &s.damage {
+        out.push_str(&format!(
+            "DAMAGE: {} {} ({})\n",
+            crate::report::escape(d["key"].as_str().unwrap_or("?")),
+            d["detail"].as_str().unwrap_or(""),
+            d["restore"].as_str().unwrap_or("")
+        ));
     }
     out.push_str(&gates_text(&s.gates));
     out.push_str(&format!("ledger saved to {}\n", s.ledger_uri));

@@ -1,0 +1,316 @@
+//! Deleting sealed keys: in bounded batches, each one accepted by the core
+//! against facts read just before it, and a damage check after the last.
+//!
+//! Used by `apply` and `sweep`. For each batch: re-read the live pointer
+//! (Delta: the newest commit and its identity) and the context files, ask
+//! the component's `accept-plan`; the first refusal stops the run (the keys
+//! left get `skipped-stopped` receipts saying why), keys a live hold or
+//! writer covers get `skipped-protected`. Within a batch every key is HEADed
+//! and deleted only if it is still the planned version. After the last
+//! batch the facts are read once more: if the core still accepts them,
+//! nothing can reference what was deleted (metadata is immutable); if not,
+//! a planner session on the live pointer says which deleted keys the table
+//! references now, and each is reported as damage. This module compares no
+//! pointer, generation or time itself.
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use crate::component::Planner;
+use crate::context::ContextFiles;
+use crate::plan::{self, Format, PlanInput};
+use crate::pointer::Pointer;
+use crate::store::{clock_ms, Object, Store};
+
+/// Keys per batch by default: the pointer and context are re-read, and the
+/// core asked again, before every batch.
+pub const DEFAULT_BATCH: usize = 256;
+
+/// Where the live facts come from.
+pub struct LiveSource {
+    /// The store holding the table.
+    pub store: Store,
+    /// The table's URI as the store reads it.
+    pub table: String,
+    /// The pointer (Iceberg).
+    pub pointer: Pointer,
+    /// `--location-map` pairs, as when planning.
+    pub location_map: Vec<(String, String)>,
+    /// The table is Delta (the newest commit is the pointer).
+    pub delta: bool,
+    /// The context files, read again for every batch.
+    pub context: ContextFiles,
+    /// Accept a plan judged ahead of the clock.
+    pub allow_future_now: bool,
+}
+
+impl LiveSource {
+    /// The live facts (JSON, the core's `LiveFacts`), read now.
+    pub async fn facts(&self, planner: &mut Planner, canonical: &str) -> Result<Value, String> {
+        let (location, head) = if self.delta {
+            let (uri, o) = crate::pointer::delta_head(&self.store, &self.table, canonical).await?;
+            (uri, Some(o.version_json()))
+        } else {
+            let raw = self.pointer.resolve(&self.store, &self.table).await?;
+            (planner.canonical_pointer(&raw, &self.location_map)?, None)
+        };
+        Ok(json!({
+            "metadata_location": location,
+            "head": head,
+            "context": self.context.context_json()?,
+            "clock_ms": clock_ms(),
+            "allow_future_now": self.allow_future_now,
+        }))
+    }
+}
+
+/// One key to delete and the version it must still be.
+pub struct Item {
+    /// Key relative to the table location.
+    pub key: String,
+    /// The planned (pinned) version: `{size, last_modified_ms, etag, version_id}`.
+    pub pinned: Value,
+}
+
+/// What a batched deletion did.
+#[derive(Default)]
+pub struct Deleted {
+    /// Every receipt, in the order written.
+    pub receipts: Vec<Value>,
+    /// Why the run stopped before its last key, if it did.
+    pub stopped: Option<Vec<String>>,
+    /// Damage receipts: deleted keys the live table references (or a live
+    /// hold covers) after the run.
+    pub damage: Vec<Value>,
+    /// Set when the damage check itself could not be made (then the run
+    /// must be treated as possibly damaged).
+    pub damage_unchecked: Option<String>,
+}
+
+/// Options of a batched deletion.
+pub struct Batching {
+    /// Keys per batch.
+    pub batch: usize,
+    /// Deletes in flight at once.
+    pub concurrency: usize,
+    /// Check everything, delete nothing.
+    pub dry_run: bool,
+    /// `--wasm`, for the damage check's session.
+    pub wasm: Option<String>,
+}
+
+/// Deletes `items` of `plan_json` in batches; `sink` gets every receipt as
+/// it is made (written out at once, so a crash loses at most one line).
+pub async fn run(
+    planner: &mut Planner,
+    plan_json: &str,
+    source: &LiveSource,
+    items: Vec<Item>,
+    opts: &Batching,
+    sink: &mut dyn FnMut(&Value) -> Result<(), String>,
+) -> Result<Deleted, String> {
+    let plan: Value = serde_json::from_str(plan_json).map_err(|e| e.to_string())?;
+    let canonical = plan["table_location"]
+        .as_str()
+        .ok_or("plan without table_location")?
+        .to_owned();
+    let mut out = Deleted::default();
+    let mut deleted_keys: Vec<(String, Value)> = Vec::new();
+    let mut rest = items.into_iter().peekable();
+    while rest.peek().is_some() {
+        let batch: Vec<Item> = rest.by_ref().take(opts.batch.max(1)).collect();
+        let facts = source.facts(planner, &canonical).await?;
+        let acc = planner.accept(plan_json, &facts.to_string())?;
+        if acc["granted"] != true {
+            let why: Vec<String> = acc["differences"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|d| d.as_str().map(str::to_owned))
+                .collect();
+            let detail = format!("not deleted: the run stopped ({})", why.join("; "));
+            for it in batch.into_iter().chain(rest.by_ref()) {
+                let r = receipt(&source.table, &it, "skipped-stopped", None, Some(detail.clone()));
+                sink(&r)?;
+                out.receipts.push(r);
+            }
+            out.stopped = Some(why);
+            break;
+        }
+        let mut todo = Vec::new();
+        for it in batch {
+            match acc["denied"][&it.key].as_str() {
+                Some(why) => {
+                    let r = receipt(
+                        &source.table,
+                        &it,
+                        "skipped-protected",
+                        None,
+                        Some(format!("not deleted: {why}")),
+                    );
+                    sink(&r)?;
+                    out.receipts.push(r);
+                }
+                None => todo.push(it),
+            }
+        }
+        let mut results = futures::stream::iter(todo)
+            .map(|it| {
+                let store = source.store.clone();
+                let table = source.table.clone();
+                let dry = opts.dry_run;
+                async move {
+                    let r = delete_one(&store, &table, &it, dry).await;
+                    (it, r)
+                }
+            })
+            .buffer_unordered(opts.concurrency.max(1));
+        while let Some((it, r)) = results.next().await {
+            if r["result"] == "deleted" {
+                deleted_keys.push((it.key.clone(), it.pinned.clone()));
+            }
+            sink(&r)?;
+            out.receipts.push(r);
+        }
+    }
+    if !deleted_keys.is_empty() {
+        damage_check(planner, plan_json, &plan, source, &canonical, &deleted_keys, opts, &mut out)
+            .await;
+        for r in &out.damage {
+            sink(r)?;
+        }
+    }
+    Ok(out)
+}
+
+/// After the last batch: which deleted keys does the live table reference,
+/// or a live hold cover? Any failure to tell is recorded, never ignored.
+#[allow(clippy::too_many_arguments)]
+async fn damage_check(
+    planner: &mut Planner,
+    plan_json: &str,
+    plan: &Value,
+    source: &LiveSource,
+    canonical: &str,
+    deleted: &[(String, Value)],
+    opts: &Batching,
+    out: &mut Deleted,
+) {
+    let check = async {
+        let facts = source.facts(planner, canonical).await?;
+        let acc = planner.accept(plan_json, &facts.to_string())?;
+        let mut found: Vec<(String, String)> = deleted
+            .iter()
+            .filter_map(|(k, _)| {
+                acc["denied"][k]
+                    .as_str()
+                    .map(|why| (k.clone(), format!("now covered by {why}")))
+            })
+            .collect();
+        if acc["granted"] != true {
+            // The table (or the context) changed since the plan: ask the
+            // planner what the live table references.
+            let input = PlanInput {
+                table: source.table.clone(),
+                pointer: source.pointer.clone(),
+                format: if source.delta {
+                    Format::Delta
+                } else {
+                    Format::Iceberg
+                },
+                now_ms: plan["tokens"]["now_ms"].as_i64().unwrap_or_else(clock_ms),
+                retention_ms: plan["tokens"]["file_retention_ms"].as_i64(),
+                location_map: source.location_map.clone(),
+                wasm: opts.wasm.clone(),
+                policy: None,
+                context: facts["context"].as_str().map(str::to_owned),
+                keep_all_decisions: false,
+                keep_versions: Vec::new(),
+                log_cleanup: false,
+                allow_short_retention: true,
+            };
+            let keys = deleted.iter().map(|(k, _)| k.clone()).collect();
+            found.extend(plan::referenced_now(&input, keys).await?);
+        }
+        Ok::<_, String>(found)
+    };
+    match check.await {
+        Err(e) => out.damage_unchecked = Some(e),
+        Ok(found) => {
+            for (key, why) in found {
+                let pinned = deleted
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .map(|(_, p)| p.clone())
+                    .unwrap_or(Value::Null);
+                let uri = format!("{}/{key}", source.table);
+                out.damage.push(json!({
+                    "key": key, "uri": uri, "result": "damaged",
+                    "detail": format!("deleted by this run, and the live table needs it: {why}"),
+                    "planned": pinned,
+                    "restore": restore_hint(&uri, &pinned),
+                    "requested_ms": clock_ms(), "confirmed_ms": Value::Null,
+                    "delete_marker": false, "version": pinned,
+                }));
+            }
+        }
+    }
+}
+
+/// How to get a deleted object back.
+fn restore_hint(uri: &str, pinned: &Value) -> String {
+    match (uri.strip_prefix("s3://"), pinned["version_id"].as_str()) {
+        (Some(rest), Some(v)) => {
+            let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+            format!(
+                "versioned bucket: aws s3api copy-object --bucket {bucket} --key '{key}' --copy-source '{bucket}/{key}?versionId={v}'"
+            )
+        }
+        _ => "no version to restore from on this store: restore the object from a backup or the writer's output".into(),
+    }
+}
+
+fn receipt(
+    table: &str,
+    it: &Item,
+    result: &str,
+    seen: Option<&Object>,
+    detail: Option<String>,
+) -> Value {
+    json!({
+        "key": it.key, "uri": format!("{table}/{}", it.key), "result": result,
+        "planned": it.pinned, "version": seen.map(Object::version_json),
+        "requested_ms": clock_ms(), "confirmed_ms": clock_ms(),
+        "delete_marker": false, "detail": detail,
+    })
+}
+
+/// HEAD, compare with the pinned version, delete; the receipt.
+async fn delete_one(store: &Store, table: &str, it: &Item, dry: bool) -> Value {
+    let uri = format!("{table}/{}", it.key);
+    let requested = clock_ms();
+    let done = |result: &str, seen: Option<&Object>, marker: bool, detail: Option<String>| {
+        json!({"key": it.key, "uri": uri, "result": result, "planned": it.pinned,
+               "version": seen.map(Object::version_json),
+               "requested_ms": requested,
+               "confirmed_ms": (result != "unknown").then(clock_ms),
+               "delete_marker": marker, "detail": detail})
+    };
+    let seen = match store.head(&uri).await {
+        Err(e) => return done("failed", None, false, Some(e)),
+        Ok(None) => return done("already-absent", None, false, None),
+        Ok(Some(o)) => o,
+    };
+    if !seen.is_version(&it.pinned) {
+        return done("skipped-changed", Some(&seen), false, None);
+    }
+    if dry {
+        return done("would-delete", Some(&seen), false, None);
+    }
+    match store.delete(&uri).await {
+        // A versioned bucket keeps the version under a delete marker.
+        Ok(true) => done("deleted", Some(&seen), seen.version_id.is_some(), None),
+        Ok(false) => done("already-absent", Some(&seen), false, None),
+        Err(e) => done("failed", Some(&seen), false, Some(e)),
+    }
+}
