@@ -401,6 +401,29 @@ impl LogListing {
     }
 }
 
+/// See [`crate::spec::delta::rebuildable_versions`].
+pub(crate) fn rebuildable_versions<S: AsRef<str>>(
+    names: impl IntoIterator<Item = S>,
+) -> BTreeSet<u64> {
+    let listing = LogListing {
+        files: names
+            .into_iter()
+            .map(|n| {
+                (
+                    n.as_ref().to_owned(),
+                    LogEntry {
+                        size: 0,
+                        last_modified_ms: 0,
+                        etag: None,
+                    },
+                )
+            })
+            .collect(),
+    };
+    let starts = listing.checkpoints().into_keys().collect();
+    listing.readable_versions(&starts)
+}
+
 /// Checks what a checkpoint must hold: exactly one protocol and one
 /// metaData action across its files, a `checkpointMetadata` action in a V2
 /// checkpoint, and deletion-vector columns when the table uses deletion

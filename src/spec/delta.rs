@@ -763,6 +763,18 @@ pub struct CommitIdentity {
     pub etag: Option<String>,
 }
 
+/// The planner's rebuild check, on names alone: every version a
+/// `_delta_log/` holding exactly `names` (relative to it) can rebuild: from a
+/// complete checkpoint (every part present) or from commit 0, followed by an
+/// unbroken run of commits. Log cleanup proves its plan with this check
+/// (trusting only checkpoints it read and validated); tests and hosts can
+/// run it on what a log holds after the deletes.
+pub fn rebuildable_versions<S: AsRef<str>>(
+    names: impl IntoIterator<Item = S>,
+) -> std::collections::BTreeSet<u64> {
+    crate::delta_log::rebuildable_versions(names)
+}
+
 /// The file name of commit `v`.
 pub fn commit_name(v: u64) -> String {
     format!("{v:020}.json")
