@@ -289,8 +289,7 @@ impl LogListing {
         };
         self.checkpoints()
             .into_values()
-            .filter(|c| c.version <= lowest && c.files.iter().all(old))
-            .next_back()
+            .rfind(|c| c.version <= lowest && c.files.iter().all(old))
     }
 
     /// Log entries strictly below checkpoint `boundary` that are older than
