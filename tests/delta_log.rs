@@ -346,22 +346,39 @@ fn log_cleanup_is_refused_when_a_version_inside_the_retention_cannot_be_rebuilt_
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
-    /// Random commit and checkpoint times (old and young mixed in any
+    /// Random commit and checkpoint times (commits before `split` older
+    /// than the log retention, later ones younger, and any of them, or of
+    /// the checkpoints, skewed to a random time: old and young mixed in any
     /// order), random checkpoints kept, random kept versions: after the
     /// plan's deletes, every version that must stay readable is rebuilt by
     /// the planner's own check and loaded by the planner, and no commit
     /// whose monotonic time is inside the retention was deleted.
     #[test]
     fn log_cleanup_never_removes_what_a_readable_version_needs(
-        days in proptest::collection::vec(0i64..60, (LATEST + 1) as usize),
-        cp_days in proptest::collection::vec(0i64..60, (LATEST + 1) as usize),
-        cps in proptest::collection::btree_set(0u64..=LATEST, 0..5),
+        split in 0u64..=LATEST + 1,
+        base in proptest::collection::vec(1i64..30, (LATEST + 1) as usize),
+        skew in proptest::collection::vec(
+            proptest::option::weighted(0.2, 0i64..60), (LATEST + 1) as usize),
+        cp_delay in proptest::collection::vec(0i64..3, (LATEST + 1) as usize),
+        cp_skew in proptest::collection::vec(
+            proptest::option::weighted(0.15, 0i64..60), (LATEST + 1) as usize),
+        cps in proptest::collection::btree_set(0u64..=LATEST, 0..6),
         keep in proptest::collection::btree_set(0u64..=LATEST, 0..3),
     ) {
-        let times: Vec<i64> = days.iter().map(|d| NOW - d * DAY).collect();
-        let s = Staged::new("prop", &cps, &times, |v| NOW - cp_days[v as usize] * DAY);
+        let times: Vec<i64> = (0..=LATEST as usize)
+            .map(|v| match skew[v] {
+                Some(d) => NOW - d * DAY,
+                None if (v as u64) < split => CUTOFF - base[v] * DAY,
+                None => NOW - base[v] * DAY,
+            })
+            .collect();
+        let cp_time = |v: u64| match cp_skew[v as usize] {
+            Some(d) => NOW - d * DAY,
+            None => times[v as usize] + cp_delay[v as usize] * DAY,
+        };
+        let s = Staged::new("prop", &cps, &times, cp_time);
         let run = s.plan(&keep, true).unwrap();
         let deleted = log_deletes(&run);
         s.apply(&run);
