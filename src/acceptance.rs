@@ -77,6 +77,58 @@ impl Acceptance {
     }
 }
 
+/// The newest version of a Delta table from a listing of its `_delta_log/`
+/// (objects as the store lists them, any order): the URI of the file that
+/// defines it (the newest commit, or a newer complete checkpoint's first
+/// file), made canonical under `table_location`, and that file's identity.
+/// This is what a Delta plan's tokens name; hosts pass it as the live
+/// pointer. `None`: the log holds no version (table gone).
+pub fn delta_head(
+    table_location: &str,
+    log_listing: Vec<crate::ListedObject>,
+) -> Result<Option<(String, ObjectVersion)>> {
+    let location = crate::path::TableLocation::parse(table_location)
+        .map_err(|e| crate::Error::invalid("table_location", e))?;
+    let prefix = format!("{}_delta_log/", location.prefix());
+    let mut listing = crate::delta_log::LogListing::default();
+    let mut versions = BTreeMap::new();
+    for o in log_listing {
+        let uri = crate::path::CanonicalUri::parse(&o.key)
+            .map_err(|e| crate::Error::protocol(format!("listed key `{}`: {e}", o.key)))?;
+        let Some(name) = location
+            .relative(&uri)
+            .and_then(|r| r.strip_prefix("_delta_log/"))
+            .map(str::to_owned)
+        else {
+            return Err(crate::Error::protocol(format!(
+                "listed key `{}` is not under `{prefix}`",
+                o.key
+            )));
+        };
+        listing.files.insert(
+            name.clone(),
+            crate::delta_log::LogEntry {
+                size: o.size,
+                last_modified_ms: o.last_modified_ms,
+                etag: o.etag.clone(),
+            },
+        );
+        versions.insert(
+            name,
+            ObjectVersion {
+                size: o.size,
+                last_modified_ms: o.last_modified_ms,
+                etag: o.etag,
+                version_id: o.version_id,
+            },
+        );
+    }
+    Ok(listing.newest().and_then(|(_, file)| {
+        let v = versions.remove(&file)?;
+        Some((format!("{prefix}{file}"), v))
+    }))
+}
+
 /// Refuses an evaluation time (`judged_at_ms`) ahead of the host's clock by
 /// more than [`MAX_CLOCK_SKEW_MS`]: objects of running writers would look
 /// old, snapshots would expire early. `allow_future` is for what-if runs.

@@ -107,6 +107,19 @@ impl wp::Guest for Component {
         to_json(&core::accept(&plan, &live).map_err(err)?)
     }
 
+    fn delta_head(
+        table_location: String,
+        log_listing: Vec<wt::ListedObject>,
+    ) -> Result<Option<String>, wt::Error> {
+        let head = core::acceptance::delta_head(
+            &table_location,
+            log_listing.into_iter().map(obj).collect(),
+        )
+        .map_err(err)?;
+        head.map(|(uri, v)| to_json(&serde_json::json!({"uri": uri, "head": v})))
+            .transpose()
+    }
+
     fn check_clock(judged_at_ms: i64, clock_ms: i64, allow_future: bool) -> Result<(), wt::Error> {
         core::acceptance::check_clock(judged_at_ms, clock_ms, allow_future).map_err(err)
     }

@@ -20,10 +20,11 @@ use crate::spec::delta::{
 };
 
 /// One object of the `_delta_log/` listing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LogEntry {
     pub size: u64,
     pub last_modified_ms: i64,
+    pub etag: Option<String>,
 }
 
 /// The checkpoint a replay starts from.
@@ -37,8 +38,12 @@ pub(crate) struct Checkpoint {
 /// What must be read to reconstruct the versions the sweep keeps.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ReadPlan {
-    /// The newest commit version.
+    /// The newest version: of the newest commit, or of the newest checkpoint
+    /// when the log holds no commit at or after it (a checkpoint-only log).
     pub latest: u64,
+    /// The file that defines `latest` (relative to `_delta_log/`): its
+    /// commit, or the first file of its checkpoint when it has no commit.
+    pub latest_file: String,
     /// The checkpoint to start from, if any (otherwise version 0).
     pub checkpoint: Option<Checkpoint>,
     /// Commits to replay after the checkpoint, ascending.
@@ -54,15 +59,62 @@ pub(crate) struct LogListing {
     pub files: BTreeMap<String, LogEntry>,
 }
 
+/// The versions that must stay readable after log cleanup: every version
+/// from `from` to `to` (the newest), and each of `extra`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MustStay {
+    pub from: u64,
+    pub to: u64,
+    pub extra: BTreeSet<u64>,
+}
+
 impl LogListing {
-    fn commits(&self) -> BTreeMap<u64, LogEntry> {
+    fn commits(&self) -> BTreeMap<u64, &LogEntry> {
         self.files
             .iter()
             .filter_map(|(n, e)| match log_file(n) {
-                LogFile::Commit(v) => Some((v, *e)),
+                LogFile::Commit(v) => Some((v, e)),
                 _ => None,
             })
             .collect()
+    }
+
+    /// Commit times made monotonic by version, as Delta's log cleanup and
+    /// timestamp time travel do: each commit's time is at least the previous
+    /// commit's (adjusted) time + 1 ms, so a young commit makes every later
+    /// one young too, whatever its own file time says.
+    pub fn commit_times(&self) -> BTreeMap<u64, i64> {
+        let mut out = BTreeMap::new();
+        let mut prev: Option<i64> = None;
+        for (v, e) in self.commits() {
+            let t = match prev {
+                Some(p) => e.last_modified_ms.max(p.saturating_add(1)),
+                None => e.last_modified_ms,
+            };
+            out.insert(v, t);
+            prev = Some(t);
+        }
+        out
+    }
+
+    /// The versions that must stay readable when log entries older than
+    /// `cutoff_ms` go: the newest, every version a timestamp inside the log
+    /// retention resolves to (from the newest version whose monotonic commit
+    /// time is older than the cutoff, so the version current at the cutoff
+    /// stays too), and `keep`. `None` when no version is that old: then
+    /// nothing may go.
+    pub fn must_stay(&self, cutoff_ms: i64, latest: u64, keep: &BTreeSet<u64>) -> Option<MustStay> {
+        let from = self
+            .commit_times()
+            .into_iter()
+            .filter(|(_, t)| *t < cutoff_ms)
+            .map(|(v, _)| v)
+            .next_back()?;
+        Some(MustStay {
+            from: from.min(latest),
+            to: latest,
+            extra: keep.clone(),
+        })
     }
 
     /// Complete checkpoints by version (a multi-part set with a missing part
@@ -116,6 +168,23 @@ impl LogListing {
         out
     }
 
+    /// The newest version and the file that defines it: the newest commit's,
+    /// or a newer complete checkpoint's first file (a log holding a
+    /// checkpoint and no commit after it is read at the checkpoint's
+    /// version, as Delta readers do).
+    pub fn newest(&self) -> Option<(u64, String)> {
+        let newest_commit = self.commits().into_keys().next_back();
+        let newest_checkpoint = self.checkpoints().into_values().next_back();
+        match (newest_commit, newest_checkpoint) {
+            (Some(v), Some(c)) if c.version > v => {
+                Some((c.version, c.files.first().cloned().unwrap_or_default()))
+            }
+            (Some(v), _) => Some((v, delta::commit_name(v))),
+            (None, Some(c)) => Some((c.version, c.files.first().cloned().unwrap_or_default())),
+            (None, None) => None,
+        }
+    }
+
     /// Chooses the checkpoint and commits that reconstruct the latest version
     /// and every version in `keep` (each must be at most the latest).
     pub fn read_plan(
@@ -125,10 +194,10 @@ impl LogListing {
         window_start_ms: i64,
     ) -> Result<ReadPlan> {
         let commits = self.commits();
-        let Some((&latest, _)) = commits.last_key_value() else {
+        let Some((latest, latest_file)) = self.newest() else {
             return Err(Error::unsafe_(
                 UnsafeReason::MissingMetadata,
-                format!("`{log_uri}` holds no commit: not a Delta table, or its log was removed; nothing is deleted"),
+                format!("`{log_uri}` holds no commit and no complete checkpoint: not a Delta table, or its log was removed; nothing is deleted"),
             ));
         };
         if let Some(v) = keep.iter().find(|&&v| v > latest) {
@@ -148,7 +217,14 @@ impl LogListing {
             .take(3)
             .collect();
         if let Some(&gap) = missing.first() {
-            let earliest = commits.keys().next().copied().unwrap_or(0);
+            let earliest = commits
+                .keys()
+                .next()
+                .copied()
+                .into_iter()
+                .chain(self.checkpoints().into_keys().next())
+                .min()
+                .unwrap_or(0);
             if oldest_needed < latest && gap <= oldest_needed && gap < earliest {
                 return Err(Error::unsafe_(
                     UnsafeReason::ProtectedSnapshotMissing,
@@ -175,27 +251,43 @@ impl LogListing {
             .collect();
         Ok(ReadPlan {
             latest,
+            latest_file,
             checkpoint,
             commits: (first..=latest).collect(),
             recent_before,
         })
     }
 
-    /// Log entries that log retention allows removing, with the reason:
-    /// older than `cutoff_ms` and below the newest checkpoint that is itself
-    /// older than the cutoff (and at most `floor`, the oldest checkpoint a
-    /// kept version needs), so every version still readable can be rebuilt.
+    /// Log entries that log retention allows removing, with the reason (see
+    /// [`LogListing::cleanup_boundary`] and [`LogListing::expired_below`]).
     #[cfg(test)]
-    pub fn expired(&self, cutoff_ms: i64, floor: Option<u64>) -> BTreeMap<String, String> {
-        match self.cleanup_boundary(cutoff_ms, floor) {
-            Some(c) => self.expired_below(cutoff_ms, c.version),
+    pub fn expired(
+        &self,
+        cutoff_ms: i64,
+        latest: u64,
+        keep: &BTreeSet<u64>,
+    ) -> BTreeMap<String, String> {
+        let Some(must) = self.must_stay(cutoff_ms, latest, keep) else {
+            return BTreeMap::new();
+        };
+        match self.cleanup_boundary(cutoff_ms, &must) {
+            Some(c) => {
+                let out = self.expired_below(cutoff_ms, c.version);
+                let trusted = BTreeSet::from([c.version]);
+                match self.prove_rebuildable(&out, &must, &trusted) {
+                    Ok(()) => out,
+                    Err(_) => BTreeMap::new(),
+                }
+            }
             None => BTreeMap::new(),
         }
     }
 
-    /// The checkpoint log cleanup stops at: the newest complete one whose
-    /// files are all older than `cutoff_ms`, at most `floor`.
-    pub fn cleanup_boundary(&self, cutoff_ms: i64, floor: Option<u64>) -> Option<Checkpoint> {
+    /// The checkpoint log cleanup stops at: the newest complete one at or
+    /// below every version that must stay readable, whose files are all
+    /// older than `cutoff_ms`. Everything from it on stays.
+    pub fn cleanup_boundary(&self, cutoff_ms: i64, must: &MustStay) -> Option<Checkpoint> {
+        let lowest = must.extra.iter().copied().chain([must.from]).min()?;
         let old = |name: &String| {
             self.files
                 .get(name)
@@ -203,16 +295,23 @@ impl LogListing {
         };
         self.checkpoints()
             .into_values()
-            .filter(|c| c.files.iter().all(old))
-            .rfind(|c| floor.is_none_or(|f| c.version <= f))
+            .rfind(|c| c.version <= lowest && c.files.iter().all(old))
     }
 
-    /// Log entries older than `cutoff_ms` strictly below checkpoint `boundary`.
+    /// Log entries strictly below checkpoint `boundary` that are older than
+    /// `cutoff_ms`, by their own time and, for commits, by their monotonic
+    /// commit time.
     pub fn expired_below(&self, cutoff_ms: i64, boundary: u64) -> BTreeMap<String, String> {
+        let times = self.commit_times();
         let mut out = BTreeMap::new();
         for (name, e) in &self.files {
             if e.last_modified_ms >= cutoff_ms {
                 continue;
+            }
+            if let LogFile::Commit(v) = log_file(name) {
+                if times.get(&v).is_none_or(|t| *t >= cutoff_ms) {
+                    continue;
+                }
             }
             let below = match log_file(name) {
                 LogFile::Commit(v)
@@ -232,6 +331,102 @@ impl LogListing {
         }
         out
     }
+
+    /// Proves that every version of `must` can still be rebuilt once the
+    /// entries of `removed` (keys `_delta_log/<name>`) are gone: from a
+    /// complete checkpoint in `trusted` (read and validated) that stays, or
+    /// from version 0, plus every commit after it up to the version. Says
+    /// which version cannot be rebuilt otherwise.
+    pub fn prove_rebuildable(
+        &self,
+        removed: &BTreeMap<String, String>,
+        must: &MustStay,
+        trusted: &BTreeSet<u64>,
+    ) -> std::result::Result<(), String> {
+        let remaining = LogListing {
+            files: self
+                .files
+                .iter()
+                .filter(|(n, _)| !removed.contains_key(&format!("_delta_log/{n}")))
+                .map(|(n, e)| (n.clone(), e.clone()))
+                .collect(),
+        };
+        let starts: BTreeSet<u64> = remaining
+            .checkpoints()
+            .into_keys()
+            .filter(|v| trusted.contains(v))
+            .collect();
+        let readable = remaining.readable_versions(&starts);
+        // The first version of from..=to that is not readable (walking the
+        // readable set, not the range, so a huge range costs nothing).
+        let mut expect = must.from;
+        let mut hole = None;
+        for &v in readable.range(must.from..=must.to) {
+            if v != expect {
+                break;
+            }
+            expect = v.saturating_add(1);
+        }
+        if expect <= must.to {
+            hole = Some(expect);
+        }
+        let missing = hole.or_else(|| must.extra.iter().copied().find(|v| !readable.contains(v)));
+        match missing {
+            None => Ok(()),
+            Some(v) => Err(format!(
+                "version {v} must stay readable but could not be rebuilt from the log entries that would remain (no kept checkpoint at or below it followed by every commit up to it)"
+            )),
+        }
+    }
+
+    /// Every version that can be rebuilt from this listing: a checkpoint in
+    /// `starts`, or commit 0, followed by an unbroken run of commits.
+    fn readable_versions(&self, starts: &BTreeSet<u64>) -> BTreeSet<u64> {
+        let commits: BTreeSet<u64> = self.commits().into_keys().collect();
+        let mut out = BTreeSet::new();
+        let mut prev: Option<u64> = None;
+        for v in commits
+            .iter()
+            .chain(starts)
+            .copied()
+            .collect::<BTreeSet<u64>>()
+        {
+            let chained = commits.contains(&v)
+                && match (v, prev) {
+                    (0, _) => true,
+                    (_, Some(p)) => p.checked_add(1) == Some(v) && out.contains(&p),
+                    (_, None) => false,
+                };
+            if starts.contains(&v) || chained {
+                out.insert(v);
+            }
+            prev = Some(v);
+        }
+        out
+    }
+}
+
+/// See [`crate::spec::delta::rebuildable_versions`].
+pub(crate) fn rebuildable_versions<S: AsRef<str>>(
+    names: impl IntoIterator<Item = S>,
+) -> BTreeSet<u64> {
+    let listing = LogListing {
+        files: names
+            .into_iter()
+            .map(|n| {
+                (
+                    n.as_ref().to_owned(),
+                    LogEntry {
+                        size: 0,
+                        last_modified_ms: 0,
+                        etag: None,
+                    },
+                )
+            })
+            .collect(),
+    };
+    let starts = listing.checkpoints().into_keys().collect();
+    listing.readable_versions(&starts)
 }
 
 /// Checks what a checkpoint must hold: exactly one protocol and one
@@ -431,6 +626,7 @@ mod tests {
                         LogEntry {
                             size: 1,
                             last_modified_ms: *t,
+                            etag: None,
                         },
                     )
                 })
@@ -508,11 +704,88 @@ mod tests {
                 .map(|(n, t)| (n.as_str(), *t))
                 .collect::<Vec<_>>(),
         );
-        let e = l.expired(50, None);
+        let none = BTreeSet::new();
+        let e = l.expired(50, 12, &none);
         let want: Vec<String> = (0..4).map(|v| format!("_delta_log/{}", c(v))).collect();
         assert_eq!(e.keys().cloned().collect::<Vec<_>>(), want);
         // A kept version at 2 needs everything from version 0.
-        assert!(l.expired(50, Some(0)).is_empty());
-        assert!(l.expired(-1, None).is_empty());
+        assert!(l.expired(50, 12, &BTreeSet::from([2])).is_empty());
+        assert!(l.expired(-1, 12, &none).is_empty());
+    }
+
+    #[test]
+    fn commit_times_are_made_monotonic_before_judging_age() {
+        // Commit 3 is young between old ones: versions 3.. are all young
+        // (time travel to a time after commit 3 resolves to them).
+        let times = [0, 1, 2, 100, 3, 4, 5, 6];
+        let mut names: Vec<(String, i64)> = times
+            .iter()
+            .enumerate()
+            .map(|(v, t)| (c(v as u64), *t))
+            .collect();
+        names.push((format!("{:020}.checkpoint.parquet", 2), 2));
+        names.push((format!("{:020}.checkpoint.parquet", 5), 5));
+        let l = listing(
+            &names
+                .iter()
+                .map(|(n, t)| (n.as_str(), *t))
+                .collect::<Vec<_>>(),
+        );
+        let t = l.commit_times();
+        assert_eq!(
+            t.values().copied().collect::<Vec<_>>(),
+            vec![0, 1, 2, 100, 101, 102, 103, 104]
+        );
+        let none = BTreeSet::new();
+        let must = l.must_stay(50, 7, &none).unwrap();
+        assert_eq!((must.from, must.to), (2, 7));
+        // Raw times would stop at checkpoint 5 and remove commit 3, which
+        // version 3 needs; monotonic times stop at checkpoint 2.
+        let e = l.expired(50, 7, &none);
+        let want: Vec<String> = (0..2).map(|v| format!("_delta_log/{}", c(v))).collect();
+        assert_eq!(e.keys().cloned().collect::<Vec<_>>(), want);
+        // The proof catches a plan that would lose version 3 (or 6).
+        let bad: BTreeMap<String, String> = [c(3), format!("{:020}.checkpoint.parquet", 2)]
+            .iter()
+            .map(|n| (format!("_delta_log/{n}"), String::new()))
+            .collect();
+        let trusted = BTreeSet::from([2, 5]);
+        let err = l.prove_rebuildable(&bad, &must, &trusted).unwrap_err();
+        assert!(err.contains("version 3"), "{err}");
+        let bad: BTreeMap<String, String> = [format!("{:020}.checkpoint.parquet", 5), c(5)]
+            .iter()
+            .map(|n| (format!("_delta_log/{n}"), String::new()))
+            .collect();
+        let err = l.prove_rebuildable(&bad, &must, &trusted).unwrap_err();
+        assert!(err.contains("version 5"), "{err}");
+        // An untrusted (unvalidated) checkpoint proves nothing.
+        let gone: BTreeMap<String, String> = (0..3)
+            .map(|v| (format!("_delta_log/{}", c(v)), String::new()))
+            .collect();
+        assert!(l
+            .prove_rebuildable(&gone, &must, &BTreeSet::from([2]))
+            .is_ok());
+        assert!(l.prove_rebuildable(&gone, &must, &BTreeSet::new()).is_err());
+    }
+
+    #[test]
+    fn a_checkpoint_only_log_is_read_at_the_checkpoint_version() {
+        let l = listing(&[(&format!("{:020}.checkpoint.parquet", 4), 0)]);
+        let p = l.read_plan("log", &BTreeSet::new(), 0).unwrap();
+        assert_eq!(p.latest, 4);
+        assert_eq!(p.checkpoint.unwrap().version, 4);
+        assert!(p.commits.is_empty());
+        assert_eq!(p.latest_file, format!("{:020}.checkpoint.parquet", 4));
+        let e = l.read_plan("log", &BTreeSet::from([3]), 0).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Unsafe {
+                    reason: UnsafeReason::ProtectedSnapshotMissing,
+                    ..
+                }
+            ),
+            "{e}"
+        );
     }
 }

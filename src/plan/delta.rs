@@ -15,11 +15,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Phase, Purpose, Request, Session};
 use crate::context::{DrCheckpoint, HoldScope};
-use crate::delta_log::{Kept, LogEntry, LogListing, ReadPlan, Replay, Source as ReplaySource};
+use crate::delta_log::{
+    Checkpoint, Kept, LogEntry, LogListing, MustStay, ReadPlan, Replay, Source as ReplaySource,
+};
 use crate::error::{Error, Result};
 use crate::path::CanonicalUri;
 use crate::reach::Source;
-use crate::spec::delta::{self as spec, Action, LogFile, LogPath};
+use crate::spec::delta::{self as spec, Action, CommitIdentity, LogFile, LogPath};
 use crate::verdict::{human_ms, ListedObject};
 
 /// Replay order of checkpoint files (and their sidecars).
@@ -50,31 +52,22 @@ pub(super) struct DeltaSweep {
     pub(super) validating: Option<(crate::delta_log::Checkpoint, i64)>,
     /// Why validation failed, if it did (log cleanup is then skipped).
     validation_failed: Option<String>,
-    /// Size of the newest commit when the re-check found it (not listed).
-    recheck_head_size: Option<u64>,
+    /// The versions log cleanup must leave readable.
+    cleanup_must: Option<MustStay>,
+    /// The newest commit (or checkpoint-only version) planned on.
+    newest: Option<CommitIdentity>,
 }
 
 impl DeltaSweep {
-    /// The newest commit's identity: as listed, or (a commit found by the
-    /// re-check, read but never listed) its size with time 0, "unknown".
+    /// The newest commit's identity as a token: as listed, or (found by
+    /// the re-check, read but never listed) its size with time 0, "unknown".
     pub(super) fn head_identity(&self) -> Option<crate::ledger::ObjectVersion> {
-        if let Some(size) = self.recheck_head_size {
-            return Some(crate::ledger::ObjectVersion {
-                size,
-                last_modified_ms: 0,
-                etag: None,
-                version_id: None,
-            });
-        }
-        self.log
-            .files
-            .get(&spec::commit_name(self.latest))
-            .map(|e| crate::ledger::ObjectVersion {
-                size: e.size,
-                last_modified_ms: e.last_modified_ms,
-                etag: None,
-                version_id: None,
-            })
+        self.newest.as_ref().map(|n| crate::ledger::ObjectVersion {
+            size: n.size,
+            last_modified_ms: n.last_modified_ms.unwrap_or(0),
+            etag: n.etag.clone(),
+            version_id: None,
+        })
     }
 
     /// Versions kept besides the latest.
@@ -94,6 +87,15 @@ fn version_of(what: &str, id: i64) -> Result<u64> {
 }
 
 impl Session {
+    /// Delta only: the identity (version, URI, size, last-modified time and
+    /// entity tag as listed) of the newest commit the session planned on,
+    /// after the re-check (a commit found then has no listed time or tag).
+    /// For a log holding only a checkpoint, its first file. `None` before the
+    /// log was listed, and for Iceberg sessions.
+    pub fn delta_newest_commit(&self) -> Option<&CommitIdentity> {
+        self.delta.as_deref().and_then(|d| d.newest.as_ref())
+    }
+
     pub(super) fn start_delta(&mut self, log_prefix: String) -> Result<()> {
         let mut keep = BTreeSet::new();
         for v in &self.config.keep_versions {
@@ -171,6 +173,7 @@ impl Session {
             let entry = LogEntry {
                 size: obj.size,
                 last_modified_ms: obj.last_modified_ms,
+                etag: obj.etag.clone(),
             };
             if d.log.files.insert(name, entry).is_some() {
                 return Err(Error::protocol(format!("key `{}` listed twice", obj.key)));
@@ -204,9 +207,16 @@ impl Session {
             reads.push((format!("{prefix}{}", spec::commit_name(*v)), (COMMIT, *v)));
         }
         d.latest = plan.latest;
-        let latest = plan.latest;
+        let latest_uri = format!("{prefix}{}", plan.latest_file);
+        d.newest = d.log.files.get(&plan.latest_file).map(|e| CommitIdentity {
+            version: plan.latest,
+            uri: latest_uri.clone(),
+            size: e.size,
+            last_modified_ms: Some(e.last_modified_ms),
+            etag: e.etag.clone(),
+        });
         d.plan = Some(plan);
-        self.metadata_location = format!("{prefix}{}", spec::commit_name(latest));
+        self.metadata_location = latest_uri;
         self.phase = Phase::Reading;
         for (uri, order) in reads {
             self.request_read(uri, Purpose::DeltaLog { order });
@@ -274,7 +284,12 @@ impl Session {
                 }
             }
         }
-        if uri.ends_with(".parquet") {
+        let commit = uri
+            .strip_prefix(&d.log_prefix)
+            .is_some_and(|name| matches!(spec::log_file(name), LogFile::Commit(_)));
+        if commit {
+            spec::parse_commit(uri, bytes)
+        } else if uri.ends_with(".parquet") {
             spec::parse_parquet_actions(uri, bytes)
         } else {
             spec::parse_json_actions(uri, bytes)
@@ -320,14 +335,35 @@ impl Session {
             .map_err(|e| e.to_string()),
         };
         match check {
-            Ok(()) => {
-                let expired = self.sweep()?.log.expired_below(cutoff, cp.version);
-                self.classifier.expired_log = expired;
-            }
+            Ok(()) => self.delta_plan_cleanup(&cp, cutoff)?,
             Err(why) => {
                 self.warnings.insert(format!(
                     "log cleanup skipped: checkpoint {} it would stop at is not readable ({why})",
                     cp.version
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Plans log cleanup below checkpoint `boundary` (read and validated),
+    /// then proves every version that must stay readable can still be
+    /// rebuilt from what remains; if not, nothing of the log goes.
+    fn delta_plan_cleanup(&mut self, boundary: &Checkpoint, cutoff: i64) -> Result<()> {
+        let d = self.sweep()?;
+        let Some(must) = d.cleanup_must.clone() else {
+            return Ok(());
+        };
+        let expired = d.log.expired_below(cutoff, boundary.version);
+        let mut trusted = BTreeSet::from([boundary.version]);
+        if let Some(c) = d.plan.as_ref().and_then(|p| p.checkpoint.as_ref()) {
+            trusted.insert(c.version);
+        }
+        match d.log.prove_rebuildable(&expired, &must, &trusted) {
+            Ok(()) => self.classifier.expired_log = expired,
+            Err(why) => {
+                self.warnings.insert(format!(
+                    "log cleanup refused: {why}; nothing under _delta_log/ is deleted"
                 ));
             }
         }
@@ -530,18 +566,20 @@ impl Session {
                     })?,
                 };
                 let log_cutoff = self.config.now_ms.saturating_sub(log_retention);
-                let floor = if keep_versions.is_empty() {
-                    None
-                } else {
-                    Some(plan.checkpoint.as_ref().map(|c| c.version).unwrap_or(0))
-                };
-                let boundary = self.sweep()?.log.cleanup_boundary(log_cutoff, floor);
+                // Ages are judged on commit times made monotonic by version;
+                // every version from the one current at the cutoff to the
+                // newest, and every kept version, must stay readable.
+                let d = self.sweep()?;
+                let must = d.log.must_stay(log_cutoff, plan.latest, &keep_versions);
+                let boundary = must
+                    .as_ref()
+                    .and_then(|m| d.log.cleanup_boundary(log_cutoff, m));
+                d.cleanup_must = must;
                 match boundary {
                     None => {}
                     // The checkpoint just replayed was validated already.
                     Some(b) if plan.checkpoint.as_ref() == Some(&b) => {
-                        let expired = self.sweep()?.log.expired_below(log_cutoff, b.version);
-                        self.classifier.expired_log = expired;
+                        self.delta_plan_cleanup(&b, log_cutoff)?;
                     }
                     // Any other is read and validated before anything below it goes.
                     Some(b) => {
@@ -596,7 +634,7 @@ impl Session {
         replay.apply(
             uri,
             version,
-            spec::parse_json_actions(uri, bytes)?,
+            spec::parse_commit(uri, bytes)?,
             ReplaySource::Commit,
         )?;
         self.keep_state(uri, replay.live_files(), version)?;
@@ -619,7 +657,13 @@ impl Session {
         self.refs = BTreeMap::from([("version".to_owned(), version as i64)]);
         if let Some(d) = self.delta.as_deref_mut() {
             d.latest = version;
-            d.recheck_head_size = Some(bytes.len() as u64);
+            d.newest = Some(CommitIdentity {
+                version,
+                uri: uri.to_owned(),
+                size: bytes.len() as u64,
+                last_modified_ms: None,
+                etag: None,
+            });
         }
         self.request_next_commit();
         Ok(())

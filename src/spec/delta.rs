@@ -214,9 +214,38 @@ struct CommitInfoJ {
 /// a log compaction file). Any invalid line is an error: a half-read commit
 /// would lose adds.
 pub fn parse_json_actions(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
+    parse_json_lines(uri, bytes).map(|(actions, _)| actions)
+}
+
+/// Parses one commit file (`<v>.json`). Besides what
+/// [`parse_json_actions`] refuses, a commit that is empty (0 bytes, or only
+/// blank lines) or holds no action at all (only `{}` lines) is refused: it
+/// is a partial or failed write, not a version without changes, and taking
+/// it as one would lose the adds of the commit that should be there.
+pub fn parse_commit(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
+    if bytes.is_empty() {
+        return Err(Error::malformed(
+            uri,
+            "the commit file is empty (0 bytes): a partial or failed write, not a Delta version",
+        ));
+    }
+    let (actions, action_lines) = parse_json_lines(uri, bytes)?;
+    if action_lines == 0 {
+        return Err(Error::malformed(
+            uri,
+            "the commit file holds no action: a partial or failed write, not a Delta version",
+        ));
+    }
+    Ok(actions)
+}
+
+/// Parses JSON lines; also counts the lines that hold an action (a JSON
+/// object with at least one key, known to this parser or not).
+fn parse_json_lines(uri: &str, bytes: &[u8]) -> Result<(Vec<Action>, u64)> {
     let text =
         std::str::from_utf8(bytes).map_err(|e| Error::malformed(uri, format!("not UTF-8: {e}")))?;
     let mut out = Vec::new();
+    let mut action_lines = 0u64;
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() {
@@ -224,6 +253,7 @@ pub fn parse_json_actions(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
         }
         let l: Line = serde_json::from_str(line)
             .map_err(|e| Error::malformed(uri, format!("line {}: {e}", n + 1)))?;
+        let before = out.len();
         if let Some(a) = l.add {
             out.push(Action::Add {
                 path: a.path,
@@ -257,8 +287,16 @@ pub fn parse_json_actions(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
                 timestamp: c.in_commit_timestamp.or(c.timestamp),
             });
         }
+        // Actions this parser skips (txn, domainMetadata, ...) still count;
+        // only lines like `{}` hold none. Parsed again only in that rare case.
+        if out.len() > before
+            || serde_json::from_str::<BTreeMap<String, serde::de::IgnoredAny>>(line)
+                .is_ok_and(|m| !m.is_empty())
+        {
+            action_lines += 1;
+        }
     }
-    Ok(out)
+    Ok((out, action_lines))
 }
 
 fn pq_err(uri: &str, e: ParquetError) -> Error {
@@ -703,6 +741,40 @@ pub fn log_file(name: &str) -> LogFile {
     .unwrap_or(LogFile::Other)
 }
 
+/// The identity of the newest commit a plan was made on (or, for a log
+/// holding only a checkpoint, of that checkpoint's first file): enough for a
+/// host to tell, before deleting, that the commit it finds now is the same
+/// object, not just one with the same version number (a commit rewritten in
+/// place, or a table dropped and recreated).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct CommitIdentity {
+    /// The version it defines.
+    pub version: u64,
+    /// Its URI (`<location>/_delta_log/<name>`).
+    pub uri: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Last-modified time as listed, milliseconds since the Unix epoch
+    /// (`None` for a commit found by the re-check read, which is not listed).
+    #[serde(default)]
+    pub last_modified_ms: Option<i64>,
+    /// Entity tag as listed, if the store gave one.
+    #[serde(default)]
+    pub etag: Option<String>,
+}
+
+/// The planner's rebuild check, on names alone: every version a
+/// `_delta_log/` holding exactly `names` (relative to it) can rebuild: from a
+/// complete checkpoint (every part present) or from commit 0, followed by an
+/// unbroken run of commits. Log cleanup proves its plan with this check
+/// (trusting only checkpoints it read and validated); tests and hosts can
+/// run it on what a log holds after the deletes.
+pub fn rebuildable_versions<S: AsRef<str>>(
+    names: impl IntoIterator<Item = S>,
+) -> std::collections::BTreeSet<u64> {
+    crate::delta_log::rebuildable_versions(names)
+}
+
 /// The file name of commit `v`.
 pub fn commit_name(v: u64) -> String {
     format!("{v:020}.json")
@@ -881,5 +953,28 @@ mod tests {
         ));
         assert!(parse_json_actions("u", b"{\"add\":{\"path\":1}}").is_err());
         assert!(parse_json_actions("u", b"{\"add\":").is_err());
+    }
+
+    #[test]
+    fn commits_that_are_empty_hold_nothing_or_do_not_parse_are_refused() {
+        for bad in [
+            &b""[..],
+            b"\n\n",
+            b"  \n",
+            b"{}\n{}",
+            b"{\"add\":",
+            b"PAR1\x00\x01",
+        ] {
+            let e = parse_commit("s3://b/t/_delta_log/00000000000000000002.json", bad).unwrap_err();
+            assert!(matches!(e, Error::Malformed { .. }), "{e}");
+            assert!(e.to_string().contains("00000000000000000002.json"), "{e}");
+        }
+        // A commit holding only actions this parser skips is a commit.
+        assert!(
+            parse_commit("u", b"{\"txn\":{\"appId\":\"x\",\"version\":1}}\n")
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(parse_commit("u", b"{\"commitInfo\":{}}").unwrap().len(), 1);
     }
 }

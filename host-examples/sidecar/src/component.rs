@@ -143,6 +143,27 @@ impl Planner {
             .map_err(|e| describe(&e))
     }
 
+    /// The newest version of a Delta table from its log listing: its URI
+    /// and identity (JSON `{size, last_modified_ms, etag, version_id}`).
+    pub fn delta_head(
+        &mut self,
+        table: &str,
+        log: &[wt::ListedObject],
+    ) -> Result<Option<(String, serde_json::Value)>, String> {
+        let head = self
+            .api
+            .lakesweep_planner_planner()
+            .call_delta_head(&mut self.store, table, log)
+            .map_err(trap)?
+            .map_err(|e| describe(&e))?;
+        head.map(|t| {
+            let v: serde_json::Value =
+                serde_json::from_str(&t).map_err(|e| format!("component answered bad JSON: {e}"))?;
+            Ok((v["uri"].as_str().unwrap_or_default().to_owned(), v["head"].clone()))
+        })
+        .transpose()
+    }
+
     /// The core's clock rule: `judged_at_ms` may not lie ahead of this
     /// machine's clock (what-if runs say `allow_future`).
     pub fn check_clock(&mut self, judged_at_ms: i64, allow_future: bool) -> Result<(), String> {

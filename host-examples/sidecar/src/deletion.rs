@@ -48,8 +48,9 @@ impl LiveSource {
     /// The live facts (JSON, the core's `LiveFacts`), read now.
     pub async fn facts(&self, planner: &mut Planner, canonical: &str) -> Result<Value, String> {
         let (location, head) = if self.delta {
-            let (uri, o) = crate::pointer::delta_head(&self.store, &self.table, canonical).await?;
-            (uri, Some(o.version_json()))
+            let (uri, head) =
+                crate::pointer::delta_head(planner, &self.store, &self.table, canonical).await?;
+            (uri, Some(head))
         } else {
             let raw = self.pointer.resolve(&self.store, &self.table).await?;
             (planner.canonical_pointer(&raw, &self.location_map)?, None)

@@ -120,41 +120,38 @@ impl Pointer {
     }
 }
 
-/// The newest commit of a Delta table, as `CANONICAL/_delta_log/<v>.json`
-/// (what a Delta plan's token names; `canonical` is the plan's table
-/// location, so `s3a://` tables compare equal to the store's `s3://` keys),
-/// with the commit object as listed (its identity: size, time, ETag).
+/// The newest version of a Delta table as the planner names it (the newest
+/// commit, or a newer checkpoint of a checkpoint-only log) with that file's
+/// identity, decided by the component from the listing of `_delta_log/`.
+/// `canonical` is the plan's table location (an `s3a://` table then names
+/// the same URI as the store's `s3://` keys).
 pub async fn delta_head(
+    planner: &mut crate::component::Planner,
     store: &Store,
     table: &str,
     canonical: &str,
-) -> Result<(String, crate::store::Object), String> {
+) -> Result<(String, serde_json::Value), String> {
     use futures::StreamExt;
     let log = format!("{table}/_delta_log/");
-    let mut newest: Option<(u64, String, crate::store::Object)> = None;
-    let mut objects = store.list(&log);
-    while let Some(o) = objects.next().await {
+    let mut objects = Vec::new();
+    let mut listing = store.list(&log);
+    while let Some(o) = listing.next().await {
         let o = o?;
-        // Whatever scheme spelling the store answers with, the name is the
-        // last path component.
+        // The planner judges names under the plan's own spelling of the table.
         let Some((_, name)) = o.uri.rsplit_once("/_delta_log/") else {
             continue;
         };
-        let Some(v) = name.strip_suffix(".json") else {
-            continue;
-        };
-        if v.len() != 20 || !v.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(v) = v.parse::<u64>() else { continue };
-        if newest.as_ref().is_none_or(|(n, _, _)| v > *n) {
-            let uri = format!("{canonical}/_delta_log/{name}");
-            newest = Some((v, uri, o));
-        }
+        objects.push(crate::component::wt::ListedObject {
+            key: format!("{canonical}/_delta_log/{name}"),
+            size: o.size,
+            last_modified_ms: o.last_modified_ms,
+            etag: o.etag.clone(),
+            version_id: o.version_id.clone(),
+        });
     }
-    newest
-        .map(|(_, u, o)| (u, o))
-        .ok_or_else(|| format!("{log} holds no commit: the table is gone or not a Delta table"))
+    planner
+        .delta_head(canonical, &objects)?
+        .ok_or_else(|| format!("{log} holds no commit and no checkpoint: the table is gone or not a Delta table"))
 }
 
 /// The highest `vN.metadata.json` (also `vN.gz.metadata.json`) under
