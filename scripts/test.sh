@@ -7,7 +7,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+# Python packages go into a virtual environment of the checkout's own
+# (a fresh Debian refuses system-wide pip); the tests find it first on PATH.
+venv="${LAKESWEEP_VENV:-$PWD/.venv}"
+[ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
+"$venv/bin/python3" -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+export PATH="$venv/bin:$PATH"
 python3 -c 'import moto.server, fastavro, pyiceberg.catalog.sql, pyarrow, deltalake'
 bash scripts/build-component.sh
 cargo test --all-targets

@@ -385,6 +385,26 @@ pub struct Session {
     /// Unreferenced metadata documents of this table found in the listing,
     /// judged against the final pointer before the plan is done.
     stray_documents: Vec<StrayDocument>,
+    /// Per snapshot walked: its manifest list (or embedded manifests) and
+    /// what its summary says they hold; checked once every blob is read.
+    summary_checks: Vec<SummaryCheck>,
+    /// Manifest URIs each manifest list named, by list URI.
+    list_manifests: HashMap<String, Vec<String>>,
+    /// Live (ADDED or EXISTING) data and delete entries, by manifest URI.
+    manifest_live: HashMap<String, (u64, u64)>,
+    /// Snapshots whose summary could not be checked (no totals recorded).
+    unchecked_summaries: u64,
+}
+
+/// A snapshot whose manifests must add up to its summary's totals.
+#[derive(Debug, Clone)]
+struct SummaryCheck {
+    snapshot_id: i64,
+    /// Canonical manifest-list URI (`None`: v1 embedded manifests).
+    list: Option<String>,
+    /// Canonical URIs of v1 embedded manifests.
+    embedded: Vec<String>,
+    totals: iceberg::SummaryTotals,
 }
 
 /// An unreferenced `*.metadata.json` of this table (same `table-uuid`) and
@@ -502,6 +522,10 @@ impl Session {
             delta: None,
             pointer_sequence: None,
             stray_documents: Vec::new(),
+            summary_checks: Vec::new(),
+            list_manifests: HashMap::new(),
+            manifest_live: HashMap::new(),
+            unchecked_summaries: 0,
         };
         if s.config.format == TableFormat::Delta {
             s.start_delta(pointer)?;
@@ -677,6 +701,12 @@ impl Session {
                 .protections
                 .stale_writers(self.config.now_ms, max_writer),
         );
+        if self.unchecked_summaries > 0 {
+            warnings.insert(format!(
+                "{} snapshots record no totals in their summary (total-data-files, total-delete-files): a manifest list of theirs cut at an Avro block boundary could not be told from a shorter one",
+                self.unchecked_summaries
+            ));
+        }
         if summary.referenced_not_listed > 0 {
             warnings.insert(format!(
                 "{} referenced objects were not in the listing: the table references files that do not exist (or the listing was incomplete)",
@@ -901,6 +931,7 @@ impl Session {
             Purpose::ManifestList { .. } => {
                 let entries = iceberg::read_manifest_list(uri, bytes)?;
                 let list_short = self.short(uri);
+                let mut named = Vec::with_capacity(entries.len());
                 for m in entries {
                     let canon = self.reference(
                         uri,
@@ -909,6 +940,7 @@ impl Session {
                             listed_in: list_short.clone(),
                         },
                     )?;
+                    named.push(canon.clone());
                     self.request_read(
                         canon,
                         Purpose::Manifest {
@@ -916,6 +948,7 @@ impl Session {
                         },
                     );
                 }
+                self.list_manifests.insert(uri.to_owned(), named);
                 Ok(())
             }
             Purpose::Manifest { expected_len } => {
@@ -930,11 +963,20 @@ impl Session {
                 let keep_deleted = self.config.keep_deleted_entries;
                 let manifest_short = self.short(uri);
                 let mut paths: Vec<(i64, i64, String)> = Vec::new();
+                let mut live = (0u64, 0u64);
                 iceberg::for_each_manifest_entry(uri, bytes, |status, content, path| {
+                    if status != iceberg::STATUS_DELETED {
+                        if content == 0 {
+                            live.0 += 1;
+                        } else {
+                            live.1 += 1;
+                        }
+                    }
                     if status != iceberg::STATUS_DELETED || keep_deleted {
                         paths.push((status, content, path.to_owned()));
                     }
                 })?;
+                self.manifest_live.insert(uri.to_owned(), live);
                 for (status, content, path) in paths {
                     self.reference(
                         uri,
@@ -1080,6 +1122,12 @@ impl Session {
         }
         for snap in &md.snapshots {
             self.snapshots.insert(snap.snapshot_id);
+            let mut check = SummaryCheck {
+                snapshot_id: snap.snapshot_id,
+                list: None,
+                embedded: Vec::new(),
+                totals: snap.totals,
+            };
             if let Some(list) = &snap.manifest_list {
                 let canon = self.reference(
                     uri,
@@ -1088,6 +1136,7 @@ impl Session {
                         snapshot_id: snap.snapshot_id,
                     },
                 )?;
+                check.list = Some(canon.clone());
                 self.request_read(
                     canon,
                     Purpose::ManifestList {
@@ -1103,7 +1152,63 @@ impl Session {
                         listed_in: format!("snapshot {} (v1 embedded list)", snap.snapshot_id),
                     },
                 )?;
+                check.embedded.push(canon.clone());
                 self.request_read(canon, Purpose::Manifest { expected_len: None });
+            }
+            self.summary_checks.push(check);
+        }
+        Ok(())
+    }
+
+    /// Every snapshot walked since the last check: its manifests' live
+    /// entries must add up to what its summary records (a manifest list cut
+    /// at an Avro block boundary parses as a shorter, valid list; only the
+    /// summary can tell). A snapshot without totals is counted and said.
+    fn check_summaries(&mut self) -> Result<()> {
+        for c in std::mem::take(&mut self.summary_checks) {
+            let t = c.totals;
+            if t.data_files.is_none() && t.delete_files.is_none() && t.manifests.is_none() {
+                self.unchecked_summaries += 1;
+                continue;
+            }
+            let (what, manifests): (String, Vec<String>) = match &c.list {
+                Some(l) => (
+                    format!("manifest list `{l}`"),
+                    self.list_manifests.get(l).cloned().unwrap_or_default(),
+                ),
+                None => ("embedded manifest list".into(), c.embedded.clone()),
+            };
+            let mut data = 0u64;
+            let mut deletes = 0u64;
+            for m in &manifests {
+                let (d, x) = self.manifest_live.get(m).copied().unwrap_or_default();
+                data = data.saturating_add(d);
+                deletes = deletes.saturating_add(x);
+            }
+            let blob = c.list.as_deref().unwrap_or(self.metadata_location.as_str());
+            let mismatch = |field: &str, found: u64, says: u64| {
+                Error::malformed(
+                    blob,
+                    format!(
+                        "snapshot {}: the {what} and its manifests hold {found} {field}, the snapshot summary says {says} (a list or manifest cut short, or rewritten): the keep set would be incomplete",
+                        c.snapshot_id
+                    ),
+                )
+            };
+            if let Some(n) = t.manifests {
+                if c.list.is_some() && n != manifests.len() as u64 {
+                    return Err(mismatch("manifests", manifests.len() as u64, n));
+                }
+            }
+            if let Some(n) = t.data_files {
+                if n != data {
+                    return Err(mismatch("live data files", data, n));
+                }
+            }
+            if let Some(n) = t.delete_files {
+                if n != deletes {
+                    return Err(mismatch("live delete files", deletes, n));
+                }
             }
         }
         Ok(())
@@ -1127,12 +1232,14 @@ impl Session {
                 self.delta_start_listing()?;
             }
             Phase::Reading if self.recheck_pending => {
+                self.check_summaries()?;
                 self.recheck_pending = false;
                 self.demote();
                 self.phase = Phase::AwaitPointer;
                 self.outbox.push_back(Request::ResolvePointer);
             }
             Phase::Reading => {
+                self.check_summaries()?;
                 self.check_protections()?;
                 self.classifier.keep.freeze();
                 self.phase = Phase::Listing;

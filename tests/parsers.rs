@@ -144,3 +144,59 @@ proptest! {
         prop_assert!(got.is_err(), "truncated {uri} gave a plan");
     }
 }
+
+/// Offsets just after each Avro block of a container (after its 16-byte sync
+/// marker), excluding the file's end: every place a cut leaves a shorter,
+/// well-formed container.
+fn block_boundaries(bytes: &[u8]) -> Vec<usize> {
+    // The header ends with the sync marker; every block ends with it too.
+    let Ok(c) = Container::open(bytes) else {
+        return Vec::new();
+    };
+    let sync = c.sync_marker();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 16 <= bytes.len() {
+        if bytes[i..i + 16] == sync {
+            let end = i + 16;
+            if end < bytes.len() {
+                out.push(end);
+            }
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+#[test]
+fn every_manifest_list_and_manifest_cut_at_a_block_boundary_is_refused() {
+    let mut cuts = 0;
+    for t in tables() {
+        let run = run_native(t.config(), &HostOptions::for_table(&t)).unwrap();
+        let referenced: Vec<String> = run
+            .verdicts()
+            .into_values()
+            .filter(|d| d.verdict == lakesweep::Verdict::Referenced && d.key.ends_with(".avro"))
+            .map(|d| d.key)
+            .collect();
+        assert!(!referenced.is_empty(), "{}", t.name);
+        for uri in referenced {
+            let bytes = std::fs::read(vpath(&uri).unwrap()).unwrap();
+            for at in block_boundaries(&bytes) {
+                cuts += 1;
+                let mut opts = HostOptions::for_table(&t);
+                opts.replace.insert(uri.clone(), bytes[..at].to_vec());
+                let r = run_native(t.config(), &opts);
+                assert!(
+                    r.is_err(),
+                    "{}: `{uri}` cut at byte {at} of {} still planned",
+                    t.name,
+                    bytes.len()
+                );
+            }
+        }
+    }
+    assert!(cuts > 0, "no block boundary was cut");
+}

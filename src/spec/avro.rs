@@ -602,6 +602,11 @@ pub struct Container<'a> {
 }
 
 impl<'a> Container<'a> {
+    /// The 16-byte sync marker that ends the header and every block.
+    pub fn sync_marker(&self) -> [u8; 16] {
+        self.sync
+    }
+
     /// Reads the header of a container file.
     pub fn open(bytes: &'a [u8]) -> AResult<Container<'a>> {
         if bytes.len() < 4 || &bytes[..4] != b"Obj\x01" {

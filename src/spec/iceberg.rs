@@ -52,6 +52,40 @@ pub struct Snapshot {
     pub manifest_list: Option<String>,
     /// v1 only: the embedded `manifests` list, as written.
     pub manifests: Vec<String>,
+    /// What the snapshot's summary says its manifests hold.
+    pub totals: SummaryTotals,
+}
+
+/// The counts a snapshot summary records (`None`: absent or not a number).
+/// A manifest list has no recorded length, so these are what tells a list
+/// cut at an Avro block boundary from a shorter one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SummaryTotals {
+    /// `total-data-files`: live data files (ADDED or EXISTING, content 0).
+    pub data_files: Option<u64>,
+    /// `total-delete-files`: live delete files (content 1 or 2).
+    pub delete_files: Option<u64>,
+    /// `manifests-created` + `manifests-kept`: entries of the manifest list.
+    pub manifests: Option<u64>,
+}
+
+impl SummaryTotals {
+    fn from_summary(summary: &BTreeMap<String, serde_json::Value>) -> SummaryTotals {
+        let num = |k: &str| -> Option<u64> {
+            match summary.get(k)? {
+                serde_json::Value::String(s) => s.trim().parse().ok(),
+                serde_json::Value::Number(n) => n.as_u64(),
+                _ => None,
+            }
+        };
+        SummaryTotals {
+            data_files: num("total-data-files"),
+            delete_files: num("total-delete-files"),
+            manifests: num("manifests-created")
+                .zip(num("manifests-kept"))
+                .and_then(|(a, b)| a.checked_add(b)),
+        }
+    }
 }
 
 /// Table metadata, reduced to what a sweeper and snapshot expiry need.
@@ -134,6 +168,8 @@ struct RawSnapshot {
     manifest_list: Option<String>,
     manifests: Option<Vec<String>>,
     key_id: Option<serde_json::Value>,
+    #[serde(default)]
+    summary: Option<BTreeMap<String, serde_json::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -245,6 +281,11 @@ impl TableMetadata {
                 timestamp_ms: s.timestamp_ms,
                 manifest_list: s.manifest_list,
                 manifests,
+                totals: s
+                    .summary
+                    .as_ref()
+                    .map(SummaryTotals::from_summary)
+                    .unwrap_or_default(),
             });
         }
         let mut refs = BTreeMap::new();

@@ -22,6 +22,28 @@ use crate::plan::{self, Format, PlanInput};
 use crate::pointer::Pointer;
 use crate::store::{clock_ms, Object, Store};
 
+/// Runs the test hook, if `LAKESWEEP_TEST_HOOK` names one, with `step`
+/// (`N`: batch N was just accepted and is about to be deleted; `final`:
+/// the last batch is done, the damage check follows). Tests and recovery
+/// drills use it to land a commit, a hold or a lease exactly there; it
+/// decides nothing.
+fn hook(step: &str) -> Result<(), String> {
+    let Some(cmd) = std::env::var_os("LAKESWEEP_TEST_HOOK") else {
+        return Ok(());
+    };
+    let status = std::process::Command::new(&cmd)
+        .arg(step)
+        .status()
+        .map_err(|e| format!("LAKESWEEP_TEST_HOOK {}: {e}", cmd.to_string_lossy()))?;
+    if !status.success() {
+        return Err(format!(
+            "LAKESWEEP_TEST_HOOK {} {step} failed: {status}",
+            cmd.to_string_lossy()
+        ));
+    }
+    Ok(())
+}
+
 /// Keys per batch by default: the pointer and context are re-read, and the
 /// core asked again, before every batch.
 pub const DEFAULT_BATCH: usize = 256;
@@ -118,7 +140,9 @@ pub async fn run(
     let mut out = Deleted::default();
     let mut deleted_keys: Vec<(String, Value)> = Vec::new();
     let mut rest = items.into_iter().peekable();
+    let mut number = 0usize;
     while rest.peek().is_some() {
+        number += 1;
         let batch: Vec<Item> = rest.by_ref().take(opts.batch.max(1)).collect();
         let facts = source.facts(planner, &canonical).await?;
         let acc = planner.accept(plan_json, &facts.to_string())?;
@@ -138,6 +162,7 @@ pub async fn run(
             out.stopped = Some(why);
             break;
         }
+        hook(&number.to_string())?;
         let mut todo = Vec::new();
         for it in batch {
             match acc["denied"][&it.key].as_str() {
@@ -175,6 +200,7 @@ pub async fn run(
         }
     }
     if !deleted_keys.is_empty() {
+        hook("final")?;
         damage_check(planner, plan_json, &plan, source, &canonical, &deleted_keys, opts, &mut out)
             .await;
         for r in &out.damage {

@@ -9,63 +9,17 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::*;
 use serde_json::Value;
 
-fn py(args: &[&str]) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/iceberg_table.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .args(args)
-        .output()
-        .expect("python3 with pyiceberg[sql-sqlite,pyarrow]==0.12.0 (.ci/run installs it)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-struct PyTable {
-    dir: PathBuf,
-    info: Value,
-}
-
 impl PyTable {
-    fn new(name: &str) -> PyTable {
-        let dir = std::env::temp_dir().join(format!("lakesweep-py-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let info = py(&["write", dir.to_str().unwrap()]);
-        PyTable { dir, info }
-    }
-    fn location(&self) -> String {
-        self.info["location"].as_str().unwrap().to_owned()
-    }
-    fn pointer(&self) -> Vec<String> {
-        vec![
-            "--catalog".into(),
-            format!("sqlite:{}", self.dir.join("catalog.db").display()),
-            "--table".into(),
-            "demo.t".into(),
-        ]
-    }
     fn run(&self, cmd: &str, extra: &[&str]) -> std::process::Output {
         let mut a = vec![cmd.to_owned(), self.location()];
         a.extend(self.pointer());
         a.extend(["--now".into(), month_ahead()]);
         a.extend(extra.iter().map(|s| s.to_string()));
         lakesweep(&a)
-    }
-}
-
-impl Drop for PyTable {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -194,3 +194,60 @@ pub fn planted(t: &Value, verdicts: &[&str]) -> BTreeSet<String> {
         .map(|(k, _)| k.clone())
         .collect()
 }
+
+/// Runs `tests/py/iceberg_table.py` (pyiceberg 0.12.0; scripts/test.sh
+/// installs it) and parses what it prints (empty output: `null`).
+pub fn py(args: &[&str]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/iceberg_table.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("python3 with pyiceberg[sql-sqlite,pyarrow]==0.12.0 (scripts/test.sh installs it)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.stdout.iter().all(u8::is_ascii_whitespace) {
+        return Value::Null;
+    }
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A real pyiceberg table (`demo.t` in a sqlite SQL catalog) in a scratch folder.
+pub struct PyTable {
+    pub dir: PathBuf,
+    pub info: Value,
+}
+
+impl PyTable {
+    pub fn new(name: &str) -> PyTable {
+        let dir = std::env::temp_dir().join(format!("lakesweep-py-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let info = py(&["write", dir.to_str().unwrap()]);
+        PyTable { dir, info }
+    }
+    pub fn location(&self) -> String {
+        self.info["location"].as_str().unwrap().to_owned()
+    }
+    /// The table folder on disk.
+    pub fn root(&self) -> PathBuf {
+        PathBuf::from(self.location().trim_start_matches("file://"))
+    }
+    pub fn pointer(&self) -> Vec<String> {
+        vec![
+            "--catalog".into(),
+            format!("sqlite:{}", self.dir.join("catalog.db").display()),
+            "--table".into(),
+            "demo.t".into(),
+        ]
+    }
+}
+
+impl Drop for PyTable {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

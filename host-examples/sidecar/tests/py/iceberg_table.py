@@ -7,7 +7,16 @@ Usage:
                                list, manifests, data files of any status)
   iceberg_table.py check DIR   load the table, scan the current snapshot and
                                time-travel to every snapshot; prints JSON
+  iceberg_table.py orphans DIR N AGE_DAYS
+                               write N Parquet files of the table's schema under
+                               its data/ folder (never committed: garbage), dated
+                               AGE_DAYS ago; prints their keys
+  iceberg_table.py add DIR KEY register an existing data file (add_files), the way
+                               writers adopt files they did not write
 """
+
+import os
+import time
 
 import json
 import sys
@@ -85,5 +94,27 @@ def check(d):
     )
 
 
+def orphans(d, n, age_days):
+    import pyarrow.parquet as pq
+
+    t = catalog(d).load_table("demo.t")
+    root = t.location().removeprefix("file://")
+    when = time.time() - float(age_days) * 86400
+    keys = []
+    for i in range(int(n)):
+        key = f"data/orphan-{i:03d}.parquet"
+        pq.write_table(rows([1000 + i], "z"), f"{root}/{key}")
+        os.utime(f"{root}/{key}", (when, when))
+        keys.append(key)
+    print(json.dumps(keys))
+
+
+def add(d, key):
+    t = catalog(d).load_table("demo.t")
+    t.add_files([f"{t.location()}/{key}"])
+
+
 if __name__ == "__main__":
-    {"write": write, "refs": refs, "check": check}[sys.argv[1]](sys.argv[2])
+    {"write": write, "refs": refs, "check": check, "orphans": orphans, "add": add}[
+        sys.argv[1]
+    ](*sys.argv[2:])

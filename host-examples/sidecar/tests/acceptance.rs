@@ -1,0 +1,279 @@
+//! `apply` and `sweep` through the core's one acceptance path, on real
+//! pyiceberg tables: commits that register old unreferenced files
+//! (`add_files`) landing between batches and inside the last batch's
+//! window, holds of any generation, table holds and leases given after the
+//! plan, lagging pointers, and a first sweep of a table. Commits and holds
+//! land exactly where the test wants them through `LAKESWEEP_TEST_HOOK`.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use common::*;
+use serde_json::Value;
+
+/// A pyiceberg table with `n` old orphans and a sealed plan deleting them.
+struct Setup {
+    t: PyTable,
+    orphans: Vec<String>,
+    plan: PathBuf,
+}
+
+impl Setup {
+    fn new(name: &str, n: usize, plan_extra: &[&str]) -> Setup {
+        let t = PyTable::new(name);
+        let orphans: Vec<String> =
+            serde_json::from_value(py(&["orphans", t.dir.to_str().unwrap(), &n.to_string(), "10"]))
+                .unwrap();
+        let plan = t.dir.join("plan.json");
+        let mut a = vec!["plan".to_owned(), t.location()];
+        a.extend(t.pointer());
+        a.extend(["--out".into(), plan.display().to_string(), "--json".into()]);
+        a.extend(plan_extra.iter().map(|s| s.to_string()));
+        let v = json(&lakesweep(&a));
+        if plan_extra.is_empty() {
+            let want: BTreeSet<String> = orphans.iter().cloned().collect();
+            assert_eq!(deletes(&v), want, "{v}");
+        }
+        Setup { t, orphans, plan }
+    }
+
+    fn apply(&self, extra: &[&str], hook: Option<&Path>) -> std::process::Output {
+        let mut a = vec!["apply".to_owned(), self.plan.display().to_string()];
+        a.extend(self.t.pointer());
+        a.extend(extra.iter().map(|s| s.to_string()));
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_lakesweep"));
+        c.args(&a)
+            .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"));
+        if let Some(h) = hook {
+            c.env("LAKESWEEP_TEST_HOOK", h);
+        }
+        c.output().unwrap()
+    }
+
+    fn exists(&self, key: &str) -> bool {
+        self.t.root().join(key).exists()
+    }
+
+    /// A hook script: at `step`, run `body` (sh).
+    fn hook(&self, step: &str, body: &str) -> PathBuf {
+        let p = self.t.dir.join("hook.sh");
+        std::fs::write(
+            &p,
+            format!("#!/bin/sh\nset -e\nif [ \"$1\" = \"{step}\" ]; then\n{body}\nfi\n"),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    /// The shell line that registers `key` with the table (a real commit).
+    fn add(&self, key: &str) -> String {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/iceberg_table.py");
+        format!(
+            "python3 '{}' add '{}' '{key}'",
+            script.display(),
+            self.t.dir.display()
+        )
+    }
+
+    fn receipts(&self) -> Vec<Value> {
+        std::fs::read_to_string(format!("{}.receipts.jsonl", self.plan.display()))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn rows(&self) -> u64 {
+        py(&["check", self.t.dir.to_str().unwrap()])["rows"]
+            .as_u64()
+            .unwrap()
+    }
+}
+
+fn results(rs: &[Value], result: &str) -> BTreeSet<String> {
+    rs.iter()
+        .filter(|r| r["result"] == result)
+        .map(|r| r["key"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_commit_between_batches_stops_apply_and_keeps_the_file_it_registers() {
+    let s = Setup::new("acc-stop", 8, &[]);
+    let last = s.orphans[7].clone();
+    // Batch 2 was accepted; before its deletes a writer registers the last orphan.
+    let hook = s.hook("2", &s.add(&last));
+    let o = s.apply(&["--batch", "2"], Some(&hook));
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("STOPPED"), "{}", out_text(&o));
+    let rs = s.receipts();
+    let deleted = results(&rs, "deleted");
+    assert_eq!(deleted, s.orphans[..4].iter().cloned().collect(), "{rs:?}");
+    assert_eq!(
+        results(&rs, "skipped-stopped"),
+        s.orphans[4..].iter().cloned().collect()
+    );
+    assert!(s.exists(&last), "the registered file survived");
+    assert!(results(&rs, "damaged").is_empty());
+    // The table reads, including the adopted file's row.
+    assert_eq!(s.rows(), 7 + 1);
+}
+
+#[test]
+fn a_commit_inside_the_last_batch_window_is_reported_as_damage() {
+    let s = Setup::new("acc-damage", 4, &[]);
+    let last = s.orphans[3].clone();
+    // The last batch (2 of 2) was accepted; the commit lands before its deletes.
+    let hook = s.hook("2", &s.add(&last));
+    let o = s.apply(&["--batch", "2"], Some(&hook));
+    let text = out_text(&o);
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    assert!(text.contains(&format!("DAMAGE: {last}")), "{text}");
+    let rs = s.receipts();
+    assert_eq!(results(&rs, "damaged"), BTreeSet::from([last.clone()]));
+    let d = rs.iter().find(|r| r["result"] == "damaged").unwrap();
+    assert!(d["detail"].as_str().unwrap().contains("needs it"), "{d}");
+    assert!(d["restore"].is_string(), "{d}");
+}
+
+#[test]
+fn holds_table_holds_and_leases_given_after_the_plan_refuse_apply() {
+    let s = Setup::new("acc-holds", 3, &[]);
+    let current = s.t.info["current"].as_i64().unwrap();
+    let far = 4_102_444_800_000i64; // 2100
+    let cases = [
+        // A hold whose generation is 0, not newer than anything.
+        ("holds", format!(r#"[{{"scope":{{"pathPrefix":"{}"}},"generation":0}}]"#, s.orphans[1])),
+        ("holds", r#"[{"scope":"table","generation":0}]"#.to_owned()),
+        ("leases", format!(r#"[{{"snapshotId":{current},"expiresAtMs":{far},"readerGeneration":0}}]"#)),
+    ];
+    for (kind, doc) in cases {
+        let f = s.t.dir.join(format!("{kind}.json"));
+        std::fs::write(&f, &doc).unwrap();
+        let o = s.apply(&[&format!("--{kind}"), f.to_str().unwrap()], None);
+        assert_eq!(o.status.code(), Some(2), "{doc}: {}", out_text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("cannot be applied"),
+            "{}",
+            out_text(&o)
+        );
+        for k in &s.orphans {
+            assert!(s.exists(k), "{doc}: {k} deleted");
+        }
+    }
+}
+
+#[test]
+fn a_hold_known_to_the_plan_keeps_its_key_and_the_rest_goes() {
+    let t_hold = r#"[{"scope":{"pathPrefix":"data/orphan-001"},"generation":0}]"#;
+    let dir = std::env::temp_dir().join(format!("lakesweep-holdfile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("holds.json");
+    std::fs::write(&f, t_hold).unwrap();
+    let s = Setup::new("acc-known-hold", 3, &["--holds", f.to_str().unwrap()]);
+    let o = s.apply(&["--holds", f.to_str().unwrap()], None);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert!(s.exists("data/orphan-001.parquet"));
+    assert!(!s.exists("data/orphan-000.parquet"));
+    assert!(!s.exists("data/orphan-002.parquet"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_hold_arriving_between_batches_stops_the_run() {
+    let dir = std::env::temp_dir().join(format!("lakesweep-holdlate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("holds.json");
+    std::fs::write(&f, "[]").unwrap();
+    let s = Setup::new("acc-late-hold", 6, &["--holds", f.to_str().unwrap()]);
+    let hold = r#"[{"scope":{"pathPrefix":"data/orphan-005"},"generation":0}]"#;
+    let hook = s.hook("2", &format!("printf '%s' '{hold}' > '{}'", f.display()));
+    let o = s.apply(&["--batch", "2", "--holds", f.to_str().unwrap()], Some(&hook));
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    assert!(s.exists("data/orphan-005.parquet"));
+    assert!(s.exists("data/orphan-004.parquet"), "batch 3 never ran");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_lagging_pointer_is_refused_and_version_hint_follows_the_hadoop_rule() {
+    let t = PyTable::new("acc-lag");
+    let meta = t.root().join("metadata");
+    let mut docs: Vec<String> = std::fs::read_dir(&meta)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".metadata.json"))
+        .collect();
+    docs.sort();
+    assert!(docs.len() >= 3, "{docs:?}");
+    // A fixed pointer to an older document: newer ones descend from it.
+    let plan = |pointer: &[String]| {
+        let mut a = vec!["plan".to_owned(), t.location()];
+        a.extend(pointer.iter().cloned());
+        a.push("--json".into());
+        lakesweep(&a)
+    };
+    let o = plan(&[
+        "--metadata".into(),
+        meta.join(&docs[1]).display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("stale") || err.contains("StalePointer"), "{err}");
+    assert!(err.contains("lags"), "{err}");
+    // The catalog's pointer is the newest: planned.
+    let o = plan(&t.pointer());
+    assert!(o.status.success(), "{}", out_text(&o));
+
+    // Hadoop names beside pyiceberg's: v1 (older) and v2 (the newest).
+    std::fs::copy(meta.join(&docs[1]), meta.join("v1.metadata.json")).unwrap();
+    std::fs::copy(meta.join(docs.last().unwrap()), meta.join("v2.metadata.json")).unwrap();
+    for hint in ["v1.metadata.json", "1", "00001-lagging.metadata.json"] {
+        std::fs::write(meta.join("version-hint.text"), hint).unwrap();
+        let v = json(&plan(&[]));
+        assert!(
+            v["tokens"]["metadata_location"]
+                .as_str()
+                .unwrap()
+                .ends_with("/metadata/v2.metadata.json"),
+            "hint {hint}: {}",
+            v["tokens"]
+        );
+    }
+    // No vN documents and a hint that is not a number: refused.
+    std::fs::remove_file(meta.join("v1.metadata.json")).unwrap();
+    std::fs::remove_file(meta.join("v2.metadata.json")).unwrap();
+    std::fs::write(meta.join("version-hint.text"), &docs[0]).unwrap();
+    let o = plan(&[]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not a version number"),
+        "{}",
+        out_text(&o)
+    );
+}
+
+#[test]
+fn the_first_sweep_of_a_table_makes_its_folder_and_takes_the_lock() {
+    let s = Setup::new("acc-sweep", 2, &[]);
+    assert!(!s.t.root().join("_lakesweep").exists());
+    let mut a = vec!["sweep".to_owned(), s.t.location()];
+    a.extend(s.t.pointer());
+    let o = lakesweep(&a);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert!(s.t.root().join("_lakesweep/ledger.json").exists());
+    assert!(!s.t.root().join("_lakesweep/ledger.json.lock").exists());
+    // A lock left behind is reported as such.
+    std::fs::write(s.t.root().join("_lakesweep/ledger.json.lock"), "{}").unwrap();
+    let o = lakesweep(&a);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("holds"),
+        "{}",
+        out_text(&o)
+    );
+}
