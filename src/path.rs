@@ -469,6 +469,50 @@ mod tests {
     }
 
     #[test]
+    fn spellings_resolve_dots_and_slashes_as_readers_do() {
+        let paths = |s: &str| -> Vec<String> {
+            spellings(&c(s))
+                .into_iter()
+                .map(|u| u.to_uri_string())
+                .collect()
+        };
+        assert_eq!(paths("s3://b/t/x"), ["s3://b/t/x"]);
+        assert_eq!(paths("file:///w/x/../t/p"), ["file:///w/t/p"]);
+        assert_eq!(paths("FILE://localhost/w/t/./p"), ["file:///w/t/p"]);
+        assert_eq!(paths("file:///w/t//p"), ["file:///w/t/p", "file:///w/t//p"]);
+        // The kernel collapses first, URL readers do not.
+        assert_eq!(
+            paths("file:///w/t/a//../p"),
+            ["file:///w/t/p", "file:///w/t/a/p"]
+        );
+        assert_eq!(paths("s3a://b/t/x/../p"), ["s3://b/t/x/../p", "s3://b/t/p"]);
+        assert_eq!(paths("s3://b/t//p"), ["s3://b/t//p", "s3://b/t/p"]);
+        assert_eq!(paths("s3://B/t/p"), ["s3://B/t/p", "s3://b/t/p"]);
+        // Above the root: literal only (clamped on a local file system).
+        assert_eq!(paths("s3://b/../t/p"), ["s3://b/../t/p"]);
+        assert_eq!(paths("file:///../w/t/p"), ["file:///w/t/p"]);
+        assert_eq!(
+            remove_dot_segments("/a/b/..", false).as_deref(),
+            Some("/a/")
+        );
+        assert_eq!(remove_dot_segments("/a/../..", false), None);
+        assert_eq!(
+            remove_dot_segments("/a/./b/.", false).as_deref(),
+            Some("/a/b/")
+        );
+    }
+
+    #[test]
+    fn unaddressable_keys() {
+        assert!(unaddressable("s3://b/t/a\nb", "a\nb").is_some());
+        assert!(unaddressable("s3://b/t/a\u{7f}", "a\u{7f}").is_some());
+        assert!(unaddressable("s3://b/t/x/../a", "x/../a").is_some());
+        assert!(unaddressable("s3://b/t/./a", "./a").is_some());
+        assert!(unaddressable("s3://b/t/a..b/.c", "a..b/.c").is_none());
+        assert!(unaddressable("s3://b/t/a//b", "a//b").is_none());
+    }
+
+    #[test]
     fn percent_decode_handles_edges() {
         assert_eq!(percent_decode("a%2"), "a%2");
         assert_eq!(percent_decode("a%25"), "a%");
