@@ -372,7 +372,8 @@ pub struct Session {
     failed: Option<Error>,
     /// Delta-only state (the log listing and replay).
     delta: Option<Box<delta::DeltaSweep>>,
-    /// Blobs of the metadata graph by canonical URI, with their role.
+    /// Blobs of the metadata graph outside the table, by canonical URI, with
+    /// their role (those inside are in the keep set with their reason).
     graph: HashMap<String, &'static str>,
     /// Keys kept only as one of several keys an ambiguous reference may name.
     alt_only: HashSet<String>,
@@ -840,13 +841,20 @@ impl Session {
     /// Every URI a mapped reference may name (see [`crate::path::spellings`]);
     /// a reference without an authority on `hdfs`/`viewfs` may also mean the
     /// table's file system (its default), and the other way round.
-    fn spellings_of(&self, canon: &CanonicalUri) -> Vec<CanonicalUri> {
-        let mut all = crate::path::spellings(canon);
+    fn spellings_of(&self, canon: CanonicalUri) -> Vec<CanonicalUri> {
         let loc = self.classifier.location.canonical();
-        if canon.scheme == loc.scheme
+        let other_fs = canon.scheme == loc.scheme
             && canon.authority != loc.authority
-            && (canon.authority.is_empty() || loc.authority.is_empty())
+            && (canon.authority.is_empty() || loc.authority.is_empty());
+        if !other_fs
+            && !crate::path::has_dot_or_empty_segment(&canon.path)
+            && !canon.authority.bytes().any(|b| b.is_ascii_uppercase())
         {
+            // The common case: one spelling, no copies.
+            return vec![canon];
+        }
+        let mut all = crate::path::spellings(&canon);
+        if other_fs {
             let more: Vec<CanonicalUri> = all
                 .iter()
                 .map(|c| CanonicalUri {
@@ -875,24 +883,32 @@ impl Session {
     ) -> Result<Vec<CanonicalUri>> {
         let canon = CanonicalUri::parse(mapped)
             .map_err(|e| Error::malformed(blob, format!("path `{raw}`: {e}")))?;
-        let all = self.spellings_of(&canon);
-        let loc = self.classifier.location.clone();
-        let mut inside: Vec<String> = Vec::new();
-        let mut external = false;
-        for c in &all {
-            match loc.relative(c) {
-                Some(rel) => {
-                    if !inside.iter().any(|r| r == rel) {
-                        inside.push(rel.to_owned());
+        let all = self.spellings_of(canon);
+        // Per spelling: its key inside the table, if any.
+        let mut inside: Vec<String> = Vec::with_capacity(1);
+        let mut outside: Vec<&CanonicalUri> = Vec::new();
+        let mut loose: Vec<String> = Vec::with_capacity(1);
+        {
+            let loc = &self.classifier.location;
+            for c in &all {
+                match loc.relative(c) {
+                    Some(rel) => {
+                        if !inside.iter().any(|r| r == rel) {
+                            inside.push(rel.to_owned());
+                        }
                     }
+                    None => outside.push(c),
                 }
-                None => external = true,
-            }
-            if let Some(l) = loc.loose_relative(c) {
-                self.classifier.keep.insert_loose(&l);
+                if let Some(l) = loc.loose_relative(c) {
+                    loose.push(l);
+                }
             }
         }
-        self.check_graph(blob, raw, &all, &inside, &source)?;
+        for l in &loose {
+            self.classifier.keep.insert_loose(l);
+        }
+        self.check_graph(blob, raw, &inside, &outside, &source)?;
+        let external = !outside.is_empty();
         let plain = all.len() == 1;
         for rel in &inside {
             let new = self.classifier.keep.insert(rel, source.clone());
@@ -928,7 +944,7 @@ impl Session {
             if self.summary.external_references <= 5 {
                 self.warnings.insert(format!(
                     "external reference kept and never deleted: {}",
-                    canon.to_uri_string()
+                    all[0].to_uri_string()
                 ));
             }
         }
@@ -937,13 +953,14 @@ impl Session {
 
     /// Refuses a cycle in the metadata graph: a path named in one role
     /// (metadata file, manifest list, manifest, content file) that is already
-    /// known in another.
+    /// known in another. Keys inside the table are checked against the keep
+    /// set's reasons, blobs outside it against the blobs seen so far.
     fn check_graph(
         &mut self,
         blob: &str,
         raw: &str,
-        all: &[CanonicalUri],
         inside: &[String],
+        outside: &[&CanonicalUri],
         source: &Source,
     ) -> Result<()> {
         let Some(role) = graph_role(source) else {
@@ -957,13 +974,6 @@ impl Session {
                 ),
             ))
         };
-        for c in all {
-            if let Some(other) = self.graph.get(&c.to_uri_string()) {
-                if *other != role {
-                    return cycle(other);
-                }
-            }
-        }
         for rel in inside {
             if let Some(other) = self.classifier.keep.lookup(rel).and_then(graph_role) {
                 if other != role {
@@ -971,9 +981,15 @@ impl Session {
                 }
             }
         }
-        if role != CONTENT_FILE {
-            for c in all {
-                self.graph.insert(c.to_uri_string(), role);
+        for c in outside {
+            let uri = c.to_uri_string();
+            match self.graph.get(&uri) {
+                Some(other) if *other != role => return cycle(other),
+                Some(_) => {}
+                None if role != CONTENT_FILE => {
+                    self.graph.insert(uri, role);
+                }
+                None => {}
             }
         }
         Ok(())

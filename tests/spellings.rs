@@ -258,9 +258,7 @@ fn an_ambiguous_manifest_path_is_refused() {
     );
     o.extra
         .insert(format!("{LOC}/metadata/snap-1.avro"), (l, OLD));
-    let e = run_native(SessionConfig::new(LOC, &meta, NOW, RETENTION), &o)
-        .err()
-        .expect("refused");
+    let e = run_native(SessionConfig::new(LOC, &meta, NOW, RETENTION), &o).expect_err("refused");
     assert!(
         matches!(&e, Error::Malformed { detail, .. } if detail.contains("ambiguous")),
         "{e}"
@@ -319,37 +317,32 @@ fn keys_with_control_characters_are_kept_with_their_own_verdict() {
 fn cycles_in_the_metadata_graph_are_refused() {
     let list_uri = format!("{LOC}/metadata/snap-1.avro");
     let m_uri = format!("{LOC}/metadata/m-1.avro");
-    let cases: Vec<(&str, Vec<(String, Vec<u8>)>)> = vec![
+    let cases: Vec<(&str, String, Vec<u8>)> = vec![
         (
             "manifest list naming itself as a manifest",
-            vec![(
-                list_uri.clone(),
-                avro::manifest_list(1, &[(list_uri.clone(), 1, 0)]),
-            )],
+            list_uri.clone(),
+            avro::manifest_list(1, &[(list_uri.clone(), 1, 0)]),
         ),
         (
             "manifest naming the manifest list as a data file",
-            vec![(
-                m_uri.clone(),
-                avro::manifest(1, &[(1, 0, list_uri.clone())]),
-            )],
+            m_uri.clone(),
+            avro::manifest(1, &[(1, 0, list_uri.clone())]),
         ),
         (
             "manifest naming itself as a data file",
-            vec![(m_uri.clone(), avro::manifest(1, &[(1, 0, m_uri.clone())]))],
+            m_uri.clone(),
+            avro::manifest(1, &[(1, 0, m_uri.clone())]),
         ),
         (
             "manifest naming the metadata file as a data file",
-            vec![(
-                m_uri.clone(),
-                avro::manifest(
-                    1,
-                    &[(1, 0, format!("{LOC}/metadata/00001-x.metadata.json"))],
-                ),
-            )],
+            m_uri.clone(),
+            avro::manifest(
+                1,
+                &[(1, 0, format!("{LOC}/metadata/00001-x.metadata.json"))],
+            ),
         ),
     ];
-    for (what, replace) in cases {
+    for (what, uri, bytes) in cases {
         let mut o = HostOptions::synthetic();
         let meta = write_table(
             &mut o.extra,
@@ -358,14 +351,12 @@ fn cycles_in_the_metadata_graph_are_refused() {
             UUID,
             OLD,
         );
-        for (uri, bytes) in replace {
-            // Keep the manifest list's recorded length true to the new manifest.
-            if uri == m_uri {
-                let l = avro::manifest_list(1, &[(m_uri.clone(), bytes.len() as u64, 0)]);
-                o.extra.insert(list_uri.clone(), (l, OLD));
-            }
-            o.extra.insert(uri, (bytes, OLD));
+        // Keep the manifest list's recorded length true to the new manifest.
+        if uri == m_uri {
+            let l = avro::manifest_list(1, &[(m_uri.clone(), bytes.len() as u64, 0)]);
+            o.extra.insert(list_uri.clone(), (l, OLD));
         }
+        o.extra.insert(uri, (bytes, OLD));
         for shuffle in [0, 1] {
             o.shuffle = shuffle;
             let e = run_native(SessionConfig::new(LOC, &meta, NOW, RETENTION), &o)
