@@ -124,7 +124,7 @@ impl CanonicalUri {
 /// form for local files. Duplicates are removed; the result is never empty.
 pub fn spellings(uri: &CanonicalUri) -> Vec<CanonicalUri> {
     let p = uri.path.as_str();
-    if !has_dot_or_empty_segment(p) && !uri.authority.bytes().any(|b| b.is_ascii_uppercase()) {
+    if !needs_spellings(uri) {
         return vec![uri.clone()];
     }
     let collapsed = collapse_slashes(p);
@@ -160,6 +160,12 @@ pub fn spellings(uri: &CanonicalUri) -> Vec<CanonicalUri> {
         }
     }
     out
+}
+
+/// True when `uri` may name more than itself: a dot or empty segment, or
+/// an authority with upper-case letters.
+pub fn needs_spellings(uri: &CanonicalUri) -> bool {
+    has_dot_or_empty_segment(&uri.path) || uri.authority.bytes().any(|b| b.is_ascii_uppercase())
 }
 
 /// True when a path has a `.` or `..` segment or an empty segment (`//`):

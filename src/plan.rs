@@ -799,8 +799,28 @@ impl Session {
 
     /// Canonicalises a path from metadata and records it in the keep set.
     fn reference(&mut self, blob: &str, raw: &str, source: Source) -> Result<()> {
-        let mapped = apply_mappings(raw, &self.config.location_map);
-        self.reference_all(blob, raw, &mapped, source).map(|_| ())
+        let (mapped, spelled) = self.map_reference(raw);
+        self.reference_all(blob, raw, &mapped, &spelled, source)
+            .map(|_| ())
+    }
+
+    /// Maps a reference: the mapped text, and (when the reference has other
+    /// spellings and mappings are set) every spelling mapped on its own, so
+    /// a mapping matches the resolved form (`s3://old/x/../t/p` under a
+    /// mapping of `s3://old/t`) and nothing is mapped twice.
+    fn map_reference(&self, raw: &str) -> (String, Vec<String>) {
+        let maps = &self.config.location_map;
+        let mapped = apply_mappings(raw, maps);
+        let spelled = match CanonicalUri::parse(raw) {
+            Ok(c) if !maps.is_empty() && crate::path::needs_spellings(&c) => {
+                crate::path::spellings(&c)
+                    .iter()
+                    .map(|s| apply_mappings(&s.to_uri_string(), maps))
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        (mapped, spelled)
     }
 
     /// Records a path that is already mapped (the pointer: mapping it twice
@@ -812,7 +832,8 @@ impl Session {
         mapped: &str,
         source: Source,
     ) -> Result<()> {
-        self.reference_all(blob, raw, mapped, source).map(|_| ())
+        self.reference_all(blob, raw, mapped, &[], source)
+            .map(|_| ())
     }
 
     /// Records a reference to a blob the keep set needs the contents of
@@ -820,8 +841,8 @@ impl Session {
     /// canonical URI to read. A path readers may resolve to different
     /// objects is refused: which contents to walk would be a guess.
     fn reference_blob(&mut self, blob: &str, raw: &str, source: Source) -> Result<String> {
-        let mapped = apply_mappings(raw, &self.config.location_map);
-        let all = self.reference_all(blob, raw, &mapped, source)?;
+        let (mapped, spelled) = self.map_reference(raw);
+        let all = self.reference_all(blob, raw, &mapped, &spelled, source)?;
         match all.as_slice() {
             [one] => Ok(one.to_uri_string()),
             many => Err(Error::malformed(
@@ -846,10 +867,7 @@ impl Session {
         let other_fs = canon.scheme == loc.scheme
             && canon.authority != loc.authority
             && (canon.authority.is_empty() || loc.authority.is_empty());
-        if !other_fs
-            && !crate::path::has_dot_or_empty_segment(&canon.path)
-            && !canon.authority.bytes().any(|b| b.is_ascii_uppercase())
-        {
+        if !other_fs && !crate::path::needs_spellings(&canon) {
             // The common case: one spelling, no copies.
             return vec![canon];
         }
@@ -872,18 +890,33 @@ impl Session {
     }
 
     /// Canonicalises a mapped path, refuses cycles in the metadata graph,
-    /// and keeps every key inside the table the path may name. Returns every
+    /// and keeps every key inside the table the path may name. `spelled`,
+    /// when not empty, holds the reference's spellings mapped one by one
+    /// (see [`Session::map_reference`]) and replaces `mapped`. Returns every
     /// URI it may name.
     fn reference_all(
         &mut self,
         blob: &str,
         raw: &str,
         mapped: &str,
+        spelled: &[String],
         source: Source,
     ) -> Result<Vec<CanonicalUri>> {
         let canon = CanonicalUri::parse(mapped)
             .map_err(|e| Error::malformed(blob, format!("path `{raw}`: {e}")))?;
-        let all = self.spellings_of(canon);
+        let mut all: Vec<CanonicalUri> = Vec::new();
+        for s in spelled {
+            if let Ok(c) = CanonicalUri::parse(s) {
+                for x in self.spellings_of(c) {
+                    if !all.contains(&x) {
+                        all.push(x);
+                    }
+                }
+            }
+        }
+        if all.is_empty() {
+            all = self.spellings_of(canon);
+        }
         // Per spelling: its key inside the table, if any.
         let mut inside: Vec<String> = Vec::with_capacity(1);
         let mut outside: Vec<&CanonicalUri> = Vec::new();

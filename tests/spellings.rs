@@ -14,7 +14,7 @@ use std::process::Command;
 use common::synth::*;
 use common::*;
 use lakesweep::path::{spellings, CanonicalUri, TableLocation};
-use lakesweep::{Error, SessionConfig, TableFormat, Verdict};
+use lakesweep::{Error, PathMapping, SessionConfig, TableFormat, Verdict};
 use proptest::prelude::*;
 
 /// One change to the segments of a path, applied before segment `at`.
@@ -82,6 +82,14 @@ fn rel_key() -> impl Strategy<Value = String> {
 /// plainly spelled file); the listing holds the plain key of `spelled`, the
 /// plain file and an orphan.
 fn iceberg_run(plain: &str, spelled: &str) -> Result<Run, Error> {
+    iceberg_run_mapped(plain, spelled, vec![])
+}
+
+fn iceberg_run_mapped(
+    plain: &str,
+    spelled: &str,
+    location_map: Vec<PathMapping>,
+) -> Result<Run, Error> {
     let mut o = HostOptions::synthetic();
     let meta = write_table(
         &mut o.extra,
@@ -111,7 +119,9 @@ fn iceberg_run(plain: &str, spelled: &str) -> Result<Run, Error> {
         format!("{LOC}/metadata/00000-x.metadata.json"),
         (b"{}".to_vec(), OLD),
     );
-    run_native(SessionConfig::new(LOC, &meta, NOW, RETENTION), &o)
+    let mut cfg = SessionConfig::new(LOC, &meta, NOW, RETENTION);
+    cfg.location_map = location_map;
+    run_native(cfg, &o)
 }
 
 const DELTA_LOC: &str = "file:///lakesweep-fixtures/synthetic/delta/t";
@@ -184,6 +194,19 @@ proptest! {
         let abs = format!("{}/{rel}", LOC.trim_start_matches("file://"));
         let spelled = format!("{}/{}", FILE_PREFIXES[prefix], spell(&abs[1..], &es));
         let run = iceberg_run(&rel, &spelled).unwrap();
+        assert_kept(&run, &rel, &spelled);
+    }
+
+    /// Under a location mapping (a table copied from a bucket), the mapping
+    /// applies to the resolved spelling: `s3a://old/x/../db/t/k` keeps `k`.
+    #[test]
+    fn spellings_under_a_location_mapping_keep_the_mapped_key(
+        rel in rel_key(), es in edits(),
+        scheme in prop_oneof![Just("s3"), Just("S3"), Just("s3a"), Just("S3N")]
+    ) {
+        let spelled = format!("{scheme}://old-bucket/{}", spell(&format!("db/t/{rel}"), &es));
+        let maps = vec![PathMapping { from: "s3://old-bucket/db/t".into(), to: LOC.into() }];
+        let run = iceberg_run_mapped(&rel, &spelled, maps).unwrap();
         assert_kept(&run, &rel, &spelled);
     }
 
