@@ -117,8 +117,9 @@ impl CanonicalUri {
 ///   pyarrow-based readers collapse slashes and resolve dot segments, so the
 ///   literal form comes first, then every resolved one. A `..` that climbs
 ///   above the bucket is never resolved (only the literal form stays).
-/// - An authority with upper-case letters also yields its lower-case form
-///   (host names are case-insensitive).
+/// - The authority is kept as written: legacy S3 buckets may hold
+///   upper-case letters and are then case-sensitive (a key that differs only
+///   there is a near-miss, kept and reported).
 ///
 /// The first element is the literal form for object stores and the kernel's
 /// form for local files. Duplicates are removed; the result is never empty.
@@ -141,31 +142,23 @@ pub fn spellings(uri: &CanonicalUri) -> Vec<CanonicalUri> {
         paths.extend(remove_dot_segments(p, false));
         paths.extend(remove_dot_segments(&collapsed, false));
     }
-    let mut authorities = vec![uri.authority.clone()];
-    let lower = uri.authority.to_ascii_lowercase();
-    if lower != uri.authority {
-        authorities.push(lower);
-    }
     let mut out: Vec<CanonicalUri> = Vec::new();
-    for a in &authorities {
-        for path in &paths {
-            let c = CanonicalUri {
-                scheme: uri.scheme.clone(),
-                authority: a.clone(),
-                path: path.clone(),
-            };
-            if !out.contains(&c) {
-                out.push(c);
-            }
+    for path in paths {
+        let c = CanonicalUri {
+            scheme: uri.scheme.clone(),
+            authority: uri.authority.clone(),
+            path,
+        };
+        if !out.contains(&c) {
+            out.push(c);
         }
     }
     out
 }
 
-/// True when `uri` may name more than itself: a dot or empty segment, or
-/// an authority with upper-case letters.
+/// True when `uri` may name more than itself: it has a dot or empty segment.
 pub fn needs_spellings(uri: &CanonicalUri) -> bool {
-    has_dot_or_empty_segment(&uri.path) || uri.authority.bytes().any(|b| b.is_ascii_uppercase())
+    has_dot_or_empty_segment(&uri.path)
 }
 
 /// True when a path has a `.` or `..` segment or an empty segment (`//`):
@@ -493,7 +486,7 @@ mod tests {
         );
         assert_eq!(paths("s3a://b/t/x/../p"), ["s3://b/t/x/../p", "s3://b/t/p"]);
         assert_eq!(paths("s3://b/t//p"), ["s3://b/t//p", "s3://b/t/p"]);
-        assert_eq!(paths("s3://B/t/p"), ["s3://B/t/p", "s3://b/t/p"]);
+        assert_eq!(paths("s3://B/t/p"), ["s3://B/t/p"]);
         // Above the root: literal only (clamped on a local file system).
         assert_eq!(paths("s3://b/../t/p"), ["s3://b/../t/p"]);
         assert_eq!(paths("file:///../w/t/p"), ["file:///w/t/p"]);

@@ -967,7 +967,7 @@ impl Session {
             self.ambiguous_references += 1;
             if self.ambiguous_references <= 5 {
                 self.warnings.insert(format!(
-                    "reference `{raw}` may name {} keys depending on the reader (dot segments, repeated slashes, authority): every one inside the table is kept",
+                    "reference `{raw}` may name {} keys depending on the reader (dot segments, repeated slashes, a default file system): every one inside the table is kept",
                     all.len()
                 ));
             }
