@@ -78,11 +78,11 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
     let s = &plan["summary"];
     line(format!(
         "lakesweep plan for {}",
-        plan["table_location"].as_str().unwrap_or("?")
+        esc(plan["table_location"].as_str().unwrap_or("?"))
     ));
     line(format!(
         "  metadata      {}",
-        plan["tokens"]["metadata_location"].as_str().unwrap_or("?")
+        esc(plan["tokens"]["metadata_location"].as_str().unwrap_or("?"))
     ));
     if plan["format"] == "delta" {
         line(format!(
