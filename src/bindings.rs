@@ -84,6 +84,7 @@ fn decision(d: core::Decision) -> wt::Decision {
             core::Verdict::Candidate => wt::Verdict::Candidate,
             core::Verdict::Demoted => wt::Verdict::Demoted,
             core::Verdict::ExpiredLog => wt::Verdict::ExpiredLog,
+            core::Verdict::Unaddressable => wt::Verdict::Unaddressable,
         },
         detail: d.detail,
         size: d.size,

@@ -7,6 +7,9 @@
 //!   `file:///x`, `file://localhost/x` and `/x` are all the local file `/x`.
 //! - The path is compared as the literal string: never percent-decoded, never
 //!   case-folded, doubled slashes are not collapsed.
+//! - A *reference* (a path read from metadata) may be spelled in ways readers
+//!   resolve (safety rule 9): dot segments, repeated slashes. [`spellings`]
+//!   gives every key such a reference may name; the keep set keeps them all.
 //! - A key is inside the table only if it is strictly under `location + "/"`.
 //!
 //! A *loose* form (percent-decoded until stable, lower-cased, slashes
@@ -101,6 +104,131 @@ impl CanonicalUri {
     }
 }
 
+/// Every URI a reference may name once a reader resolves it (safety rule 9).
+///
+/// - Local files (`file`): the kernel collapses repeated slashes and resolves
+///   `.`/`..` (a `..` at the root stays at the root); URL-based readers (the
+///   `url` crate, Java's `URI.normalize`) resolve dot segments without
+///   collapsing first (`a//../b` is `a/b` to them, `b` to the kernel). Both
+///   forms are returned; the literal form is not, since on a local file
+///   system it is the same file.
+/// - Object stores and other schemes: the store takes the key literally
+///   (`a//b` and `a/../b` are keys of their own), while Hadoop- and
+///   pyarrow-based readers collapse slashes and resolve dot segments, so the
+///   literal form comes first, then every resolved one. A `..` that climbs
+///   above the bucket is never resolved (only the literal form stays).
+/// - The authority is kept as written: legacy S3 buckets may hold
+///   upper-case letters and are then case-sensitive (a key that differs only
+///   there is a near-miss, kept and reported).
+///
+/// The first element is the literal form for object stores and the kernel's
+/// form for local files. Duplicates are removed; the result is never empty.
+pub fn spellings(uri: &CanonicalUri) -> Vec<CanonicalUri> {
+    let p = uri.path.as_str();
+    if !needs_spellings(uri) {
+        return vec![uri.clone()];
+    }
+    let collapsed = collapse_slashes(p);
+    let mut paths: Vec<String> = Vec::new();
+    if uri.scheme == "file" {
+        paths.extend(remove_dot_segments(&collapsed, true));
+        paths.extend(remove_dot_segments(p, false));
+        if paths.is_empty() {
+            paths.push(p.to_owned());
+        }
+    } else {
+        paths.push(p.to_owned());
+        paths.push(collapsed.clone());
+        paths.extend(remove_dot_segments(p, false));
+        paths.extend(remove_dot_segments(&collapsed, false));
+    }
+    let mut out: Vec<CanonicalUri> = Vec::new();
+    for path in paths {
+        let c = CanonicalUri {
+            scheme: uri.scheme.clone(),
+            authority: uri.authority.clone(),
+            path,
+        };
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// True when `uri` may name more than itself: it has a dot or empty segment.
+pub fn needs_spellings(uri: &CanonicalUri) -> bool {
+    has_dot_or_empty_segment(&uri.path)
+}
+
+/// True when a path has a `.` or `..` segment or an empty segment (`//`):
+/// spellings that readers may resolve differently from the store.
+pub fn has_dot_or_empty_segment(path: &str) -> bool {
+    path.contains("//") || path.split('/').any(|s| s == "." || s == "..")
+}
+
+/// Why a listed key cannot be deleted reliably, if it cannot: control
+/// characters (C0, DEL, C1) that hosts print, escape or reject differently,
+/// or a `.`/`..` segment that an HTTP client or path library may resolve
+/// before the request, aiming the delete at another object.
+pub fn unaddressable(key: &str, rel: &str) -> Option<String> {
+    if key.chars().any(char::is_control) {
+        return Some(
+            "key holds control characters: kept, the hosts cannot address it reliably".into(),
+        );
+    }
+    if rel.split('/').any(|s| s == "." || s == "..") {
+        return Some(
+            "key has a `.` or `..` segment: kept, a client may resolve it and delete another object"
+                .into(),
+        );
+    }
+    None
+}
+
+/// Collapses runs of `/` into one.
+pub fn collapse_slashes(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut prev = false;
+    for c in path.chars() {
+        if c == '/' && prev {
+            continue;
+        }
+        prev = c == '/';
+        out.push(c);
+    }
+    out
+}
+
+/// RFC 3986 `remove_dot_segments` on an absolute path (starting with `/`).
+/// A `..` above the root gives `None`, unless `clamp` (a local file system:
+/// `/..` is `/`). Empty segments are kept as segments (`a//..` is `a/`).
+pub fn remove_dot_segments(path: &str, clamp: bool) -> Option<String> {
+    let rest = path.strip_prefix('/')?;
+    let segs: Vec<&str> = rest.split('/').collect();
+    let mut out: Vec<&str> = Vec::with_capacity(segs.len());
+    let last = segs.len().saturating_sub(1);
+    for (i, s) in segs.iter().enumerate() {
+        match *s {
+            "." => {
+                if i == last {
+                    out.push("");
+                }
+            }
+            ".." => {
+                if out.pop().is_none() && !clamp {
+                    return None;
+                }
+                if i == last {
+                    out.push("");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    Some(format!("/{}", out.join("/")))
+}
+
 /// Applies the longest matching mapping to `raw`, on a path-segment boundary.
 ///
 /// A mapping matches either the raw text or, when both parse, the canonical
@@ -156,6 +284,11 @@ impl TableLocation {
         }
         let loose_prefix = format!("{}/", loose(&uri.path));
         Ok(TableLocation { uri, loose_prefix })
+    }
+
+    /// The canonical location (no trailing slash).
+    pub fn canonical(&self) -> &CanonicalUri {
+        &self.uri
     }
 
     /// Canonical URI text of the location, without a trailing slash.
@@ -332,6 +465,50 @@ mod tests {
             to: "/fx".into(),
         }];
         assert_eq!(apply_mappings("data/persistent/t/x", &rel), "/fx/t/x");
+    }
+
+    #[test]
+    fn spellings_resolve_dots_and_slashes_as_readers_do() {
+        let paths = |s: &str| -> Vec<String> {
+            spellings(&c(s))
+                .into_iter()
+                .map(|u| u.to_uri_string())
+                .collect()
+        };
+        assert_eq!(paths("s3://b/t/x"), ["s3://b/t/x"]);
+        assert_eq!(paths("file:///w/x/../t/p"), ["file:///w/t/p"]);
+        assert_eq!(paths("FILE://localhost/w/t/./p"), ["file:///w/t/p"]);
+        assert_eq!(paths("file:///w/t//p"), ["file:///w/t/p", "file:///w/t//p"]);
+        // The kernel collapses first, URL readers do not.
+        assert_eq!(
+            paths("file:///w/t/a//../p"),
+            ["file:///w/t/p", "file:///w/t/a/p"]
+        );
+        assert_eq!(paths("s3a://b/t/x/../p"), ["s3://b/t/x/../p", "s3://b/t/p"]);
+        assert_eq!(paths("s3://b/t//p"), ["s3://b/t//p", "s3://b/t/p"]);
+        assert_eq!(paths("s3://B/t/p"), ["s3://B/t/p"]);
+        // Above the root: literal only (clamped on a local file system).
+        assert_eq!(paths("s3://b/../t/p"), ["s3://b/../t/p"]);
+        assert_eq!(paths("file:///../w/t/p"), ["file:///w/t/p"]);
+        assert_eq!(
+            remove_dot_segments("/a/b/..", false).as_deref(),
+            Some("/a/")
+        );
+        assert_eq!(remove_dot_segments("/a/../..", false), None);
+        assert_eq!(
+            remove_dot_segments("/a/./b/.", false).as_deref(),
+            Some("/a/b/")
+        );
+    }
+
+    #[test]
+    fn unaddressable_keys() {
+        assert!(unaddressable("s3://b/t/a\nb", "a\nb").is_some());
+        assert!(unaddressable("s3://b/t/a\u{7f}", "a\u{7f}").is_some());
+        assert!(unaddressable("s3://b/t/x/../a", "x/../a").is_some());
+        assert!(unaddressable("s3://b/t/./a", "./a").is_some());
+        assert!(unaddressable("s3://b/t/a..b/.c", "a..b/.c").is_none());
+        assert!(unaddressable("s3://b/t/a//b", "a//b").is_none());
     }
 
     #[test]

@@ -355,6 +355,22 @@ enum Phase {
     Done,
 }
 
+/// Role name of content files in the metadata graph.
+const CONTENT_FILE: &str = "content file";
+
+/// The role a source gives a path in the metadata graph, if any.
+fn graph_role(source: &Source) -> Option<&'static str> {
+    match source {
+        Source::CurrentMetadata | Source::MetadataLog | Source::DrCheckpoint => {
+            Some("table metadata file")
+        }
+        Source::ManifestList { .. } => Some("manifest list"),
+        Source::Manifest { .. } => Some("manifest"),
+        Source::ContentFile { .. } => Some(CONTENT_FILE),
+        _ => None,
+    }
+}
+
 /// A planning session for one table. See the module docs for the flow.
 #[derive(Debug)]
 pub struct Session {
@@ -394,6 +410,21 @@ pub struct Session {
     manifest_live: HashMap<String, (u64, u64)>,
     /// Snapshots whose summary could not be checked (no totals recorded).
     unchecked_summaries: u64,
+    /// Blobs of the metadata graph outside the table, by canonical URI, with
+    /// their role (those inside are in the keep set with their reason).
+    graph: HashMap<String, &'static str>,
+    /// Keys kept only as one of several keys an ambiguous reference may name.
+    alt_only: HashSet<String>,
+    /// Keys of ambiguous references that may all lie inside the table.
+    groups: BTreeSet<Vec<String>>,
+    /// Every key of an ambiguous reference.
+    group_members: HashSet<String>,
+    /// Keys of ambiguous references that the listing held.
+    listed_members: HashSet<String>,
+    /// Listed keys that are only alternatives of ambiguous references.
+    matched_alt: u64,
+    /// References that may name more than one key.
+    ambiguous_references: u64,
 }
 
 /// A snapshot whose manifests must add up to its summary's totals.
@@ -526,6 +557,13 @@ impl Session {
             list_manifests: HashMap::new(),
             manifest_live: HashMap::new(),
             unchecked_summaries: 0,
+            graph: HashMap::new(),
+            alt_only: HashSet::new(),
+            groups: BTreeSet::new(),
+            group_members: HashSet::new(),
+            listed_members: HashSet::new(),
+            matched_alt: 0,
+            ambiguous_references: 0,
         };
         if s.config.format == TableFormat::Delta {
             s.start_delta(pointer)?;
@@ -688,7 +726,18 @@ impl Session {
         };
         summary.referenced_keys = self.classifier.keep.len() as u64;
         summary.keep_set_bytes = self.classifier.keep.index_bytes() as u64;
-        summary.referenced_not_listed = summary.referenced_keys.saturating_sub(self.matched);
+        // A key kept only as one reading of an ambiguous reference is not
+        // missing when another reading was listed: count references, not keys.
+        let unlisted_groups = self
+            .groups
+            .iter()
+            .filter(|g| !g.iter().any(|k| self.listed_members.contains(k)))
+            .count() as u64;
+        summary.referenced_not_listed = summary
+            .referenced_keys
+            .saturating_sub(self.alt_only.len() as u64)
+            .saturating_sub(self.matched)
+            + unlisted_groups;
         summary.rechecks = self.rechecks;
         let mut warnings = self.warnings.clone();
         let max_writer = self
@@ -787,7 +836,16 @@ impl Session {
             .or_default()
             .add(d.size);
         match d.verdict {
-            Verdict::Referenced => self.matched += 1,
+            Verdict::Referenced => {
+                if self.alt_only.contains(&d.relative_key) {
+                    self.matched_alt += 1;
+                } else {
+                    self.matched += 1;
+                }
+                if self.group_members.contains(&d.relative_key) {
+                    self.listed_members.insert(d.relative_key.clone());
+                }
+            }
             Verdict::Candidate | Verdict::ExpiredLog => {
                 self.summary
                     .reclaimable
@@ -815,10 +873,29 @@ impl Session {
     }
 
     /// Canonicalises a path from metadata and records it in the keep set.
-    /// Returns the canonical URI (what the host must read).
-    fn reference(&mut self, blob: &str, raw: &str, source: Source) -> Result<String> {
-        let mapped = apply_mappings(raw, &self.config.location_map);
-        self.reference_mapped(blob, raw, &mapped, source)
+    fn reference(&mut self, blob: &str, raw: &str, source: Source) -> Result<()> {
+        let (mapped, spelled) = self.map_reference(raw);
+        self.reference_all(blob, raw, &mapped, &spelled, source)
+            .map(|_| ())
+    }
+
+    /// Maps a reference: the mapped text, and (when the reference has other
+    /// spellings and mappings are set) every spelling mapped on its own, so
+    /// a mapping matches the resolved form (`s3://old/x/../t/p` under a
+    /// mapping of `s3://old/t`) and nothing is mapped twice.
+    fn map_reference(&self, raw: &str) -> (String, Vec<String>) {
+        let maps = &self.config.location_map;
+        let mapped = apply_mappings(raw, maps);
+        let spelled = match CanonicalUri::parse(raw) {
+            Ok(c) if !maps.is_empty() && crate::path::needs_spellings(&c) => {
+                crate::path::spellings(&c)
+                    .iter()
+                    .map(|s| apply_mappings(&s.to_uri_string(), maps))
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        (mapped, spelled)
     }
 
     /// Records a path that is already mapped (the pointer: mapping it twice
@@ -829,30 +906,201 @@ impl Session {
         raw: &str,
         mapped: &str,
         source: Source,
-    ) -> Result<String> {
-        let canon = CanonicalUri::parse(mapped)
-            .map_err(|e| Error::malformed(blob, format!("path `{raw}`: {e}")))?;
-        let loc = &self.classifier.location;
-        let loose = loc.loose_relative(&canon);
-        match loc.relative(&canon) {
-            Some(rel) => {
-                let rel = rel.to_owned();
-                self.classifier.keep.insert(&rel, source);
-            }
-            None => {
-                self.summary.external_references += 1;
-                if self.summary.external_references <= 5 {
-                    self.warnings.insert(format!(
-                        "external reference kept and never deleted: {}",
-                        canon.to_uri_string()
-                    ));
+    ) -> Result<()> {
+        self.reference_all(blob, raw, mapped, &[], source)
+            .map(|_| ())
+    }
+
+    /// Records a reference to a blob the keep set needs the contents of
+    /// (manifest list, manifest, checkpoint metadata) and returns the one
+    /// canonical URI to read. A path readers may resolve to different
+    /// objects is refused: which contents to walk would be a guess.
+    fn reference_blob(&mut self, blob: &str, raw: &str, source: Source) -> Result<String> {
+        let (mapped, spelled) = self.map_reference(raw);
+        let all = self.reference_all(blob, raw, &mapped, &spelled, source)?;
+        match all.as_slice() {
+            [one] => Ok(one.to_uri_string()),
+            many => Err(Error::malformed(
+                blob,
+                format!(
+                    "path `{raw}` names {} different objects depending on the reader ({}): ambiguous, refused",
+                    many.len(),
+                    many.iter()
+                        .map(CanonicalUri::to_uri_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        }
+    }
+
+    /// Every URI a mapped reference may name (see [`crate::path::spellings`]);
+    /// a reference without an authority on `hdfs`/`viewfs` may also mean the
+    /// table's file system (its default), and the other way round.
+    fn spellings_of(&self, canon: CanonicalUri) -> Vec<CanonicalUri> {
+        let loc = self.classifier.location.canonical();
+        let other_fs = canon.scheme == loc.scheme
+            && canon.authority != loc.authority
+            && (canon.authority.is_empty() || loc.authority.is_empty());
+        if !other_fs && !crate::path::needs_spellings(&canon) {
+            // The common case: one spelling, no copies.
+            return vec![canon];
+        }
+        let mut all = crate::path::spellings(&canon);
+        if other_fs {
+            let more: Vec<CanonicalUri> = all
+                .iter()
+                .map(|c| CanonicalUri {
+                    authority: loc.authority.clone(),
+                    ..c.clone()
+                })
+                .collect();
+            for c in more {
+                if !all.contains(&c) {
+                    all.push(c);
                 }
             }
         }
-        if let Some(l) = loose {
-            self.classifier.keep.insert_loose(&l);
+        all
+    }
+
+    /// Canonicalises a mapped path, refuses cycles in the metadata graph,
+    /// and keeps every key inside the table the path may name. `spelled`,
+    /// when not empty, holds the reference's spellings mapped one by one
+    /// (see [`Session::map_reference`]) and replaces `mapped`. Returns every
+    /// URI it may name.
+    fn reference_all(
+        &mut self,
+        blob: &str,
+        raw: &str,
+        mapped: &str,
+        spelled: &[String],
+        source: Source,
+    ) -> Result<Vec<CanonicalUri>> {
+        let canon = CanonicalUri::parse(mapped)
+            .map_err(|e| Error::malformed(blob, format!("path `{raw}`: {e}")))?;
+        let mut all: Vec<CanonicalUri> = Vec::new();
+        for s in spelled {
+            if let Ok(c) = CanonicalUri::parse(s) {
+                for x in self.spellings_of(c) {
+                    if !all.contains(&x) {
+                        all.push(x);
+                    }
+                }
+            }
         }
-        Ok(canon.to_uri_string())
+        if all.is_empty() {
+            all = self.spellings_of(canon);
+        }
+        // Per spelling: its key inside the table, if any.
+        let mut inside: Vec<String> = Vec::with_capacity(1);
+        let mut outside: Vec<&CanonicalUri> = Vec::new();
+        let mut loose: Vec<String> = Vec::with_capacity(1);
+        {
+            let loc = &self.classifier.location;
+            for c in &all {
+                match loc.relative(c) {
+                    Some(rel) => {
+                        if !inside.iter().any(|r| r == rel) {
+                            inside.push(rel.to_owned());
+                        }
+                    }
+                    None => outside.push(c),
+                }
+                if let Some(l) = loc.loose_relative(c) {
+                    loose.push(l);
+                }
+            }
+        }
+        for l in &loose {
+            self.classifier.keep.insert_loose(l);
+        }
+        self.check_graph(blob, raw, &inside, &outside, &source)?;
+        let external = !outside.is_empty();
+        let plain = all.len() == 1;
+        for rel in &inside {
+            let new = self.classifier.keep.insert(rel, source.clone());
+            if plain {
+                // Referenced in its own right now: counted like any key.
+                if self.alt_only.remove(rel) && self.listed_members.contains(rel) {
+                    self.matched += 1;
+                    self.matched_alt = self.matched_alt.saturating_sub(1);
+                }
+            } else {
+                if new {
+                    self.alt_only.insert(rel.clone());
+                }
+                self.group_members.insert(rel.clone());
+            }
+        }
+        if !plain {
+            if !external {
+                let mut g = inside.clone();
+                g.sort();
+                self.groups.insert(g);
+            }
+            self.ambiguous_references += 1;
+            if self.ambiguous_references <= 5 {
+                self.warnings.insert(format!(
+                    "reference `{raw}` may name {} keys depending on the reader (dot segments, repeated slashes, a default file system): every one inside the table is kept",
+                    all.len()
+                ));
+            }
+        }
+        if inside.is_empty() {
+            self.summary.external_references += 1;
+            if self.summary.external_references <= 5 {
+                self.warnings.insert(format!(
+                    "external reference kept and never deleted: {}",
+                    all[0].to_uri_string()
+                ));
+            }
+        }
+        Ok(all)
+    }
+
+    /// Refuses a cycle in the metadata graph: a path named in one role
+    /// (metadata file, manifest list, manifest, content file) that is already
+    /// known in another. Keys inside the table are checked against the keep
+    /// set's reasons, blobs outside it against the blobs seen so far.
+    fn check_graph(
+        &mut self,
+        blob: &str,
+        raw: &str,
+        inside: &[String],
+        outside: &[&CanonicalUri],
+        source: &Source,
+    ) -> Result<()> {
+        let Some(role) = graph_role(source) else {
+            return Ok(());
+        };
+        let cycle = |other: &str| {
+            Err(Error::malformed(
+                blob,
+                format!(
+                    "cycle in the metadata graph: `{raw}` is named as a {role} but is also a {other} of this table"
+                ),
+            ))
+        };
+        for rel in inside {
+            if let Some(other) = self.classifier.keep.lookup(rel).and_then(graph_role) {
+                if other != role {
+                    return cycle(other);
+                }
+            }
+        }
+        for c in outside {
+            let uri = c.to_uri_string();
+            match self.graph.get(&uri) {
+                Some(other) if *other != role => return cycle(other),
+                Some(_) => {}
+                None if role != CONTENT_FILE => {
+                    self.graph.insert(uri, role);
+                }
+                None => {}
+            }
+        }
+        Ok(())
     }
 
     /// A short name for a blob in reasons: relative to the location when inside.
@@ -933,7 +1181,7 @@ impl Session {
                 let list_short = self.short(uri);
                 let mut named = Vec::with_capacity(entries.len());
                 for m in entries {
-                    let canon = self.reference(
+                    let canon = self.reference_blob(
                         uri,
                         &m.path,
                         Source::Manifest {
@@ -1065,7 +1313,7 @@ impl Session {
             })
             .collect();
         for f in dr_files {
-            let canon = self.reference(uri, &f, Source::DrCheckpoint)?;
+            let canon = self.reference_blob(uri, &f, Source::DrCheckpoint)?;
             self.request_read(canon, Purpose::DrMetadata);
         }
         self.walk_snapshots(uri, &md)
@@ -1129,7 +1377,7 @@ impl Session {
                 totals: snap.totals,
             };
             if let Some(list) = &snap.manifest_list {
-                let canon = self.reference(
+                let canon = self.reference_blob(
                     uri,
                     list,
                     Source::ManifestList {
@@ -1145,7 +1393,7 @@ impl Session {
                 );
             }
             for m in &snap.manifests {
-                let canon = self.reference(
+                let canon = self.reference_blob(
                     uri,
                     m,
                     Source::Manifest {
@@ -1249,7 +1497,10 @@ impl Session {
             }
             Phase::Listing if self.listing_done => {
                 let referenced = self.classifier.keep.len() as u64;
-                if self.summary.listed.count > 0 && referenced > 0 && self.matched == 0 {
+                if self.summary.listed.count > 0
+                    && referenced > 0
+                    && self.matched + self.matched_alt == 0
+                {
                     return Err(Error::unsafe_(
                         UnsafeReason::NoReferencedKeyListed,
                         format!(

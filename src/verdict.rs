@@ -52,6 +52,9 @@ pub enum Verdict {
     /// A Delta log entry (commit, checkpoint, checksum) that log retention
     /// allows removing; only with log cleanup enabled. Deleted like a candidate.
     ExpiredLog,
+    /// Unreferenced, but the key holds control characters or a `.`/`..`
+    /// segment: hosts cannot print, address or delete it reliably. Kept.
+    Unaddressable,
 }
 
 impl Verdict {
@@ -68,6 +71,7 @@ impl Verdict {
             Verdict::Candidate => "candidate",
             Verdict::Demoted => "demoted",
             Verdict::ExpiredLog => "expired-log",
+            Verdict::Unaddressable => "unaddressable",
         }
     }
 }
@@ -177,6 +181,14 @@ impl Classifier {
                 &rel,
                 Verdict::Referenced,
                 crate::reach::Source::VersionHint.describe(),
+            )));
+        }
+        if let Some(why) = crate::path::unaddressable(&obj.key, &rel) {
+            return Ok(Judged::Final(Self::decision(
+                obj,
+                &rel,
+                Verdict::Unaddressable,
+                why,
             )));
         }
         if let Some(l) = self.location.loose_relative(&uri) {

@@ -227,6 +227,7 @@ impl Planner for Wasm {
                     wt::Verdict::Candidate => Verdict::Candidate,
                     wt::Verdict::Demoted => Verdict::Demoted,
                     wt::Verdict::ExpiredLog => Verdict::ExpiredLog,
+                    wt::Verdict::Unaddressable => Verdict::Unaddressable,
                 },
                 detail: d.detail,
                 size: d.size,

@@ -496,6 +496,26 @@ fn take<'a>(
     })
 }
 
+/// The fewest bytes one value of `node` can take (a lower bound; 0 for
+/// types that may encode to nothing).
+fn min_bytes(schema: &Schema, node: usize, depth: usize) -> u64 {
+    if depth > MAX_DEPTH {
+        return 0;
+    }
+    match &schema.nodes[node] {
+        Node::Null => 0,
+        Node::Float => 4,
+        Node::Double => 8,
+        Node::Fixed(n) => *n as u64,
+        Node::Record(fields) => fields
+            .iter()
+            .map(|(_, f)| min_bytes(schema, *f, depth + 1))
+            .fold(0u64, u64::saturating_add),
+        // A varint, a length, a branch index or a block count: one byte at least.
+        _ => 1,
+    }
+}
+
 /// Skips one value of `node` without decoding it.
 pub fn skip(schema: &Schema, node: usize, cur: &mut Cursor<'_>, depth: usize) -> AResult<()> {
     if depth > MAX_DEPTH {
@@ -731,10 +751,28 @@ impl<'a> Container<'a> {
         proj: &Projection,
         mut f: impl FnMut(&[Value<'_>]) -> AResult<()>,
     ) -> AResult<()> {
+        let per_record = min_bytes(&self.schema, self.schema.root, 0);
         self.for_each_block(|count, block| {
+            // A forged count is refused by name, before any record is read
+            // (it would otherwise surface as a truncated value further on).
+            let most = match per_record {
+                0 => 1 << 24,
+                n => block.len() as u64 / n,
+            };
+            if count > most {
+                return corrupt(format!(
+                    "block record count {count} is too large: the block's {} bytes hold at most {most} records",
+                    block.len()
+                ));
+            }
             let mut slots = vec![Value::Absent; proj.slots()];
             let mut cur = Cursor::new(block);
-            for _ in 0..count {
+            for i in 0..count {
+                if cur.remaining() == 0 && per_record > 0 {
+                    return corrupt(format!(
+                        "block record count {count} is too large: the block's bytes end after {i} records"
+                    ));
+                }
                 decode_record(&self.schema, proj, &mut cur, &mut slots)?;
                 f(&slots)?;
             }
@@ -892,6 +930,18 @@ pub(crate) mod tests {
             Container::open(&out),
             Err(AvroError::Unsupported(_))
         ));
+    }
+
+    #[test]
+    fn a_record_count_of_two_to_the_forty_is_named_as_too_large() {
+        let recs = record(1, "s3://b/t/data/a.parquet", 0);
+        for count in [1i64 << 40, (1 << 40) + 1, i64::MAX / 2, 2] {
+            let file = container(SCHEMA, "null", count, &recs);
+            let e = format!("{:?}", decode_all(&file).unwrap_err());
+            assert!(e.contains("block record count"), "{count}: {e}");
+            assert!(e.contains("too large"), "{count}: {e}");
+            assert!(!e.contains("truncated varint"), "{count}: {e}");
+        }
     }
 
     #[test]

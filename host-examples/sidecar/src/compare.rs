@@ -115,7 +115,7 @@ impl Diff {
             if !set.is_empty() {
                 out.push_str(&format!("{title}:\n"));
                 for k in set {
-                    out.push_str(&format!("  {k}\n"));
+                    out.push_str(&format!("  {}\n", crate::report::esc(k)));
                 }
             }
         }

@@ -231,5 +231,6 @@ pub fn verdict_name(v: wt::Verdict) -> &'static str {
         wt::Verdict::Candidate => "candidate",
         wt::Verdict::Demoted => "demoted",
         wt::Verdict::ExpiredLog => "expired-log",
+        wt::Verdict::Unaddressable => "unaddressable",
     }
 }

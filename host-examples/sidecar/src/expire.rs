@@ -265,10 +265,11 @@ fn catalog_swap(
 
 /// The human report of an expiry plan.
 pub fn human(e: &Expiry) -> String {
+    use crate::report::esc;
     let p = &e.plan;
     let mut out = format!(
         "lakesweep expire (metadata {})\n",
-        p["metadataLocation"].as_str().unwrap_or("?")
+        esc(p["metadataLocation"].as_str().unwrap_or("?"))
     );
     if let Some(d) = p["policyDigest"].as_str() {
         out.push_str(&format!("  policy digest {d}\n"));
@@ -284,7 +285,7 @@ pub fn human(e: &Expiry) -> String {
         out.push_str(&format!(
             "  - expire {}: {}\n",
             x["snapshotId"],
-            x["why"].as_str().unwrap_or("")
+            esc(x["why"].as_str().unwrap_or(""))
         ));
     }
     for x in p["retain"].as_array().into_iter().flatten() {
@@ -297,14 +298,14 @@ pub fn human(e: &Expiry) -> String {
         out.push_str(&format!(
             "  + keep {}: {}\n",
             x["snapshotId"],
-            reasons.join("; ")
+            esc(&reasons.join("; "))
         ));
     }
     for r in p["removeRefs"].as_array().into_iter().flatten() {
-        out.push_str(&format!("  - remove ref {r}\n"));
+        out.push_str(&format!("  - remove ref {}\n", esc(&r.to_string())));
     }
     for w in p["warnings"].as_array().into_iter().flatten() {
-        out.push_str(&format!("  warning: {}\n", w.as_str().unwrap_or("")));
+        out.push_str(&format!("  warning: {}\n", esc(w.as_str().unwrap_or(""))));
     }
     match &e.committed {
         Some(m) => {

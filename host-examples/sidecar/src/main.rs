@@ -110,7 +110,8 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
                 }
                 None => {
                     println!(
-                        "{rel}: not listed under {} (not an object of this table, or already gone)",
+                        "{}: not listed under {} (not an object of this table, or already gone)",
+                        report::esc(&rel),
                         input.table
                     );
                     Ok(ExitCode::from(1))
@@ -145,7 +146,7 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
             for d in &done.damage {
                 println!(
                     "DAMAGE: {} {} ({})",
-                    report::escape(d["key"].as_str().unwrap_or("?")),
+                    report::esc(d["key"].as_str().unwrap_or("?")),
                     d["detail"].as_str().unwrap_or(""),
                     d["restore"].as_str().unwrap_or("")
                 );
@@ -200,9 +201,10 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
                 );
                 for (k, o) in doc["objects"].as_object().into_iter().flatten() {
                     println!(
-                        "  {:<22} {k}  {}",
+                        "  {:<22} {}  {}",
                         o["state"].as_str().unwrap_or("?"),
-                        o["why"].as_str().unwrap_or("")
+                        report::esc(k),
+                        report::esc(o["why"].as_str().unwrap_or(""))
                     );
                 }
                 print!("{}", sweep::gates_text(&gates));
@@ -307,11 +309,11 @@ fn main() -> ExitCode {
     match rt.block_on(run(cmd)) {
         Ok(code) => code,
         Err(e) if e.starts_with("STOPPED") => {
-            eprintln!("lakesweep: {e}");
+            eprintln!("lakesweep: {}", report::esc(&e));
             ExitCode::from(1)
         }
         Err(e) => {
-            eprintln!("lakesweep: refused, nothing deleted: {e}");
+            eprintln!("lakesweep: refused, nothing deleted: {}", report::esc(&e));
             ExitCode::from(REFUSED)
         }
     }

@@ -34,6 +34,22 @@ fn tally(v: &Value) -> (u64, u64) {
     )
 }
 
+/// A key (or a line naming keys) for human output: control characters and
+/// backslashes escaped as Rust's `escape_debug` does (`\n`, `\t`, `\u{1b}`),
+/// so a key can neither break a line nor fake another one. JSON output
+/// carries keys unchanged.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c == '\\' || c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Bytes in binary units (`12.3 MiB`).
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -62,11 +78,11 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
     let s = &plan["summary"];
     line(format!(
         "lakesweep plan for {}",
-        plan["table_location"].as_str().unwrap_or("?")
+        esc(plan["table_location"].as_str().unwrap_or("?"))
     ));
     line(format!(
         "  metadata      {}",
-        plan["tokens"]["metadata_location"].as_str().unwrap_or("?")
+        esc(plan["tokens"]["metadata_location"].as_str().unwrap_or("?"))
     ));
     if plan["format"] == "delta" {
         line(format!(
@@ -92,6 +108,7 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
         "hidden",
         "near-miss",
         "unverified",
+        "unaddressable",
         "demoted",
         "candidate",
     ] {
@@ -121,7 +138,7 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
     } else {
         line(format!("would delete ({}):", cands.len()));
         for d in cands {
-            line(format!("  {}  ({})", d.relative_key, bytes(d.size)));
+            line(format!("  {}  ({})", esc(&d.relative_key), bytes(d.size)));
         }
     }
     let kept: Vec<&wt::Decision> = o
@@ -134,16 +151,16 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
         for d in kept {
             line(format!(
                 "  {}  [{}] {}",
-                d.relative_key,
+                esc(&d.relative_key),
                 verdict_name(d.verdict),
-                d.detail
+                esc(&d.detail)
             ));
         }
     }
     if let Some(w) = plan["warnings"].as_array().filter(|w| !w.is_empty()) {
         line("warnings:".into());
         for x in w {
-            line(format!("  - {}", x.as_str().unwrap_or("")));
+            line(format!("  - {}", esc(x.as_str().unwrap_or(""))));
         }
     }
     line(format!(
@@ -156,9 +173,9 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
 /// One object's verdict, for `explain`.
 pub fn explain(d: &wt::Decision) -> String {
     let mut m: BTreeMap<&str, String> = BTreeMap::new();
-    m.insert("key", d.relative_key.clone());
+    m.insert("key", esc(&d.relative_key));
     m.insert("verdict", verdict_name(d.verdict).into());
-    m.insert("why", d.detail.clone());
+    m.insert("why", esc(&d.detail));
     m.insert("size", bytes(d.size));
     m.insert("last-modified-ms", d.last_modified_ms.to_string());
     let deletable = if d.verdict == wt::Verdict::Candidate {
@@ -170,16 +187,4 @@ pub fn explain(d: &wt::Decision) -> String {
     m.iter()
         .map(|(k, v)| format!("{k:<17} {v}\n"))
         .collect::<String>()
-}
-
-/// A key as human output prints it: control characters, quotes and
-/// backslashes escaped (`\n`, `\u{7f}`), so one key is one line and the
-/// report cannot be forged by a key's bytes. JSON output is never escaped
-/// this way (JSON has its own).
-pub fn escape(key: &str) -> String {
-    if key.chars().any(|c| c.is_control() || c == '\\') {
-        key.escape_debug().to_string()
-    } else {
-        key.to_owned()
-    }
 }

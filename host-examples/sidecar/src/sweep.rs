@@ -456,9 +456,9 @@ pub fn human(s: &Swept) -> String {
         for m in ms.iter().take(50) {
             out.push_str(&format!(
                 "  {}  [from {}] {}\n",
-                m["key"].as_str().unwrap_or("?"),
+                crate::report::esc(m["key"].as_str().unwrap_or("?")),
                 m["from"].as_str().unwrap_or("new"),
-                m["why"].as_str().unwrap_or("")
+                crate::report::esc(m["why"].as_str().unwrap_or(""))
             ));
         }
         if ms.len() > 50 {
@@ -475,7 +475,10 @@ pub fn human(s: &Swept) -> String {
         } else if a["differences"].as_array().is_some_and(|d| !d.is_empty()) {
             out.push_str("approval refused, the plan must be recomputed (next run):\n");
             for d in a["differences"].as_array().into_iter().flatten() {
-                out.push_str(&format!("  {}\n", d.as_str().unwrap_or("")));
+                out.push_str(&format!(
+                    "  {}\n",
+                    crate::report::esc(d.as_str().unwrap_or(""))
+                ));
             }
         }
     }
@@ -493,7 +496,7 @@ pub fn human(s: &Swept) -> String {
     for d in &s.damage {
         out.push_str(&format!(
             "DAMAGE: {} {} ({})\n",
-            crate::report::escape(d["key"].as_str().unwrap_or("?")),
+            crate::report::esc(d["key"].as_str().unwrap_or("?")),
             d["detail"].as_str().unwrap_or(""),
             d["restore"].as_str().unwrap_or("")
         ));

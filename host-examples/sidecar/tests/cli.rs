@@ -587,3 +587,48 @@ fn expire_seals_a_bundle_fault_07_missing_layer_holds_quarantine_and_restore_bri
         assert!(!deletes(&plan).contains(k.as_str()), "{k}");
     }
 }
+
+#[test]
+fn keys_with_control_characters_are_kept_and_printed_escaped() {
+    let s = Stage::new("control");
+    let old = s.t["now_ms"].as_u64().unwrap() - 10 * 86_400_000;
+    let names = [
+        "data/evil\nwould delete (9):.parquet",
+        "data/tab\there\u{1b}[2J.parquet",
+    ];
+    for n in names {
+        let f = std::fs::File::create(s.table().join(n)).unwrap();
+        f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_millis(old))
+            .unwrap();
+    }
+    let o = s.plan(&[]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(
+            "data/evil\\nwould delete (9):.parquet  [unaddressable] key holds control characters"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("data/tab\\there\\u{1b}[2J.parquet  [unaddressable]"),
+        "{text}"
+    );
+    assert!(!text.contains('\u{1b}') && !text.contains('\t'), "{text}");
+    assert!(
+        !text.lines().any(|l| l.starts_with("would delete (9)")),
+        "{text}"
+    );
+    // JSON carries the keys as they are.
+    let v = json(&s.plan(&["--json"]));
+    assert_eq!(deletes(&v), planted(&s.t, &["candidate"]));
+    for n in names {
+        let k = v["keep"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["key"] == n)
+            .unwrap_or_else(|| panic!("{n:?} not kept"));
+        assert_eq!(k["reason"], "unaddressable");
+    }
+}
