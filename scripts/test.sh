@@ -16,5 +16,10 @@ export PATH="$venv/bin:$PATH"
 python3 -c 'import moto.server, fastavro, pyiceberg.catalog.sql, pyarrow, deltalake'
 bash scripts/build-component.sh
 cargo test --all-targets
+# Conformance over the public fixtures beside the checkout (CI has them):
+# ignored in a fresh clone without ../shared, run here where they exist.
+if [ -d ../shared/fixtures ]; then
+  cargo test --test shared_conformance -- --ignored
+fi
 cargo test --doc
 ( cd host-examples/sidecar && cargo test )

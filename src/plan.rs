@@ -338,6 +338,9 @@ enum Purpose {
     },
     Manifest {
         expected_len: Option<u64>,
+        /// The manifest's `added_snapshot_id` (entries with a null
+        /// `snapshot_id` inherit it).
+        added_by: Option<i64>,
     },
     OwnerCheck {
         obj: ListedObject,
@@ -406,8 +409,10 @@ pub struct Session {
     summary_checks: Vec<SummaryCheck>,
     /// Manifest URIs each manifest list named, by list URI.
     list_manifests: HashMap<String, Vec<String>>,
-    /// Live (ADDED or EXISTING) data and delete entries, by manifest URI.
-    manifest_live: HashMap<String, (u64, u64)>,
+    /// Per manifest URI: its live (ADDED or EXISTING) data and delete
+    /// entries, and per snapshot id the entries that snapshot added or
+    /// deleted (`[added data, deleted data, added deletes, deleted deletes]`).
+    manifest_live: HashMap<String, ManifestCounts>,
     /// Snapshots whose summary could not be checked (no totals recorded).
     unchecked_summaries: u64,
     /// Blobs of the metadata graph outside the table, by canonical URI, with
@@ -425,6 +430,14 @@ pub struct Session {
     matched_alt: u64,
     /// References that may name more than one key.
     ambiguous_references: u64,
+}
+
+/// What one manifest holds, counted while it is read.
+#[derive(Debug, Clone, Default)]
+struct ManifestCounts {
+    live_data: u64,
+    live_deletes: u64,
+    changes: BTreeMap<i64, [u64; 4]>,
 }
 
 /// A snapshot whose manifests must add up to its summary's totals.
@@ -1193,13 +1206,17 @@ impl Session {
                         canon,
                         Purpose::Manifest {
                             expected_len: m.length,
+                            added_by: m.added_snapshot_id,
                         },
                     );
                 }
                 self.list_manifests.insert(uri.to_owned(), named);
                 Ok(())
             }
-            Purpose::Manifest { expected_len } => {
+            Purpose::Manifest {
+                expected_len,
+                added_by,
+            } => {
                 if let Some(want) = expected_len {
                     if want != bytes.len() as u64 {
                         return Err(Error::malformed(
@@ -1211,20 +1228,33 @@ impl Session {
                 let keep_deleted = self.config.keep_deleted_entries;
                 let manifest_short = self.short(uri);
                 let mut paths: Vec<(i64, i64, String)> = Vec::new();
-                let mut live = (0u64, 0u64);
-                iceberg::for_each_manifest_entry(uri, bytes, |status, content, path| {
+                let mut counts = ManifestCounts::default();
+                iceberg::for_each_manifest_entry_with_snapshot(uri, bytes, |status, content, snap, path| {
+                    let data = content == 0;
                     if status != iceberg::STATUS_DELETED {
-                        if content == 0 {
-                            live.0 += 1;
+                        if data {
+                            counts.live_data += 1;
                         } else {
-                            live.1 += 1;
+                            counts.live_deletes += 1;
+                        }
+                    }
+                    if let Some(by) = snap.or(added_by) {
+                        let slot = match (status, data) {
+                            (iceberg::STATUS_ADDED, true) => Some(0),
+                            (iceberg::STATUS_DELETED, true) => Some(1),
+                            (iceberg::STATUS_ADDED, false) => Some(2),
+                            (iceberg::STATUS_DELETED, false) => Some(3),
+                            _ => None,
+                        };
+                        if let Some(i) = slot {
+                            counts.changes.entry(by).or_default()[i] += 1;
                         }
                     }
                     if status != iceberg::STATUS_DELETED || keep_deleted {
                         paths.push((status, content, path.to_owned()));
                     }
                 })?;
-                self.manifest_live.insert(uri.to_owned(), live);
+                self.manifest_live.insert(uri.to_owned(), counts);
                 for (status, content, path) in paths {
                     self.reference(
                         uri,
@@ -1401,7 +1431,13 @@ impl Session {
                     },
                 )?;
                 check.embedded.push(canon.clone());
-                self.request_read(canon, Purpose::Manifest { expected_len: None });
+                self.request_read(
+                    canon,
+                    Purpose::Manifest {
+                        expected_len: None,
+                        added_by: None,
+                    },
+                );
             }
             self.summary_checks.push(check);
         }
@@ -1415,7 +1451,11 @@ impl Session {
     fn check_summaries(&mut self) -> Result<()> {
         for c in std::mem::take(&mut self.summary_checks) {
             let t = c.totals;
-            if t.data_files.is_none() && t.delete_files.is_none() && t.manifests.is_none() {
+            if t.data_files.is_none()
+                && t.delete_files.is_none()
+                && t.manifests.is_none()
+                && t.changes.iter().all(Option::is_none)
+            {
                 self.unchecked_summaries += 1;
                 continue;
             }
@@ -1428,10 +1468,17 @@ impl Session {
             };
             let mut data = 0u64;
             let mut deletes = 0u64;
+            let mut changes = [0u64; 4];
             for m in &manifests {
-                let (d, x) = self.manifest_live.get(m).copied().unwrap_or_default();
-                data = data.saturating_add(d);
-                deletes = deletes.saturating_add(x);
+                if let Some(n) = self.manifest_live.get(m) {
+                    data = data.saturating_add(n.live_data);
+                    deletes = deletes.saturating_add(n.live_deletes);
+                    if let Some(own) = n.changes.get(&c.snapshot_id) {
+                        for (sum, x) in changes.iter_mut().zip(own) {
+                            *sum = sum.saturating_add(*x);
+                        }
+                    }
+                }
             }
             let blob = c.list.as_deref().unwrap_or(self.metadata_location.as_str());
             let mismatch = |field: &str, found: u64, says: u64| {
@@ -1456,6 +1503,19 @@ impl Session {
             if let Some(n) = t.delete_files {
                 if n != deletes {
                     return Err(mismatch("live delete files", deletes, n));
+                }
+            }
+            let names = [
+                "data files it added",
+                "data files it deleted",
+                "delete files it added",
+                "delete files it removed",
+            ];
+            for ((says, found), name) in t.changes.iter().zip(changes).zip(names) {
+                if let Some(n) = *says {
+                    if n != found {
+                        return Err(mismatch(name, found, n));
+                    }
                 }
             }
         }

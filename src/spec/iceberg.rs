@@ -67,6 +67,10 @@ pub struct SummaryTotals {
     pub delete_files: Option<u64>,
     /// `manifests-created` + `manifests-kept`: entries of the manifest list.
     pub manifests: Option<u64>,
+    /// This snapshot's own changes: `added-data-files`,
+    /// `deleted-data-files`, `added-delete-files`, `removed-delete-files`
+    /// (entries ADDED or DELETED by this snapshot in its manifests).
+    pub changes: [Option<u64>; 4],
 }
 
 impl SummaryTotals {
@@ -84,6 +88,12 @@ impl SummaryTotals {
             manifests: num("manifests-created")
                 .zip(num("manifests-kept"))
                 .and_then(|(a, b)| a.checked_add(b)),
+            changes: [
+                num("added-data-files"),
+                num("deleted-data-files"),
+                num("added-delete-files"),
+                num("removed-delete-files"),
+            ],
         }
     }
 }
@@ -540,6 +550,19 @@ pub fn for_each_manifest_entry(
     bytes: &[u8],
     mut f: impl FnMut(i64, i64, &str),
 ) -> Result<()> {
+    for_each_manifest_entry_with_snapshot(uri, bytes, |status, content, _, path| {
+        f(status, content, path)
+    })
+}
+
+/// Like [`for_each_manifest_entry`], with each entry's `snapshot_id` (the
+/// snapshot that added or deleted it; `None` when null: inherited from the
+/// manifest's `added_snapshot_id`).
+pub fn for_each_manifest_entry_with_snapshot(
+    uri: &str,
+    bytes: &[u8],
+    mut f: impl FnMut(i64, i64, Option<i64>, &str),
+) -> Result<()> {
     let c = Container::open(bytes).map_err(|e| avro_err(uri, e))?;
     let p = Projection::compile(
         &c.schema,
@@ -547,6 +570,7 @@ pub fn for_each_manifest_entry(
             &["status"],
             &["data_file", "content"],
             &["data_file", "file_path"],
+            &["snapshot_id"],
         ],
     )
     .map_err(|e| avro_err(uri, e))?;
@@ -567,8 +591,12 @@ pub fn for_each_manifest_entry(
                 "manifest entry without data_file.file_path".into(),
             ));
         };
+        let snapshot = match v[3] {
+            Value::Int(i) => Some(i),
+            _ => None,
+        };
         match utf8(uri, "data_file.file_path", path) {
-            Ok(p) => f(status, content, p),
+            Ok(p) => f(status, content, snapshot, p),
             Err(e) => {
                 failure.get_or_insert(e);
             }
