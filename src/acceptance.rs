@@ -346,7 +346,10 @@ mod tests {
         p.tokens.head = Some(v.clone());
         let mut l = live(None);
         assert!(!accept(&p, &l).unwrap().granted, "no head given");
-        l.head = Some(ObjectVersion { size: 0, ..v.clone() });
+        l.head = Some(ObjectVersion {
+            size: 0,
+            ..v.clone()
+        });
         assert!(!accept(&p, &l).unwrap().granted, "rewritten commit");
         l.head = Some(v);
         assert!(accept(&p, &l).unwrap().granted);

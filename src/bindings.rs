@@ -293,6 +293,7 @@ impl wp::GuestSession for Session {
             keep_versions: c.keep_versions,
             log_cleanup: c.log_cleanup,
             pointer_authoritative: c.pointer_authoritative,
+            memory_budget_bytes: c.memory_budget_bytes,
         };
         let s = core::Session::start(config).map_err(err)?;
         Ok(wp::Session::new(Session(RefCell::new(s))))

@@ -29,6 +29,11 @@ mod delta;
 pub const MIN_FILE_RETENTION_MS: i64 = 3_600_000;
 /// How many times the pointer may move during one session before it gives up.
 pub const MAX_RECHECKS: u32 = 8;
+/// Default memory budget of a session: 1 GiB.
+pub const DEFAULT_MEMORY_BUDGET: u64 = 1 << 30;
+/// Smallest memory budget accepted: 16 MiB.
+pub const MIN_MEMORY_BUDGET: u64 = 16 << 20;
+
 /// Schema name of sealed plan documents.
 pub const PLAN_SCHEMA: &str = "lakesweep.plan.v1";
 
@@ -86,6 +91,17 @@ pub struct SessionConfig {
     /// the plan is refused.
     #[serde(default)]
     pub pointer_authoritative: bool,
+    /// Memory the session may use, in bytes (default 1 GiB). Before a blob
+    /// is decoded its cost is estimated from its size (and, for Parquet, its
+    /// footer) and added to the keep set's; a blob that would go over is
+    /// refused with an `unsupported` error naming it and the budget, so a
+    /// hostile or oversized file ends in a clear answer, never a trap.
+    #[serde(default = "default_budget")]
+    pub memory_budget_bytes: u64,
+}
+
+fn default_budget() -> u64 {
+    DEFAULT_MEMORY_BUDGET
 }
 
 impl SessionConfig {
@@ -110,6 +126,7 @@ impl SessionConfig {
             keep_versions: Vec::new(),
             log_cleanup: false,
             pointer_authoritative: false,
+            memory_budget_bytes: DEFAULT_MEMORY_BUDGET,
         }
     }
 }
@@ -178,6 +195,9 @@ pub struct Summary {
     pub referenced_not_listed: u64,
     /// Times the pointer moved during the session and was re-checked.
     pub rechecks: u32,
+    /// The session's memory budget, in bytes.
+    #[serde(default)]
+    pub memory_budget_bytes: u64,
 }
 
 /// The state a plan was judged on. A plan may only be applied while these still hold.
@@ -490,6 +510,15 @@ impl Session {
         if config.file_retention_ms < 0 {
             return Err(Error::invalid("file_retention_ms", "must not be negative"));
         }
+        if config.memory_budget_bytes < MIN_MEMORY_BUDGET {
+            return Err(Error::invalid(
+                "memory_budget_bytes",
+                format!(
+                    "{} bytes is below the smallest budget, {MIN_MEMORY_BUDGET} bytes (16 MiB)",
+                    config.memory_budget_bytes
+                ),
+            ));
+        }
         if config.file_retention_ms < MIN_FILE_RETENTION_MS && !config.allow_short_retention {
             return Err(Error::invalid(
                 "file_retention_ms",
@@ -608,6 +637,7 @@ impl Session {
     pub fn handle_blob(&mut self, uri: String, bytes: Vec<u8>) -> Result<()> {
         self.guard(|s| {
             let purpose = s.take_pending(&uri)?;
+            s.check_budget(&uri, &purpose, &bytes)?;
             s.process_blob(&uri, purpose, Some(&bytes))?;
             s.advance()
         })
@@ -752,6 +782,7 @@ impl Session {
             .saturating_sub(self.matched)
             + unlisted_groups;
         summary.rechecks = self.rechecks;
+        summary.memory_budget_bytes = self.config.memory_budget_bytes;
         let mut warnings = self.warnings.clone();
         let max_writer = self
             .policy
@@ -1229,31 +1260,35 @@ impl Session {
                 let manifest_short = self.short(uri);
                 let mut paths: Vec<(i64, i64, String)> = Vec::new();
                 let mut counts = ManifestCounts::default();
-                iceberg::for_each_manifest_entry_with_snapshot(uri, bytes, |status, content, snap, path| {
-                    let data = content == 0;
-                    if status != iceberg::STATUS_DELETED {
-                        if data {
-                            counts.live_data += 1;
-                        } else {
-                            counts.live_deletes += 1;
+                iceberg::for_each_manifest_entry_with_snapshot(
+                    uri,
+                    bytes,
+                    |status, content, snap, path| {
+                        let data = content == 0;
+                        if status != iceberg::STATUS_DELETED {
+                            if data {
+                                counts.live_data += 1;
+                            } else {
+                                counts.live_deletes += 1;
+                            }
                         }
-                    }
-                    if let Some(by) = snap.or(added_by) {
-                        let slot = match (status, data) {
-                            (iceberg::STATUS_ADDED, true) => Some(0),
-                            (iceberg::STATUS_DELETED, true) => Some(1),
-                            (iceberg::STATUS_ADDED, false) => Some(2),
-                            (iceberg::STATUS_DELETED, false) => Some(3),
-                            _ => None,
-                        };
-                        if let Some(i) = slot {
-                            counts.changes.entry(by).or_default()[i] += 1;
+                        if let Some(by) = snap.or(added_by) {
+                            let slot = match (status, data) {
+                                (iceberg::STATUS_ADDED, true) => Some(0),
+                                (iceberg::STATUS_DELETED, true) => Some(1),
+                                (iceberg::STATUS_ADDED, false) => Some(2),
+                                (iceberg::STATUS_DELETED, false) => Some(3),
+                                _ => None,
+                            };
+                            if let Some(i) = slot {
+                                counts.changes.entry(by).or_default()[i] += 1;
+                            }
                         }
-                    }
-                    if status != iceberg::STATUS_DELETED || keep_deleted {
-                        paths.push((status, content, path.to_owned()));
-                    }
-                })?;
+                        if status != iceberg::STATUS_DELETED || keep_deleted {
+                            paths.push((status, content, path.to_owned()));
+                        }
+                    },
+                )?;
                 self.manifest_live.insert(uri.to_owned(), counts);
                 for (status, content, path) in paths {
                     self.reference(
@@ -1302,11 +1337,19 @@ impl Session {
             p.ensure_binds(&md)?;
         }
         self.pointer_sequence = md.last_sequence_number;
-        for key in ["write.data.path", "write.metadata.path", "write.folder-storage.path", "write.object-storage.path"] {
+        for key in [
+            "write.data.path",
+            "write.metadata.path",
+            "write.folder-storage.path",
+            "write.object-storage.path",
+        ] {
             if let Some(v) = md.properties.get(key) {
                 let inside = CanonicalUri::parse(&apply_mappings(v, &self.config.location_map))
                     .ok()
-                    .is_some_and(|c| self.classifier.location.relative(&c).is_some() || c.to_uri_string() == self.classifier.location.as_uri());
+                    .is_some_and(|c| {
+                        self.classifier.location.relative(&c).is_some()
+                            || c.to_uri_string() == self.classifier.location.as_uri()
+                    });
                 if !inside {
                     self.warnings.insert(format!(
                         "table property {key} = `{v}` lies outside the table location: objects there are kept and not swept by this plan"
@@ -1582,6 +1625,56 @@ impl Session {
         Ok(())
     }
 
+    /// Refuses a blob whose decoding would take the session over its memory
+    /// budget: estimated from its size (JSON documents expand into trees;
+    /// Parquet checkpoints into columns and, with many row groups, into a
+    /// large footer) plus what the keep set holds already. Checked before
+    /// anything is allocated in proportion to the blob's counts.
+    fn check_budget(&self, uri: &str, purpose: &Purpose, bytes: &[u8]) -> Result<()> {
+        let n = bytes.len() as u64;
+        let (what, cost) = match purpose {
+            Purpose::Metadata | Purpose::DrMetadata | Purpose::OwnerCheck { .. } => {
+                ("table metadata document", n.saturating_mul(8))
+            }
+            Purpose::DeltaLog { .. } | Purpose::DeltaNextCommit { .. } => {
+                if bytes.starts_with(b"PAR1") {
+                    // A footer longer than the file is the parser's to refuse
+                    // (malformed), not a cost.
+                    let footer = crate::spec::parquet::footer_len(bytes)
+                        .filter(|&f| f <= bytes.len())
+                        .unwrap_or(0) as u64;
+                    (
+                        "Delta checkpoint",
+                        n.saturating_mul(16)
+                            .saturating_add(footer.saturating_mul(64)),
+                    )
+                } else {
+                    ("Delta log file", n.saturating_mul(8))
+                }
+            }
+            Purpose::ManifestList { .. } | Purpose::Manifest { .. } => {
+                ("manifest", n.saturating_mul(2))
+            }
+        };
+        // The keep set: about 64 bytes per key while it is being built.
+        let held = (self.classifier.keep.len() as u64)
+            .saturating_mul(64)
+            .max(self.classifier.keep.index_bytes() as u64);
+        let budget = self.config.memory_budget_bytes;
+        if cost.saturating_add(held) > budget {
+            return Err(Error::unsupported(
+                format!(
+                    "{what} of {n} bytes: decoding it needs about {} MiB of planner memory ({} MiB held already), over the memory budget of {} MiB (raise memory_budget_bytes if the machine has it)",
+                    cost >> 20,
+                    held >> 20,
+                    budget >> 20
+                ),
+                uri,
+            ));
+        }
+        Ok(())
+    }
+
     /// Records an unreferenced metadata document of this table (the owner
     /// check passed) with its place in the table's history.
     fn note_stray_document(&mut self, uri: &str, rel: &str, bytes: &[u8]) {
@@ -1621,7 +1714,8 @@ impl Session {
                 continue; // referenced by the final metadata after a re-check
             }
             let names_pointer = doc.log.contains(&pointer);
-            let newer = matches!((doc.sequence, self.pointer_sequence), (Some(a), Some(b)) if a > b);
+            let newer =
+                matches!((doc.sequence, self.pointer_sequence), (Some(a), Some(b)) if a > b);
             if !(names_pointer || newer) {
                 continue;
             }
@@ -1672,14 +1766,24 @@ impl Session {
         Ok(keys
             .into_iter()
             .filter_map(|k| {
-                let why = self.classifier.keep.lookup(&k).map(|s| s.describe()).or_else(|| {
-                    let c = CanonicalUri::parse(&format!("{}{}", self.classifier.location.prefix(), k)).ok()?;
-                    let l = self.classifier.location.loose_relative(&c)?;
-                    self.classifier
-                        .keep
-                        .contains_loose(&l)
-                        .then(|| "a near-miss of a referenced path".to_owned())
-                })?;
+                let why = self
+                    .classifier
+                    .keep
+                    .lookup(&k)
+                    .map(|s| s.describe())
+                    .or_else(|| {
+                        let c = CanonicalUri::parse(&format!(
+                            "{}{}",
+                            self.classifier.location.prefix(),
+                            k
+                        ))
+                        .ok()?;
+                        let l = self.classifier.location.loose_relative(&c)?;
+                        self.classifier
+                            .keep
+                            .contains_loose(&l)
+                            .then(|| "a near-miss of a referenced path".to_owned())
+                    })?;
                 Some((k, why))
             })
             .collect())

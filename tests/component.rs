@@ -128,6 +128,7 @@ impl Wasm {
             keep_versions: cfg.keep_versions,
             log_cleanup: cfg.log_cleanup,
             pointer_authoritative: cfg.pointer_authoritative,
+            memory_budget_bytes: cfg.memory_budget_bytes,
         };
         let session = api
             .lakesweep_planner_planner()

@@ -166,7 +166,9 @@ fn duckdb_equality_delete_table_refuses_where_a_list_is_missing_and_plans_v2() {
         .map(|(k, _)| k)
         .collect();
     assert!(
-        referenced.iter().any(|k| k.starts_with("data/") && k.ends_with(".parquet")),
+        referenced
+            .iter()
+            .any(|k| k.starts_with("data/") && k.ends_with(".parquet")),
         "{referenced:?}"
     );
     for (k, d) in &v {

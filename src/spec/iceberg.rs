@@ -419,7 +419,11 @@ impl TableMetadata {
         Ok(Lineage {
             table_uuid: p.table_uuid,
             last_sequence_number: p.last_sequence_number,
-            metadata_log: p.metadata_log.into_iter().map(|e| e.metadata_file).collect(),
+            metadata_log: p
+                .metadata_log
+                .into_iter()
+                .map(|e| e.metadata_file)
+                .collect(),
         })
     }
 

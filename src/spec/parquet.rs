@@ -350,6 +350,17 @@ fn physical(ty: i64, len: Option<i64>) -> PResult<Physical> {
     })
 }
 
+/// The length in bytes of a Parquet file's footer (the Thrift file
+/// metadata), read from its last 8 bytes; `None` when it is not a Parquet
+/// file. What decoding the footer costs grows with it.
+pub fn footer_len(bytes: &[u8]) -> Option<usize> {
+    if bytes.len() < 12 || &bytes[..4] != b"PAR1" {
+        return None;
+    }
+    let tail = &bytes[bytes.len() - 8..];
+    Some(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) as usize)
+}
+
 impl<'a> ParquetFile<'a> {
     /// Parses the footer of a whole Parquet file.
     pub fn open(bytes: &'a [u8]) -> PResult<ParquetFile<'a>> {

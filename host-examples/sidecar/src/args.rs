@@ -35,6 +35,9 @@ pub const USAGE: &str = "usage:
   --keep-version N Delta: keep every file version N reads (repeatable)
   --log-cleanup    Delta: also plan _delta_log entries past delta.logRetentionDuration
                    (30d by default) and below a checkpoint older than that
+  --memory-budget SIZE
+                   memory the planner may use (default 1GiB); a file that would need
+                   more is refused by name, never half-read
   --allow-short-retention
                    accept a window under 1h or under the Delta table's
                    delta.deletedFileRetentionDuration (the plan says so)
@@ -156,6 +159,8 @@ pub struct PlanArgs {
     pub log_cleanup: bool,
     /// `--allow-short-retention`.
     pub allow_short_retention: bool,
+    /// `--memory-budget`, bytes (None: the planner's default, 1 GiB).
+    pub memory_budget: Option<u64>,
 }
 
 /// Arguments of `expire`.
@@ -203,6 +208,7 @@ struct Opts {
     dry_run: bool,
     concurrency: Option<usize>,
     batch: Option<usize>,
+    memory_budget: Option<u64>,
     receipts: Option<String>,
     inputs: ContextFiles,
     expire_ids: Vec<i64>,
@@ -368,6 +374,11 @@ fn opts(args: &[String]) -> Result<Opts, String> {
                 o.allow_short_retention = true;
                 "--allow-short-retention"
             }
+            "--memory-budget" => {
+                let v = val(a)?;
+                o.memory_budget = Some(size_bytes(&v)?);
+                "--memory-budget"
+            }
             s if s.starts_with('-') => return Err(format!("unknown option `{s}`")),
             s => {
                 o.positional.push(s.to_owned());
@@ -397,7 +408,8 @@ impl Opts {
 
 const POINTER: [&str; 3] = ["--metadata", "--catalog", "--table"];
 const CONTEXT: [&str; 5] = ["--policy", "--context", "--leases", "--holds", "--writers"];
-const PLAN: [&str; 17] = [
+const PLAN: [&str; 18] = [
+    "--memory-budget",
     "--keep-version",
     "--log-cleanup",
     "--allow-short-retention",
@@ -437,6 +449,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
             keep_versions: o.keep_versions.clone(),
             log_cleanup: o.log_cleanup,
             allow_short_retention: o.allow_short_retention,
+            memory_budget: o.memory_budget,
         })
     };
     let with_wasm = |list: &[&'static str]| {
@@ -535,7 +548,13 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
         "apply" => {
             let mut allowed = with_wasm(&POINTER);
             allowed.extend(["--location-map", "--dry-run", "--concurrency", "--batch"]);
-            allowed.extend(["--receipts", "--context", "--holds", "--leases", "--writers"]);
+            allowed.extend([
+                "--receipts",
+                "--context",
+                "--holds",
+                "--leases",
+                "--writers",
+            ]);
             allowed.push("--allow-future-now");
             o.only("apply", &allowed)?;
             match o.positional.as_slice() {
@@ -611,6 +630,32 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
 }
 
 /// `72h`, `3d`, `90m`, `30s`, `1500ms` -> milliseconds. Bare numbers are refused.
+/// A size like `512MiB`, `2GiB`, `1GB` or plain bytes.
+pub fn size_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(split);
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("`{s}`: a size like 512MiB or 2GiB"))?;
+    let mult: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        u => {
+            return Err(format!(
+                "`{s}`: unknown unit `{u}` (B, KiB, MiB, GiB, KB, MB, GB)"
+            ))
+        }
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("`{s}`: too large"))
+}
+
 pub fn duration_ms(s: &str) -> Result<i64, String> {
     let split = s
         .find(|c: char| !c.is_ascii_digit())

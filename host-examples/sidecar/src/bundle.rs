@@ -325,16 +325,7 @@ pub async fn restore(
     // No sweep may run while the snapshot comes back (it could be deleting
     // the very files the restored metadata names).
     let lock = crate::sweep::Lock::take(&crate::sweep::default_ledger(table)).await?;
-    let r = put_back_and_commit(
-        &store,
-        &put_back,
-        pointer,
-        table,
-        &original,
-        &mapped,
-        doc,
-    )
-    .await;
+    let r = put_back_and_commit(&store, &put_back, pointer, table, &original, &mapped, doc).await;
     lock.release().await;
     let new = r?;
     Ok(format!(
@@ -354,15 +345,10 @@ async fn put_back_and_commit(
     doc: Vec<u8>,
 ) -> Result<String, String> {
     for (uri, b) in put_back {
-        store.create(uri, b.clone()).await.map_err(|e| format!("put back {uri}: {e}"))?;
+        store
+            .create(uri, b.clone())
+            .await
+            .map_err(|e| format!("put back {uri}: {e}"))?;
     }
-    crate::expire::commit(
-        pointer,
-        table,
-        store,
-        original,
-        mapped,
-        doc,
-    )
-    .await
+    crate::expire::commit(pointer, table, store, original, mapped, doc).await
 }

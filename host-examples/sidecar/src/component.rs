@@ -157,9 +157,12 @@ impl Planner {
             .map_err(trap)?
             .map_err(|e| describe(&e))?;
         head.map(|t| {
-            let v: serde_json::Value =
-                serde_json::from_str(&t).map_err(|e| format!("component answered bad JSON: {e}"))?;
-            Ok((v["uri"].as_str().unwrap_or_default().to_owned(), v["head"].clone()))
+            let v: serde_json::Value = serde_json::from_str(&t)
+                .map_err(|e| format!("component answered bad JSON: {e}"))?;
+            Ok((
+                v["uri"].as_str().unwrap_or_default().to_owned(),
+                v["head"].clone(),
+            ))
         })
         .transpose()
     }
@@ -181,7 +184,11 @@ impl Planner {
 
     /// The core's one acceptance path: may the plan's keys be deleted now,
     /// given the live facts (JSON)? Returns its answer (JSON).
-    pub fn accept(&mut self, plan_json: &str, facts_json: &str) -> Result<serde_json::Value, String> {
+    pub fn accept(
+        &mut self,
+        plan_json: &str,
+        facts_json: &str,
+    ) -> Result<serde_json::Value, String> {
         let text = self
             .api
             .lakesweep_planner_planner()
@@ -202,9 +209,18 @@ pub fn mappings(map: &[(String, String)]) -> Vec<wt::PathMapping> {
         .collect()
 }
 
-/// A trap is a bug in the component, reported as such.
+/// A trap stops the planner: in practice it ran out of memory (wasm32
+/// has 4 GiB; an allocation that fails aborts) or hit a bug. Said in one
+/// line, without wasm frames; nothing was deleted.
 pub fn trap(e: wasmtime::Error) -> String {
-    format!("component trapped: {e}")
+    let first = e.to_string();
+    let first = first.lines().next().unwrap_or("trap");
+    let cause = e.chain().last().map(|c| c.to_string()).unwrap_or_default();
+    let cause = cause.lines().next().unwrap_or("");
+    format!(
+        "the planner stopped: it ran out of memory or hit a bug ({first}{}); nothing was deleted. A smaller --memory-budget makes the planner refuse oversized files by name instead",
+        if cause.is_empty() || cause == first { String::new() } else { format!(": {cause}") }
+    )
 }
 
 /// One line for a planner error.

@@ -155,7 +155,13 @@ pub async fn run(
                 .collect();
             let detail = format!("not deleted: the run stopped ({})", why.join("; "));
             for it in batch.into_iter().chain(rest.by_ref()) {
-                let r = receipt(&source.table, &it, "skipped-stopped", None, Some(detail.clone()));
+                let r = receipt(
+                    &source.table,
+                    &it,
+                    "skipped-stopped",
+                    None,
+                    Some(detail.clone()),
+                );
                 sink(&r)?;
                 out.receipts.push(r);
             }
@@ -201,8 +207,17 @@ pub async fn run(
     }
     if !deleted_keys.is_empty() {
         hook("final")?;
-        damage_check(planner, plan_json, &plan, source, &canonical, &deleted_keys, opts, &mut out)
-            .await;
+        damage_check(
+            planner,
+            plan_json,
+            &plan,
+            source,
+            &canonical,
+            &deleted_keys,
+            opts,
+            &mut out,
+        )
+        .await;
         for r in &out.damage {
             sink(r)?;
         }
@@ -255,6 +270,7 @@ async fn damage_check(
                 keep_versions: Vec::new(),
                 log_cleanup: false,
                 allow_short_retention: true,
+                memory_budget: None,
             };
             let keys = deleted.iter().map(|(k, _)| k.clone()).collect();
             found.extend(plan::referenced_now(&input, keys).await?);

@@ -150,17 +150,7 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
             );
         }
         let doc = serde_json::to_vec_pretty(&plan["newMetadata"]).map_err(|e| e.to_string())?;
-        committed = Some(
-            commit(
-                &a.pointer,
-                &table,
-                &store,
-                &original,
-                &mapped,
-                doc,
-            )
-            .await?,
-        );
+        committed = Some(commit(&a.pointer, &table, &store, &original, &mapped, doc).await?);
     }
     Ok(Expiry {
         plan,

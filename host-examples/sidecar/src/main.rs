@@ -44,6 +44,7 @@ fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, String> {
         keep_versions: a.keep_versions.clone(),
         log_cleanup: a.log_cleanup,
         allow_short_retention: a.allow_short_retention,
+        memory_budget: a.memory_budget,
     })
 }
 
@@ -151,13 +152,17 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
                     d["restore"].as_str().unwrap_or("")
                 );
             }
-            Ok(if !done.damage.is_empty() || done.damage_unchecked.is_some() {
-                ExitCode::from(3)
-            } else if done.failed + done.changed + done.not_attempted > 0 || done.stopped.is_some() {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
+            Ok(
+                if !done.damage.is_empty() || done.damage_unchecked.is_some() {
+                    ExitCode::from(3)
+                } else if done.failed + done.changed + done.not_attempted > 0
+                    || done.stopped.is_some()
+                {
+                    ExitCode::from(1)
+                } else {
+                    ExitCode::SUCCESS
+                },
+            )
         }
         Command::Sweep(a) => {
             let s = sweep::run(&sweep::SweepInput {

@@ -12,6 +12,9 @@ use crate::component::{describe, mappings, trap, wasm_path, wt, Planner};
 use crate::pointer::Pointer;
 use crate::store::{Object, Store};
 
+/// The planner's default memory budget: 1 GiB.
+pub const DEFAULT_MEMORY_BUDGET: u64 = 1 << 30;
+
 /// Objects per listing page fed to the planner.
 pub const PAGE: usize = 1000;
 /// Reads in flight at once.
@@ -57,6 +60,8 @@ pub struct PlanInput {
     pub log_cleanup: bool,
     /// Accept a short window (the plan warns).
     pub allow_short_retention: bool,
+    /// The planner's memory budget, bytes (None: its default).
+    pub memory_budget: Option<u64>,
 }
 
 /// A finished plan.
@@ -170,6 +175,7 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         // A SQL catalog decides commits by compare-and-set: a newer document
         // beside its pointer is a failed commit's leftover, not a lag.
         pointer_authoritative: matches!(input.pointer, Pointer::Catalog { .. }),
+        memory_budget_bytes: input.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET),
     };
     let Planner { store: wstore, api } = &mut planner;
     let p = api.lakesweep_planner_planner();

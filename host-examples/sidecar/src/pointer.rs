@@ -149,9 +149,9 @@ pub async fn delta_head(
             version_id: o.version_id.clone(),
         });
     }
-    planner
-        .delta_head(canonical, &objects)?
-        .ok_or_else(|| format!("{log} holds no commit and no checkpoint: the table is gone or not a Delta table"))
+    planner.delta_head(canonical, &objects)?.ok_or_else(|| {
+        format!("{log} holds no commit and no checkpoint: the table is gone or not a Delta table")
+    })
 }
 
 /// The highest `vN.metadata.json` (also `vN.gz.metadata.json`) under

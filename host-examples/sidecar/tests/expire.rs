@@ -9,6 +9,7 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 
 use common::*;
 use serde_json::Value;
