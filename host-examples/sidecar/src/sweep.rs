@@ -318,7 +318,7 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, Strin
                 &mut planner.store,
                 &ledger.to_string(),
                 &Value::Array(receipts).to_string(),
-                now_ms().max(now),
+                now,
             )
             .map_err(crate::component::trap)?
             .map_err(|e| crate::component::describe(&e))?,
