@@ -87,7 +87,10 @@ fn hostile_files_are_refused_by_name_within_the_budget() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("memory budget of 1024 MiB"), "{err}");
     assert!(err.contains("v1.metadata.json"), "{err}");
-    assert!(!err.contains("wasm backtrace") && !err.contains("trapped"), "{err}");
+    assert!(
+        !err.contains("wasm backtrace") && !err.contains("trapped"),
+        "{err}"
+    );
     assert!(
         rss < GIB,
         "peak RSS {} MiB for a {} MiB document",
