@@ -316,19 +316,6 @@ fn scratch(f: &Fixture, tag: &str) -> (Fixture, tempdir::Dir) {
     (g, tmp)
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let t = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_tree(&e.path(), &t);
-        } else {
-            std::fs::copy(e.path(), t).unwrap();
-        }
-    }
-}
-
 mod tempdir {
     use std::path::{Path, PathBuf};
     pub struct Dir(PathBuf);

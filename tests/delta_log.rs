@@ -150,19 +150,6 @@ impl Staged {
     }
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let t = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_tree(&e.path(), &t);
-        } else {
-            std::fs::copy(e.path(), t).unwrap();
-        }
-    }
-}
-
 /// The oracle, written apart from the planner: commit times made monotonic
 /// (each at least the previous + 1 ms); the versions that must stay
 /// readable are the newest version whose time is older than the cutoff
@@ -191,10 +178,6 @@ fn planner_loads(s: &Staged, versions: &BTreeSet<u64>) {
             assert_eq!(d.verdict, Verdict::Referenced, "version {v}: {f}: {d:?}");
         }
     }
-}
-
-fn python() -> String {
-    std::env::var("LAKESWEEP_PYTHON").unwrap_or_else(|_| "python3".into())
 }
 
 /// Loads every version of `versions` with deltalake and compares its files

@@ -391,10 +391,6 @@ fn cycles_in_the_metadata_graph_are_refused() {
 
 // --- a deltalake-written table, a commit written by hand ---------------------
 
-fn python() -> String {
-    std::env::var("LAKESWEEP_PYTHON").unwrap_or_else(|_| "python3".into())
-}
-
 /// Runs `tests/py/delta_dot_segments.py`; a missing python or deltalake FAILS.
 fn py(mode: &str, root: &Path) -> serde_json::Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/delta_dot_segments.py");

@@ -424,3 +424,24 @@ pub mod avro {
         container(MANIFEST, &recs)
     }
 }
+
+/// Copies a folder tree (files and folders) from `from` to `to`.
+pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_tree(&e.path(), &t);
+        } else {
+            std::fs::copy(e.path(), t).unwrap();
+        }
+    }
+}
+
+/// The Python the tests run: `$LAKESWEEP_PYTHON`, else `python3` (scripts/test.sh
+/// puts its virtual environment first on `PATH`). Tests that need it fail
+/// without it; they never skip.
+pub fn python() -> String {
+    std::env::var("LAKESWEEP_PYTHON").unwrap_or_else(|_| "python3".into())
+}

@@ -285,23 +285,11 @@ fn opts(args: &[String]) -> Result<Opts, String> {
                 "--dry-run"
             }
             "--concurrency" => {
-                let v = val(a)?;
-                o.concurrency = Some(
-                    v.parse()
-                        .ok()
-                        .filter(|n| *n > 0)
-                        .ok_or_else(|| format!("--concurrency `{v}`: a positive number"))?,
-                );
+                o.concurrency = Some(positive("--concurrency", &val(a)?)?);
                 "--concurrency"
             }
             "--batch" => {
-                let v = val(a)?;
-                o.batch = Some(
-                    v.parse()
-                        .ok()
-                        .filter(|n| *n > 0)
-                        .ok_or_else(|| format!("--batch `{v}`: a positive number"))?,
-                );
+                o.batch = Some(positive("--batch", &val(a)?)?);
                 "--batch"
             }
             "--receipts" => {
@@ -630,6 +618,14 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
 }
 
 /// `72h`, `3d`, `90m`, `30s`, `1500ms` -> milliseconds. Bare numbers are refused.
+/// A whole number above zero, for `flag`.
+fn positive(flag: &str, v: &str) -> Result<usize, String> {
+    v.parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("{flag} `{v}`: a positive number"))
+}
+
 /// A size like `512MiB`, `2GiB`, `1GB` or plain bytes.
 pub fn size_bytes(s: &str) -> Result<u64, String> {
     let t = s.trim();
