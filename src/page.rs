@@ -103,6 +103,8 @@ impl PageClassifier {
                 format: h.format,
                 expired_log: h.expired_log,
                 reserved: h.reserved,
+                // Page mode serves the table's own prefix.
+                roots: Vec::new(),
             },
             metadata_location: h.metadata_location,
         })

@@ -198,6 +198,10 @@ pub struct Summary {
     /// The session's memory budget, in bytes.
     #[serde(default)]
     pub memory_budget_bytes: u64,
+    /// Every prefix listed and swept: the table location's, then the
+    /// table's other write roots (`write.data.path`, ...) outside it.
+    #[serde(default)]
+    pub swept_prefixes: Vec<String>,
 }
 
 /// The state a plan was judged on. A plan may only be applied while these still hold.
@@ -435,6 +439,8 @@ pub struct Session {
     manifest_live: HashMap<String, ManifestCounts>,
     /// Snapshots whose summary could not be checked (no totals recorded).
     unchecked_summaries: u64,
+    /// Other write roots listed so far (after the table's own listing).
+    roots_listed: usize,
     /// Blobs of the metadata graph outside the table, by canonical URI, with
     /// their role (those inside are in the keep set with their reason).
     graph: HashMap<String, &'static str>,
@@ -571,6 +577,7 @@ impl Session {
             format: config.format,
             expired_log: BTreeMap::new(),
             reserved: Vec::new(),
+            roots: Vec::new(),
         };
         let mut s = Session {
             policy,
@@ -599,6 +606,7 @@ impl Session {
             list_manifests: HashMap::new(),
             manifest_live: HashMap::new(),
             unchecked_summaries: 0,
+            roots_listed: 0,
             graph: HashMap::new(),
             alt_only: HashSet::new(),
             groups: BTreeSet::new(),
@@ -783,6 +791,9 @@ impl Session {
             + unlisted_groups;
         summary.rechecks = self.rechecks;
         summary.memory_budget_bytes = self.config.memory_budget_bytes;
+        summary.swept_prefixes = std::iter::once(self.classifier.location.prefix())
+            .chain(self.classifier.roots.iter().map(TableLocation::prefix))
+            .collect();
         let mut warnings = self.warnings.clone();
         let max_writer = self
             .policy
@@ -1040,20 +1051,17 @@ impl Session {
         let mut inside: Vec<String> = Vec::with_capacity(1);
         let mut outside: Vec<&CanonicalUri> = Vec::new();
         let mut loose: Vec<String> = Vec::with_capacity(1);
-        {
-            let loc = &self.classifier.location;
-            for c in &all {
-                match loc.relative(c) {
-                    Some(rel) => {
-                        if !inside.iter().any(|r| r == rel) {
-                            inside.push(rel.to_owned());
-                        }
+        for c in &all {
+            match self.classifier.key_of(c) {
+                Some(rel) => {
+                    if !inside.contains(&rel) {
+                        inside.push(rel);
                     }
-                    None => outside.push(c),
                 }
-                if let Some(l) = loc.loose_relative(c) {
-                    loose.push(l);
-                }
+                None => outside.push(c),
+            }
+            if let Some(l) = self.classifier.loose_key_of(c) {
+                loose.push(l);
             }
         }
         for l in &loose {
@@ -1337,26 +1345,7 @@ impl Session {
             p.ensure_binds(&md)?;
         }
         self.pointer_sequence = md.last_sequence_number;
-        for key in [
-            "write.data.path",
-            "write.metadata.path",
-            "write.folder-storage.path",
-            "write.object-storage.path",
-        ] {
-            if let Some(v) = md.properties.get(key) {
-                let inside = CanonicalUri::parse(&apply_mappings(v, &self.config.location_map))
-                    .ok()
-                    .is_some_and(|c| {
-                        self.classifier.location.relative(&c).is_some()
-                            || c.to_uri_string() == self.classifier.location.as_uri()
-                    });
-                if !inside {
-                    self.warnings.insert(format!(
-                        "table property {key} = `{v}` lies outside the table location: objects there are kept and not swept by this plan"
-                    ));
-                }
-            }
-        }
+        self.set_roots(&md);
         if !md.gc_enabled() {
             return Err(Error::unsafe_(
                 UnsafeReason::GcDisabled,
@@ -1598,6 +1587,14 @@ impl Session {
                     prefix: self.classifier.location.prefix(),
                 });
             }
+            Phase::Listing
+                if self.listing_done && self.roots_listed < self.classifier.roots.len() =>
+            {
+                let prefix = self.classifier.roots[self.roots_listed].prefix();
+                self.roots_listed += 1;
+                self.listing_done = false;
+                self.outbox.push_back(Request::List { prefix });
+            }
             Phase::Listing if self.listing_done => {
                 let referenced = self.classifier.keep.len() as u64;
                 if self.summary.listed.count > 0
@@ -1623,6 +1620,55 @@ impl Session {
             _ => {}
         }
         Ok(())
+    }
+
+    /// The table's other write roots (`write.data.path`, `write.metadata.path`,
+    /// `write.folder-storage.path`, `write.object-storage.path`) outside its
+    /// location: listed and swept with the same rules. Set once, from the
+    /// first metadata read; a root that is a bucket root, or that contains
+    /// the table location (other tables live there), is not listed, and the
+    /// plan says so.
+    fn set_roots(&mut self, md: &TableMetadata) {
+        if !self.classifier.roots.is_empty() || self.listing_requested() {
+            return;
+        }
+        let mut roots: Vec<TableLocation> = Vec::new();
+        for key in [
+            "write.data.path",
+            "write.metadata.path",
+            "write.folder-storage.path",
+            "write.object-storage.path",
+        ] {
+            let Some(v) = md.properties.get(key) else {
+                continue;
+            };
+            let mapped = apply_mappings(v, &self.config.location_map);
+            let Ok(root) = TableLocation::parse(&mapped) else {
+                self.warnings.insert(format!(
+                    "table property {key} = `{v}` is not a location that can be swept (a bucket root?): objects there are kept and not listed"
+                ));
+                continue;
+            };
+            let loc = &self.classifier.location;
+            if root == *loc || loc.relative(root.canonical()).is_some() {
+                continue; // inside the table: listed with it
+            }
+            if root.relative(loc.canonical()).is_some() {
+                self.warnings.insert(format!(
+                    "table property {key} = `{v}` contains the table location (other tables may live there): objects there are kept and not listed"
+                ));
+                continue;
+            }
+            if roots
+                .iter()
+                .any(|r| *r == root || r.relative(root.canonical()).is_some())
+            {
+                continue;
+            }
+            roots.retain(|r| root.relative(r.canonical()).is_none());
+            roots.push(root);
+        }
+        self.classifier.roots = roots;
     }
 
     /// Refuses a blob whose decoding would take the session over its memory
@@ -1772,13 +1818,8 @@ impl Session {
                     .lookup(&k)
                     .map(|s| s.describe())
                     .or_else(|| {
-                        let c = CanonicalUri::parse(&format!(
-                            "{}{}",
-                            self.classifier.location.prefix(),
-                            k
-                        ))
-                        .ok()?;
-                        let l = self.classifier.location.loose_relative(&c)?;
+                        let c = CanonicalUri::parse(&self.absolute(&k)).ok()?;
+                        let l = self.classifier.loose_key_of(&c)?;
                         self.classifier
                             .keep
                             .contains_loose(&l)
@@ -1787,6 +1828,15 @@ impl Session {
                 Some((k, why))
             })
             .collect())
+    }
+
+    /// The URI of a key: keys of other roots are absolute already.
+    fn absolute(&self, key: &str) -> String {
+        if key.contains("://") {
+            key.to_owned()
+        } else {
+            format!("{}{key}", self.classifier.location.prefix())
+        }
     }
 
     /// After a re-check, candidates that became referenced are kept.
@@ -1799,10 +1849,9 @@ impl Session {
                     src.describe()
                 ))
             } else {
-                let loose =
-                    CanonicalUri::parse(&format!("{}{}", self.classifier.location.prefix(), rel))
-                        .ok()
-                        .and_then(|c| self.classifier.location.loose_relative(&c));
+                let loose = CanonicalUri::parse(&self.absolute(&rel))
+                    .ok()
+                    .and_then(|c| self.classifier.loose_key_of(&c));
                 loose
                     .filter(|l| self.classifier.keep.contains_loose(l))
                     .map(|_| {
@@ -1819,7 +1868,7 @@ impl Session {
                     t.sub(c.size);
                 }
                 let d = Decision {
-                    key: format!("{}{}", self.classifier.location.prefix(), rel),
+                    key: self.absolute(&rel),
                     relative_key: rel,
                     verdict: Verdict::Demoted,
                     detail,

@@ -118,6 +118,11 @@ pub struct Classifier {
     pub(crate) expired_log: BTreeMap<String, String>,
     /// Prefixes kept whole whatever their age: (relative prefix, why).
     pub(crate) reserved: Vec<(String, String)>,
+    /// Iceberg: data and metadata roots outside the location that the table
+    /// writes to (`write.data.path`, ...). Their objects are listed and
+    /// judged too; their keys are absolute canonical URIs (a table-relative
+    /// key never holds `://`: such a key is kept as unaddressable).
+    pub(crate) roots: Vec<TableLocation>,
 }
 
 /// Outcome of classifying one object before any owner check.
@@ -140,15 +145,50 @@ impl Classifier {
         }
     }
 
-    /// Canonical relative key of a listed object; outside the table is a host error.
+    /// The key a URI has in this sweep: relative to the table location, or
+    /// (under one of the table's other roots) the absolute canonical URI.
+    /// `None`: outside every root.
+    pub(crate) fn key_of(&self, uri: &CanonicalUri) -> Option<String> {
+        if let Some(rel) = self.location.relative(uri) {
+            return Some(rel.to_owned());
+        }
+        self.roots
+            .iter()
+            .any(|r| r.relative(uri).is_some())
+            .then(|| uri.to_uri_string())
+    }
+
+    /// The loose (near-miss) form of a URI's key, in the same namespaces as
+    /// [`Classifier::key_of`]: other roots' loose keys carry the root's URI.
+    pub(crate) fn loose_key_of(&self, uri: &CanonicalUri) -> Option<String> {
+        if let Some(l) = self.location.loose_relative(uri) {
+            return Some(l);
+        }
+        self.roots.iter().find_map(|r| {
+            r.relative(uri)?;
+            r.loose_relative(uri).map(|l| format!("{}{l}", r.prefix()))
+        })
+    }
+
+    /// The part of a key below its root (the key itself for table keys).
+    pub(crate) fn inner<'a>(&self, key: &'a str) -> &'a str {
+        if !key.contains("://") {
+            return key;
+        }
+        self.roots
+            .iter()
+            .find_map(|r| key.strip_prefix(r.prefix().as_str()))
+            .map(|rest| &key[key.len() - rest.len()..])
+            .unwrap_or(key)
+    }
+
+    /// Canonical key of a listed object (see [`Classifier::key_of`]); outside
+    /// the table and its roots is a host error.
     pub(crate) fn relative_key(&self, key: &str) -> Result<(CanonicalUri, String)> {
         let uri = CanonicalUri::parse(key)
             .map_err(|e| Error::protocol(format!("listed key `{key}` is not a URI: {e}")))?;
-        match self.location.relative(&uri) {
-            Some(rel) => {
-                let rel = rel.to_owned();
-                Ok((uri, rel))
-            }
+        match self.key_of(&uri) {
+            Some(rel) => Ok((uri, rel)),
             None => Err(Error::protocol(format!(
                 "listed key `{key}` is not under the table location `{}`",
                 self.location.prefix()
@@ -183,7 +223,16 @@ impl Classifier {
                 crate::reach::Source::VersionHint.describe(),
             )));
         }
-        if let Some(why) = crate::path::unaddressable(&obj.key, &rel) {
+        let external = rel.contains("://") && self.inner(&rel).len() < rel.len();
+        if !external && rel.contains("://") {
+            return Ok(Judged::Final(Self::decision(
+                obj,
+                &rel,
+                Verdict::Unaddressable,
+                "key relative to the table holds `://`: kept, it would read as another location's URI".into(),
+            )));
+        }
+        if let Some(why) = crate::path::unaddressable(&obj.key, self.inner(&rel)) {
             return Ok(Judged::Final(Self::decision(
                 obj,
                 &rel,
@@ -191,7 +240,7 @@ impl Classifier {
                 why,
             )));
         }
-        if let Some(l) = self.location.loose_relative(&uri) {
+        if let Some(l) = self.loose_key_of(&uri) {
             if self.keep.contains_loose(&l) {
                 return Ok(Judged::Final(Self::decision(
                     obj,
@@ -277,7 +326,7 @@ impl Classifier {
                 ),
             );
         }
-        if let Some(why) = self.hidden_component(rel) {
+        if let Some(why) = self.hidden_component(self.inner(rel)) {
             return Self::decision(obj, rel, Verdict::Hidden, why);
         }
         Self::decision(

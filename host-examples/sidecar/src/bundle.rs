@@ -154,7 +154,7 @@ pub async fn check(
                 heads.insert(key.to_owned(), e["version"].clone());
                 continue;
             }
-            let h = store.head(&format!("{table}/{key}")).await?;
+            let h = store.head(&crate::store::object_uri(table, key)).await?;
             heads.insert(
                 key.to_owned(),
                 h.as_ref().map(Object::version_json).unwrap_or(Value::Null),

@@ -286,7 +286,7 @@ async fn damage_check(
                     .find(|(k, _)| *k == key)
                     .map(|(_, p)| p.clone())
                     .unwrap_or(Value::Null);
-                let uri = format!("{}/{key}", source.table);
+                let uri = crate::store::object_uri(&source.table, &key);
                 out.damage.push(json!({
                     "key": key, "uri": uri, "result": "damaged",
                     "detail": format!("deleted by this run, and the live table needs it: {why}"),
@@ -321,7 +321,7 @@ fn receipt(
     detail: Option<String>,
 ) -> Value {
     json!({
-        "key": it.key, "uri": format!("{table}/{}", it.key), "result": result,
+        "key": it.key, "uri": crate::store::object_uri(table, &it.key), "result": result,
         "planned": it.pinned, "version": seen.map(Object::version_json),
         "requested_ms": clock_ms(), "confirmed_ms": clock_ms(),
         "delete_marker": false, "detail": detail,
@@ -330,7 +330,17 @@ fn receipt(
 
 /// HEAD, compare with the pinned version, delete; the receipt.
 async fn delete_one(store: &Store, table: &str, it: &Item, dry: bool) -> Value {
-    let uri = format!("{table}/{}", it.key);
+    let uri = crate::store::object_uri(table, &it.key);
+    // A key under another write root may live in another bucket.
+    let store = match store.holding(&uri) {
+        Ok(s) => s,
+        Err(e) => {
+            return json!({"key": it.key, "uri": uri, "result": "failed", "planned": it.pinned,
+                          "version": Value::Null, "requested_ms": clock_ms(),
+                          "confirmed_ms": clock_ms(), "delete_marker": false, "detail": e})
+        }
+    };
+    let store = &store;
     let requested = clock_ms();
     let done = |result: &str, seen: Option<&Object>, marker: bool, detail: Option<String>| {
         json!({"key": it.key, "uri": uri, "result": result, "planned": it.pinned,

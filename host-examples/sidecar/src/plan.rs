@@ -227,7 +227,11 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
             .map(|uri| {
                 let store = store.clone();
                 async move {
-                    let r = store.read(&uri).await;
+                    // A table's other write roots may live in another bucket.
+                    let r = match store.holding(&uri) {
+                        Ok(s) => s.read(&uri).await,
+                        Err(e) => Err(e),
+                    };
                     (uri, r)
                 }
             })
@@ -262,7 +266,7 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         for prefix in lists {
             reads_bar.finish_and_clear();
             let bar = progress("{spinner} listed {pos} objects {msg}");
-            let mut stream = store.list(&prefix);
+            let mut stream = store.holding(&prefix)?.list(&prefix);
             let mut page: Vec<wt::ListedObject> = Vec::with_capacity(PAGE);
             let mut held: Option<Vec<wt::ListedObject>> = None;
             let feed = |objs: Vec<wt::ListedObject>,

@@ -102,6 +102,18 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
     }
     let (n, b) = tally(&s["listed"]);
     line(format!("  listed        {n:>6}  {:>10}", bytes(b)));
+    let prefixes: Vec<&str> = s["swept_prefixes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.as_str())
+        .collect();
+    if prefixes.len() > 1 {
+        line(format!(
+            "  swept         {} (the table and its write.*.path roots outside it)",
+            esc(&prefixes.join(", "))
+        ));
+    }
     for name in [
         "referenced",
         "young",

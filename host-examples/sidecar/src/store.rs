@@ -21,6 +21,17 @@ use futures::StreamExt;
 use object_store::path::Path;
 use object_store::{BackoffConfig, ObjectStore, ObjectStoreExt, RetryConfig};
 
+/// The URI of a plan or ledger key: keys under the table's other write
+/// roots are absolute URIs already (the planner never gives a table-relative
+/// key holding `://`), the others are relative to `table`.
+pub fn object_uri(table: &str, key: &str) -> String {
+    if key.contains("://") {
+        key.to_owned()
+    } else {
+        format!("{table}/{key}")
+    }
+}
+
 /// Why a create-if-absent failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CreateError {
@@ -177,6 +188,17 @@ pub fn table_uri(arg: &str) -> Result<String, String> {
 
 impl Store {
     /// Opens the store that holds `uri` (the table location).
+    /// This store when it holds `uri`, else a store for `uri`'s own bucket
+    /// or file system (a table's other write roots may live elsewhere).
+    pub fn holding(&self, uri: &str) -> Result<Store, String> {
+        match split_uri(uri) {
+            Some((scheme, auth, _)) if self.schemes.contains(&scheme) && auth == self.authority => {
+                Ok(self.clone())
+            }
+            _ => Store::for_uri(uri),
+        }
+    }
+
     pub fn for_uri(uri: &str) -> Result<Store, String> {
         let (scheme, auth, _) =
             split_uri(uri).ok_or_else(|| format!("`{uri}` is not a URI (scheme://...)"))?;

@@ -82,7 +82,7 @@ async fn observe(
     let mut out = Vec::new();
     for p in probes {
         let key = p["key"].as_str().ok_or("probe without key")?;
-        let seen = store.head(&format!("{table}/{key}")).await?;
+        let seen = store.head(&crate::store::object_uri(table, key)).await?;
         let mut o = json!({"key": key, "seen": seen.as_ref().map(Object::version_json)});
         if p["purpose"] == "restore-check" {
             if let Some(why) = blocked.get(key) {

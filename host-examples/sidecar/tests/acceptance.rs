@@ -305,3 +305,43 @@ fn the_first_sweep_of_a_table_makes_its_folder_and_takes_the_lock() {
         out_text(&o)
     );
 }
+
+#[test]
+fn a_write_data_path_outside_the_table_is_listed_and_its_orphans_go() {
+    let t = PyTable::with_data_path("acc-datapath", Some("ext/data"));
+    let orphans: Vec<String> =
+        serde_json::from_value(py(&["orphans", t.dir.to_str().unwrap(), "2", "10"])).unwrap();
+    assert!(
+        orphans.iter().all(|k| k.contains("/ext/data/")),
+        "{orphans:?}"
+    );
+    let plan = t.dir.join("plan.json");
+    let mut a = vec!["plan".to_owned(), t.location()];
+    a.extend(t.pointer());
+    a.extend(["--out".into(), plan.display().to_string(), "--json".into()]);
+    let v = json(&lakesweep(&a));
+    assert_eq!(deletes(&v), orphans.iter().cloned().collect(), "{v}");
+    let prefixes = v["summary"]["swept_prefixes"].as_array().unwrap();
+    assert_eq!(prefixes.len(), 2, "{v}");
+    assert!(prefixes[1].as_str().unwrap().ends_with("/ext/data/"));
+    // Its live data files there are referenced, not deleted.
+    let ext = t.dir.join("ext/data");
+    let live: Vec<String> = std::fs::read_dir(&ext)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with("orphan-"))
+        .collect();
+    assert!(!live.is_empty());
+    let rows = py(&["check", t.dir.to_str().unwrap()])["rows"].clone();
+    let mut a = vec!["apply".to_owned(), plan.display().to_string()];
+    a.extend(t.pointer());
+    let o = lakesweep(&a);
+    assert!(o.status.success(), "{}", out_text(&o));
+    for k in &orphans {
+        assert!(!Path::new(k.trim_start_matches("file://")).exists(), "{k}");
+    }
+    for n in &live {
+        assert!(ext.join(n).exists(), "{n} deleted");
+    }
+    assert_eq!(py(&["check", t.dir.to_str().unwrap()])["rows"], rows);
+}

@@ -223,10 +223,19 @@ pub struct PyTable {
 
 impl PyTable {
     pub fn new(name: &str) -> PyTable {
+        Self::with_data_path(name, None)
+    }
+    /// `data`: the table's `write.data.path`, relative to the scratch folder.
+    pub fn with_data_path(name: &str, data: Option<&str>) -> PyTable {
         let dir = std::env::temp_dir().join(format!("lakesweep-py-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let info = py(&["write", dir.to_str().unwrap()]);
+        let mut args = vec!["write".to_owned(), dir.display().to_string()];
+        if let Some(d) = data {
+            args.push(format!("file://{}/{d}", dir.display()));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let info = py(&args);
         PyTable { dir, info }
     }
     pub fn location(&self) -> String {

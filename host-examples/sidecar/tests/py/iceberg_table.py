@@ -1,16 +1,19 @@
 """A real pyiceberg table for the sidecar's expiry test (pyiceberg 0.12.0).
 
 Usage:
-  iceberg_table.py write DIR   make DIR/catalog.db and table demo.t: two
+  iceberg_table.py write DIR [DATA_PATH]
+                               make DIR/catalog.db and table demo.t: two
                                appends, an overwrite, an append; prints JSON
+                               (DATA_PATH: the table's write.data.path)
   iceberg_table.py refs DIR    every file each snapshot references (manifest
                                list, manifests, data files of any status)
   iceberg_table.py check DIR   load the table, scan the current snapshot and
                                time-travel to every snapshot; prints JSON
   iceberg_table.py orphans DIR N AGE_DAYS
                                write N Parquet files of the table's schema under
-                               its data/ folder (never committed: garbage), dated
-                               AGE_DAYS ago; prints their keys
+                               its data folder (never committed: garbage), dated
+                               AGE_DAYS ago; prints their keys (absolute URIs under
+                               a write.data.path outside the table)
   iceberg_table.py add DIR KEY register an existing data file (add_files), the way
                                writers adopt files they did not write
 """
@@ -43,10 +46,11 @@ def rows(ids, cat):
     )
 
 
-def write(d):
+def write(d, data_path=None):
     c = catalog(d)
     c.create_namespace("demo")
-    t = c.create_table("demo.t", schema=rows([1], "a").schema)
+    props = {"write.data.path": data_path} if data_path else {}
+    t = c.create_table("demo.t", schema=rows([1], "a").schema, properties=props)
     t.append(rows([1, 2], "a"))
     t.append(rows([3, 4], "b"))
     t.overwrite(rows([5, 6], "c"))
@@ -98,20 +102,26 @@ def orphans(d, n, age_days):
     import pyarrow.parquet as pq
 
     t = catalog(d).load_table("demo.t")
-    root = t.location().removeprefix("file://")
+    data = t.properties.get("write.data.path")
     when = time.time() - float(age_days) * 86400
     keys = []
     for i in range(int(n)):
-        key = f"data/orphan-{i:03d}.parquet"
-        pq.write_table(rows([1000 + i], "z"), f"{root}/{key}")
-        os.utime(f"{root}/{key}", (when, when))
+        if data:
+            key = f"{data}/orphan-{i:03d}.parquet"
+            path = key.removeprefix("file://")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        else:
+            key = f"data/orphan-{i:03d}.parquet"
+            path = f"{t.location().removeprefix('file://')}/{key}"
+        pq.write_table(rows([1000 + i], "z"), path)
+        os.utime(path, (when, when))
         keys.append(key)
     print(json.dumps(keys))
 
 
 def add(d, key):
     t = catalog(d).load_table("demo.t")
-    t.add_files([f"{t.location()}/{key}"])
+    t.add_files([key if "://" in key else f"{t.location()}/{key}"])
 
 
 if __name__ == "__main__":
