@@ -345,3 +345,53 @@ fn a_write_data_path_outside_the_table_is_listed_and_its_orphans_go() {
     }
     assert_eq!(py(&["check", t.dir.to_str().unwrap()])["rows"], rows);
 }
+
+#[test]
+fn a_commit_between_sweep_batches_stops_the_deletes_and_the_key_is_protected() {
+    let s = Setup::new("acc-sweep-race", 6, &[]);
+    let last = s.orphans[5].clone();
+    let sweep = |hook: Option<&Path>| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_lakesweep"));
+        c.args([
+            "sweep",
+            &s.t.location(),
+            "--quarantine",
+            "0ms",
+            "--batch",
+            "2",
+            "--json",
+        ])
+        .args(s.t.pointer())
+        .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"));
+        if let Some(h) = hook {
+            c.env("LAKESWEEP_TEST_HOOK", h);
+        }
+        c.output().unwrap()
+    };
+    // Discovered, eligible, quarantined, restore-verified: nothing deleted yet.
+    for _ in 0..4 {
+        let o = sweep(None);
+        assert!(o.status.success(), "{}", out_text(&o));
+    }
+    assert!(s.orphans.iter().all(|k| s.exists(k)));
+    // The approving run: batch 2 is accepted, then a writer adopts the last orphan.
+    let hook = s.hook("2", &s.add(&last));
+    let o = sweep(Some(&hook));
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["stopped"].is_array(), "{v}");
+    assert!(v["damage"].as_array().unwrap().is_empty(), "{v}");
+    assert!(s.exists(&last), "the adopted file survived");
+    for k in &s.orphans[..4] {
+        assert!(!s.exists(k), "{k} (batches 1 and 2) deleted");
+    }
+    // Keys the run did not reach are protected and start over, never lost.
+    let ledger: Value =
+        serde_json::from_slice(&std::fs::read(s.t.root().join("_lakesweep/ledger.json")).unwrap())
+            .unwrap();
+    assert_eq!(ledger["objects"][&last]["state"], "PROTECTED", "{ledger}");
+    // The next sweep sees the adopted file as referenced.
+    let o = sweep(None);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert!(s.exists(&last));
+}
