@@ -84,6 +84,11 @@ fn hostile_files_are_refused_by_name_within_the_budget() {
     let size = huge_metadata(&d, 420_000);
     assert!(size > 140_000_000, "{size}");
     let (code, err, rss) = measured(&["plan", d.to_str().unwrap()]);
+    eprintln!(
+        "metadata document of {} MiB: exit {code}, peak RSS {} MiB",
+        size >> 20,
+        rss >> 20
+    );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("memory budget of 1024 MiB"), "{err}");
     assert!(err.contains("v1.metadata.json"), "{err}");
@@ -121,6 +126,11 @@ fn hostile_files_are_refused_by_name_within_the_budget() {
         .expect("python3 with pyarrow");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let (code, err, rss) = measured(&["plan", d.to_str().unwrap(), "--format", "delta"]);
+    eprintln!(
+        "checkpoint of {} MiB, 100,000 row groups: exit {code}, peak RSS {} MiB",
+        std::fs::metadata(&cp).unwrap().len() >> 20,
+        rss >> 20
+    );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("memory budget of 1024 MiB"), "{err}");
     assert!(err.contains("checkpoint.parquet"), "{err}");
