@@ -147,6 +147,10 @@ impl wp::Guest for Component {
             .map_err(err)
     }
 
+    fn ledger_reconcile(ledger_json: String, now_ms: i64) -> Result<String, wt::Error> {
+        core::ledger::json::reconcile(&ledger_json, now_ms).map_err(err)
+    }
+
     fn ledger_observe(
         ledger_json: String,
         observations_json: String,

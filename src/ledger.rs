@@ -536,6 +536,36 @@ impl Ledger {
         Ok((moves, probes))
     }
 
+    /// Starts a recovery run (`reconcile`): every delete whose outcome is not
+    /// confirmed is settled by HEAD. An approval left without receipts (the
+    /// run died mid-delete) becomes `DELETE_UNKNOWN` first. Returns the moves
+    /// and the HEADs the host must make; nothing is approved or deleted.
+    pub fn reconcile_step(&mut self, now_ms: i64) -> Result<(Vec<Move>, Vec<Probe>)> {
+        use ObjectState::*;
+        self.revision += 1;
+        let mut moves = Vec::new();
+        let mut probes = Vec::new();
+        let keys: Vec<String> = self.objects.keys().cloned().collect();
+        for key in keys {
+            let o = self.objects[&key].clone();
+            let probe = |purpose| Probe {
+                key: key.clone(),
+                purpose,
+                expect: o.version.clone(),
+            };
+            match o.state {
+                DeleteApproved => {
+                    self.set(&key, DeleteUnknown, None, now_ms, "approved, but no receipt was recorded (interrupted run): outcome unknown, reconciled now".into(), &mut moves)?;
+                    probes.push(probe(ProbePurpose::Reconcile));
+                }
+                DeleteUnknown => probes.push(probe(ProbePurpose::Reconcile)),
+                Deleted => probes.push(probe(ProbePurpose::VerifyGone)),
+                _ => {}
+            }
+        }
+        Ok((moves, probes))
+    }
+
     /// Applies the store's answers to this run's probes.
     pub fn observe(&mut self, observations: &[Observation], now_ms: i64) -> Result<Vec<Move>> {
         use ObjectState::*;
@@ -855,6 +885,14 @@ pub mod json {
             None => Ledger::new(&plan, quarantine_ms)?,
         };
         let (moves, probes) = l.begin_step(&plan, now_ms)?;
+        step(&l, moves, Some(probes), None)
+    }
+
+    /// Starts a recovery run (see [`Ledger::reconcile_step`]). Returns
+    /// `{ledger, moves, probes, gates}`.
+    pub fn reconcile(ledger_json: &str, now_ms: i64) -> Result<String> {
+        let mut l = Ledger::parse(ledger_json)?;
+        let (moves, probes) = l.reconcile_step(now_ms)?;
         step(&l, moves, Some(probes), None)
     }
 

@@ -369,30 +369,35 @@ async fn reconcile_locked(
         .read(&ledger_uri)
         .await?
         .ok_or_else(|| format!("no ledger at {ledger_uri}"))?;
-    let doc: Value = serde_json::from_slice(&text).map_err(|e| format!("{ledger_uri}: {e}"))?;
-    let probes: Vec<Value> = doc["objects"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(_, o)| matches!(o["state"].as_str(), Some("DELETED" | "DELETE_UNKNOWN")))
-        .map(|(k, _)| json!({"key": k}))
-        .collect();
-    let obs = observe(store, table, &probes, &Default::default()).await?;
+    let text = String::from_utf8(text).map_err(|_| format!("{ledger_uri} is not UTF-8"))?;
+    let now = now_ms();
     let mut planner = Planner::load(&wasm_path(wasm))?;
+    // The core says what to settle: approvals a dead run left without
+    // receipts, unknown outcomes, deletes not yet verified.
+    let p = planner.api.lakesweep_planner_planner();
+    let begun = parse(
+        &p.call_ledger_reconcile(&mut planner.store, &text, now)
+            .map_err(crate::component::trap)?
+            .map_err(|e| crate::component::describe(&e))?,
+    )?;
+    let mut moves: Vec<Value> = begun["moves"].as_array().cloned().unwrap_or_default();
+    let probes = begun["probes"].as_array().cloned().unwrap_or_default();
+    let obs = observe(store, table, &probes, &Default::default()).await?;
     let p = planner.api.lakesweep_planner_planner();
     let step = parse(
         &p.call_ledger_observe(
             &mut planner.store,
-            &doc.to_string(),
+            &begun["ledger"].to_string(),
             &obs.to_string(),
-            now_ms(),
+            now,
         )
         .map_err(crate::component::trap)?
         .map_err(|e| crate::component::describe(&e))?,
     )?;
+    moves.extend(step["moves"].as_array().cloned().unwrap_or_default());
     save(lstore, &ledger_uri, &step["ledger"]).await?;
     Ok(Swept {
-        moves: step["moves"].as_array().cloned().unwrap_or_default(),
+        moves,
         approval: None,
         gates: step["gates"].clone(),
         ledger_uri,

@@ -395,3 +395,49 @@ fn a_commit_between_sweep_batches_stops_the_deletes_and_the_key_is_protected() {
     assert!(o.status.success(), "{}", out_text(&o));
     assert!(s.exists(&last));
 }
+
+#[test]
+fn reconcile_settles_what_a_killed_sweep_approved_and_the_next_sweep_deletes_it() {
+    let s = Setup::new("acc-killed", 4, &[]);
+    let sweep = |hook: Option<&Path>| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_lakesweep"));
+        c.args(["sweep", &s.t.location(), "--quarantine", "0ms", "--json"])
+            .args(s.t.pointer())
+            .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"));
+        if let Some(h) = hook {
+            c.env("LAKESWEEP_TEST_HOOK", h);
+        }
+        c.output().unwrap()
+    };
+    for _ in 0..4 {
+        let o = sweep(None);
+        assert!(o.status.success(), "{}", out_text(&o));
+    }
+    // The approving run dies right after its approval was saved.
+    let hook = s.hook("1", "kill -9 $PPID");
+    let o = sweep(Some(&hook));
+    assert!(!o.status.success());
+    let ledger = s.t.root().join("_lakesweep/ledger.json");
+    let state = |k: &str| -> String {
+        let l: Value = serde_json::from_slice(&std::fs::read(&ledger).unwrap()).unwrap();
+        l["objects"][k]["state"].as_str().unwrap().to_owned()
+    };
+    assert!(s.orphans.iter().all(|k| state(k) == "DELETE_APPROVED"));
+    assert!(s.orphans.iter().all(|k| s.exists(k)));
+    // The dead run's lock is reported; once removed, reconcile settles every
+    // approved key by HEAD: nothing was deleted, the pinned version is intact.
+    std::fs::remove_file(s.t.root().join("_lakesweep/ledger.json.lock")).unwrap();
+    let o = lakesweep(&["reconcile", &s.t.location(), "--json"]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["moves"].as_array().unwrap().len(),
+        2 * s.orphans.len(),
+        "{v}"
+    );
+    assert!(s.orphans.iter().all(|k| state(k) == "RESTORE_VERIFIED"));
+    // The next sweep approves again and deletes.
+    let o = sweep(None);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert!(s.orphans.iter().all(|k| !s.exists(k)));
+}
