@@ -19,6 +19,31 @@ pub fn root(table: &str) -> String {
     format!("{table}/_lakesweep/bundles")
 }
 
+/// Removes bundle `id` (every object under its folder): the expiry it was
+/// sealed for was not committed. `id` is the bundle's name, or the URI of
+/// its `bundle.json` (what [`seal`] returns).
+pub async fn discard(store: &Store, table: &str, id: &str) -> Result<(), String> {
+    use futures::StreamExt;
+    let id = id.strip_suffix("/bundle.json").unwrap_or(id);
+    let name = id.rsplit('/').next().unwrap_or(id);
+    if name.is_empty() || name.contains("..") {
+        return Err(format!("`{id}` is not a bundle name"));
+    }
+    let dir = format!("{}/{name}", root(table));
+    let mut objects = store.list(&format!("{dir}/"));
+    let mut uris = Vec::new();
+    while let Some(o) = objects.next().await {
+        uris.push(o?.uri);
+    }
+    for u in uris {
+        store.delete(&u).await?;
+    }
+    if let Some(local) = dir.strip_prefix("file://") {
+        let _ = std::fs::remove_dir_all(local);
+    }
+    Ok(())
+}
+
 /// Seals the chain of `ids` (as listed in the metadata `bytes`, read from
 /// `mapped`, named `original` by the catalog) into bundle `id`; returns its URI.
 #[allow(clippy::too_many_arguments)]

@@ -150,7 +150,21 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
             );
         }
         let doc = serde_json::to_vec_pretty(&plan["newMetadata"]).map_err(|e| e.to_string())?;
-        committed = Some(commit(&a.pointer, &table, &store, &original, &mapped, doc).await?);
+        match commit(&a.pointer, &table, &store, &original, &mapped, doc).await {
+            Ok(m) => committed = Some(m),
+            Err(e) => {
+                // The expiry did not happen: its bundle must not linger (every
+                // sweep walks every bundle).
+                if let Some(id) = &bundle {
+                    if let Err(d) = crate::bundle::discard(&store, &table, id).await {
+                        return Err(format!(
+                            "{e}; its quarantine bundle {id} could not be removed: {d}"
+                        ));
+                    }
+                }
+                return Err(e);
+            }
+        }
     }
     Ok(Expiry {
         plan,

@@ -441,3 +441,37 @@ fn reconcile_settles_what_a_killed_sweep_approved_and_the_next_sweep_deletes_it(
     assert!(o.status.success(), "{}", out_text(&o));
     assert!(s.orphans.iter().all(|k| !s.exists(k)));
 }
+
+#[test]
+fn an_expiry_that_loses_the_catalog_swap_leaves_no_bundle_behind() {
+    let t = PyTable::new("acc-lost-cas");
+    // Another writer wins every compare-and-set: the catalog refuses updates.
+    let db = rusqlite::Connection::open(t.dir.join("catalog.db")).unwrap();
+    db.execute_batch(
+        "CREATE TRIGGER lost_race BEFORE UPDATE ON iceberg_tables \
+         BEGIN SELECT RAISE(ABORT, 'another commit won'); END;",
+    )
+    .unwrap();
+    drop(db);
+    let month_ahead = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 30 * 86_400_000)
+        .to_string();
+    let mut a = vec!["expire".to_owned(), t.location()];
+    a.extend(t.pointer());
+    a.extend([
+        "--now".into(),
+        month_ahead,
+        "--allow-future-now".into(),
+        "--commit".into(),
+    ]);
+    let o = lakesweep(&a);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    let bundles = t.root().join("_lakesweep/bundles");
+    let left: Vec<_> = std::fs::read_dir(&bundles)
+        .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "bundles left behind: {left:?}");
+}
