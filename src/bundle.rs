@@ -312,11 +312,20 @@ pub struct Verification {
     pub problems: Vec<String>,
     /// Every content key the walk reached.
     pub content: Vec<String>,
+    /// Metadata layers (manifest lists, manifests) the store no longer
+    /// holds: a restore writes the bundle's verified copy back at that key.
+    #[serde(default)]
+    pub put_back: Vec<String>,
 }
 
 /// Walks the bundle from its copies (metadata -> lists -> manifests ->
-/// files) and checks every content file against `heads` (the store's
-/// answers now). `copies` are the bytes the host read from the bundle.
+/// files) and checks every object against `heads` (the store's HEAD answers
+/// now, for every entry): a content file must still be the pinned version;
+/// a manifest list or manifest must be the pinned version or gone (then its
+/// verified copy is put back). One the store holds in another version was
+/// rewritten: restoring would read another snapshot's data, so the bundle
+/// is incomplete and says which key. `copies` are the bytes the host read
+/// from the bundle.
 pub fn verify(
     bundle: &Bundle,
     mappings: &[PathMapping],
@@ -379,6 +388,23 @@ pub fn verify(
                     )),
                     (Some(_), _) => v.problems.push(format!(
                         "`{k}` is gone from the store: the snapshot cannot be restored"
+                    )),
+                }
+            }
+            for e in &bundle.entries {
+                if e.sha256.is_none() || e.key == bundle.metadata_key {
+                    continue;
+                }
+                match heads.get(&e.key) {
+                    Some(None) => v.put_back.push(e.key.clone()),
+                    Some(Some(seen)) if e.version.matches(seen) => {}
+                    Some(Some(_)) => v.problems.push(format!(
+                        "`{}` was rewritten since it was bundled (the store holds another object at that key): restoring would read other data; put the bundle's copy back by hand or restore from a versioned bucket",
+                        e.key
+                    )),
+                    None => v.problems.push(format!(
+                        "`{}` was not checked against the store",
+                        e.key
                     )),
                 }
             }

@@ -245,3 +245,41 @@ fn restore_brings_an_expired_snapshot_back_and_the_sweep_keeps_its_files() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_rewritten_layer_refuses_the_restore_and_a_missing_one_is_put_back() {
+    let t = events();
+    let (b, copies, _) = sealed(&t);
+    let list = b
+        .entries
+        .iter()
+        .find(|e| e.layer == Layer::ManifestList)
+        .unwrap()
+        .clone();
+    // The store holds another object at the list's key (another snapshot's
+    // list written over it): restoring would time-travel to other data.
+    let mut heads = heads_now(&t, &b);
+    let mut other = list.version.clone();
+    other.size += 1;
+    heads.insert(list.key.clone(), Some(other));
+    let v = bundle::verify(&b, &mappings(), &copies, &heads);
+    assert!(!v.complete);
+    assert!(
+        v.problems
+            .iter()
+            .any(|p| p.contains("rewritten") && p.contains(&list.key)),
+        "{:?}",
+        v.problems
+    );
+    // Gone from the store: complete, and the copy is put back.
+    let mut heads = heads_now(&t, &b);
+    heads.insert(list.key.clone(), None);
+    let v = bundle::verify(&b, &mappings(), &copies, &heads);
+    assert!(v.complete, "{:?}", v.problems);
+    assert_eq!(v.put_back, vec![list.key.clone()]);
+    // Not asked at all: the host broke the protocol; never "fine".
+    let mut heads = heads_now(&t, &b);
+    heads.remove(&list.key);
+    let v = bundle::verify(&b, &mappings(), &copies, &heads);
+    assert!(!v.complete);
+}

@@ -172,19 +172,18 @@ pub async fn check(
                 copies.push((key.to_owned(), b));
             }
         }
-        if e["layer"] == "content" {
-            // A file the ledger itself deleted after an approval is consumed,
-            // not lost: it must not hold the bundle's other files forever.
-            if consumed.contains(key) {
-                heads.insert(key.to_owned(), e["version"].clone());
-                continue;
-            }
-            let h = store.head(&crate::store::object_uri(table, key)).await?;
-            heads.insert(
-                key.to_owned(),
-                h.as_ref().map(Object::version_json).unwrap_or(Value::Null),
-            );
+        // A content file the ledger itself deleted after an approval is
+        // consumed, not lost: it must not hold the bundle's other files
+        // forever. Every other entry is checked against the store.
+        if e["layer"] == "content" && consumed.contains(key) {
+            heads.insert(key.to_owned(), e["version"].clone());
+            continue;
         }
+        let h = store.head(&crate::store::object_uri(table, key)).await?;
+        heads.insert(
+            key.to_owned(),
+            h.as_ref().map(Object::version_json).unwrap_or(Value::Null),
+        );
     }
     let v = planner
         .api
@@ -308,16 +307,20 @@ pub async fn restore(
     let metadata_key = c.bundle["metadata_key"]
         .as_str()
         .ok_or("bundle without metadata_key")?;
+    // The core said which layers are gone (and refused any rewritten one).
+    let missing: std::collections::BTreeSet<&str> = c.verification["put_back"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
     let mut put_back = Vec::new();
     let mut bundle_md = None;
     for (k, b) in &c.copies {
         if k == metadata_key {
             bundle_md = Some(b.clone());
-            continue;
-        }
-        let uri = format!("{table}/{k}");
-        if store.head(&uri).await?.is_none() {
-            put_back.push((uri, b.clone()));
+        } else if missing.contains(k.as_str()) {
+            put_back.push((crate::store::object_uri(table, k), b.clone()));
         }
     }
     let bundle_md = bundle_md.ok_or("the bundle's metadata copy is missing")?;

@@ -475,3 +475,70 @@ fn an_expiry_that_loses_the_catalog_swap_leaves_no_bundle_behind() {
         .unwrap_or_default();
     assert!(left.is_empty(), "bundles left behind: {left:?}");
 }
+
+#[test]
+fn restore_refuses_a_rewritten_layer_and_puts_back_a_missing_one() {
+    let t = PyTable::new("acc-restore");
+    let before = py(&["check", t.dir.to_str().unwrap()])["travel"].clone();
+    let current = t.info["current"].as_i64().unwrap();
+    let later = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 30 * 86_400_000)
+        .to_string();
+    let run = |cmd: &str, extra: &[&str]| {
+        let mut a = vec![cmd.to_owned(), t.location()];
+        a.extend(t.pointer());
+        a.extend(["--now".into(), later.clone(), "--allow-future-now".into()]);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        lakesweep(&a)
+    };
+    let v = json(&run("expire", &["--commit", "--json"]));
+    let bundle_uri = v["bundle"].as_str().unwrap().to_owned();
+    let dir = PathBuf::from(
+        bundle_uri
+            .strip_prefix("file://")
+            .unwrap()
+            .strip_suffix("/bundle.json")
+            .unwrap(),
+    );
+    let id = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let bundle: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("bundle.json")).unwrap()).unwrap();
+    let lists: Vec<String> = bundle["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["layer"] == "manifest-list")
+        .map(|e| e["key"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!lists.is_empty(), "{bundle}");
+    let list = t.root().join(&lists[0]);
+    let original = std::fs::read(&list).unwrap();
+    // The current snapshot's list written over the expired one's key.
+    let cur_list = std::fs::read_dir(t.root().join("metadata"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with(&format!("snap-{current}-"))
+        })
+        .unwrap();
+    std::fs::copy(&cur_list, &list).unwrap();
+    let o = run("restore", &["--bundle", &id, "--commit"]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("rewritten"),
+        "{}",
+        out_text(&o)
+    );
+    // Gone instead: restore puts the bundle's copy back and time travel to
+    // every restored snapshot reads its own rows again.
+    std::fs::remove_file(&list).unwrap();
+    let o = run("restore", &["--bundle", &id, "--commit"]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert_eq!(std::fs::read(&list).unwrap(), original);
+    let after = py(&["check", t.dir.to_str().unwrap()])["travel"].clone();
+    assert_eq!(after, before, "every snapshot reads what it read before");
+}
