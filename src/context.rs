@@ -104,6 +104,17 @@ fn relative_prefix(p: &str) -> bool {
         && !p.split('/').any(|s| s == "." || s == "..")
 }
 
+/// Whether `rel` lies under `prefix` up to letter case, percent-encoding
+/// and repeated slashes (the spellings a hand-written hold gets wrong).
+pub fn loosely_under(rel: &str, prefix: &str) -> bool {
+    let p = crate::path::loose(prefix);
+    let r = crate::path::loose(rel);
+    !p.is_empty()
+        && (r == p
+            || r.starts_with(&format!("{p}/"))
+            || (!prefix.ends_with('/') && r.starts_with(&p)))
+}
+
 impl Context {
     /// Parses a context document; unknown fields are refused.
     pub fn parse(json: &str) -> Result<Context> {
@@ -201,6 +212,12 @@ impl Context {
                 HoldScope::PathPrefix(p) if rel.starts_with(p.as_str()) => {
                     return Some(format!(
                         "legal hold on `{p}` (generation {}): {}",
+                        h.generation, h.reason
+                    ))
+                }
+                HoldScope::PathPrefix(p) if loosely_under(rel, p) => {
+                    return Some(format!(
+                        "near-miss of the legal hold on `{p}` (generation {}; equal up to letter case, percent-encoding or doubled slashes): kept, the hold may have been meant for it. {}",
                         h.generation, h.reason
                     ))
                 }

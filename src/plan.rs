@@ -441,6 +441,9 @@ pub struct Session {
     unchecked_summaries: u64,
     /// Other write roots listed so far (after the table's own listing).
     roots_listed: usize,
+    /// Per path-prefix legal hold: listed keys under it exactly, and keys
+    /// under it only up to spelling (protected as near-misses).
+    hold_hits: BTreeMap<String, (u64, u64)>,
     /// Blobs of the metadata graph outside the table, by canonical URI, with
     /// their role (those inside are in the keep set with their reason).
     graph: HashMap<String, &'static str>,
@@ -607,6 +610,7 @@ impl Session {
             manifest_live: HashMap::new(),
             unchecked_summaries: 0,
             roots_listed: 0,
+            hold_hits: BTreeMap::new(),
             graph: HashMap::new(),
             alt_only: HashSet::new(),
             groups: BTreeSet::new(),
@@ -805,6 +809,23 @@ impl Session {
                 .protections
                 .stale_writers(self.config.now_ms, max_writer),
         );
+        for h in &self.classifier.protections.holds {
+            if let crate::context::HoldScope::PathPrefix(p) = &h.scope {
+                match self.hold_hits.get(p).copied().unwrap_or_default() {
+                    (0, 0) => {
+                        warnings.insert(format!(
+                            "legal hold on `{p}` matches no listed key: check its spelling (letter case, slashes) and the table it was meant for"
+                        ));
+                    }
+                    (0, near) => {
+                        warnings.insert(format!(
+                            "legal hold on `{p}` matches no listed key exactly; {near} keys equal to it up to letter case, encoding or doubled slashes are kept as near-misses: correct the hold"
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+        }
         if self.unchecked_summaries > 0 {
             warnings.insert(format!(
                 "{} snapshots record no totals in their summary (total-data-files, total-delete-files): a manifest list of theirs cut at an Avro block boundary could not be told from a shorter one",
@@ -885,6 +906,16 @@ impl Session {
     }
 
     fn record(&mut self, d: Decision) {
+        for h in &self.classifier.protections.holds {
+            if let crate::context::HoldScope::PathPrefix(p) = &h.scope {
+                let hits = self.hold_hits.entry(p.clone()).or_default();
+                if d.relative_key.starts_with(p.as_str()) {
+                    hits.0 += 1;
+                } else if crate::context::loosely_under(&d.relative_key, p) {
+                    hits.1 += 1;
+                }
+            }
+        }
         self.summary
             .verdicts
             .entry(d.verdict.as_str().into())

@@ -779,3 +779,46 @@ fn a_data_root_outside_the_location_is_listed_and_swept_by_the_same_rules() {
     let e = run_native(cfg(&meta), &o).unwrap_err();
     assert_eq!(unsafe_reason(e), UnsafeReason::ForeignTable);
 }
+
+#[test]
+fn a_hold_spelled_differently_from_the_keys_protects_its_near_misses_and_says_so() {
+    for prefix in ["DATA/held/", "data//held/", "data/h%65ld/"] {
+        let (mut o, meta) = base();
+        o.extra
+            .insert(format!("{LOC}/data/held/x.parquet"), (b"x".to_vec(), OLD));
+        o.extra
+            .insert(format!("{LOC}/data/free.parquet"), (b"x".to_vec(), OLD));
+        let mut c = cfg(&meta);
+        c.context = Some(format!(
+            r#"{{"holds":[{{"scope":{{"pathPrefix":"{prefix}"}},"generation":0}},
+                          {{"scope":{{"pathPrefix":"nowhere/"}},"generation":0}}]}}"#
+        ));
+        let run = run_native(c, &o).unwrap();
+        let v = run.verdicts();
+        assert_eq!(
+            v["data/held/x.parquet"].verdict,
+            Verdict::Protected,
+            "{prefix}"
+        );
+        assert!(
+            v["data/held/x.parquet"].detail.contains("near-miss"),
+            "{prefix}"
+        );
+        assert_eq!(
+            v["data/free.parquet"].verdict,
+            Verdict::Candidate,
+            "{prefix}"
+        );
+        let w = run.plan().warnings;
+        assert!(
+            w.iter()
+                .any(|x| x.contains(prefix) && x.contains("near-misses")),
+            "{prefix}: {w:?}"
+        );
+        assert!(
+            w.iter()
+                .any(|x| x.contains("`nowhere/` matches no listed key")),
+            "{w:?}"
+        );
+    }
+}
