@@ -142,9 +142,18 @@ impl wp::Guest for Component {
         plan_json: String,
         quarantine_ms: i64,
         now_ms: i64,
+        prior_ledger: bool,
+        start_new: bool,
     ) -> Result<String, wt::Error> {
-        core::ledger::json::begin(ledger_json.as_deref(), &plan_json, quarantine_ms, now_ms)
-            .map_err(err)
+        core::ledger::json::begin(
+            ledger_json.as_deref(),
+            &plan_json,
+            quarantine_ms,
+            now_ms,
+            prior_ledger,
+            start_new,
+        )
+        .map_err(err)
     }
 
     fn ledger_reconcile(ledger_json: String, now_ms: i64) -> Result<String, wt::Error> {

@@ -35,7 +35,7 @@ use crate::error::{Error, Result, UnsafeReason};
 use crate::plan::{hex, PlannedDelete, SealedPlan};
 
 /// Schema name of ledger documents.
-pub const LEDGER_SCHEMA: &str = "lakesweep.ledger.v1";
+pub const LEDGER_SCHEMA: &str = "lakesweep.ledger.v2";
 
 /// Where an object stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -325,6 +325,15 @@ pub struct Ledger {
     /// Keys that ever entered `DELETE_UNKNOWN`.
     #[serde(default)]
     pub unknown_ever: Vec<String>,
+    /// The integrity digest of the ledger this one was made from (each step
+    /// chains to the one before; `None` for a new ledger).
+    #[serde(default)]
+    pub previous_integrity: Option<String>,
+    /// SHA-256 (hex) over the previous digest and this ledger's content: a
+    /// ledger edited by hand (a shorter quarantine, a state moved on) no
+    /// longer matches and is refused.
+    #[serde(default)]
+    pub integrity: String,
 }
 
 /// The run report's gates: each must read 0 (or 100 %) for a clean run.
@@ -369,7 +378,22 @@ impl Ledger {
             receipts: Vec::new(),
             history: Vec::new(),
             unknown_ever: Vec::new(),
+            previous_integrity: None,
+            integrity: String::new(),
         })
+    }
+
+    /// The integrity digest of this content: SHA-256 over the previous
+    /// digest and the canonical JSON of everything but `integrity`.
+    pub fn compute_integrity(&self) -> String {
+        let mut body = self.clone();
+        body.integrity = String::new();
+        let text = serde_json::to_vec(&body).unwrap_or_default();
+        let mut h = sha2::Sha256::new();
+        h.update(self.previous_integrity.as_deref().unwrap_or("").as_bytes());
+        h.update(b"\n");
+        h.update(&text);
+        crate::plan::hex(&h.finalize())
     }
 
     /// Parses a stored ledger; an unknown or newer schema is refused.
@@ -378,6 +402,12 @@ impl Ledger {
             .map_err(|e| Error::invalid("ledger", format!("not JSON: {e}")))?;
         match v.get("schema").and_then(|s| s.as_str()) {
             Some(LEDGER_SCHEMA) => {}
+            Some("lakesweep.ledger.v1") => {
+                return Err(Error::invalid(
+                    "ledger",
+                    "a ledger written before ledgers were sealed (lakesweep.ledger.v1) cannot be told from an edited one: move it aside and start a new ledger (--new-ledger); its objects start over, nothing is deleted without a new quarantine",
+                ))
+            }
             Some(s) if s.starts_with("lakesweep.ledger.") => {
                 return Err(Error::invalid(
                     "ledger",
@@ -391,12 +421,29 @@ impl Ledger {
                 ))
             }
         }
-        serde_json::from_value(v).map_err(|e| Error::invalid("ledger", format!("damaged: {e}")))
+        let mut l: Ledger = serde_json::from_value(v)
+            .map_err(|e| Error::invalid("ledger", format!("damaged: {e}")))?;
+        if l.integrity != l.compute_integrity() {
+            return Err(Error::invalid(
+                "ledger",
+                "edited or damaged: its integrity digest does not match its content (a ledger is only ever written by lakesweep; restore the saved one, or start a new ledger with --new-ledger)",
+            ));
+        }
+        // The next save chains to this one.
+        l.previous_integrity = Some(std::mem::take(&mut l.integrity));
+        Ok(l)
     }
 
-    /// Canonical JSON text.
+    /// This ledger with its integrity digest computed (what is stored).
+    pub fn sealed(&self) -> Ledger {
+        let mut sealed = self.clone();
+        sealed.integrity = sealed.compute_integrity();
+        sealed
+    }
+
+    /// Canonical JSON text, sealed with its integrity digest.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_default()
+        serde_json::to_string_pretty(&self.sealed()).unwrap_or_default()
     }
 
     /// Refuses a plan of another table.
@@ -845,7 +892,7 @@ pub mod json {
     ) -> Result<String> {
         doc(&Step {
             gates: l.gates(),
-            ledger: l,
+            ledger: &l.sealed(),
             moves,
             probes,
             approval,
@@ -871,17 +918,28 @@ pub mod json {
     }
 
     /// Starts a run over `plan_json` (a sealed plan; its digest is checked).
-    /// `ledger_json: None` starts a new ledger with `quarantine_ms`.
+    /// `ledger_json: None` starts a new ledger with `quarantine_ms`, but only
+    /// when no earlier one existed (`prior_ledger`: the host found the mark a
+    /// saved ledger leaves beside it) or the operator said `start_new`: a
+    /// ledger deleted by mistake must not silently start over.
     /// Returns `{ledger, moves, probes, gates}`.
     pub fn begin(
         ledger_json: Option<&str>,
         plan_json: &str,
         quarantine_ms: i64,
         now_ms: i64,
+        prior_ledger: bool,
+        start_new: bool,
     ) -> Result<String> {
         let plan = SealedPlan::from_json(plan_json)?;
         let mut l = match ledger_json {
             Some(t) => Ledger::parse(t)?,
+            None if prior_ledger && !start_new => {
+                return Err(Error::invalid(
+                    "ledger",
+                    "there is no ledger, but one was saved here before (its mark remains): it was deleted or moved. Put it back, or start a new one on purpose (--new-ledger)",
+                ))
+            }
             None => Ledger::new(&plan, quarantine_ms)?,
         };
         let (moves, probes) = l.begin_step(&plan, now_ms)?;

@@ -689,11 +689,30 @@ fn a_ledger_of_another_table_or_a_newer_schema_is_refused() {
     ));
     let text = l
         .to_json()
-        .replace("lakesweep.ledger.v1", "lakesweep.ledger.v2");
+        .replace("lakesweep.ledger.v2", "lakesweep.ledger.v3");
     let e = Ledger::parse(&text).unwrap_err();
     assert!(e.to_string().contains("newer"), "{e}");
     assert!(Ledger::parse("{}").is_err());
-    assert_eq!(Ledger::parse(&l.to_json()).unwrap(), l);
+    // Read back: the same content, chained to the stored digest.
+    let back = Ledger::parse(&l.to_json()).unwrap();
+    assert_eq!(back.previous_integrity, Some(l.sealed().integrity.clone()));
+    assert_eq!(back.objects, l.objects);
+    // A ledger edited by hand is refused: a shorter quarantine, a state.
+    let edited = l.to_json().replace(
+        &format!("\"quarantine_ms\": {}", l.quarantine_ms),
+        "\"quarantine_ms\": 0",
+    );
+    assert_ne!(edited, l.to_json());
+    let e = Ledger::parse(&edited).unwrap_err();
+    assert!(e.to_string().contains("integrity"), "{e}");
+    // A sealed-before ledger (v1) cannot be told from an edited one.
+    let v1 = l
+        .to_json()
+        .replace("lakesweep.ledger.v2", "lakesweep.ledger.v1");
+    assert!(Ledger::parse(&v1)
+        .unwrap_err()
+        .to_string()
+        .contains("--new-ledger"));
 }
 
 #[test]

@@ -18,7 +18,7 @@ pub const USAGE: &str = "usage:
                  [--expire-id ID]... [--location-map FROM=TO]... [--json] [--commit]
   lakesweep policy check FILE [--json]
   lakesweep sweep TABLE [--ledger URI] [--quarantine DURATION] [same options as plan]
-                 [--concurrency N] [--allow-future-now]
+                 [--concurrency N] [--batch N] [--allow-future-now] [--new-ledger]
   lakesweep reconcile TABLE [--ledger URI] [--json]
   lakesweep ledger show TABLE [--ledger URI] [--json]
   lakesweep restore TABLE --bundle ID [POINTER] [--location-map FROM=TO]... [--commit]
@@ -35,6 +35,8 @@ pub const USAGE: &str = "usage:
   --keep-version N Delta: keep every file version N reads (repeatable)
   --log-cleanup    Delta: also plan _delta_log entries past delta.logRetentionDuration
                    (30d by default) and below a checkpoint older than that
+  --new-ledger     sweep: start a new ledger although quarantine bundles of an earlier one
+                   remain (a missing ledger is otherwise refused)
   --memory-budget SIZE
                    memory the planner may use (default 1GiB); a file that would need
                    more is refused by name, never half-read
@@ -139,6 +141,7 @@ pub struct SweepArgs {
     pub concurrency: usize,
     pub batch: usize,
     pub allow_future_now: bool,
+    pub new_ledger: bool,
 }
 
 /// Arguments of `plan` and `explain`.
@@ -209,6 +212,7 @@ struct Opts {
     concurrency: Option<usize>,
     batch: Option<usize>,
     memory_budget: Option<u64>,
+    new_ledger: bool,
     receipts: Option<String>,
     inputs: ContextFiles,
     expire_ids: Vec<i64>,
@@ -362,6 +366,10 @@ fn opts(args: &[String]) -> Result<Opts, String> {
                 o.allow_short_retention = true;
                 "--allow-short-retention"
             }
+            "--new-ledger" => {
+                o.new_ledger = true;
+                "--new-ledger"
+            }
             "--memory-budget" => {
                 let v = val(a)?;
                 o.memory_budget = Some(size_bytes(&v)?);
@@ -463,6 +471,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
                 "--concurrency",
                 "--batch",
                 "--allow-future-now",
+                "--new-ledger",
             ]);
             allowed.retain(|a| *a != "--out");
             o.only("sweep", &allowed)?;
@@ -474,6 +483,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
                     concurrency: o.concurrency.unwrap_or(16),
                     batch: o.batch.unwrap_or(crate::deletion::DEFAULT_BATCH),
                     allow_future_now: o.allow_future_now,
+                    new_ledger: o.new_ledger,
                 })),
                 _ => Err("sweep needs exactly one TABLE".into()),
             }

@@ -172,6 +172,7 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
                 concurrency: a.concurrency,
                 batch: a.batch,
                 allow_future_now: a.allow_future_now,
+                new_ledger: a.new_ledger,
                 inputs: a.plan.inputs.clone(),
             })
             .await?;

@@ -31,6 +31,8 @@ pub struct SweepInput {
     pub batch: usize,
     /// Accept a plan judged ahead of the clock (what-if runs, tests).
     pub allow_future_now: bool,
+    /// `--new-ledger`: start a new ledger although bundles of an earlier one remain.
+    pub new_ledger: bool,
     /// The context files, read again just before approval.
     pub inputs: ContextFiles,
 }
@@ -68,7 +70,19 @@ async fn save(store: &Store, uri: &str, ledger: &Value) -> Result<(), String> {
     store
         .overwrite(uri, text)
         .await
-        .map_err(|e| format!("STOPPED: cannot save the ledger to {uri}: {e}"))
+        .map_err(|e| format!("STOPPED: cannot save the ledger to {uri}: {e}"))?;
+    match store
+        .create(
+            &mark(uri),
+            b"a lakesweep ledger was saved beside this mark\n".to_vec(),
+        )
+        .await
+    {
+        Ok(()) | Err(crate::store::CreateError::Exists) => Ok(()),
+        Err(crate::store::CreateError::Other(e)) => {
+            Err(format!("STOPPED: cannot mark the ledger {uri}: {e}"))
+        }
+    }
 }
 
 /// HEADs every probe; returns the observations (JSON array). A restore
@@ -109,6 +123,11 @@ fn consumed_keys(ledger: &Value) -> std::collections::BTreeSet<String> {
         })
         .map(|(k, _)| k.clone())
         .collect()
+}
+
+/// The mark a saved ledger leaves beside it (`ledger.json.mark`).
+fn mark(ledger_uri: &str) -> String {
+    format!("{ledger_uri}.mark")
 }
 
 /// A lock beside the ledger (create-if-absent): one sweep, reconcile or
@@ -188,6 +207,9 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, Strin
         .map(String::from_utf8)
         .transpose()
         .map_err(|_| format!("{ledger_uri} is not UTF-8"))?;
+    // The mark a saved ledger leaves beside it: a missing ledger with its
+    // mark present was deleted or moved, not never made.
+    let prior_ledger = existing.is_none() && lstore.head(&mark(&ledger_uri)).await?.is_some();
     if let Some(q) = existing
         .as_deref()
         .and_then(|t| serde_json::from_str::<Value>(t).ok())
@@ -209,6 +231,8 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, Strin
             &outcome.plan_json,
             input.quarantine_ms,
             now,
+            prior_ledger,
+            input.new_ledger,
         )
         .map_err(crate::component::trap)?
         .map_err(|e| crate::component::describe(&e))?,

@@ -542,3 +542,50 @@ fn restore_refuses_a_rewritten_layer_and_puts_back_a_missing_one() {
     let after = py(&["check", t.dir.to_str().unwrap()])["travel"].clone();
     assert_eq!(after, before, "every snapshot reads what it read before");
 }
+
+#[test]
+fn an_edited_or_missing_ledger_is_refused() {
+    let t = PyTable::new("acc-ledger");
+    let later = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 30 * 86_400_000)
+        .to_string();
+    let run = |cmd: &str, extra: &[&str]| {
+        let mut a = vec![cmd.to_owned(), t.location()];
+        a.extend(t.pointer());
+        a.extend(["--now".into(), later.clone(), "--allow-future-now".into()]);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        lakesweep(&a)
+    };
+    // An expiry leaves a bundle; the first sweep makes the ledger.
+    assert!(run("expire", &["--commit"]).status.success());
+    let o = run("sweep", &[]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let ledger = t.root().join("_lakesweep/ledger.json");
+    let text = std::fs::read_to_string(&ledger).unwrap();
+    // A shorter quarantine typed in by hand: refused.
+    let edited = text.replace("\"quarantine_ms\": 86400000", "\"quarantine_ms\": 0");
+    assert_ne!(edited, text);
+    std::fs::write(&ledger, &edited).unwrap();
+    let o = run("sweep", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("integrity"),
+        "{}",
+        out_text(&o)
+    );
+    // Deleted: refused while its mark remains, unless started anew on purpose.
+    std::fs::remove_file(&ledger).unwrap();
+    let o = run("sweep", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--new-ledger"),
+        "{}",
+        out_text(&o)
+    );
+    let o = run("sweep", &["--new-ledger"]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert!(ledger.exists());
+}
