@@ -144,15 +144,26 @@ pub async fn run(
     while rest.peek().is_some() {
         number += 1;
         let batch: Vec<Item> = rest.by_ref().take(opts.batch.max(1)).collect();
-        let facts = source.facts(planner, &canonical).await?;
-        let acc = planner.accept(plan_json, &facts.to_string())?;
-        if acc["granted"] != true {
-            let why: Vec<String> = acc["differences"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|d| d.as_str().map(str::to_owned))
-                .collect();
+        // Facts that cannot be read (the catalog unreachable, a context file
+        // gone) stop the run like a refusal: deletes may have happened
+        // already, so this is never an error that says "nothing deleted".
+        let answer = match source.facts(planner, &canonical).await {
+            Ok(facts) => planner.accept(plan_json, &facts.to_string()),
+            Err(e) => Err(e),
+        };
+        let refusal: Option<Vec<String>> = match &answer {
+            Err(e) => Some(vec![format!("the live state could not be read: {e}")]),
+            Ok(acc) if acc["granted"] != true => Some(
+                acc["differences"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|d| d.as_str().map(str::to_owned))
+                    .collect(),
+            ),
+            Ok(_) => None,
+        };
+        if let Some(why) = refusal {
             let detail = format!("not deleted: the run stopped ({})", why.join("; "));
             for it in batch.into_iter().chain(rest.by_ref()) {
                 let r = receipt(
@@ -168,6 +179,7 @@ pub async fn run(
             out.stopped = Some(why);
             break;
         }
+        let acc = answer?;
         hook(&number.to_string())?;
         let mut todo = Vec::new();
         for it in batch {
