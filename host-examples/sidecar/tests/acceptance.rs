@@ -453,21 +453,7 @@ fn an_expiry_that_loses_the_catalog_swap_leaves_no_bundle_behind() {
     )
     .unwrap();
     drop(db);
-    let month_ahead = (std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        + 30 * 86_400_000)
-        .to_string();
-    let mut a = vec!["expire".to_owned(), t.location()];
-    a.extend(t.pointer());
-    a.extend([
-        "--now".into(),
-        month_ahead,
-        "--allow-future-now".into(),
-        "--commit".into(),
-    ]);
-    let o = lakesweep(&a);
+    let o = t.run("expire", &["--allow-future-now", "--commit"]);
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
     let bundles = t.root().join("_lakesweep/bundles");
     let left: Vec<_> = std::fs::read_dir(&bundles)
@@ -481,18 +467,10 @@ fn restore_refuses_a_rewritten_layer_and_puts_back_a_missing_one() {
     let t = PyTable::new("acc-restore");
     let before = py(&["check", t.dir.to_str().unwrap()])["travel"].clone();
     let current = t.info["current"].as_i64().unwrap();
-    let later = (std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        + 30 * 86_400_000)
-        .to_string();
     let run = |cmd: &str, extra: &[&str]| {
-        let mut a = vec![cmd.to_owned(), t.location()];
-        a.extend(t.pointer());
-        a.extend(["--now".into(), later.clone(), "--allow-future-now".into()]);
-        a.extend(extra.iter().map(|s| s.to_string()));
-        lakesweep(&a)
+        let mut a = vec!["--allow-future-now"];
+        a.extend(extra);
+        t.run(cmd, &a)
     };
     let v = json(&run("expire", &["--commit", "--json"]));
     let bundle_uri = v["bundle"].as_str().unwrap().to_owned();
@@ -546,18 +524,10 @@ fn restore_refuses_a_rewritten_layer_and_puts_back_a_missing_one() {
 #[test]
 fn an_edited_or_missing_ledger_is_refused() {
     let t = PyTable::new("acc-ledger");
-    let later = (std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        + 30 * 86_400_000)
-        .to_string();
     let run = |cmd: &str, extra: &[&str]| {
-        let mut a = vec![cmd.to_owned(), t.location()];
-        a.extend(t.pointer());
-        a.extend(["--now".into(), later.clone(), "--allow-future-now".into()]);
-        a.extend(extra.iter().map(|s| s.to_string()));
-        lakesweep(&a)
+        let mut a = vec!["--allow-future-now"];
+        a.extend(extra);
+        t.run(cmd, &a)
     };
     // An expiry leaves a bundle; the first sweep makes the ledger.
     assert!(run("expire", &["--commit"]).status.success());

@@ -14,26 +14,6 @@ use std::path::PathBuf;
 use common::*;
 use serde_json::Value;
 
-impl PyTable {
-    fn run(&self, cmd: &str, extra: &[&str]) -> std::process::Output {
-        let mut a = vec![cmd.to_owned(), self.location()];
-        a.extend(self.pointer());
-        a.extend(["--now".into(), month_ahead()]);
-        a.extend(extra.iter().map(|s| s.to_string()));
-        lakesweep(&a)
-    }
-}
-
-/// Every file was written just now: judge a month later.
-fn month_ahead() -> String {
-    (std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        + 30 * 86_400_000)
-        .to_string()
-}
-
 fn ids(v: &Value) -> BTreeSet<i64> {
     v.as_array()
         .unwrap()

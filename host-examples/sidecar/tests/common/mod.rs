@@ -255,6 +255,28 @@ impl PyTable {
     }
 }
 
+impl PyTable {
+    /// `lakesweep CMD TABLE POINTER --now <a month ahead> EXTRA...` (every
+    /// file was written just now: judged a month later).
+    pub fn run(&self, cmd: &str, extra: &[&str]) -> Output {
+        let mut a = vec![cmd.to_owned(), self.location()];
+        a.extend(self.pointer());
+        a.extend(["--now".into(), month_ahead()]);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        lakesweep(&a)
+    }
+}
+
+/// A month after now, in epoch milliseconds.
+pub fn month_ahead() -> String {
+    (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 30 * 86_400_000)
+        .to_string()
+}
+
 impl Drop for PyTable {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
