@@ -98,6 +98,14 @@ fn main() {
     });
     assert_eq!(ours.1, n, "lakesweep decoded every entry");
     assert_eq!(generic.1, n, "apache-avro decoded every entry");
+    // Not only as many entries: the same paths, exactly the ones written
+    // (kills a projecting reader that reads the wrong field, or skips one
+    // entry and repeats another).
+    let written: Vec<String> = (0..scale.manifests)
+        .flat_map(|m| (0..scale.entries).map(move |e| data_path(m, e)))
+        .collect();
+    same_paths("lakesweep", &paths_ours(&files), &written);
+    same_paths("apache-avro", &paths_generic(&files), &written);
     report("lakesweep projection", ours.0, n, total_bytes);
     report("apache-avro generic Reader", generic.0, n, total_bytes);
     println!(
@@ -105,8 +113,9 @@ fn main() {
         generic.0.as_secs_f64() / ours.0.as_secs_f64()
     );
     match fastavro(&scale, &files) {
-        Some((secs, records)) => {
+        Some((secs, records, paths)) => {
             assert_eq!(records, n, "fastavro decoded every entry");
+            same_paths("fastavro", &paths, &written);
             report(
                 "fastavro (Python)",
                 Duration::from_secs_f64(secs),
@@ -118,7 +127,11 @@ fn main() {
                 secs / ours.0.as_secs_f64()
             );
         }
-        None => println!("  fastavro: skipped (python3 with fastavro not found)"),
+        // Never a silent skip: scripts/test.sh installs fastavro.
+        None => panic!(
+            "fastavro did not run: this needs `{}` with fastavro (tests/requirements.txt; set LAKESWEEP_PYTHON)",
+            common::python()
+        ),
     }
 
     // 2. Keep set: a real session over a table of these manifests.
@@ -183,7 +196,11 @@ fn main() {
                 d.as_secs_f64() / nat.0.as_secs_f64()
             );
         }
-        None => println!("  component: skipped (run scripts/build-component.sh first)"),
+        // Never a silent skip: scripts/test.sh builds the component first.
+        None => panic!(
+            "the component was not found at {}: run scripts/build-component.sh first (or set LAKESWEEP_WASM)",
+            wasm_path().display()
+        ),
     }
 }
 
@@ -364,10 +381,62 @@ fn write_manifests(scale: &Scale) -> Vec<(PathBuf, Vec<u8>)> {
         .collect()
 }
 
-fn fastavro(scale: &Scale, files: &[(PathBuf, Vec<u8>)]) -> Option<(f64, u64)> {
+/// Asserts a reader read exactly the written paths, in order; names the
+/// first difference (not 100,000 paths).
+fn same_paths(reader: &str, got: &[String], want: &[String]) {
+    if let Some(i) = (0..got.len().max(want.len())).find(|&i| got.get(i) != want.get(i)) {
+        panic!(
+            "{reader} read other paths than were written: {} paths, {} written; first difference at entry {i}: read {:?}, written {:?}",
+            got.len(),
+            want.len(),
+            got.get(i),
+            want.get(i)
+        );
+    }
+}
+
+/// Every entry's data file path, in file order, by lakesweep's reader.
+fn paths_ours(files: &[(PathBuf, Vec<u8>)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (p, b) in files {
+        for_each_manifest_entry(&p.to_string_lossy(), b, |_, _, path| {
+            out.push(path.to_owned())
+        })
+        .unwrap();
+    }
+    out
+}
+
+/// Every entry's `data_file.file_path`, in file order, by apache-avro.
+fn paths_generic(files: &[(PathBuf, Vec<u8>)]) -> Vec<String> {
+    let field = |v: &AV, name: &str| -> AV {
+        match v {
+            AV::Record(fields) => fields
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| panic!("no field {name}")),
+            other => panic!("not a record: {other:?}"),
+        }
+    };
+    let mut out = Vec::new();
+    for (_, b) in files {
+        for v in apache_avro::Reader::new(&b[..]).unwrap() {
+            match field(&field(&v.unwrap(), "data_file"), "file_path") {
+                AV::String(s) => out.push(s),
+                other => panic!("file_path is {other:?}"),
+            }
+        }
+    }
+    out
+}
+
+/// fastavro's best time, entry count and paths (`None`: python or fastavro missing).
+fn fastavro(scale: &Scale, files: &[(PathBuf, Vec<u8>)]) -> Option<(f64, u64, Vec<String>)> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/fastavro_decode.py");
-    let out = std::process::Command::new("python3")
+    let out = std::process::Command::new(common::python())
         .arg(script)
+        .arg("--paths")
         .arg(scale.reps.to_string())
         .args(files.iter().map(|(p, _)| p))
         .output()
@@ -376,7 +445,12 @@ fn fastavro(scale: &Scale, files: &[(PathBuf, Vec<u8>)]) -> Option<(f64, u64)> {
         return None;
     }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-    Some((v["seconds"].as_f64()?, v["records"].as_u64()?))
+    let paths = v["paths"]
+        .as_array()?
+        .iter()
+        .map(|p| p.as_str().map(str::to_owned))
+        .collect::<Option<Vec<_>>>()?;
+    Some((v["seconds"].as_f64()?, v["records"].as_u64()?, paths))
 }
 
 /// A one-snapshot table over the manifests (served from memory), every data
@@ -489,6 +563,13 @@ fn write_table(dir: &std::path::Path, opts: &HostOptions, metadata: &str) {
     );
 }
 
+/// `$LAKESWEEP_WASM`, else the repository's `target/lakesweep.wasm`.
+fn wasm_path() -> PathBuf {
+    std::env::var_os("LAKESWEEP_WASM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/lakesweep.wasm"))
+}
+
 /// Classifies every page through the component; best of `reps`.
 fn component_classify(
     keep_set: &[u8],
@@ -498,10 +579,7 @@ fn component_classify(
     use wasmtime::component::{Component, Linker};
     use wasmtime::{Config, Engine, Store};
     use wit::lakesweep::planner::types as wt;
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/lakesweep.wasm");
-    let path = std::env::var_os("LAKESWEEP_WASM")
-        .map(PathBuf::from)
-        .unwrap_or(path);
+    let path = wasm_path();
     if !path.exists() {
         return None;
     }

@@ -19,7 +19,10 @@ cargo test --all-targets
 # Conformance over the public fixtures beside the checkout (CI has them):
 # ignored in a fresh clone without ../shared, run here where they exist.
 if [ -d ../shared/fixtures ]; then
-  cargo test --test shared_conformance -- --ignored
+  cargo test --test shared_conformance --test delta_fixtures -- --ignored
 fi
 cargo test --doc
 ( cd host-examples/sidecar && cargo test )
+if [ -d ../shared/fixtures ]; then
+  ( cd host-examples/sidecar && cargo test --test delta -- --ignored )
+fi

@@ -454,38 +454,43 @@ fn gaps_and_incomplete_checkpoints_stop_the_plan() {
 
 // --- delta-rs's public fixtures -------------------------------------------
 
-fn shared(table: &str) -> Option<String> {
+/// A table of delta-rs's public fixtures beside the checkout. The tests
+/// using it are `#[ignore]`d (a fresh clone has no `../shared`);
+/// `scripts/test.sh` runs them with `--ignored` whenever
+/// `../shared/fixtures` exists, and then a missing table is a failure,
+/// never a skip.
+fn shared(table: &str) -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/fixtures/delta-rs")
         .join(table);
-    if p.is_dir() {
-        Some(format!("file://{}", p.canonicalize().unwrap().display()))
-    } else {
-        eprintln!("../shared/fixtures/delta-rs/{table} not present: skipped");
-        None
-    }
+    assert!(
+        p.is_dir(),
+        "../shared/fixtures/delta-rs/{table} is missing: run these tests only where ../shared/fixtures exists"
+    );
+    format!("file://{}", p.canonicalize().unwrap().display())
 }
 
 /// Plans a shared table far in the future with every file 30 days old.
-fn plan_shared(table: &str) -> Option<Result<Run, Error>> {
-    let loc = shared(table)?;
+fn plan_shared(table: &str) -> Result<Run, Error> {
+    let loc = shared(table);
     let now = 1_900_000_000_000;
     let mut cfg = SessionConfig::new(&loc, "", now, 7 * DAY);
     cfg.format = TableFormat::Delta;
     let mut o = HostOptions::synthetic();
     o.default_mtime = Some(now - 30 * DAY);
-    Some(run_native(cfg, &o))
+    run_native(cfg, &o)
 }
 
-fn verdicts_of(table: &str) -> Option<BTreeMap<String, lakesweep::Decision>> {
-    Some(plan_shared(table)?.unwrap().verdicts())
+fn verdicts_of(table: &str) -> BTreeMap<String, lakesweep::Decision> {
+    plan_shared(table)
+        .unwrap_or_else(|e| panic!("{table}: {e}"))
+        .verdicts()
 }
 
 #[test]
+#[ignore = "needs ../shared/fixtures/delta-rs; scripts/test.sh runs it with --ignored where they exist"]
 fn shared_deletion_vector_tables_keep_live_vectors() {
-    let Some(v) = verdicts_of("table-with-dv-small") else {
-        return;
-    };
+    let v = verdicts_of("table-with-dv-small");
     let dv = "deletion_vector_61d16c75-6994-46b7-a15b-8b538852e50e.bin";
     assert_eq!(v[dv].verdict, Verdict::Referenced);
     assert!(v[dv].detail.contains("deletion vector"), "{}", v[dv].detail);
@@ -494,7 +499,7 @@ fn shared_deletion_vector_tables_keep_live_vectors() {
         ("cdf-table-with-cdc-and-dvs", "Xq<G^UbT+TGkmx<+7Y=5"),
         ("table_with_deletion_logs", "Q6Kt3y1b)0MgZSWwPunr"),
     ] {
-        let Some(v) = verdicts_of(table) else { return };
+        let v = verdicts_of(table);
         let dv = lakesweep::spec::delta::DeletionVector {
             storage_type: "u".into(),
             path_or_inline_dv: live_dv.into(),
@@ -511,6 +516,7 @@ fn shared_deletion_vector_tables_keep_live_vectors() {
 }
 
 #[test]
+#[ignore = "needs ../shared/fixtures/delta-rs; scripts/test.sh runs it with --ignored where they exist"]
 fn shared_checkpoint_variants_replay() {
     // V2 checkpoint with sidecars, stale _last_checkpoint, no _last_checkpoint.
     for table in [
@@ -519,7 +525,7 @@ fn shared_checkpoint_variants_replay() {
         "table_with_column_mapping",
         "delta-0.8.0-null-partition",
     ] {
-        let Some(r) = plan_shared(table) else { return };
+        let r = plan_shared(table);
         let run = r.unwrap_or_else(|e| panic!("{table}: {e}"));
         let plan = run.plan();
         assert!(plan.summary.verdicts["referenced"].count > 0, "{table}");
@@ -537,10 +543,9 @@ fn shared_checkpoint_variants_replay() {
 }
 
 #[test]
+#[ignore = "needs ../shared/fixtures/delta-rs; scripts/test.sh runs it with --ignored where they exist"]
 fn shared_special_partitions_decode_once_and_keep_crc_files() {
-    let Some(v) = verdicts_of("delta-0.8.0-special-partition") else {
-        return;
-    };
+    let v = verdicts_of("delta-0.8.0-special-partition");
     for (k, d) in &v {
         if k.ends_with(".crc") {
             assert_eq!(d.verdict, Verdict::Hidden, "{k}");
@@ -552,14 +557,13 @@ fn shared_special_partitions_decode_once_and_keep_crc_files() {
 }
 
 #[test]
+#[ignore = "needs ../shared/fixtures/delta-rs; scripts/test.sh runs it with --ignored where they exist"]
 fn shared_log_without_its_data_files_is_refused() {
     // These ship only their logs: every referenced file is missing, which
     // looks like a wrong location; nothing may be deleted. (The checkpoint
     // without `_last_checkpoint` was found by listing and read first.)
     for table in ["checkpoints_vacuumed", "with_checkpoint_no_last_checkpoint"] {
-        let Some(r) = plan_shared(table) else {
-            return;
-        };
+        let r = plan_shared(table);
         let e = r.unwrap_err();
         assert!(
             matches!(
@@ -864,4 +868,111 @@ fn a_log_file_whose_size_differs_from_the_listing_is_refused() {
     o.replace.insert(uri, bytes);
     let e = run_native(f.config(now, 7 * DAY), &o).unwrap_err();
     assert!(e.to_string().contains("the listing said"), "{e}");
+}
+
+/// Kills: treating a remove without `deletionTimestamp` as time zero (or
+/// as outside the window) in the tombstone loop of src/plan/delta.rs
+/// (`None => Some(DeltaTombstone { dated: false })` -> `None => None`), or
+/// dropping the warning.
+#[test]
+fn a_remove_without_deletion_timestamp_keeps_its_file_and_warns() {
+    let old = NOW - 80 * DAY;
+    let add = r#"{"add":{"path":"f.parquet","size":7,"modificationTime":1,"dataChange":true,"partitionValues":{}}}"#;
+    let table = |remove: &str| {
+        synth(
+            "undated",
+            &[
+                (commit(0), format!("{PROTOCOL}\n{METADATA}\n"), old),
+                (commit(1), format!("{add}\n"), old),
+                (commit(2), format!("{remove}\n"), old),
+            ],
+            &[("f.parquet".into(), old)],
+        )
+    };
+    let undated = table(r#"{"remove":{"path":"f.parquet","dataChange":true}}"#);
+    let run = plan_synth(&undated, NOW, 7 * DAY).unwrap();
+    let v = run.verdicts();
+    assert_eq!(
+        v["f.parquet"].verdict,
+        Verdict::Referenced,
+        "{:?}",
+        v["f.parquet"]
+    );
+    assert!(
+        v["f.parquet"].detail.contains("unknown time"),
+        "{}",
+        v["f.parquet"].detail
+    );
+    assert!(deletes(&run).is_empty(), "{:?}", deletes(&run));
+    let plan = run.plan();
+    assert!(
+        plan.warnings
+            .iter()
+            .any(|w| w.contains("1 removed files have no deletionTimestamp")),
+        "{:?}",
+        plan.warnings
+    );
+    // Control: the same remove dated long ago lets the file go, silently.
+    let dated = table(&format!(
+        r#"{{"remove":{{"path":"f.parquet","deletionTimestamp":{},"dataChange":true}}}}"#,
+        old + 1000
+    ));
+    let run = plan_synth(&dated, NOW, 7 * DAY).unwrap();
+    assert_eq!(deletes(&run), ["f.parquet".to_owned()].into());
+    assert!(!run
+        .plan()
+        .warnings
+        .iter()
+        .any(|w| w.contains("deletionTimestamp")));
+}
+
+/// Kills: not requesting a V2 checkpoint's sidecar files (the `sidecars`
+/// loop in src/plan/delta.rs), or answering a missing sidecar with "no
+/// actions": its live files would be old orphans.
+#[test]
+fn a_v2_checkpoint_whose_sidecar_file_is_missing_is_refused() {
+    let old = NOW - 60 * DAY;
+    let add = r#"{"add":{"path":"live.parquet","size":7,"modificationTime":1,"dataChange":true,"partitionValues":{}}}"#;
+    // The checkpoint's adds live only in its sidecar, which is gone.
+    let cp = [
+        r#"{"checkpointMetadata":{"version":1}}"#.to_owned(),
+        PROTOCOL.to_owned(),
+        METADATA.to_owned(),
+        r#"{"sidecar":{"path":"00000000000000000001.checkpoint.0000000001.0000000001.11111111-aaaa-bbbb-cccc-dddddddddddd.parquet","sizeInBytes":1234,"modificationTime":1}}"#.to_owned(),
+    ]
+    .join("\n")
+        + "\n";
+    let s = synth(
+        "sidecar",
+        &[
+            (commit(0), format!("{PROTOCOL}\n{METADATA}\n"), old),
+            (commit(1), format!("{add}\n"), old),
+            (
+                format!(
+                    "{:020}.checkpoint.11111111-2222-3333-4444-555555555555.json",
+                    1
+                ),
+                cp,
+                old,
+            ),
+        ],
+        &[("live.parquet".into(), old)],
+    );
+    let e = plan_synth(&s, NOW, 7 * DAY).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("_sidecars/00000000000000000001.checkpoint"),
+        "{e}"
+    );
+    assert!(
+        matches!(
+            e,
+            Error::Malformed { .. }
+                | Error::Unsafe {
+                    reason: UnsafeReason::MissingMetadata,
+                    ..
+                }
+        ),
+        "{e}"
+    );
 }

@@ -872,47 +872,258 @@ fn apply_event(w: &mut World, e: &Event, now: &mut i64, uploads: &mut usize) {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
-
-    /// No object referenced by a retained snapshot, a live lease or a hold is
-    /// ever deleted, whatever lands between plan and approval.
-    #[test]
-    fn random_interleavings_never_delete_a_live_object(events in proptest::collection::vec(event(), 1..60)) {
-        let orphans: Vec<String> = (0..6).map(|i| format!("data/o-{i}.parquet")).collect();
-        let live: Vec<String> = (0..6).map(|i| format!("data/l-{i}.parquet")).collect();
-        let o: Vec<&str> = orphans.iter().map(String::as_str).collect();
-        let lv: Vec<&str> = live.iter().map(String::as_str).collect();
-        let mut w = world_with(&o, &lv, T0 - 10 * DAY);
-        let mut l = new_ledger(&w, T0);
-        let mut now = T0;
-        let mut uploads = 0;
-        for e in &events {
-            if let Event::Sweep(between) = e {
-                let mut inner = between.as_deref().cloned();
-                let mut n = now;
-                let mut u = uploads;
-                run(&mut l, &mut w, now, Faults {
+/// The property of `random_interleavings_never_delete_a_live_object`, for
+/// one sequence of events.
+fn interleaving_deletes_nothing_live(events: &[Event]) -> Result<(), TestCaseError> {
+    let orphans: Vec<String> = (0..6).map(|i| format!("data/o-{i}.parquet")).collect();
+    let live: Vec<String> = (0..6).map(|i| format!("data/l-{i}.parquet")).collect();
+    let o: Vec<&str> = orphans.iter().map(String::as_str).collect();
+    let lv: Vec<&str> = live.iter().map(String::as_str).collect();
+    let mut w = world_with(&o, &lv, T0 - 10 * DAY);
+    let mut l = new_ledger(&w, T0);
+    let mut now = T0;
+    let mut uploads = 0;
+    for e in events {
+        if let Event::Sweep(between) = e {
+            let mut inner = between.as_deref().cloned();
+            let mut n = now;
+            let mut u = uploads;
+            run(
+                &mut l,
+                &mut w,
+                now,
+                Faults {
                     between: Some(Box::new(move |w: &mut World| {
                         if let Some(e) = inner.take() {
                             apply_event(w, &e, &mut n, &mut u);
                         }
                     })),
                     ..Faults::default()
-                });
-                uploads += 1; // keep upload names unique across closures
-            } else {
-                apply_event(&mut w, e, &mut now, &mut uploads);
-            }
-            prop_assert!(w.deleted_live.is_empty(), "deleted live objects: {:?}", w.deleted_live);
+                },
+            );
+            uploads += 1; // keep upload names unique across closures
+        } else {
+            apply_event(&mut w, e, &mut now, &mut uploads);
         }
-        let g = l.gates();
-        prop_assert_eq!(g.deleted_outside_approval, 0);
-        prop_assert_eq!(g.approvals_after_newer_hold, 0);
-        for m in &l.history {
-            if let Some(f) = m.from {
-                prop_assert!(f.can_move_to(m.to), "{:?}", m);
-            }
+        prop_assert!(
+            w.deleted_live.is_empty(),
+            "deleted live objects: {:?}",
+            w.deleted_live
+        );
+    }
+    let g = l.gates();
+    prop_assert_eq!(g.deleted_outside_approval, 0);
+    prop_assert_eq!(g.approvals_after_newer_hold, 0);
+    for m in &l.history {
+        if let Some(f) = m.from {
+            prop_assert!(f.can_move_to(m.to), "{:?}", m);
         }
     }
+    Ok(())
+}
+
+/// The seed of the random interleavings: fixed, so every run replays the
+/// same 256 cases (among them commits, leases and holds landing between a
+/// plan and its approval once objects are `RESTORE_VERIFIED`); set
+/// `PROPTEST_RNG_SEED` to explore others.
+const INTERLEAVING_SEED: u64 = 0x6c61_6b65_7377_6565;
+
+fn interleaving_config() -> ProptestConfig {
+    use proptest::test_runner::{FileFailurePersistence, RngAlgorithm, RngSeed};
+    let default = ProptestConfig::default();
+    ProptestConfig {
+        cases: 256,
+        rng_algorithm: RngAlgorithm::ChaCha,
+        rng_seed: match default.rng_seed {
+            RngSeed::Random => RngSeed::Fixed(INTERLEAVING_SEED),
+            explicit => explicit,
+        },
+        // `tests/ledger.proptest-regressions` (checked in): its cases replay
+        // before any new one.
+        failure_persistence: Some(Box::new(FileFailurePersistence::SourceParallel(
+            "proptest-regressions",
+        ))),
+        ..default
+    }
+}
+
+proptest! {
+    #![proptest_config(interleaving_config())]
+
+    /// No object referenced by a retained snapshot, a live lease or a hold is
+    /// ever deleted, whatever lands between plan and approval.
+    #[test]
+    fn random_interleavings_never_delete_a_live_object(events in proptest::collection::vec(event(), 1..60)) {
+        interleaving_deletes_nothing_live(&events)?;
+    }
+}
+
+/// The case `tests/ledger.proptest-regressions` records, spelled out so it
+/// replays whatever the strategy becomes: a file referenced, unreferenced
+/// by the commit that lands between a plan and its approval, carried to
+/// `RESTORE_VERIFIED`, then referenced again between the last plan and its
+/// approval. Kills: dropping the approval's table-generation comparison
+/// (`live.metadata_location != t.metadata_location` in `acceptance::accept`).
+#[test]
+fn interleaving_regression_a_commit_references_a_verified_orphan_before_approval() {
+    use Event::*;
+    let events = vec![
+        Reference(0),
+        Sweep(Some(Box::new(Unreference(0)))),
+        Sweep(None),
+        Sweep(None),
+        Sweep(None),
+        Wait(86_400_000),
+        Sweep(None),
+        Sweep(Some(Box::new(Reference(0)))),
+    ];
+    interleaving_deletes_nothing_live(&events).unwrap();
+}
+
+// --- the version pin (`ObjectVersion::matches`) ----------------------------
+
+fn pinned(ms: i64, etag: Option<&str>, version_id: Option<&str>) -> ObjectVersion {
+    ObjectVersion {
+        size: 100,
+        last_modified_ms: ms,
+        etag: etag.map(str::to_owned),
+        version_id: version_id.map(str::to_owned),
+    }
+}
+
+/// Kills: dropping the ETag comparison (`self.etag.is_none() || ...` -> `true`),
+/// or comparing ETags only when both sides have one.
+#[test]
+fn a_version_with_another_etag_in_the_same_second_is_not_the_pinned_one() {
+    let p = pinned(T0 + 123, Some("\"a\""), None);
+    // HEAD answers whole seconds: same size, same second, same ETag: a match.
+    assert!(p.matches(&pinned(T0, Some("\"a\""), None)));
+    assert!(p.matches(&pinned(T0 + 999, Some("\"a\""), None)));
+    // Another ETag (a rewrite of the same size in the same second): not ours.
+    assert!(!p.matches(&pinned(T0 + 123, Some("\"b\""), None)));
+    assert!(!p.matches(&pinned(T0, Some("\"b\""), None)));
+    // The store no longer gives an ETag: nothing proves it is the same content.
+    assert!(!p.matches(&pinned(T0 + 123, None, None)));
+    // Size and second still count with an ETag (kills dropping either).
+    assert!(!p.matches(&ObjectVersion {
+        size: 101,
+        ..pinned(T0 + 123, Some("\"a\""), None)
+    }));
+    assert!(!p.matches(&pinned(T0 + 1000, Some("\"a\""), None)));
+}
+
+/// Kills: dropping the version-id comparison, or comparing version ids only
+/// when the ETag is absent.
+#[test]
+fn a_version_with_the_same_etag_and_another_version_id_is_not_the_pinned_one() {
+    let p = pinned(T0, Some("\"a\""), Some("v1"));
+    assert!(p.matches(&pinned(T0 + 500, Some("\"a\""), Some("v1"))));
+    // The same bytes uploaded again get the same ETag and a new version id:
+    // deleting without a version id would hide the new one, not ours.
+    assert!(!p.matches(&pinned(T0, Some("\"a\""), Some("v2"))));
+    assert!(!p.matches(&pinned(T0, Some("\"a\""), None)));
+    // A version id alone pins to the second as well.
+    let p = pinned(T0 + 10, None, Some("v1"));
+    assert!(p.matches(&pinned(T0 + 900, None, Some("v1"))));
+    assert!(!p.matches(&pinned(T0 + 10, None, Some("v2"))));
+}
+
+/// Kills: comparing whole seconds when the pinned version has neither an
+/// ETag nor a version id (`pinned_by_tag` forced true, or decided by the
+/// HEAD answer's tags instead of the pinned ones).
+#[test]
+fn a_version_pinned_without_tags_needs_the_exact_millisecond() {
+    let p = pinned(T0 + 123, None, None);
+    assert!(p.matches(&pinned(T0 + 123, None, None)));
+    assert!(!p.matches(&pinned(T0 + 124, None, None)));
+    assert!(!p.matches(&pinned(T0, None, None)));
+    // A HEAD answer carrying an ETag does not relax the pin.
+    assert!(!p.matches(&pinned(T0, Some("\"a\""), None)));
+    assert!(!p.matches(&pinned(T0 + 124, Some("\"a\""), None)));
+    assert!(!p.matches(&ObjectVersion {
+        size: 99,
+        ..pinned(T0 + 123, None, None)
+    }));
+}
+
+// --- the approval's table generation and context digest --------------------
+
+/// Brings `a` to RESTORE_VERIFIED and starts the next run's step: the
+/// ledger, the world and the run's sealed plan, ready for approval.
+fn ready_to_approve() -> (Ledger, World, SealedPlan, i64) {
+    let mut w = world_with(&["a"], &[], T0 - 10 * DAY);
+    let mut l = new_ledger(&w, T0);
+    let mut now = T0;
+    to_verified(&mut l, &mut w, "a", &mut now);
+    let plan = w.plan(now);
+    l.begin_step(&plan, now).unwrap();
+    (l, w, plan, now)
+}
+
+/// Kills: dropping the table-generation comparison in `acceptance::accept`
+/// (`live.metadata_location != t.metadata_location`), or the ledger
+/// approving when `differences` is not empty.
+#[test]
+fn approval_is_refused_when_the_live_metadata_location_differs_from_the_plans() {
+    let (mut l, w, plan, now) = ready_to_approve();
+    // Control: the unchanged table approves `a` (so the refusal below is
+    // the pointer's doing, nothing else's).
+    let mut control = l.clone();
+    let (a, _) = control.approve(&plan, &w.live_state(), now).unwrap();
+    assert!(a.granted && a.keys == vec!["a".to_owned()], "{a:?}");
+    // A commit landed after the plan: same context, another metadata file.
+    let mut live = w.live_state();
+    live.metadata_location = format!("{LOC}/metadata/{:05}.metadata.json", w.generation + 1);
+    assert_ne!(live.metadata_location, plan.tokens.metadata_location);
+    let (a, moves) = l.approve(&plan, &live, now).unwrap();
+    assert!(!a.granted, "{a:?}");
+    assert!(a.keys.is_empty() && moves.is_empty(), "{a:?}");
+    assert_eq!(a.differences.len(), 1, "{:?}", a.differences);
+    assert!(
+        a.differences[0].contains("table generation")
+            && a.differences[0].contains(&live.metadata_location),
+        "{:?}",
+        a.differences
+    );
+    assert_eq!(l.objects["a"].state, ObjectState::RestoreVerified);
+    assert!(!l.approvals.last().unwrap().granted);
+}
+
+/// Kills: dropping the context-digest comparison in `acceptance::accept`
+/// (`ctx.digest() != t.context_digest`): a writer added after the plan
+/// changes neither the hold generation nor the lease watermark.
+#[test]
+fn approval_is_refused_when_only_the_context_digest_differs() {
+    let (mut l, w, plan, now) = ready_to_approve();
+    let mut live = w.live_state();
+    live.context = Some(format!(
+        r#"{{"leases":[],"holds":[],"writers":[{{"stagingPrefix":"staging/job-7/","startedAtMs":{now}}}]}}"#
+    ));
+    let ctx = lakesweep::Context::parse(live.context.as_deref().unwrap()).unwrap();
+    assert_eq!(ctx.hold_generation(), plan.tokens.hold_generation);
+    assert_eq!(ctx.lease_watermark(), plan.tokens.lease_watermark);
+    assert_ne!(ctx.digest(), plan.tokens.context_digest);
+    let (a, moves) = l.approve(&plan, &live, now).unwrap();
+    assert!(!a.granted, "{a:?}");
+    assert!(a.keys.is_empty() && moves.is_empty(), "{a:?}");
+    assert_eq!(a.differences.len(), 1, "{:?}", a.differences);
+    assert!(a.differences[0].contains("context"), "{:?}", a.differences);
+    assert_eq!(l.objects["a"].state, ObjectState::RestoreVerified);
+}
+
+/// The second recorded case: a lease registered without a newer reader
+/// generation between the plan and the approval of verified orphans. Kills:
+/// dropping the approval's context-digest comparison.
+#[test]
+fn interleaving_regression_a_quiet_lease_lands_before_approval() {
+    use Event::*;
+    let events = vec![
+        Sweep(None),
+        Sweep(None),
+        Sweep(None),
+        Wait(86_400_000),
+        Sweep(None),
+        Sweep(Some(Box::new(QuietLease(6)))),
+    ];
+    interleaving_deletes_nothing_live(&events).unwrap();
 }

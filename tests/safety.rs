@@ -822,3 +822,85 @@ fn a_hold_spelled_differently_from_the_keys_protects_its_near_misses_and_says_so
         );
     }
 }
+
+/// Kills: dropping either loop over `statistics` / `partition-statistics`
+/// in `walk_snapshots` (src/plan.rs), or parsing them to nothing
+/// (src/spec/iceberg.rs): the files would be old, unreferenced candidates.
+#[test]
+fn statistics_and_partition_statistics_files_are_referenced_not_candidates() {
+    let (mut o, meta) = base();
+    let stats = "metadata/1-1-0a1b2c3d.stats";
+    let puffin = "metadata/snap-1-stats-9f8e.puffin";
+    let pstats = "metadata/partition-stats-1-7a6b.parquet";
+    let stray = "metadata/stray-never-named.puffin";
+    let mut md: serde_json::Value = serde_json::from_slice(&o.extra[&meta].0).unwrap();
+    md["statistics"] = serde_json::json!([
+        {"snapshot-id": 1, "statistics-path": format!("{LOC}/{puffin}"),
+         "file-size-in-bytes": 7, "file-footer-size-in-bytes": 4, "blob-metadata": []},
+        {"snapshot-id": 1, "statistics-path": format!("{LOC}/{stats}"),
+         "file-size-in-bytes": 7, "file-footer-size-in-bytes": 4, "blob-metadata": []}
+    ]);
+    md["partition-statistics"] = serde_json::json!([
+        {"snapshot-id": 1, "statistics-path": format!("{LOC}/{pstats}"), "file-size-in-bytes": 7}
+    ]);
+    o.extra.get_mut(&meta).unwrap().0 = serde_json::to_vec(&md).unwrap();
+    for k in [stats, puffin, pstats, stray] {
+        o.extra
+            .insert(format!("{LOC}/{k}"), (b"PFA1xyz".to_vec(), OLD));
+    }
+    let run = run_native(cfg(&meta), &o).unwrap();
+    let v = run.verdicts();
+    for k in [stats, puffin] {
+        assert_eq!(v[k].verdict, Verdict::Referenced, "{k}: {:?}", v[k]);
+        assert!(
+            v[k].detail.contains("statistics file of snapshot 1"),
+            "{k}: {}",
+            v[k].detail
+        );
+    }
+    assert_eq!(v[pstats].verdict, Verdict::Referenced, "{:?}", v[pstats]);
+    assert!(
+        v[pstats]
+            .detail
+            .contains("partition statistics file of snapshot 1"),
+        "{}",
+        v[pstats].detail
+    );
+    // Control: an old statistics file no metadata names is a candidate.
+    assert_eq!(v[stray].verdict, Verdict::Candidate, "{:?}", v[stray]);
+    let plan = run.plan();
+    let deleted: Vec<&str> = plan.delete.iter().map(|d| d.key.as_str()).collect();
+    assert_eq!(deleted, vec![stray]);
+}
+
+/// Kills: dropping the `manifest_length` check in `Purpose::Manifest`
+/// (src/plan.rs): a manifest replaced by another valid one (here: the list
+/// says one byte more than the manifest holds) would be read as if it were
+/// the one the snapshot committed.
+#[test]
+fn a_manifest_whose_size_differs_from_the_lists_manifest_length_is_refused() {
+    let (o, meta) = base();
+    let list = format!("{LOC}/metadata/snap-1.avro");
+    let manifest = format!("{LOC}/metadata/m-1.avro");
+    let len = o.extra[&manifest].0.len() as u64;
+    for claimed in [len + 1, len - 1] {
+        let mut bad = o.clone();
+        // The manifest itself is intact and valid; only the length differs.
+        bad.extra.get_mut(&list).unwrap().0 =
+            avro::manifest_list(1, &[(manifest.clone(), claimed, 0)]);
+        let e = run_native(cfg(&meta), &bad)
+            .err()
+            .unwrap_or_else(|| panic!("length {claimed} of {len}: must fail"));
+        assert!(matches!(e, Error::Malformed { .. }), "{e}");
+        assert!(
+            e.to_string().contains(&format!(
+                "manifest is {len} bytes but its manifest list says {claimed}"
+            )),
+            "{e}"
+        );
+    }
+    // Control: the true length plans.
+    let mut good = o.clone();
+    good.extra.get_mut(&list).unwrap().0 = avro::manifest_list(1, &[(manifest, len, 0)]);
+    run_native(cfg(&meta), &good).unwrap();
+}

@@ -240,4 +240,49 @@ mod tests {
             }
         );
     }
+
+    /// The table folder for a hint test: `metadata/v1.metadata.json` and
+    /// `v2.metadata.json` exist, so a hint that were not refused would
+    /// resolve (to the newest) and the refusals below would turn into plans.
+    fn hint_table(tag: &str, hint: &str) -> (std::path::PathBuf, String, Store) {
+        let dir = std::env::temp_dir().join(format!("lakesweep-hint-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("metadata")).unwrap();
+        for v in [1, 2] {
+            std::fs::write(dir.join(format!("metadata/v{v}.metadata.json")), b"{}").unwrap();
+        }
+        std::fs::write(dir.join("metadata/version-hint.text"), hint).unwrap();
+        let root = format!("file://{}", dir.display());
+        let store = Store::for_uri(&root).unwrap();
+        (dir, root, store)
+    }
+
+    /// Kills: dropping `v.is_empty()` or `v.contains('/')` from the hint
+    /// check (an empty hint or a path would fall through to "the newest
+    /// vN" and plan on a pointer nobody wrote).
+    #[tokio::test]
+    async fn version_hint_that_is_empty_or_a_path_is_refused() {
+        for (tag, hint) in [
+            ("empty", ""),
+            ("blank", " \n"),
+            ("path", "metadata/v1.metadata.json"),
+            ("abs", "/elsewhere/v2.metadata.json"),
+            ("uri", "s3://b/t/metadata/v2.metadata.json"),
+        ] {
+            let (dir, root, store) = hint_table(tag, hint);
+            let e = Pointer::VersionHint
+                .resolve(&store, &root)
+                .await
+                .expect_err(tag);
+            assert!(e.contains("not a version or file name"), "{tag}: {e}");
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        // Control: a version number is followed forward to the newest vN.
+        let (dir, root, store) = hint_table("one", "1\n");
+        assert_eq!(
+            Pointer::VersionHint.resolve(&store, &root).await.unwrap(),
+            format!("{root}/metadata/v2.metadata.json")
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
