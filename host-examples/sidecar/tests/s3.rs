@@ -579,51 +579,59 @@ fn two_phase_sweep_on_a_versioned_bucket_fault_10_lost_receipt_fault_11_delete_m
         .count();
     assert_eq!(others_verified, approved - 1);
 
-    // Fault 10: a run approved a key, its delete went through, and the run
-    // died before the receipt was recorded (the ledger as the sidecar saves
-    // it just before deleting).
-    let victim2 = extras.iter().nth(1).unwrap().clone();
-    let mut l = ledger();
-    l["objects"][&victim2]["state"] = "DELETE_APPROVED".into();
+    // Fault 10: a run approved keys, their deletes went through, and the run
+    // died before its receipts were recorded (killed by the test hook after
+    // its last batch). A late orphan walks the lifecycle for it.
+    let late = "data/extra/late-orphan.parquet";
     rt.block_on(async {
-        store
-            .put(
-                &ledger_key,
-                PutPayload::from(serde_json::to_vec(&l).unwrap()),
-            )
-            .await
-            .unwrap();
+        let k = OPath::parse(format!("warehouse/demo/events/{late}")).unwrap();
+        store.put(&k, PutPayload::from("late")).await.unwrap();
     });
-    let (code, v) = sweep(6, "sweep");
-    let l = ledger();
-    assert_eq!(state(&l, &victim2), "VERIFIED", "{v}");
-    assert!(l["history"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|m| m["key"] == victim2.as_str() && m["to"] == "DELETE_UNKNOWN"));
-    assert_eq!(code, Some(0), "{v}");
-    assert_eq!(v["gates"]["unknown_total"], 1);
-    assert_eq!(v["gates"]["unknown_reconciled"], 1);
-    let (code, v) = sweep(0, "reconcile");
-    assert_eq!(code, Some(0), "{v}");
-    // A lock left by a dead run stops the next one, and says so.
-    rt.block_on(async {
-        let lock = OPath::parse("warehouse/demo/events/_lakesweep/ledger.json.lock").unwrap();
-        store.put(&lock, PutPayload::from("{}")).await.unwrap();
-    });
-    let mut a = vec![
-        "sweep".to_owned(),
-        table.clone(),
-        "--location-map".into(),
-        map.clone(),
-    ];
-    a.extend([
-        "--now".into(),
-        (now0 + 7 * 86_400_000).to_string(),
-        "--allow-future-now".into(),
-    ]);
-    let o = run(&m, &a);
+    for day in 6..=9 {
+        let (code, v) = sweep(day, "sweep");
+        assert_eq!(code, Some(0), "day {day}: {v}");
+    }
+    assert_eq!(state(&ledger(), late), "RESTORE_VERIFIED");
+    let hook_dir = std::env::temp_dir().join(format!("lakesweep-s3-hook-{}", std::process::id()));
+    std::fs::create_dir_all(&hook_dir).unwrap();
+    let hook = hook_dir.join("kill.sh");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\n[ \"$1\" = final ] && kill -9 $PPID\nexit 0\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let sweep_args = |day: i64| {
+        vec![
+            "sweep".to_owned(),
+            table.clone(),
+            "--location-map".into(),
+            map.clone(),
+            "--now".into(),
+            (now0 + day * 86_400_000).to_string(),
+            "--allow-future-now".into(),
+            "--catalog".into(),
+            format!("sqlite:{}", fixtures().join("catalog.db").display()),
+            "--table".into(),
+            "demo.events".into(),
+        ]
+    };
+    let o = Command::new(env!("CARGO_BIN_EXE_lakesweep"))
+        .args(sweep_args(10))
+        .envs(env(&m))
+        .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"))
+        .env("LAKESWEEP_TEST_HOOK", &hook)
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "the run was killed");
+    let _ = std::fs::remove_dir_all(&hook_dir);
+    assert_eq!(state(&ledger(), late), "DELETE_APPROVED");
+    let gone =
+        rt.block_on(store.head(&OPath::parse(format!("warehouse/demo/events/{late}")).unwrap()));
+    assert!(gone.is_err(), "the delete went through before the run died");
+    // The dead run's lock stops the next one, and says so.
+    let o = run(&m, &sweep_args(11));
     assert_eq!(o.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("holds"),
@@ -634,6 +642,22 @@ fn two_phase_sweep_on_a_versioned_bucket_fault_10_lost_receipt_fault_11_delete_m
         let lock = OPath::parse("warehouse/demo/events/_lakesweep/ledger.json.lock").unwrap();
         store.delete(&lock).await.unwrap();
     });
+    // `reconcile` settles it by HEAD: gone, so VERIFIED; no receipt was lost
+    // silently (the history says it was unknown).
+    let (code, v) = sweep(0, "reconcile");
+    assert_eq!(code, Some(0), "{v}");
+    let l = ledger();
+    assert_eq!(state(&l, late), "VERIFIED", "{v}");
+    assert!(l["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["key"] == late && m["to"] == "DELETE_UNKNOWN"));
+    assert!(v["gates"]["unknown_total"].as_u64().unwrap() >= 1, "{v}");
+    assert_eq!(
+        v["gates"]["unknown_total"],
+        v["gates"]["unknown_reconciled"]
+    );
     // Every referenced file of the table is still there.
     let plan = run(
         &m,
