@@ -355,6 +355,43 @@ mod tests {
         assert!(accept(&p, &l).unwrap().granted);
     }
 
+    fn listed(name: &str, size: u64) -> crate::ListedObject {
+        crate::ListedObject {
+            key: format!("s3://b/t/_delta_log/{name}"),
+            size,
+            last_modified_ms: 7,
+            etag: Some(format!("\"{name}\"")),
+            version_id: None,
+        }
+    }
+
+    #[test]
+    fn the_delta_head_is_the_newest_commit_or_a_newer_checkpoint() {
+        let commits: Vec<_> = (0..4u64)
+            .map(|v| listed(&format!("{v:020}.json"), 10 + v))
+            .collect();
+        let (uri, v) = delta_head("s3a://b/t", commits.clone()).unwrap().unwrap();
+        assert_eq!(uri, format!("s3://b/t/_delta_log/{:020}.json", 3));
+        assert_eq!(v.size, 13);
+        assert_eq!(
+            v.etag.as_deref(),
+            Some(format!("\"{:020}.json\"", 3).as_str())
+        );
+        // A checkpoint newer than every commit (a checkpoint-only tail).
+        let mut with_cp = commits;
+        with_cp.push(listed(&format!("{:020}.checkpoint.parquet", 5), 99));
+        let (uri, v) = delta_head("s3://b/t", with_cp).unwrap().unwrap();
+        assert!(
+            uri.ends_with(&format!("{:020}.checkpoint.parquet", 5)),
+            "{uri}"
+        );
+        assert_eq!(v.size, 99);
+        assert_eq!(delta_head("s3://b/t", vec![]).unwrap(), None);
+        let mut outside = listed("x", 1);
+        outside.key = "s3://b/other/_delta_log/00000000000000000000.json".into();
+        assert!(delta_head("s3://b/t", vec![outside]).is_err());
+    }
+
     #[test]
     fn a_context_that_does_not_parse_is_an_error() {
         assert!(accept(&plan(None), &live(Some("{"))).is_err());
