@@ -393,6 +393,17 @@ mod tests {
     }
 
     #[test]
+    fn the_clock_tolerates_five_minutes_of_skew_and_no_more() {
+        let now = 1_000_000_000;
+        assert!(check_clock(now + 4 * 60_000, now, false).is_ok());
+        assert!(check_clock(now + 5 * 60_000, now, false).is_ok());
+        assert!(check_clock(now + 5 * 60_000 + 1, now, false).is_err());
+        assert!(check_clock(now + 6 * 60_000, now, false).is_err());
+        assert!(check_clock(now + 6 * 60_000, now, true).is_ok());
+        assert!(check_clock(now - 86_400_000, now, false).is_ok());
+    }
+
+    #[test]
     fn a_context_that_does_not_parse_is_an_error() {
         assert!(accept(&plan(None), &live(Some("{"))).is_err());
     }
