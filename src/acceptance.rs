@@ -351,6 +351,30 @@ mod tests {
             ..v.clone()
         });
         assert!(!accept(&p, &l).unwrap().granted, "rewritten commit");
+        // Same size, written again later: another commit all the same.
+        l.head = Some(ObjectVersion {
+            last_modified_ms: 6_000,
+            ..v.clone()
+        });
+        assert!(!accept(&p, &l).unwrap().granted, "same size, rewritten");
+        // A head the plan's re-check read but never saw listed (time 0):
+        // compared by size.
+        let mut q = p.clone();
+        q.tokens.head = Some(ObjectVersion {
+            last_modified_ms: 0,
+            ..v.clone()
+        });
+        l.head = Some(ObjectVersion {
+            last_modified_ms: 9_000,
+            ..v.clone()
+        });
+        assert!(accept(&q, &l).unwrap().granted);
+        l.head = Some(ObjectVersion {
+            size: 11,
+            last_modified_ms: 9_000,
+            ..v.clone()
+        });
+        assert!(!accept(&q, &l).unwrap().granted);
         l.head = Some(v);
         assert!(accept(&p, &l).unwrap().granted);
     }
