@@ -63,9 +63,15 @@ pub fn diff(plan: &Value, other: &str) -> Diff {
             continue;
         }
         if l.contains("://") || l.starts_with('/') || l.starts_with("file:") {
-            match canonical(l).strip_prefix(&format!("{table}/")) {
+            let c = canonical(l);
+            match c.strip_prefix(&format!("{table}/")) {
                 Some(rel) => {
                     theirs.insert(rel.to_owned());
+                }
+                // A key under one of the table's other write roots: the
+                // plan names those by their absolute URI.
+                None if ours.contains(&c) => {
+                    theirs.insert(c);
                 }
                 None => {
                     d.outside.insert(l.to_owned());
@@ -142,6 +148,11 @@ mod tests {
     #[test]
     fn encoded_keys_are_not_decoded() {
         let plan = json!({"table_location": "file:///w/t", "delete": [{"key": "data/a%20b"}]});
+        // A key under another write root is compared by its absolute URI.
+        let ext = json!({"table_location": "s3://b/t",
+                         "delete": [{"key": "s3://b/ext/data/o.parquet"}]});
+        let e = diff(&ext, "s3a://b/ext/data/o.parquet\n");
+        assert_eq!(e.both.len(), 1, "{:?}", e.outside);
         let d = diff(&plan, "/w/t/data/a b\n");
         assert_eq!(d.only_theirs.len(), 1);
         assert_eq!(d.only_ours.len(), 1);
