@@ -788,6 +788,9 @@ fn a_hold_spelled_differently_from_the_keys_protects_its_near_misses_and_says_so
             .insert(format!("{LOC}/data/held/x.parquet"), (b"x".to_vec(), OLD));
         o.extra
             .insert(format!("{LOC}/data/free.parquet"), (b"x".to_vec(), OLD));
+        // A sibling that only shares the prefix's letters is not held.
+        o.extra
+            .insert(format!("{LOC}/data/heldover.parquet"), (b"x".to_vec(), OLD));
         let mut c = cfg(&meta);
         c.context = Some(format!(
             r#"{{"holds":[{{"scope":{{"pathPrefix":"{prefix}"}},"generation":0}},
@@ -806,6 +809,11 @@ fn a_hold_spelled_differently_from_the_keys_protects_its_near_misses_and_says_so
         );
         assert_eq!(
             v["data/free.parquet"].verdict,
+            Verdict::Candidate,
+            "{prefix}"
+        );
+        assert_eq!(
+            v["data/heldover.parquet"].verdict,
             Verdict::Candidate,
             "{prefix}"
         );
