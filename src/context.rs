@@ -269,5 +269,23 @@ mod tests {
         );
         let table = Context::parse(r#"{"holds":[{"scope":"table","generation":1}]}"#).unwrap();
         assert!(table.protects("anything").is_some());
+        // An exact prefix is a hold, not a near-miss of one.
+        assert!(c
+            .protects("data/case-7/x.parquet")
+            .unwrap()
+            .starts_with("legal hold on"));
+        // A DR checkpoint's metadata file, and only it.
+        let dr = Context::parse(
+            r#"{"drCheckpoints":[{"metadataFile":"s3://b/t/metadata/00003-x.metadata.json"}]}"#,
+        )
+        .unwrap();
+        assert!(dr.protects("metadata/00003-x.metadata.json").is_some());
+        assert!(dr.protects("metadata/00004-x.metadata.json").is_none());
+        assert!(dr.protects("x.metadata.json").is_none());
+        // A writer is stale only past the longest writer duration.
+        let w =
+            Context::parse(r#"{"writers":[{"stagingPrefix":"tmp/","startedAtMs":1000}]}"#).unwrap();
+        assert!(w.stale_writers(1000 + 60_000, Some(60_000)).is_empty());
+        assert_eq!(w.stale_writers(1000 + 60_001, Some(60_000)).len(), 1);
     }
 }
