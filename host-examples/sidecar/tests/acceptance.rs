@@ -44,11 +44,22 @@ impl Setup {
     }
 
     fn apply(&self, extra: &[&str], hook: Option<&Path>) -> std::process::Output {
-        let mut a = vec!["apply".to_owned(), self.plan.display().to_string()];
-        a.extend(self.t.pointer());
-        a.extend(extra.iter().map(|s| s.to_string()));
+        let plan = self.plan.display().to_string();
+        self.command(&[&["apply", &plan], extra].concat(), hook)
+    }
+
+    /// `sweep TABLE POINTER --quarantine 0ms --json EXTRA...`.
+    fn sweep(&self, extra: &[&str], hook: Option<&Path>) -> std::process::Output {
+        let table = self.t.location();
+        let base = ["sweep", &table, "--quarantine", "0ms", "--json"];
+        self.command(&[&base[..], extra].concat(), hook)
+    }
+
+    /// `lakesweep ARGS POINTER`, with `hook` as `LAKESWEEP_TEST_HOOK`.
+    fn command(&self, args: &[&str], hook: Option<&Path>) -> std::process::Output {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_lakesweep"));
-        c.args(&a)
+        c.args(args)
+            .args(self.t.pointer())
             .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"));
         if let Some(h) = hook {
             c.env("LAKESWEEP_TEST_HOOK", h);
@@ -350,24 +361,7 @@ fn a_write_data_path_outside_the_table_is_listed_and_its_orphans_go() {
 fn a_commit_between_sweep_batches_stops_the_deletes_and_the_key_is_protected() {
     let s = Setup::new("acc-sweep-race", 6, &[]);
     let last = s.orphans[5].clone();
-    let sweep = |hook: Option<&Path>| {
-        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_lakesweep"));
-        c.args([
-            "sweep",
-            &s.t.location(),
-            "--quarantine",
-            "0ms",
-            "--batch",
-            "2",
-            "--json",
-        ])
-        .args(s.t.pointer())
-        .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"));
-        if let Some(h) = hook {
-            c.env("LAKESWEEP_TEST_HOOK", h);
-        }
-        c.output().unwrap()
-    };
+    let sweep = |hook: Option<&Path>| s.sweep(&["--batch", "2"], hook);
     // Discovered, eligible, quarantined, restore-verified: nothing deleted yet.
     for _ in 0..4 {
         let o = sweep(None);
@@ -399,16 +393,7 @@ fn a_commit_between_sweep_batches_stops_the_deletes_and_the_key_is_protected() {
 #[test]
 fn reconcile_settles_what_a_killed_sweep_approved_and_the_next_sweep_deletes_it() {
     let s = Setup::new("acc-killed", 4, &[]);
-    let sweep = |hook: Option<&Path>| {
-        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_lakesweep"));
-        c.args(["sweep", &s.t.location(), "--quarantine", "0ms", "--json"])
-            .args(s.t.pointer())
-            .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"));
-        if let Some(h) = hook {
-            c.env("LAKESWEEP_TEST_HOOK", h);
-        }
-        c.output().unwrap()
-    };
+    let sweep = |hook: Option<&Path>| s.sweep(&[], hook);
     for _ in 0..4 {
         let o = sweep(None);
         assert!(o.status.success(), "{}", out_text(&o));
