@@ -1759,7 +1759,9 @@ impl Session {
         let Ok(l) = TableMetadata::probe_lineage(uri, bytes) else {
             return;
         };
-        if l.table_uuid.is_none() || l.table_uuid != self.classifier.table_uuid {
+        // The owner check passed: the same `table-uuid`, or (v1 documents
+        // without one, on both sides) the same location.
+        if l.table_uuid != self.classifier.table_uuid {
             return;
         }
         let log = l

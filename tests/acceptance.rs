@@ -352,3 +352,29 @@ fn a_plan_made_on_a_stale_pointer_is_refused() {
     let plan = run_native(c, &w.opts()).unwrap().plan();
     assert!(plan.warnings.iter().any(|w| w.contains("failed commit")));
 }
+
+#[test]
+fn a_stale_pointer_of_a_v1_table_without_uuid_is_refused_too() {
+    let mut w = World::new();
+    let old = w.pointer.clone();
+    w.apply(&Event::Commit(2));
+    // Both documents as v1 tables that never had a table-uuid.
+    for uri in [old.clone(), w.pointer.clone()] {
+        let mut md: serde_json::Value = serde_json::from_slice(&w.objects[&uri].0).unwrap();
+        md["format-version"] = 1.into();
+        md.as_object_mut().unwrap().remove("table-uuid");
+        w.objects
+            .insert(uri, (serde_json::to_vec(&md).unwrap(), NOW));
+    }
+    let e = run_native(SessionConfig::new(LOC, &old, NOW, RETENTION), &w.opts()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            lakesweep::Error::Unsafe {
+                reason: UnsafeReason::StalePointer,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+}
