@@ -255,6 +255,7 @@ mod tests {
                 lease_watermark: ctx.lease_watermark(),
                 context_digest: ctx.digest(),
                 head: None,
+                restore_drill: None,
             },
             delete: ["data/a.parquet", "data/held/b.parquet"]
                 .iter()

@@ -85,6 +85,7 @@ fn decision(d: core::Decision) -> wt::Decision {
             core::Verdict::Demoted => wt::Verdict::Demoted,
             core::Verdict::ExpiredLog => wt::Verdict::ExpiredLog,
             core::Verdict::Unaddressable => wt::Verdict::Unaddressable,
+            core::Verdict::FolderMarker => wt::Verdict::FolderMarker,
         },
         detail: d.detail,
         size: d.size,
@@ -154,6 +155,21 @@ impl wp::Guest for Component {
             start_new,
         )
         .map_err(err)
+    }
+
+    fn drill_sample(bundle_ids: Vec<String>, n: u32, seed: u64) -> Vec<String> {
+        core::ledger::drill_sample(&bundle_ids, n, seed)
+    }
+
+    fn ledger_drill(
+        ledger_json: String,
+        seed: u64,
+        bundles_total: u64,
+        results_json: String,
+        now_ms: i64,
+    ) -> Result<String, wt::Error> {
+        core::ledger::json::drill(&ledger_json, seed, bundles_total, &results_json, now_ms)
+            .map_err(err)
     }
 
     fn ledger_reconcile(ledger_json: String, now_ms: i64) -> Result<String, wt::Error> {

@@ -266,6 +266,12 @@ pub struct Receipt {
     /// marker and keeps `version.version_id`; removing the marker undoes it.
     #[serde(default)]
     pub delete_marker: bool,
+    /// Versioned buckets: the version id of the delete marker the delete
+    /// created, as the store answered it (with `version.version_id`, the
+    /// deleted version, a receipt can be checked against the bucket's
+    /// version listing).
+    #[serde(default)]
+    pub delete_marker_version_id: Option<String>,
     /// The store's words, if any.
     #[serde(default)]
     pub detail: Option<String>,
@@ -325,6 +331,9 @@ pub struct Ledger {
     /// Keys that ever entered `DELETE_UNKNOWN`.
     #[serde(default)]
     pub unknown_ever: Vec<String>,
+    /// Every restore drill recorded, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drills: Vec<Drill>,
     /// The integrity digest of the ledger this one was made from (each step
     /// chains to the one before; `None` for a new ledger).
     #[serde(default)]
@@ -334,6 +343,51 @@ pub struct Ledger {
     /// longer matches and is refused.
     #[serde(default)]
     pub integrity: String,
+}
+
+/// One restore drill: a seeded sample of the table's quarantine bundles,
+/// each verified (every layer and pinned version against the bundle)
+/// without committing anything.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Drill {
+    /// When, ms since the epoch.
+    pub at_ms: i64,
+    /// The seed the sample was drawn with ([`drill_sample`]): the same seed
+    /// over the same bundles draws the same sample.
+    pub seed: u64,
+    /// Bundles the table had.
+    pub bundles_total: u64,
+    /// The bundles verified (ids).
+    pub sampled: Vec<String>,
+    /// Bundles that would not restore, with what differs.
+    pub failed: BTreeMap<String, String>,
+    /// Whether every sampled bundle would restore.
+    pub passed: bool,
+}
+
+/// Draws `n` of `ids` (all of them when there are fewer) with a seeded
+/// shuffle (SplitMix64): the same ids and seed give the same sample,
+/// whatever order the ids come in. Returned sorted.
+pub fn drill_sample(ids: &[String], n: u32, seed: u64) -> Vec<String> {
+    let mut v: Vec<String> = ids.to_vec();
+    v.sort();
+    v.dedup();
+    let mut state = seed;
+    let mut next = || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let take = (n as usize).min(v.len());
+    for i in 0..take {
+        let j = i + (next() % (v.len() - i) as u64) as usize;
+        v.swap(i, j);
+    }
+    v.truncate(take);
+    v.sort();
+    v
 }
 
 /// The run report's gates: each must read 0 (or 100 %) for a clean run.
@@ -378,6 +432,7 @@ impl Ledger {
             receipts: Vec::new(),
             history: Vec::new(),
             unknown_ever: Vec::new(),
+            drills: Vec::new(),
             previous_integrity: None,
             integrity: String::new(),
         })
@@ -680,7 +735,12 @@ impl Ledger {
             },
         )?;
         let (live_holds, live_leases) = (acc.live_hold_generation, acc.live_lease_watermark);
-        let differences = acc.differences.clone();
+        let mut differences = acc.differences.clone();
+        if let Some(rule) = &t.restore_drill {
+            if let Some(why) = self.drill_missing(rule, now_ms) {
+                differences.push(why);
+            }
+        }
         let candidates: BTreeMap<&str, &PlannedDelete> =
             plan.delete.iter().map(|d| (d.key.as_str(), d)).collect();
         let keys: Vec<String> = self
@@ -735,6 +795,51 @@ impl Ledger {
         Ok((approval, moves))
     }
 
+    /// Records a restore drill: `results` maps each sampled bundle id to
+    /// `None` (it would restore) or what differs. A step of its own.
+    pub fn record_drill(
+        &mut self,
+        seed: u64,
+        bundles_total: u64,
+        results: BTreeMap<String, Option<String>>,
+        now_ms: i64,
+    ) -> Drill {
+        self.revision += 1;
+        let failed: BTreeMap<String, String> = results
+            .iter()
+            .filter_map(|(id, why)| why.clone().map(|w| (id.clone(), w)))
+            .collect();
+        let drill = Drill {
+            at_ms: now_ms,
+            seed,
+            bundles_total,
+            sampled: results.into_keys().collect(),
+            passed: failed.is_empty(),
+            failed,
+        };
+        self.drills.push(drill.clone());
+        drill
+    }
+
+    /// Why the policy's drill gate is not met at `now_ms`, if it is not: it
+    /// needs a passed drill, no older than `max_age` and not dated after
+    /// `now_ms`, that verified at least `min_bundles` bundles (or every
+    /// bundle the table had, when it had fewer, and at least one).
+    pub fn drill_missing(&self, rule: &crate::policy::RestoreDrill, now_ms: i64) -> Option<String> {
+        let ok = self.drills.iter().any(|d| {
+            let enough = d.sampled.len() as u64 >= u64::from(rule.min_bundles)
+                || (d.bundles_total > 0 && d.sampled.len() as u64 == d.bundles_total);
+            d.passed && enough && d.at_ms <= now_ms && now_ms - d.at_ms <= rule.max_age.0
+        });
+        (!ok).then(|| {
+            format!(
+                "the policy asks for a restore drill of at least {} bundles passed within {}: none in the ledger (run `lakesweep drill`)",
+                rule.min_bundles,
+                crate::verdict::human_ms(rule.max_age.0)
+            )
+        })
+    }
+
     /// Records the receipts of the last granted approval. An approved key
     /// without a receipt is `DELETE_UNKNOWN`, never "deleted".
     pub fn record(&mut self, receipts: Vec<Receipt>, now_ms: i64) -> Result<Vec<Move>> {
@@ -777,7 +882,11 @@ impl Ledger {
                 )?,
                 Some(r) => {
                     let why = match r.result {
-                        DeleteResult::Deleted if r.delete_marker => "deleted: a delete marker hides it; the pinned version is kept by the bucket (undo: remove the marker)".to_owned(),
+                        DeleteResult::Deleted if r.delete_marker => format!(
+                            "deleted: delete marker {} hides version {}; the bucket keeps that version (undo: remove the marker)",
+                            r.delete_marker_version_id.as_deref().unwrap_or("(id not given)"),
+                            r.version.as_ref().and_then(|v| v.version_id.as_deref()).unwrap_or("(id not given)"),
+                        ),
                         DeleteResult::Deleted => "deleted; the store confirmed".to_owned(),
                         DeleteResult::AlreadyAbsent => "already absent when deleted".to_owned(),
                         DeleteResult::SkippedChanged => "changed since approval: not deleted, kept".to_owned(),
@@ -944,6 +1053,32 @@ pub mod json {
         };
         let (moves, probes) = l.begin_step(&plan, now_ms)?;
         step(&l, moves, Some(probes), None)
+    }
+
+    /// Records a drill (`results`: `{bundle id: null | "what differs"}`).
+    /// Returns `{ledger, drill, gates}`.
+    pub fn drill(
+        ledger_json: &str,
+        seed: u64,
+        bundles_total: u64,
+        results_json: &str,
+        now_ms: i64,
+    ) -> Result<String> {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            ledger: &'a Ledger,
+            drill: super::Drill,
+            gates: super::Gates,
+        }
+        let mut l = Ledger::parse(ledger_json)?;
+        let results: std::collections::BTreeMap<String, Option<String>> =
+            input("results", results_json)?;
+        let drill = l.record_drill(seed, bundles_total, results, now_ms);
+        doc(&Out {
+            ledger: &l.sealed(),
+            drill,
+            gates: l.gates(),
+        })
     }
 
     /// Starts a recovery run (see [`Ledger::reconcile_step`]). Returns

@@ -239,6 +239,10 @@ pub struct PlanTokens {
     /// content arrived later) is a different table generation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head: Option<crate::ledger::ObjectVersion>,
+    /// The policy's restore-drill gate, if it has one: approval needs a
+    /// recent passed drill in the ledger.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_drill: Option<crate::policy::RestoreDrill>,
 }
 
 /// One object the plan deletes.
@@ -856,6 +860,7 @@ impl Session {
                 file_retention_ms: self.classifier.file_retention_ms,
                 keep_deleted_entries: self.config.keep_deleted_entries,
                 policy_digest: self.policy.as_ref().map(crate::Policy::digest),
+                restore_drill: self.policy.as_ref().and_then(|p| p.restore_drill),
                 hold_generation: self.classifier.protections.hold_generation(),
                 lease_watermark: self.classifier.protections.lease_watermark(),
                 context_digest: self.classifier.protections.digest(),

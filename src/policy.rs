@@ -163,6 +163,28 @@ pub struct Policy {
     /// The bucket's versioning mode.
     #[serde(default)]
     pub object_versioning: ObjectVersioning,
+    /// A restore drill deletion waits for, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_drill: Option<RestoreDrill>,
+}
+
+/// The policy's restore-drill gate: no deletion is approved unless a drill
+/// of at least `min_bundles` quarantine bundles (or every bundle, when the
+/// table has fewer) passed no longer than `max_age` ago.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RestoreDrill {
+    /// Bundles a drill must verify, at least 1.
+    pub min_bundles: u32,
+    /// How long a passed drill counts (default 7 days).
+    #[serde(default = "RestoreDrill::default_max_age")]
+    pub max_age: DurationMs,
+}
+
+impl RestoreDrill {
+    fn default_max_age() -> DurationMs {
+        DurationMs(7 * 86_400_000)
+    }
 }
 
 /// One finding of [`Policy::check`], naming the field at fault.
@@ -295,6 +317,17 @@ impl Policy {
         }
         if self.binding.table_uuid.trim().is_empty() {
             errors.push(finding("binding.tableUuid", "must name the table's uuid"));
+        }
+        if let Some(d) = &self.restore_drill {
+            if d.min_bundles == 0 {
+                errors.push(finding(
+                    "restoreDrill.minBundles",
+                    "must be at least 1 (leave restoreDrill out for no drill gate)",
+                ));
+            }
+            if d.max_age.0 <= 0 {
+                errors.push(finding("restoreDrill.maxAge", "must be positive"));
+            }
         }
         if f.orphan_safety_interval.0 < crate::plan::MIN_FILE_RETENTION_MS {
             errors.push(finding(

@@ -55,6 +55,11 @@ pub enum Verdict {
     /// Unreferenced, but the key holds control characters or a `.`/`..`
     /// segment: hosts cannot print, address or delete it reliably. Kept.
     Unaddressable,
+    /// A key ending in `/`: a folder marker (zero-byte object that stores
+    /// and tools write for a "directory"), or the slash twin of a file's key.
+    /// No table references such a key; it is kept and named, so it never
+    /// churns as a candidate nor merges with its twin.
+    FolderMarker,
 }
 
 impl Verdict {
@@ -72,6 +77,7 @@ impl Verdict {
             Verdict::Demoted => "demoted",
             Verdict::ExpiredLog => "expired-log",
             Verdict::Unaddressable => "unaddressable",
+            Verdict::FolderMarker => "folder-marker",
         }
     }
 }
@@ -199,14 +205,6 @@ impl Classifier {
     /// Judges one object. Unreferenced metadata JSON files need an owner check.
     pub(crate) fn judge(&self, obj: &ListedObject) -> Result<Judged> {
         let (uri, rel) = self.relative_key(&obj.key)?;
-        if rel.ends_with('/') {
-            return Ok(Judged::Final(Self::decision(
-                obj,
-                &rel,
-                Verdict::Hidden,
-                "directory marker".into(),
-            )));
-        }
         if let Some(src) = self.keep.lookup(&rel) {
             return Ok(Judged::Final(Self::decision(
                 obj,
@@ -230,6 +228,17 @@ impl Classifier {
                 &rel,
                 Verdict::Unaddressable,
                 "key relative to the table holds `://`: kept, it would read as another location's URI".into(),
+            )));
+        }
+        if rel.ends_with('/') {
+            return Ok(Judged::Final(Self::decision(
+                obj,
+                &rel,
+                Verdict::FolderMarker,
+                format!(
+                    "folder marker ({} bytes): a key ending in `/` that no table references; kept",
+                    obj.size
+                ),
             )));
         }
         if let Some(why) = crate::path::unaddressable(&obj.key, self.inner(&rel)) {

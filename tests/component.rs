@@ -229,6 +229,7 @@ impl Planner for Wasm {
                     wt::Verdict::Demoted => Verdict::Demoted,
                     wt::Verdict::ExpiredLog => Verdict::ExpiredLog,
                     wt::Verdict::Unaddressable => Verdict::Unaddressable,
+                    wt::Verdict::FolderMarker => Verdict::FolderMarker,
                 },
                 detail: d.detail,
                 size: d.size,

@@ -88,6 +88,7 @@ impl World {
                 lease_watermark: self.lease_watermark,
                 context_digest: lakesweep::Context::parse(&self.context()).unwrap().digest(),
                 head: None,
+                restore_drill: None,
             },
             delete,
             summary: Summary::default(),
@@ -224,6 +225,7 @@ fn run(l: &mut Ledger, w: &mut World, now: i64, mut f: Faults) -> RunOutcome {
                 requested_ms: now,
                 confirmed_ms: Some(now),
                 delete_marker: false,
+                delete_marker_version_id: None,
                 detail: None,
             });
         }
@@ -590,6 +592,7 @@ fn fault_10b_failed_delete_is_reconciled_and_retried() {
                 requested_ms: now,
                 confirmed_ms: Some(now),
                 delete_marker: false,
+                delete_marker_version_id: None,
                 detail: Some("503 SlowDown".into()),
             }],
             now,
@@ -748,6 +751,7 @@ fn receipts_for_unapproved_keys_fail_the_gate() {
         requested_ms: T0,
         confirmed_ms: Some(T0),
         delete_marker: false,
+        delete_marker_version_id: None,
         detail: None,
     };
     assert!(matches!(

@@ -332,6 +332,44 @@ fn keys_with_control_characters_are_kept_with_their_own_verdict() {
     );
 }
 
+/// Folder markers and trailing-slash twins are their own objects: the
+/// marker is kept with its own verdict, the twin file is judged as a file,
+/// and a key with `//` is a candidate of its own, exactly as listed.
+#[test]
+fn folder_markers_and_slash_twins_are_separate_keys() {
+    let mut o = HostOptions::synthetic();
+    let meta = write_table(
+        &mut o.extra,
+        &[(1, vec![(1, 0, "data/twin".to_owned())])],
+        1,
+        UUID,
+        OLD,
+    );
+    for (k, bytes) in [
+        ("data/", &b""[..]),
+        ("data/sub/", b""),
+        ("data/twin/", b""),
+        ("data/old/", b"not empty"),
+        ("data//double.parquet", b"x"),
+        ("data/orphan", b"x"),
+    ] {
+        o.extra.insert(format!("{LOC}/{k}"), (bytes.to_vec(), OLD));
+    }
+    let run = run_native(SessionConfig::new(LOC, &meta, NOW, RETENTION), &o).unwrap();
+    let v = run.verdicts();
+    for k in ["data/", "data/sub/", "data/twin/", "data/old/"] {
+        assert_eq!(v[k].verdict, Verdict::FolderMarker, "{k}");
+        assert!(v[k].detail.contains("folder marker"), "{}", v[k].detail);
+    }
+    assert_eq!(Verdict::FolderMarker.as_str(), "folder-marker");
+    assert_eq!(v["data/twin"].verdict, Verdict::Referenced);
+    let plan = run.plan();
+    let mut delete: Vec<&str> = plan.delete.iter().map(|d| d.key.as_str()).collect();
+    delete.sort();
+    assert_eq!(delete, ["data//double.parquet", "data/orphan"]);
+    assert_eq!(plan.summary.verdicts["folder-marker"].count, 4);
+}
+
 #[test]
 fn cycles_in_the_metadata_graph_are_refused() {
     let list_uri = format!("{LOC}/metadata/snap-1.avro");

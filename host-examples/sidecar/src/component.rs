@@ -248,5 +248,6 @@ pub fn verdict_name(v: wt::Verdict) -> &'static str {
         wt::Verdict::Demoted => "demoted",
         wt::Verdict::ExpiredLog => "expired-log",
         wt::Verdict::Unaddressable => "unaddressable",
+        wt::Verdict::FolderMarker => "folder-marker",
     }
 }

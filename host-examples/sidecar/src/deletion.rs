@@ -373,9 +373,19 @@ async fn delete_one(store: &Store, table: &str, it: &Item, dry: bool) -> Value {
         return done("would-delete", Some(&seen), false, None);
     }
     match store.delete(&uri).await {
-        // A versioned bucket keeps the version under a delete marker.
-        Ok(true) => done("deleted", Some(&seen), seen.version_id.is_some(), None),
-        Ok(false) => done("already-absent", Some(&seen), false, None),
+        // A versioned bucket keeps the version under a delete marker; the
+        // receipt names both (checkable against ListObjectVersions).
+        Ok(d) if d.existed => {
+            let mut r = done(
+                "deleted",
+                Some(&seen),
+                d.delete_marker.is_some() || seen.version_id.is_some(),
+                None,
+            );
+            r["delete_marker_version_id"] = json!(d.delete_marker);
+            r
+        }
+        Ok(_) => done("already-absent", Some(&seen), false, None),
         Err(e) => done("failed", Some(&seen), false, Some(e)),
     }
 }

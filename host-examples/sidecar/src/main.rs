@@ -17,6 +17,7 @@ mod expire;
 mod plan;
 mod pointer;
 mod report;
+mod s3;
 mod store;
 mod sweep;
 

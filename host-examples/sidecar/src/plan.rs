@@ -74,6 +74,12 @@ pub struct Outcome {
     pub decisions: BTreeMap<String, wt::Decision>,
     /// Blobs (metadata, manifest lists, manifests) read.
     pub reads: usize,
+    /// Objects the listing found whose keys this host cannot represent
+    /// (names that are not UTF-8), as the store spelled them: not given to
+    /// the planner, so never deleted; reported.
+    pub unrepresentable: Vec<String>,
+    /// What the store's client had to tell (a fallback it took).
+    pub store_notes: Vec<String>,
 }
 
 /// Iceberg's own default for orphan-file removal: 3 days.
@@ -205,6 +211,8 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
     };
     let reads_bar = progress("{spinner} read {pos} metadata blobs {msg}");
     let mut reads = 0usize;
+    let mut unrepresentable = Vec::new();
+    let mut store_notes = Vec::new();
     loop {
         let mut blobs = Vec::new();
         let mut lists = Vec::new();
@@ -266,7 +274,8 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         for prefix in lists {
             reads_bar.finish_and_clear();
             let bar = progress("{spinner} listed {pos} objects {msg}");
-            let mut stream = store.holding(&prefix)?.list(&prefix);
+            let lstore = store.holding(&prefix)?;
+            let mut stream = lstore.list(&prefix);
             let mut page: Vec<wt::ListedObject> = Vec::with_capacity(PAGE);
             let mut held: Option<Vec<wt::ListedObject>> = None;
             let feed = |objs: Vec<wt::ListedObject>,
@@ -301,6 +310,8 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
                 feed(page, true, wstore, &mut decisions)?;
             }
             bar.finish_and_clear();
+            unrepresentable.extend(lstore.take_unrepresentable());
+            store_notes.extend(lstore.take_notes());
         }
         if pointer_asked {
             let now = input.pointer.resolve(&store, &input.table).await?;
@@ -323,6 +334,8 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         plan,
         decisions,
         reads,
+        unrepresentable,
+        store_notes,
     }))
 }
 

@@ -24,6 +24,7 @@ pub fn json(o: &Outcome) -> Value {
         "table": o.plan["table_location"], "format": o.plan["format"], "delete": delete, "keep": keep,
         "summary": o.plan["summary"], "warnings": o.plan["warnings"],
         "digest": o.plan["digest"], "tokens": o.plan["tokens"],
+        "unrepresentable": o.unrepresentable, "store_notes": o.store_notes,
     })
 }
 
@@ -121,6 +122,7 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
         "near-miss",
         "unverified",
         "unaddressable",
+        "folder-marker",
         "demoted",
         "candidate",
     ] {
@@ -173,6 +175,18 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
         line("warnings:".into());
         for x in w {
             line(format!("  - {}", esc(x.as_str().unwrap_or(""))));
+        }
+    }
+    for n in &o.store_notes {
+        line(format!("store: {}", esc(n)));
+    }
+    if !o.unrepresentable.is_empty() {
+        line(format!(
+            "kept, names this host cannot represent ({}; not UTF-8, so no table references them):",
+            o.unrepresentable.len()
+        ));
+        for k in &o.unrepresentable {
+            line(format!("  {}", esc(k)));
         }
     }
     line(format!(

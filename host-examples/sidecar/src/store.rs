@@ -1,12 +1,15 @@
-//! Object-store access through the `object_store` crate: the local file
-//! system by default, S3 and S3-compatible endpoints (`s3://`, `s3a://`,
-//! `s3n://`), GCS (`gs://`) and Azure (`az://`, `abfs[s]://`), all with the
-//! same code. Credentials and endpoints come from the usual environment
+//! Object-store access: the local file system by default; S3 and
+//! S3-compatible endpoints (`s3://`, `s3a://`, `s3n://`) through the AWS SDK
+//! ([`crate::s3`]), which addresses every key S3 allows byte for byte; GCS
+//! (`gs://`) and Azure (`az://`, `abfs[s]://`) through the `object_store`
+//! crate. Credentials and endpoints come from the usual environment
 //! variables (`AWS_*`, `GOOGLE_*`, `AZURE_*`).
 //!
-//! The planner speaks URIs; this module maps them to store paths and back
-//! without changing a byte of the key. Bucket keys are taken literally
-//! ([`Path::parse`]). Local files are served with `std::fs` rather than
+//! The planner speaks URIs; this module maps them to store keys and back
+//! without changing a byte of the key. S3 keys are taken literally, `//`,
+//! trailing `/` and all. `object_store` (GCS, Azure) cannot address a key
+//! with an empty segment: such a key stops that listing (no plan) rather
+//! than being misread. Local files are served with `std::fs` rather than
 //! `object_store`'s `LocalFileSystem`, whose listing percent-decodes file
 //! names (a directory `category=100%25`, as pyiceberg writes it, is listed
 //! as `category=100%`, and a delete of that path would address another
@@ -30,6 +33,17 @@ pub fn object_uri(table: &str, key: &str) -> String {
     } else {
         format!("{table}/{key}")
     }
+}
+
+/// What a delete did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deleted {
+    /// False when the store said the object was already gone (S3 answers
+    /// success either way).
+    pub existed: bool,
+    /// Versioned buckets: the version id of the delete marker the delete
+    /// created (the deleted version stays, under it).
+    pub delete_marker: Option<String>,
 }
 
 /// Why a create-if-absent failed.
@@ -107,9 +121,12 @@ pub fn clock_ms() -> i64 {
         .unwrap_or(0)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone)]
 enum Kind {
     Local,
+    /// S3 through the AWS SDK.
+    S3(Arc<crate::s3::Bucket>),
+    /// GCS or Azure through `object_store`.
     Bucket,
 }
 
@@ -125,6 +142,9 @@ pub struct Store {
     authority: String,
     /// Scheme used for URIs we produce.
     scheme: &'static str,
+    /// Keys a listing found but could not represent (not UTF-8 once
+    /// decoded), as the store spelled them: kept and reported.
+    skipped: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 /// Retries for HTTP stores: throttling, 5xx and timeouts back off
@@ -212,19 +232,19 @@ impl Store {
                 schemes: &["file"],
                 authority: String::new(),
                 scheme: "file",
+                skipped: Arc::default(),
             }),
             "s3" | "s3a" | "s3n" => {
-                let s3 = object_store::aws::AmazonS3Builder::from_env()
-                    .with_bucket_name(auth)
-                    .with_retry(retry())
-                    .build()
-                    .map_err(err)?;
+                if auth.is_empty() {
+                    return Err(format!("`{uri}` names no bucket"));
+                }
                 Ok(Store {
-                    inner: Arc::new(s3),
-                    kind: Kind::Bucket,
+                    inner: Arc::new(object_store::memory::InMemory::new()),
+                    kind: Kind::S3(Arc::new(crate::s3::Bucket::new(auth))),
                     schemes: &["s3", "s3a", "s3n"],
                     authority: auth.to_owned(),
                     scheme: "s3",
+                    skipped: Arc::default(),
                 })
             }
             "gs" => {
@@ -239,6 +259,7 @@ impl Store {
                     schemes: &["gs"],
                     authority: auth.to_owned(),
                     scheme: "gs",
+                    skipped: Arc::default(),
                 })
             }
             "az" | "abfs" | "abfss" => {
@@ -259,6 +280,7 @@ impl Store {
                     schemes: &["az", "abfs", "abfss"],
                     authority: auth.to_owned(),
                     scheme,
+                    skipped: Arc::default(),
                 })
             }
             other => Err(format!(
@@ -288,6 +310,39 @@ impl Store {
         Path::parse(rest).map_err(|e| format!("`{uri}`: {e}"))
     }
 
+    /// The S3 key of `uri`: everything after `bucket/`, byte for byte.
+    fn key<'a>(&self, uri: &'a str) -> Result<&'a str, String> {
+        let (scheme, auth, rest) = split_uri(uri).ok_or_else(|| format!("`{uri}` is not a URI"))?;
+        if !self.schemes.contains(&scheme) || auth != self.authority {
+            return Err(format!(
+                "`{uri}` is not in the table's store ({}://{})",
+                self.scheme, self.authority
+            ));
+        }
+        Ok(rest)
+    }
+
+    /// Takes the keys the listings so far found but could not represent,
+    /// as the store spelled them (never deleted: no reference can name them).
+    pub fn take_unrepresentable(&self) -> Vec<String> {
+        self.skipped
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default()
+    }
+
+    /// Takes what the store's client has to tell the run (a fallback it took).
+    pub fn take_notes(&self) -> Vec<String> {
+        match &self.kind {
+            Kind::S3(b) => b
+                .notes
+                .lock()
+                .map(|mut v| std::mem::take(&mut *v))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The local file of a `file:` URI, byte for byte (no decoding).
     fn file(&self, uri: &str) -> Result<std::path::PathBuf, String> {
         self.path(uri)?;
@@ -314,7 +369,13 @@ impl Store {
 
     /// Reads a whole object; `Ok(None)` when it does not exist.
     pub async fn read(&self, uri: &str) -> Result<Option<Vec<u8>>, String> {
-        if self.kind == Kind::Local {
+        if let Kind::S3(b) = &self.kind {
+            return b
+                .read(self.key(uri)?)
+                .await
+                .map_err(|e| format!("{e} ({uri})"));
+        }
+        if matches!(self.kind, Kind::Local) {
             return match tokio::fs::read(self.file(uri)?).await {
                 Ok(b) => Ok(Some(b)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -335,7 +396,10 @@ impl Store {
 
     /// Metadata of one object; `Ok(None)` when it does not exist.
     pub async fn head(&self, uri: &str) -> Result<Option<Object>, String> {
-        if self.kind == Kind::Local {
+        if let Kind::S3(b) = &self.kind {
+            return b.head(self.key(uri)?, uri.to_owned()).await;
+        }
+        if matches!(self.kind, Kind::Local) {
             return match tokio::fs::symlink_metadata(self.file(uri)?).await {
                 Ok(m) => Ok(Some(local_object(uri.to_owned(), &m))),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -354,7 +418,12 @@ impl Store {
     /// "create if absent" that metadata commits rely on). On a local disk the
     /// parent folder is made first (object stores have no folders).
     pub async fn create(&self, uri: &str, bytes: Vec<u8>) -> Result<(), CreateError> {
-        if self.kind == Kind::Local {
+        if let Kind::S3(b) = &self.kind {
+            return b
+                .put(self.key(uri).map_err(CreateError::Other)?, bytes, true)
+                .await;
+        }
+        if matches!(self.kind, Kind::Local) {
             let path = self.file(uri).map_err(CreateError::Other)?;
             return tokio::task::spawn_blocking(move || {
                 use std::io::Write;
@@ -389,7 +458,13 @@ impl Store {
 
     /// Writes (or replaces) an object.
     pub async fn overwrite(&self, uri: &str, bytes: Vec<u8>) -> Result<(), String> {
-        if self.kind == Kind::Local {
+        if let Kind::S3(b) = &self.kind {
+            return b
+                .put(self.key(uri)?, bytes, false)
+                .await
+                .map_err(|e| e.to_string());
+        }
+        if matches!(self.kind, Kind::Local) {
             // Write aside, then rename over: readers see the old or the new
             // content, never a truncated file.
             let path = self.file(uri)?;
@@ -424,20 +499,27 @@ impl Store {
             .map_err(|e| format!("write {uri}: {e}"))
     }
 
-    /// Deletes one object. `Ok(false)` when it was already gone (where the
-    /// store says so; S3 answers success either way).
-    pub async fn delete(&self, uri: &str) -> Result<bool, String> {
-        if self.kind == Kind::Local {
+    /// Deletes one object (on a versioned S3 bucket: hides it under a
+    /// delete marker, named in the answer).
+    pub async fn delete(&self, uri: &str) -> Result<Deleted, String> {
+        let gone = |existed| Deleted {
+            existed,
+            delete_marker: None,
+        };
+        if let Kind::S3(b) = &self.kind {
+            return b.delete(self.key(uri)?).await;
+        }
+        if matches!(self.kind, Kind::Local) {
             return match tokio::fs::remove_file(self.file(uri)?).await {
-                Ok(()) => Ok(true),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+                Ok(()) => Ok(gone(true)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(gone(false)),
                 Err(e) => Err(format!("delete {uri}: {e}")),
             };
         }
         let p = self.path(uri)?;
         match self.inner.delete(&p).await {
-            Ok(()) => Ok(true),
-            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Ok(()) => Ok(gone(true)),
+            Err(object_store::Error::NotFound { .. }) => Ok(gone(false)),
             Err(e) => Err(format!("delete {uri}: {e}")),
         }
     }
@@ -445,9 +527,20 @@ impl Store {
     /// Lists every object strictly under `prefix_uri + "/"`, streamed; the
     /// store pages underneath (S3: 1000 keys per request).
     pub fn list(&self, prefix_uri: &str) -> BoxStream<'static, Result<Object, String>> {
-        if self.kind == Kind::Local {
+        if let Kind::S3(b) = &self.kind {
+            let prefix = match self.key(prefix_uri.trim_end_matches('/')) {
+                Ok("") => String::new(),
+                Ok(k) => format!("{k}/"),
+                Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
+            };
+            let base = format!("{}://{}/", self.scheme, self.authority);
+            return b
+                .clone()
+                .list(prefix, move |k| format!("{base}{k}"), self.skipped.clone());
+        }
+        if matches!(self.kind, Kind::Local) {
             return match self.file(prefix_uri.trim_end_matches('/')) {
-                Ok(dir) => list_local(dir),
+                Ok(dir) => list_local(dir, self.skipped.clone()),
                 Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
             };
         }
@@ -487,9 +580,12 @@ fn local_object(uri: String, m: &std::fs::Metadata) -> Object {
 /// Walks `dir` on a blocking thread and streams its files. A symbolic link
 /// or any other non-regular file ends the stream with an error (deleting a
 /// link to a folder would cut off live data; following it could reach
-/// another table), as does a name that is not UTF-8: the listing is then
-/// incomplete, so no plan.
-fn list_local(dir: std::path::PathBuf) -> BoxStream<'static, Result<Object, String>> {
+/// another table). A file whose name is not UTF-8 is put in `skipped`: no
+/// reference (metadata is UTF-8) can name it, so it is kept and reported.
+fn list_local(
+    dir: std::path::PathBuf,
+    skipped: Arc<std::sync::Mutex<Vec<String>>>,
+) -> BoxStream<'static, Result<Object, String>> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Object, String>>(1024);
     tokio::task::spawn_blocking(move || {
         let mut stack = match std::fs::symlink_metadata(&dir) {
@@ -526,11 +622,12 @@ fn list_local(dir: std::path::PathBuf) -> BoxStream<'static, Result<Object, Stri
                         path.display()
                     )),
                     Some(p) => Ok(local_object(format!("file://{p}"), &m)),
-                    None => Err(format!(
-                        "list {}: a file name is not UTF-8: {}",
-                        d.display(),
-                        path.display()
-                    )),
+                    None => {
+                        if let Ok(mut v) = skipped.lock() {
+                            v.push(format!("file://{}", path.display()));
+                        }
+                        continue;
+                    }
                 };
                 let stop = item.is_err();
                 if tx.blocking_send(item).is_err() || stop {
@@ -587,6 +684,7 @@ mod tests {
             schemes: &["s3", "s3a", "s3n"],
             authority: "b".into(),
             scheme: "s3",
+            skipped: Arc::default(),
         };
         let p = s.path("s3a://b/t/c=a%20b/x").unwrap();
         assert_eq!(p.as_ref(), "t/c=a%20b/x");

@@ -233,7 +233,8 @@ fn broken_metadata_or_listing_refuses_the_plan() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("MissingMetadata"));
     std::fs::write(&l, list).unwrap();
 
-    // A listing that fails part-way (a name the store cannot represent).
+    // A name this host cannot represent (not UTF-8): no table can reference
+    // it, so it is kept and reported; it does not stop the plan.
     use std::os::unix::ffi::OsStrExt;
     let bad = s
         .table()
@@ -241,13 +242,37 @@ fn broken_metadata_or_listing_refuses_the_plan() {
         .join(std::ffi::OsStr::from_bytes(b"bad-\xff-name"));
     std::fs::write(&bad, b"x").unwrap();
     let o = s.plan(&["--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let unrep = v["unrepresentable"].as_array().unwrap();
+    assert_eq!(unrep.len(), 1, "{v}");
+    assert!(
+        unrep[0]
+            .as_str()
+            .unwrap()
+            .ends_with("/data/bad-\u{fffd}-name"),
+        "{v}"
+    );
+    assert!(!deletes(&v).iter().any(|k| k.contains("bad-")), "{v}");
+    let o = s.plan(&[]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("names this host cannot represent (1"),
+        "{}",
+        out_text(&o)
+    );
+    std::fs::remove_file(&bad).unwrap();
+
+    // A listing that fails part-way (a symbolic link: never followed).
+    let link = s.table().join("data").join("link");
+    std::os::unix::fs::symlink("/", &link).unwrap();
+    let o = s.plan(&["--json"]);
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("listing failed"),
         "{}",
         out_text(&o)
     );
-    std::fs::remove_file(&bad).unwrap();
+    std::fs::remove_file(&link).unwrap();
 
     // A symbolic link in the table (deleting it could cut off live data).
     let link = s.table().join("data/linked");

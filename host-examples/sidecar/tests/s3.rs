@@ -33,37 +33,39 @@ impl Drop for Moto {
     }
 }
 
+/// Starts moto on a port it picks itself (`-p 0`) and reads the port from
+/// the line it prints (` * Running on http://127.0.0.1:PORT`): no port is
+/// bound, dropped and reused.
 fn start_moto() -> Moto {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new("python3")
-        .args([
-            "-m",
-            "moto.server",
-            "-H",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-        ])
+    let mut child = Command::new("python3")
+        .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", "0"])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
-        .expect("python3 -m moto.server (pip install 'moto[server]'; .ci/run does)");
+        .expect("python3 -m moto.server (pip install 'moto[server]'; scripts/test.sh does)");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut tx = Some(tx);
+        // Keep draining: the server logs every request to stderr.
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if let Some(rest) = line.split("Running on http://127.0.0.1:").nth(1) {
+                let port: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                if let Some(tx) = tx.take() {
+                    let _ = tx.send(port);
+                }
+            }
+        }
+    });
+    let port = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("moto server did not say its port (is moto[server] installed?)");
     let moto = Moto {
         child,
         endpoint: format!("http://127.0.0.1:{port}"),
     };
-    let t = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "moto server did not start (is moto[server] installed?)"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
     // Create the bucket (moto accepts unsigned requests).
     raw(&moto, "PUT", &format!("/{BUCKET}"), "");
     moto
@@ -134,6 +136,24 @@ fn run(m: &Moto, args: &[String]) -> std::process::Output {
         .unwrap()
 }
 
+/// A time at which every object uploaded so far is `days` old, taken from
+/// the store's own clock: a sentinel object written after them (outside the
+/// table), its Last-Modified plus `days`. Nothing here reads this machine's
+/// clock or the fixtures' dates, so the tests mean the same on any day.
+fn days_after_uploads(m: &Moto, days: i64) -> i64 {
+    let store = s3(m);
+    let key = OPath::parse("clock-sentinel").unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let meta = rt.block_on(async {
+        store
+            .put(&key, PutPayload::from(b"t".to_vec()))
+            .await
+            .unwrap();
+        store.head(&key).await.unwrap()
+    });
+    meta.last_modified.timestamp_millis() + days * 86_400_000
+}
+
 /// Uploads the `events` table under `warehouse/demo/events/` plus the extras.
 fn upload(m: &Moto) -> BTreeSet<String> {
     let store = s3(m);
@@ -185,14 +205,9 @@ fn plan_apply_plan_on_an_s3_server() {
     let cur = t["metadata_location"].as_str().unwrap();
     let meta = cur.replace("file:///lakesweep-fixtures", &format!("s3://{BUCKET}"));
     let map = format!("file:///lakesweep-fixtures=s3://{BUCKET}");
-    // Every object was uploaded just now: judge a month later, so every
-    // unreferenced, unhidden object is old enough.
-    let now = (std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        + 30 * 86_400_000)
-        .to_string();
+    // Judge a month after the uploads, so every unreferenced, unhidden
+    // object is old enough.
+    let now = days_after_uploads(&m, 30).to_string();
     let dir = std::env::temp_dir().join(format!("lakesweep-s3-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let plan_path = dir.join("plan.json");
@@ -322,7 +337,7 @@ fn proxy(
 fn store_errors_are_retried_and_a_failing_listing_leaves_no_plan() {
     let m = start_moto();
     upload(&m);
-    let t = expect()["events"].clone();
+    let now = days_after_uploads(&m, 30);
     let map = format!("file:///lakesweep-fixtures=s3://{BUCKET}");
     let plan_via = |endpoint: &str| {
         let mut env = env(&m);
@@ -335,7 +350,7 @@ fn store_errors_are_retried_and_a_failing_listing_leaves_no_plan() {
                 "--location-map",
                 &map,
                 "--now",
-                &t["now_ms"].to_string(),
+                &now.to_string(),
                 "--json",
                 "--catalog",
                 &format!("sqlite:{}", fixtures().join("catalog.db").display()),
@@ -348,6 +363,7 @@ fn store_errors_are_retried_and_a_failing_listing_leaves_no_plan() {
             .unwrap()
     };
     let direct = json(&plan_via(&m.endpoint));
+    assert!(deletes(&direct).len() > EXTRA, "{direct}");
     // Every third request is throttled (503): retried with backoff, same plan.
     let flaky = proxy(&m.endpoint, "503 Slow Down", |_, n| n % 3 == 1);
     let retried = json(&plan_via(&flaky));
@@ -355,7 +371,8 @@ fn store_errors_are_retried_and_a_failing_listing_leaves_no_plan() {
     assert_eq!(retried["digest"], direct["digest"]);
     // The second page of the listing is refused (403, not retryable): no plan.
     let broken = proxy(&m.endpoint, "403 Forbidden", |line, _| {
-        line.contains("list-type=2") && line.contains("continuation-token")
+        (line.contains("versions") && line.contains("key-marker="))
+            || (line.contains("list-type=2") && line.contains("continuation-token"))
     });
     let o = plan_via(&broken);
     assert_eq!(
@@ -378,13 +395,12 @@ fn a_versioned_bucket_gets_receipts_with_version_ids() {
         r#"<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>"#,
     );
     upload(&m);
-    let t = expect()["events"].clone();
     let map = format!("file:///lakesweep-fixtures=s3://{BUCKET}");
     let dir = std::env::temp_dir().join(format!("lakesweep-s3v-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let plan_path = dir.join("plan.json");
     let table = format!("s3://{BUCKET}/warehouse/demo/events");
-    let now = t["now_ms"].as_i64().unwrap() + 365 * 86_400_000;
+    let now = days_after_uploads(&m, 30);
     let plan = |out: bool| {
         let mut a = vec![
             "plan".to_owned(),
@@ -480,10 +496,9 @@ fn two_phase_sweep_on_a_versioned_bucket_fault_10_lost_receipt_fault_11_delete_m
         r#"<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>"#,
     );
     let extras = upload(&m);
-    let t = expect()["events"].clone();
     let map = format!("file:///lakesweep-fixtures=s3://{BUCKET}");
     let table = format!("s3://{BUCKET}/warehouse/demo/events");
-    let now0 = t["now_ms"].as_i64().unwrap() + 365 * 86_400_000;
+    let now0 = days_after_uploads(&m, 30);
     let sweep = |day: i64, cmd: &str| {
         let mut a = vec![cmd.to_owned(), table.clone()];
         if cmd == "sweep" {
@@ -677,4 +692,198 @@ fn two_phase_sweep_on_a_versioned_bucket_fault_10_lost_receipt_fault_11_delete_m
     let o = run(&m, &["ledger".into(), "show".into(), table.clone()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("VERIFIED"));
+}
+
+/// Percent-encodes a key for a request line (unreserved bytes and `/` kept).
+fn enc(key: &str) -> String {
+    key.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Keys are bytes: a key with `//`, folder markers, trailing-slash twins
+/// (some straddling a listing page boundary), spaces and `+`, a control
+/// character. The listing succeeds, markers are kept as folder markers,
+/// the control-character key as unaddressable, and `apply` deletes exactly
+/// the listed keys; on a versioned bucket the plan pins every version id and
+/// each receipt names the version deleted and the delete marker created,
+/// both found again in the bucket's version listing.
+fn odd_keys(versioned: bool) {
+    let m = start_moto();
+    if versioned {
+        raw(
+            &m,
+            "PUT",
+            &format!("/{BUCKET}?versioning"),
+            r#"<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>"#,
+        );
+    }
+    let extras = upload(&m);
+    let t = expect()["events"].clone();
+    let odd_delete = ["data//double.parquet", "data/a b+c.parquet", "data/twin"];
+    let mut markers: Vec<String> = ["data/", "data/sub/", "data/twin/"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    // Twins across the first page boundary (1,000 keys) of the listing.
+    markers.extend((900..1050).map(|i| format!("data/extra/orphan-{i:05}.parquet/")));
+    // A control character: kept as unaddressable. (Unversioned only: moto's
+    // ListObjectVersions ignores `encoding-type=url` and writes the raw
+    // byte into its XML, which no XML parser accepts; S3 encodes it.)
+    let ctl = "data/ctl\u{1}.parquet";
+    let ctls: Vec<&str> = if versioned { vec![] } else { vec![ctl] };
+    for k in odd_delete.iter().chain(&ctls) {
+        raw(
+            &m,
+            "PUT",
+            &format!("/{BUCKET}/warehouse/demo/events/{}", enc(k)),
+            "odd",
+        );
+    }
+    for k in &markers {
+        raw(
+            &m,
+            "PUT",
+            &format!("/{BUCKET}/warehouse/demo/events/{}", enc(k)),
+            "",
+        );
+    }
+    let now = days_after_uploads(&m, 30);
+    let dir = std::env::temp_dir().join(format!(
+        "lakesweep-s3odd-{versioned}-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan_path = dir.join("plan.json");
+    let map = format!("file:///lakesweep-fixtures=s3://{BUCKET}");
+    let table = format!("s3://{BUCKET}/warehouse/demo/events");
+    let plan = |out: bool| {
+        let mut a = vec![
+            "plan".to_owned(),
+            table.clone(),
+            "--location-map".into(),
+            map.clone(),
+            "--now".into(),
+            now.to_string(),
+            "--json".into(),
+        ];
+        if out {
+            a.extend(["--out".into(), plan_path.display().to_string()]);
+        }
+        let o = run(&m, &a);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        json(&o)
+    };
+    let v = plan(true);
+    let mut want = planted(&t, &["candidate", "young"]);
+    want.extend(extras.iter().cloned());
+    want.extend(odd_delete.iter().map(|s| s.to_string()));
+    assert_eq!(deletes(&v), want);
+    let reason = |v: &serde_json::Value, key: &str| {
+        v["keep"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["key"] == key)
+            .map(|k| k["reason"].as_str().unwrap().to_owned())
+    };
+    for k in &markers {
+        assert_eq!(reason(&v, k).as_deref(), Some("folder-marker"), "{k}");
+    }
+    for k in &ctls {
+        assert_eq!(reason(&v, k).as_deref(), Some("unaddressable"));
+    }
+    let sealed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
+    let pinned: std::collections::BTreeMap<String, serde_json::Value> = sealed["delete"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["key"].as_str().unwrap().to_owned(), d.clone()))
+        .collect();
+    for d in pinned.values() {
+        // LIST pins the version id on a versioned bucket (none otherwise).
+        assert_eq!(d["version_id"].is_string(), versioned, "{d}");
+    }
+
+    let o = run(
+        &m,
+        &[
+            "apply".into(),
+            plan_path.display().to_string(),
+            "--location-map".into(),
+            map.clone(),
+            "--allow-future-now".into(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let receipts =
+        std::fs::read_to_string(format!("{}.receipts.jsonl", plan_path.display())).unwrap();
+    let mut done = BTreeSet::new();
+    for line in receipts.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let key = r["key"].as_str().unwrap();
+        assert_eq!(r["result"], "deleted", "{r}");
+        if versioned {
+            assert_eq!(
+                r["version"]["version_id"], pinned[key]["version_id"],
+                "the version deleted is the one planned: {r}"
+            );
+            assert!(r["delete_marker_version_id"].is_string(), "{r}");
+        }
+        done.insert(key.to_owned());
+    }
+    assert_eq!(done, want);
+    if versioned {
+        // Each odd key's receipt is found in ListObjectVersions: the planned
+        // version, now noncurrent, under the marker the receipt names.
+        for line in receipts.lines() {
+            let r: serde_json::Value = serde_json::from_str(line).unwrap();
+            let key = r["key"].as_str().unwrap();
+            if !odd_delete.contains(&key) {
+                continue;
+            }
+            let (status, body) = request(
+                &m,
+                "GET",
+                &format!(
+                    "/{BUCKET}?versions&prefix={}",
+                    enc(&format!("warehouse/demo/events/{key}"))
+                ),
+            );
+            assert!(status.contains("200"), "{status} {body}");
+            let marker = xml_after(&body, "<DeleteMarker>", "VersionId").unwrap();
+            assert_eq!(Some(marker), r["delete_marker_version_id"].as_str());
+            let version = xml_after(&body, "<Version>", "VersionId").unwrap();
+            assert_eq!(Some(version), r["version"]["version_id"].as_str());
+            assert_eq!(xml_after(&body, "<Version>", "IsLatest"), Some("false"));
+        }
+    }
+    // Nothing left to delete; the markers and the control-character key stay.
+    let v2 = plan(false);
+    assert!(deletes(&v2).is_empty(), "{v2}");
+    for k in markers
+        .iter()
+        .map(String::as_str)
+        .chain(ctls.iter().copied())
+    {
+        assert!(reason(&v2, k).is_some(), "{k} still listed and kept");
+    }
+    assert_eq!(v2["summary"]["referenced_not_listed"], 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn odd_keys_are_addressed_byte_for_byte() {
+    odd_keys(false);
+}
+
+#[test]
+fn odd_keys_on_a_versioned_bucket_pin_versions_and_name_delete_markers() {
+    odd_keys(true);
 }

@@ -1,0 +1,460 @@
+//! S3 and S3-compatible stores through the official AWS SDK, key for key.
+//!
+//! A key is whatever bytes the bucket holds: `data//x.parquet`, a folder
+//! marker `data/`, its file twin `data`, a key with control characters. The
+//! `object_store` crate normalises keys (it rejects empty segments and merges
+//! trailing-slash twins), so a table holding one such key could not be
+//! planned at all; the SDK sends the key it is given and S3 signs it
+//! unnormalised. Listings ask for `encoding-type=url` (XML cannot carry
+//! every key) and are decoded only when the answer says it was encoded.
+//!
+//! Listings are `ListObjectVersions` (current versions only) where the
+//! credentials allow it, so on a versioned bucket every listed object
+//! carries its version id; a delete answers with the delete marker it
+//! created.
+//!
+//! Configuration is the SDK's: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+//! `AWS_REGION`, profiles, `AWS_ENDPOINT_URL` (also `object_store`'s
+//! `AWS_ENDPOINT`). A custom endpoint is addressed path-style unless
+//! `AWS_VIRTUAL_HOSTED_STYLE_REQUEST=true`.
+
+use std::time::Duration;
+
+use aws_sdk_s3::config::retry::RetryConfig;
+use aws_sdk_s3::config::timeout::TimeoutConfig;
+use aws_sdk_s3::error::ProvideErrorMetadata;
+use aws_sdk_s3::types::EncodingType;
+use aws_sdk_s3::Client;
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use tokio::sync::OnceCell;
+
+use crate::store::{CreateError, Deleted, Object};
+
+/// One bucket, its client made on first use.
+pub struct Bucket {
+    /// The bucket's name.
+    pub name: String,
+    client: OnceCell<Client>,
+    /// False once `ListObjectVersions` was refused or unreadable on a
+    /// listing's first page: plain listings from then on.
+    versions_allowed: std::sync::atomic::AtomicBool,
+    /// What the run should be told (a fallback taken), once each.
+    pub notes: std::sync::Mutex<Vec<String>>,
+}
+
+/// The words of an SDK error: the service's code and message where it gave
+/// them, else the error and its causes (connection, timeout, an answer that
+/// does not parse), without the raw response.
+fn words<E, R>(e: &aws_sdk_s3::error::SdkError<E, R>) -> String
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    if let (Some(c), m) = (e.code(), e.message()) {
+        return match m {
+            Some(m) => format!("{c}: {m}"),
+            None => c.to_owned(),
+        };
+    }
+    let mut out = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cause = c.source();
+    }
+    out
+}
+
+/// Decodes an `encoding-type=url` key: `%XX` escapes, and `+` for a space
+/// (S3 encodes a space as `+` and a `+` as `%2B`). `None` when the bytes are
+/// not UTF-8 or an escape is malformed.
+pub fn url_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+impl Bucket {
+    /// A bucket handle; nothing is contacted until the first request.
+    pub fn new(name: &str) -> Bucket {
+        Bucket {
+            name: name.to_owned(),
+            client: OnceCell::new(),
+            versions_allowed: std::sync::atomic::AtomicBool::new(true),
+            notes: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    async fn client(&self) -> &Client {
+        self.client
+            .get_or_init(|| async {
+                // Throttling, 5xx and transient network errors back off
+                // exponentially: ten attempts, a minute per attempt.
+                let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+                    .retry_config(
+                        RetryConfig::standard()
+                            .with_max_attempts(10)
+                            .with_max_backoff(Duration::from_secs(15)),
+                    )
+                    .timeout_config(
+                        TimeoutConfig::builder()
+                            .connect_timeout(Duration::from_secs(10))
+                            .operation_attempt_timeout(Duration::from_secs(60))
+                            .build(),
+                    );
+                if std::env::var_os("AWS_ENDPOINT_URL").is_none() {
+                    if let Ok(e) = std::env::var("AWS_ENDPOINT") {
+                        loader = loader.endpoint_url(e);
+                    }
+                }
+                let shared = loader.load().await;
+                let custom = shared.endpoint_url().is_some();
+                let virtual_hosted = std::env::var("AWS_VIRTUAL_HOSTED_STYLE_REQUEST")
+                    .is_ok_and(|v| v.eq_ignore_ascii_case("true"));
+                let conf = aws_sdk_s3::config::Builder::from(&shared)
+                    .force_path_style(custom && !virtual_hosted)
+                    // S3-compatible servers differ on the newer checksum
+                    // trailers; send checksums only where an API needs them.
+                    .request_checksum_calculation(
+                        aws_sdk_s3::config::RequestChecksumCalculation::WhenRequired,
+                    )
+                    .response_checksum_validation(
+                        aws_sdk_s3::config::ResponseChecksumValidation::WhenRequired,
+                    )
+                    .build();
+                Client::from_conf(conf)
+            })
+            .await
+    }
+
+    /// Reads a whole object; `Ok(None)` when it does not exist.
+    pub async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
+        let r = self
+            .client()
+            .await
+            .get_object()
+            .bucket(&self.name)
+            .key(key)
+            .send()
+            .await;
+        match r {
+            Ok(o) => o
+                .body
+                .collect()
+                .await
+                .map(|b| Some(b.into_bytes().to_vec()))
+                .map_err(|e| format!("read {key}: {e}")),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => Ok(None),
+            Err(e) => Err(format!("read {key}: {}", words(&e))),
+        }
+    }
+
+    /// HEAD of one object; `Ok(None)` when it does not exist.
+    pub async fn head(&self, key: &str, uri: String) -> Result<Option<Object>, String> {
+        let r = self
+            .client()
+            .await
+            .head_object()
+            .bucket(&self.name)
+            .key(key)
+            .send()
+            .await;
+        match r {
+            Ok(o) => Ok(Some(Object {
+                uri,
+                size: o.content_length().unwrap_or(0).max(0) as u64,
+                last_modified_ms: o
+                    .last_modified()
+                    .and_then(|t| t.to_millis().ok())
+                    // Unknown time: treated as brand new (kept), never old.
+                    .unwrap_or(i64::MAX),
+                etag: o.e_tag().map(str::to_owned),
+                version_id: o.version_id().map(str::to_owned),
+            })),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(None),
+            Err(e) => Err(format!("head {key}: {}", words(&e))),
+        }
+    }
+
+    /// Writes an object; with `if_absent`, only when the key is free.
+    pub async fn put(&self, key: &str, bytes: Vec<u8>, if_absent: bool) -> Result<(), CreateError> {
+        let mut req = self
+            .client()
+            .await
+            .put_object()
+            .bucket(&self.name)
+            .key(key)
+            .body(bytes.into());
+        if if_absent {
+            req = req.if_none_match("*");
+        }
+        req.send().await.map(|_| ()).map_err(|e| {
+            if if_absent && e.code() == Some("PreconditionFailed") {
+                CreateError::Exists
+            } else {
+                CreateError::Other(format!("write {key}: {}", words(&e)))
+            }
+        })
+    }
+
+    /// Deletes the key's current version: on a versioned bucket a delete
+    /// marker hides it and the answer names the marker.
+    pub async fn delete(&self, key: &str) -> Result<Deleted, String> {
+        let o = self
+            .client()
+            .await
+            .delete_object()
+            .bucket(&self.name)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| format!("delete {key}: {}", words(&e)))?;
+        Ok(Deleted {
+            existed: true,
+            delete_marker: if o.delete_marker().unwrap_or(false) {
+                o.version_id().map(str::to_owned)
+            } else {
+                None
+            },
+        })
+    }
+
+    /// Lists every object whose key starts with `prefix`, in pages of at
+    /// most 1,000, each key exactly as stored; `uri` makes an object's URI
+    /// from its key. A key that is not UTF-8 once decoded is put in
+    /// `skipped` (raw, as the store spelled it) instead: no reference can
+    /// name it, so it is never deleted, and the run reports it.
+    pub fn list(
+        self: std::sync::Arc<Self>,
+        prefix: String,
+        uri: impl Fn(&str) -> String + Send + 'static,
+        skipped: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    ) -> BoxStream<'static, Result<Object, String>> {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Object, String>>(2048);
+        tokio::spawn(async move {
+            let mut token: Option<(String, Option<String>)> = None;
+            loop {
+                let page = self.page(&prefix, token.take()).await;
+                let (objs, next) = match page {
+                    Ok(p) => p,
+                    Err(e) => {
+                        let _ = tx.send(Err(format!("list {prefix}: {e}"))).await;
+                        return;
+                    }
+                };
+                for (key, mut o) in objs {
+                    match key {
+                        Ok(k) => {
+                            o.uri = uri(&k);
+                            if tx.send(Ok(o)).await.is_err() {
+                                return;
+                            }
+                        }
+                        Err(raw) => skipped.lock().unwrap().push(raw),
+                    }
+                }
+                match next {
+                    Some(t) => token = Some(t),
+                    None => return,
+                }
+            }
+        });
+        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) })
+            .boxed()
+    }
+
+    /// One listing page. `ListObjectVersions` first, so that a versioned
+    /// bucket's objects carry their version ids (an unversioned bucket
+    /// answers "null", read as none). Where its first page is refused (no
+    /// `s3:ListBucketVersions` permission) or cannot be read (a store that
+    /// ignores `encoding-type=url` there and writes bytes XML cannot hold),
+    /// the plain `ListObjectsV2` from the start, whose objects carry no
+    /// version id: each delete is still pinned by size, time and ETag and
+    /// checked by HEAD. The run is told. A later page failing fails the
+    /// listing.
+    async fn page(
+        &self,
+        prefix: &str,
+        token: Option<(String, Option<String>)>,
+    ) -> Result<Page, String> {
+        use std::sync::atomic::Ordering;
+        if self.versions_allowed.load(Ordering::Relaxed) {
+            match self.versions_page(prefix, token.clone()).await {
+                Err(e)
+                    if token.is_none() && (e.starts_with("AccessDenied") || e.contains("XML")) =>
+                {
+                    self.versions_allowed.store(false, Ordering::Relaxed);
+                    if let Ok(mut n) = self.notes.lock() {
+                        n.push(format!(
+                            "bucket {}: the version listing failed ({e}); listed without version ids (deletes are pinned by size, time and ETag)",
+                            self.name
+                        ));
+                    }
+                }
+                r => return r,
+            }
+        }
+        self.objects_page(prefix, token).await
+    }
+
+    /// The key of a listing entry: decoded when the answer says it was
+    /// encoded; `Err(raw)` when it cannot be represented.
+    fn key(raw: &str, encoded: bool) -> Result<String, String> {
+        if encoded {
+            url_decode(raw).ok_or_else(|| raw.to_owned())
+        } else {
+            Ok(raw.to_owned())
+        }
+    }
+
+    /// One `ListObjectsV2` page: objects and the next continuation token.
+    async fn objects_page(
+        &self,
+        prefix: &str,
+        token: Option<(String, Option<String>)>,
+    ) -> Result<Page, String> {
+        let r = self
+            .client()
+            .await
+            .list_objects_v2()
+            .bucket(&self.name)
+            .prefix(prefix)
+            .encoding_type(EncodingType::Url)
+            .set_continuation_token(token.map(|t| t.0))
+            .send()
+            .await
+            .map_err(|e| words(&e))?;
+        let encoded = r.encoding_type() == Some(&EncodingType::Url);
+        let objs = r
+            .contents()
+            .iter()
+            .map(|o| {
+                let raw = o.key().unwrap_or_default();
+                let obj = Object {
+                    uri: String::new(),
+                    size: o.size().unwrap_or(0).max(0) as u64,
+                    last_modified_ms: o
+                        .last_modified()
+                        .and_then(|t| t.to_millis().ok())
+                        .unwrap_or(i64::MAX),
+                    etag: o.e_tag().map(str::to_owned),
+                    version_id: None,
+                };
+                (Self::key(raw, encoded), obj)
+            })
+            .collect();
+        let next = match (r.is_truncated(), r.next_continuation_token()) {
+            (Some(true), Some(t)) => Some((t.to_owned(), None)),
+            (Some(true), None) => {
+                return Err(
+                    "the store said the listing goes on but gave no continuation token".into(),
+                )
+            }
+            _ => None,
+        };
+        Ok((objs, next))
+    }
+
+    /// One `ListObjectVersions` page: the current version of each key (a
+    /// key whose current version is a delete marker is not listed), and the
+    /// next key and version-id markers.
+    async fn versions_page(
+        &self,
+        prefix: &str,
+        token: Option<(String, Option<String>)>,
+    ) -> Result<Page, String> {
+        let (key_marker, version_marker) = match token {
+            Some((k, v)) => (Some(k), v),
+            None => (None, None),
+        };
+        let r = self
+            .client()
+            .await
+            .list_object_versions()
+            .bucket(&self.name)
+            .prefix(prefix)
+            .encoding_type(EncodingType::Url)
+            .set_key_marker(key_marker)
+            .set_version_id_marker(version_marker)
+            .send()
+            .await
+            .map_err(|e| words(&e))?;
+        let encoded = r.encoding_type() == Some(&EncodingType::Url);
+        let objs = r
+            .versions()
+            .iter()
+            .filter(|v| v.is_latest() == Some(true))
+            .map(|v| {
+                let raw = v.key().unwrap_or_default();
+                let obj = Object {
+                    uri: String::new(),
+                    size: v.size().unwrap_or(0).max(0) as u64,
+                    last_modified_ms: v
+                        .last_modified()
+                        .and_then(|t| t.to_millis().ok())
+                        .unwrap_or(i64::MAX),
+                    etag: v.e_tag().map(str::to_owned),
+                    // Unversioned buckets answer the version id "null".
+                    version_id: v.version_id().filter(|v| *v != "null").map(str::to_owned),
+                };
+                (Self::key(raw, encoded), obj)
+            })
+            .collect();
+        let next = match (r.is_truncated(), r.next_key_marker()) {
+            (Some(true), Some(k)) => {
+                // The key marker is encoded like the keys; it goes back raw.
+                let k = Self::key(k, encoded)
+                    .map_err(|k| format!("the store's next key marker `{k}` does not decode"))?;
+                Some((k, r.next_version_id_marker().map(str::to_owned)))
+            }
+            (Some(true), None) => {
+                return Err("the store said the listing goes on but gave no key marker".into())
+            }
+            _ => None,
+        };
+        Ok((objs, next))
+    }
+}
+
+/// Listed entries (key or the raw unrepresentable spelling, and the object)
+/// and the token of the next page.
+type Page = (
+    Vec<(Result<String, String>, Object)>,
+    Option<(String, Option<String>)>,
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_keys_decode_like_s3_encodes_them() {
+        assert_eq!(url_decode("data/a%2Bb+c").as_deref(), Some("data/a+b c"));
+        assert_eq!(url_decode("data//x%01").as_deref(), Some("data//x\u{1}"));
+        assert_eq!(url_decode("c%3D100%2525/").as_deref(), Some("c=100%25/"));
+        assert_eq!(url_decode("%C3%BC").as_deref(), Some("ü"));
+        assert_eq!(url_decode("%FF"), None, "not UTF-8");
+        assert_eq!(url_decode("%4"), None, "cut escape");
+        assert_eq!(url_decode("%G0"), None, "bad hex");
+    }
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Mutation testing of the functions that decide what is deleted.
+#
+#   bash scripts/mutants.sh            # every module below (hours on 2 cores)
+#   bash scripts/mutants.sh ledger     # one module (by its key below)
+#   bash scripts/mutants.sh --smoke    # a handful of mutants, minutes
+#
+# Needs cargo-mutants (`cargo install cargo-mutants --locked`) and the test
+# Python environment that `scripts/test.sh` creates (`.venv`). Results go to
+# `mutants.out/<module>/` (outcomes.json, caught.txt, missed.txt, ...).
+# Mutants run in place, so run this in a clean work tree.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -x .venv/bin/python3 ]; then
+    export PATH="$PWD/.venv/bin:$PATH"
+fi
+command -v cargo-mutants >/dev/null || {
+    echo "cargo-mutants is not installed: cargo install cargo-mutants --locked" >&2
+    exit 1
+}
+
+# module key | file | functions whose mutants are tested ('|'-separated)
+MODULES=(
+    "reach|src/reach.rs|KeepSet::insert|KeepSet::insert_loose|KeepSet::lookup|KeepSet::frozen_lookup|KeepSet::contains_loose|KeepSet::freeze|fingerprint|loose_fingerprint"
+    "verdict|src/verdict.rs|Classifier::judge|Classifier::settle_owner|Classifier::unreferenced|Classifier::hidden_component|Classifier::key_of|Classifier::loose_key_of|Classifier::delta_log_verdict|Classifier::relative_key|Classifier::inner|Classifier::decision"
+    "path|src/path.rs|CanonicalUri::parse|remove_dot_segments|TableLocation::relative|TableLocation::loose_relative|loose|spellings|apply_mappings|apply_mappings::strip|collapse_slashes|has_dot_or_empty_segment|unaddressable|percent_decode"
+    "context|src/context.rs|.*"
+    "acceptance|src/acceptance.rs|.*"
+    "recheck|src/plan.rs|Session::demote|Session::handle_missing|Session::referenced|Session::check_summaries|Session::check_stray_documents|Session::check_protections|Session::map_reference|Session::reference_mapped"
+    "delta-replay|src/plan/delta.rs|Session::delta_replay|Session::delta_next_commit|DeltaSweep::kept_versions|DeltaSweep::head_identity"
+    "delta-log|src/delta_log.rs|Replay::apply|Replay::live_files|LogListing::expired_below|LogListing::cleanup_boundary|LogListing::must_stay|LogListing::prove_rebuildable|validate_checkpoint|dv_key|dv_path"
+    "expire|src/expire.rs|plan_expiry"
+    "ledger|src/ledger.rs|Ledger::approve|Ledger::begin_step|Ledger::reconcile_step|Ledger::observe|Ledger::record|ObjectVersion::matches|ObjectState::can_move_to|Ledger::gates|Ledger::parse"
+)
+SMOKE="ObjectVersion::matches"
+
+# Every core test target but the component test (it loads the wasm build,
+# which mutants do not rebuild) and the ../shared conformance suite.
+TESTS=(--lib --test acceptance --test bundle --test delta_fixtures --test delta_log
+       --test expire --test iceberg_fixtures --test ledger --test parsers --test safety
+       --test spellings)
+
+run() { # key file regex
+    local key=$1 file=$2 re=$3
+    echo "== $key: $file ($re)"
+    # A mutant's name ends in its function ("replace F -> T with x", or
+    # "replace < with <= in F"): match the function name whole.
+    cargo mutants --in-place --no-shuffle -f "$file" \
+        --re "(^|[ :])($re)( |\$)" --timeout 300 \
+        --output "mutants.out/$key" -- "${TESTS[@]}" || true
+    local o="mutants.out/$key/mutants.out"
+    printf '%s: caught %s, missed %s, unviable %s, timeout %s\n' "$key" \
+        "$(wc -l <"$o/caught.txt")" "$(wc -l <"$o/missed.txt")" \
+        "$(wc -l <"$o/unviable.txt")" "$(wc -l <"$o/timeout.txt")" | tee -a mutants.out/summary.txt
+}
+
+# The sidecar's pre-delete version check (its own workspace).
+sidecar() {
+    echo "== sidecar: host-examples/sidecar/src/store.rs (Object::is_version)"
+    (cd host-examples/sidecar && cargo mutants --in-place --no-shuffle -f src/store.rs \
+        --re "Object::is_version( |\$)" --timeout 300 \
+        --output ../../mutants.out/sidecar -- --bins) || true
+    local o="mutants.out/sidecar/mutants.out"
+    printf 'sidecar: caught %s, missed %s, unviable %s, timeout %s\n' \
+        "$(wc -l <"$o/caught.txt")" "$(wc -l <"$o/missed.txt")" \
+        "$(wc -l <"$o/unviable.txt")" "$(wc -l <"$o/timeout.txt")" | tee -a mutants.out/summary.txt
+}
+
+mkdir -p mutants.out
+want=${1:-all}
+if [ "$want" = --smoke ]; then
+    run smoke src/ledger.rs "$SMOKE"
+    exit 0
+fi
+for m in "${MODULES[@]}"; do
+    IFS='|' read -r key file funcs <<<"$m"
+    if [ "$want" = all ] || [ "$want" = "$key" ]; then
+        run "$key" "$file" "$funcs"
+    fi
+done
+if [ "$want" = all ] || [ "$want" = sidecar ]; then
+    sidecar
+fi
