@@ -825,17 +825,17 @@ impl Ledger {
     /// needs a passed drill, no older than `max_age` and not dated after
     /// `now_ms`, that verified at least `min_bundles` bundles (or every
     /// bundle the table had, when it had fewer, and at least one).
-    pub fn drill_missing(&self, rule: &crate::policy::RestoreDrill, now_ms: i64) -> Option<String> {
+    pub fn drill_missing(&self, rule: &crate::policy::DrillGate, now_ms: i64) -> Option<String> {
         let ok = self.drills.iter().any(|d| {
             let enough = d.sampled.len() as u64 >= u64::from(rule.min_bundles)
                 || (d.bundles_total > 0 && d.sampled.len() as u64 == d.bundles_total);
-            d.passed && enough && d.at_ms <= now_ms && now_ms - d.at_ms <= rule.max_age.0
+            d.passed && enough && d.at_ms <= now_ms && now_ms - d.at_ms <= rule.max_age_ms
         });
         (!ok).then(|| {
             format!(
                 "the policy asks for a restore drill of at least {} bundles passed within {}: none in the ledger (run `lakesweep drill`)",
                 rule.min_bundles,
-                crate::verdict::human_ms(rule.max_age.0)
+                crate::verdict::human_ms(rule.max_age_ms)
             )
         })
     }
@@ -1124,5 +1124,87 @@ pub mod json {
     /// The gates of a ledger.
     pub fn gates(ledger_json: &str) -> Result<String> {
         doc(&Ledger::parse(ledger_json)?.gates())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::DrillGate;
+
+    fn ids(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("q-{i}")).collect()
+    }
+
+    #[test]
+    fn a_drill_sample_depends_on_the_seed_only() {
+        let a = drill_sample(&ids(40), 5, 9);
+        let mut rev = ids(40);
+        rev.reverse();
+        assert_eq!(
+            drill_sample(&rev, 5, 9),
+            a,
+            "order of the ids does not matter"
+        );
+        assert_eq!(a.len(), 5);
+        assert!(a.windows(2).all(|w| w[0] < w[1]), "sorted, no repeats");
+        assert!((0..20).any(|s| drill_sample(&ids(40), 5, s) != a));
+        assert_eq!(drill_sample(&ids(3), 5, 1), ids(3), "all when fewer");
+        assert!(drill_sample(&[], 5, 1).is_empty());
+    }
+
+    fn ledger_with(drill: Drill) -> Ledger {
+        Ledger {
+            schema: LEDGER_SCHEMA.into(),
+            table_location: "s3://b/t".into(),
+            table_uuid: None,
+            revision: 1,
+            quarantine_ms: 0,
+            objects: BTreeMap::new(),
+            approvals: vec![],
+            receipts: vec![],
+            history: vec![],
+            unknown_ever: vec![],
+            drills: vec![drill],
+            previous_integrity: None,
+            integrity: String::new(),
+        }
+    }
+
+    fn drill(at_ms: i64, sampled: usize, total: u64, passed: bool) -> Drill {
+        Drill {
+            at_ms,
+            seed: 1,
+            bundles_total: total,
+            sampled: ids(sampled),
+            failed: if passed {
+                BTreeMap::new()
+            } else {
+                [("q-0".to_owned(), "rewritten".to_owned())].into()
+            },
+            passed,
+        }
+    }
+
+    #[test]
+    fn the_drill_gate_needs_a_recent_passed_drill_of_enough_bundles() {
+        const DAY: i64 = 86_400_000;
+        let gate = DrillGate {
+            min_bundles: 3,
+            max_age_ms: 7 * DAY,
+        };
+        let now = 100 * DAY;
+        let met = |d: Drill| ledger_with(d).drill_missing(&gate, now).is_none();
+        assert!(met(drill(now - DAY, 3, 10, true)));
+        assert!(met(drill(now - 7 * DAY, 3, 10, true)), "exactly max age");
+        assert!(!met(drill(now - 7 * DAY - 1, 3, 10, true)), "too old");
+        assert!(!met(drill(now + 1, 3, 10, true)), "dated after now");
+        assert!(!met(drill(now - DAY, 2, 10, true)), "too few bundles");
+        assert!(
+            met(drill(now - DAY, 2, 2, true)),
+            "every bundle the table had"
+        );
+        assert!(!met(drill(now - DAY, 0, 0, true)), "a drill of nothing");
+        assert!(!met(drill(now - DAY, 3, 10, false)), "failed");
     }
 }

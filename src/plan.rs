@@ -242,7 +242,7 @@ pub struct PlanTokens {
     /// The policy's restore-drill gate, if it has one: approval needs a
     /// recent passed drill in the ledger.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub restore_drill: Option<crate::policy::RestoreDrill>,
+    pub restore_drill: Option<crate::policy::DrillGate>,
 }
 
 /// One object the plan deletes.
@@ -860,7 +860,10 @@ impl Session {
                 file_retention_ms: self.classifier.file_retention_ms,
                 keep_deleted_entries: self.config.keep_deleted_entries,
                 policy_digest: self.policy.as_ref().map(crate::Policy::digest),
-                restore_drill: self.policy.as_ref().and_then(|p| p.restore_drill),
+                restore_drill: self
+                    .policy
+                    .as_ref()
+                    .and_then(|p| p.restore_drill.as_ref().map(|d| d.gate())),
                 hold_generation: self.classifier.protections.hold_generation(),
                 lease_watermark: self.classifier.protections.lease_watermark(),
                 context_digest: self.classifier.protections.digest(),

@@ -185,6 +185,23 @@ impl RestoreDrill {
     fn default_max_age() -> DurationMs {
         DurationMs(7 * 86_400_000)
     }
+
+    /// The gate as a sealed plan carries it.
+    pub fn gate(&self) -> DrillGate {
+        DrillGate {
+            min_bundles: self.min_bundles,
+            max_age_ms: self.max_age.0,
+        }
+    }
+}
+
+/// A restore-drill gate as sealed into a plan's tokens (plain numbers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrillGate {
+    /// Bundles a drill must verify (or every bundle, when fewer).
+    pub min_bundles: u32,
+    /// How long a passed drill counts, milliseconds.
+    pub max_age_ms: i64,
 }
 
 /// One finding of [`Policy::check`], naming the field at fault.

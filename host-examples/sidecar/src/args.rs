@@ -20,6 +20,7 @@ pub const USAGE: &str = "usage:
   lakesweep sweep TABLE [--ledger URI] [--quarantine DURATION] [same options as plan]
                  [--concurrency N] [--batch N] [--allow-future-now] [--new-ledger]
   lakesweep reconcile TABLE [--ledger URI] [--json]
+  lakesweep drill TABLE [--sample N] [--seed S] [--ledger URI] [--location-map FROM=TO]... [--json]
   lakesweep ledger show TABLE [--ledger URI] [--json]
   lakesweep restore TABLE --bundle ID [POINTER] [--location-map FROM=TO]... [--commit]
 
@@ -68,6 +69,8 @@ pub const USAGE: &str = "usage:
                    what-if runs); otherwise refused, since young files would look old
   --ledger URI     sweep, reconcile, ledger show: the ledger document (default
                    TABLE/_lakesweep/ledger.json, under a hidden prefix no sweep deletes)
+  --sample N       drill: quarantine bundles to verify (default 30; all when fewer)
+  --seed S         drill: the sample's seed (default: drawn from the clock, reported)
   --quarantine D   sweep: how long an object waits in quarantine before its restore
                    check (default 1d; fixed when the ledger is created)
   --wasm PATH      the component (default: $LAKESWEEP_WASM or target/lakesweep.wasm)
@@ -107,6 +110,16 @@ pub enum Command {
     Reconcile {
         table: String,
         ledger: Option<String>,
+        json: bool,
+        wasm: Option<String>,
+    },
+    /// `drill`: a restore drill over a seeded sample of the bundles.
+    Drill {
+        table: String,
+        ledger: Option<String>,
+        location_map: Vec<(String, String)>,
+        sample: u32,
+        seed: Option<u64>,
         json: bool,
         wasm: Option<String>,
     },
@@ -224,6 +237,8 @@ struct Opts {
     ledger: Option<String>,
     quarantine_ms: Option<i64>,
     bundle: Option<String>,
+    sample: Option<u32>,
+    seed: Option<u64>,
     given: Vec<&'static str>,
 }
 
@@ -236,151 +251,168 @@ fn opts(args: &[String]) -> Result<Opts, String> {
                 .cloned()
                 .ok_or_else(|| format!("{name} needs a value"))
         };
-        let name: &'static str = match a.as_str() {
-            "--metadata" => {
-                o.metadata = Some(val(a)?);
-                "--metadata"
-            }
-            "--catalog" => {
-                o.catalog = Some(val(a)?);
-                "--catalog"
-            }
-            "--table" => {
-                o.table = Some(val(a)?);
-                "--table"
-            }
-            "--format" => {
-                o.format = Some(match val(a)?.as_str() {
-                    "iceberg" => Format::Iceberg,
-                    "delta" => Format::Delta,
-                    "auto" => Format::Auto,
-                    f => return Err(format!("--format `{f}`: iceberg, delta or auto")),
-                });
-                "--format"
-            }
-            "--older-than" => {
-                o.retention_ms = Some(duration_ms(&val(a)?)?);
-                "--older-than"
-            }
-            "--now" => {
-                o.now_ms = Some(time_ms(&val(a)?)?);
-                "--now"
-            }
-            "--location-map" => {
-                let v = val(a)?;
-                let (f, t) = v.split_once('=').ok_or("--location-map takes FROM=TO")?;
-                o.location_map.push((f.to_owned(), t.to_owned()));
-                "--location-map"
-            }
-            "--json" => {
-                o.json = true;
-                "--json"
-            }
-            "--out" => {
-                o.out = Some(val(a)?);
-                "--out"
-            }
-            "--wasm" => {
-                o.wasm = Some(val(a)?);
-                "--wasm"
-            }
-            "--dry-run" => {
-                o.dry_run = true;
-                "--dry-run"
-            }
-            "--concurrency" => {
-                o.concurrency = Some(positive("--concurrency", &val(a)?)?);
-                "--concurrency"
-            }
-            "--batch" => {
-                o.batch = Some(positive("--batch", &val(a)?)?);
-                "--batch"
-            }
-            "--receipts" => {
-                o.receipts = Some(val(a)?);
-                "--receipts"
-            }
-            "--policy" => {
-                o.inputs.policy = Some(val(a)?);
-                "--policy"
-            }
-            "--context" => {
-                o.inputs.context = Some(val(a)?);
-                "--context"
-            }
-            "--leases" => {
-                o.inputs.leases = Some(val(a)?);
-                "--leases"
-            }
-            "--holds" => {
-                o.inputs.holds = Some(val(a)?);
-                "--holds"
-            }
-            "--writers" => {
-                o.inputs.writers = Some(val(a)?);
-                "--writers"
-            }
-            "--expire-id" => {
-                let v = val(a)?;
-                o.expire_ids.push(
-                    v.parse()
-                        .map_err(|_| format!("--expire-id `{v}`: a snapshot id"))?,
-                );
-                "--expire-id"
-            }
-            "--commit" => {
-                o.commit = true;
-                "--commit"
-            }
-            "--allow-future-now" => {
-                o.allow_future_now = true;
-                "--allow-future-now"
-            }
-            "--keep-version" => {
-                let v = val(a)?;
-                o.keep_versions.push(
-                    v.parse()
-                        .ok()
-                        .filter(|n| *n >= 0)
-                        .ok_or_else(|| format!("--keep-version `{v}`: a table version"))?,
-                );
-                "--keep-version"
-            }
-            "--bundle" => {
-                o.bundle = Some(val(a)?);
-                "--bundle"
-            }
-            "--ledger" => {
-                o.ledger = Some(val(a)?);
-                "--ledger"
-            }
-            "--quarantine" => {
-                o.quarantine_ms = Some(duration_ms(&val(a)?)?);
-                "--quarantine"
-            }
-            "--log-cleanup" => {
-                o.log_cleanup = true;
-                "--log-cleanup"
-            }
-            "--allow-short-retention" => {
-                o.allow_short_retention = true;
-                "--allow-short-retention"
-            }
-            "--new-ledger" => {
-                o.new_ledger = true;
-                "--new-ledger"
-            }
-            "--memory-budget" => {
-                let v = val(a)?;
-                o.memory_budget = Some(size_bytes(&v)?);
-                "--memory-budget"
-            }
-            s if s.starts_with('-') => return Err(format!("unknown option `{s}`")),
-            s => {
-                o.positional.push(s.to_owned());
-                continue;
-            }
-        };
+        let name: &'static str =
+            match a.as_str() {
+                "--metadata" => {
+                    o.metadata = Some(val(a)?);
+                    "--metadata"
+                }
+                "--catalog" => {
+                    o.catalog = Some(val(a)?);
+                    "--catalog"
+                }
+                "--table" => {
+                    o.table = Some(val(a)?);
+                    "--table"
+                }
+                "--format" => {
+                    o.format = Some(match val(a)?.as_str() {
+                        "iceberg" => Format::Iceberg,
+                        "delta" => Format::Delta,
+                        "auto" => Format::Auto,
+                        f => return Err(format!("--format `{f}`: iceberg, delta or auto")),
+                    });
+                    "--format"
+                }
+                "--older-than" => {
+                    o.retention_ms = Some(duration_ms(&val(a)?)?);
+                    "--older-than"
+                }
+                "--now" => {
+                    o.now_ms = Some(time_ms(&val(a)?)?);
+                    "--now"
+                }
+                "--location-map" => {
+                    let v = val(a)?;
+                    let (f, t) = v.split_once('=').ok_or("--location-map takes FROM=TO")?;
+                    o.location_map.push((f.to_owned(), t.to_owned()));
+                    "--location-map"
+                }
+                "--json" => {
+                    o.json = true;
+                    "--json"
+                }
+                "--out" => {
+                    o.out = Some(val(a)?);
+                    "--out"
+                }
+                "--wasm" => {
+                    o.wasm = Some(val(a)?);
+                    "--wasm"
+                }
+                "--dry-run" => {
+                    o.dry_run = true;
+                    "--dry-run"
+                }
+                "--concurrency" => {
+                    o.concurrency = Some(positive("--concurrency", &val(a)?)?);
+                    "--concurrency"
+                }
+                "--batch" => {
+                    o.batch = Some(positive("--batch", &val(a)?)?);
+                    "--batch"
+                }
+                "--receipts" => {
+                    o.receipts = Some(val(a)?);
+                    "--receipts"
+                }
+                "--policy" => {
+                    o.inputs.policy = Some(val(a)?);
+                    "--policy"
+                }
+                "--context" => {
+                    o.inputs.context = Some(val(a)?);
+                    "--context"
+                }
+                "--leases" => {
+                    o.inputs.leases = Some(val(a)?);
+                    "--leases"
+                }
+                "--holds" => {
+                    o.inputs.holds = Some(val(a)?);
+                    "--holds"
+                }
+                "--writers" => {
+                    o.inputs.writers = Some(val(a)?);
+                    "--writers"
+                }
+                "--sample" => {
+                    let v = val(a)?;
+                    o.sample =
+                        Some(v.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                            format!("--sample `{v}`: a positive count of bundles")
+                        })?);
+                    "--sample"
+                }
+                "--seed" => {
+                    let v = val(a)?;
+                    o.seed = Some(
+                        v.parse()
+                            .map_err(|_| format!("--seed `{v}`: an unsigned 64-bit number"))?,
+                    );
+                    "--seed"
+                }
+                "--expire-id" => {
+                    let v = val(a)?;
+                    o.expire_ids.push(
+                        v.parse()
+                            .map_err(|_| format!("--expire-id `{v}`: a snapshot id"))?,
+                    );
+                    "--expire-id"
+                }
+                "--commit" => {
+                    o.commit = true;
+                    "--commit"
+                }
+                "--allow-future-now" => {
+                    o.allow_future_now = true;
+                    "--allow-future-now"
+                }
+                "--keep-version" => {
+                    let v = val(a)?;
+                    o.keep_versions.push(
+                        v.parse()
+                            .ok()
+                            .filter(|n| *n >= 0)
+                            .ok_or_else(|| format!("--keep-version `{v}`: a table version"))?,
+                    );
+                    "--keep-version"
+                }
+                "--bundle" => {
+                    o.bundle = Some(val(a)?);
+                    "--bundle"
+                }
+                "--ledger" => {
+                    o.ledger = Some(val(a)?);
+                    "--ledger"
+                }
+                "--quarantine" => {
+                    o.quarantine_ms = Some(duration_ms(&val(a)?)?);
+                    "--quarantine"
+                }
+                "--log-cleanup" => {
+                    o.log_cleanup = true;
+                    "--log-cleanup"
+                }
+                "--allow-short-retention" => {
+                    o.allow_short_retention = true;
+                    "--allow-short-retention"
+                }
+                "--new-ledger" => {
+                    o.new_ledger = true;
+                    "--new-ledger"
+                }
+                "--memory-budget" => {
+                    let v = val(a)?;
+                    o.memory_budget = Some(size_bytes(&v)?);
+                    "--memory-budget"
+                }
+                s if s.starts_with('-') => return Err(format!("unknown option `{s}`")),
+                s => {
+                    o.positional.push(s.to_owned());
+                    continue;
+                }
+            };
         o.given.push(name);
     }
     Ok(o)
@@ -510,6 +542,31 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
                     wasm: o.wasm.clone(),
                 })),
                 _ => Err("restore needs TABLE and --bundle ID".into()),
+            }
+        }
+        "drill" => {
+            o.only(
+                "drill",
+                &[
+                    "--ledger",
+                    "--json",
+                    "--wasm",
+                    "--sample",
+                    "--seed",
+                    "--location-map",
+                ],
+            )?;
+            match o.positional.as_slice() {
+                [table] => Ok(Command::Drill {
+                    table: table.clone(),
+                    ledger: o.ledger.clone(),
+                    location_map: o.location_map.clone(),
+                    sample: o.sample.unwrap_or(30),
+                    seed: o.seed,
+                    json: o.json,
+                    wasm: o.wasm.clone(),
+                }),
+                _ => Err("drill needs exactly one TABLE".into()),
             }
         }
         "reconcile" => {

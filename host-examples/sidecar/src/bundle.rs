@@ -204,17 +204,9 @@ pub async fn check(
     })
 }
 
-/// Every bundle of the table; returns, for each key of an incomplete
-/// bundle, why its restore check cannot pass. A bundle that cannot be read
-/// at all (damaged `bundle.json`, or copies without one) stops the run: it
-/// cannot say which objects it protects.
-pub async fn blocked_keys(
-    planner: &mut Planner,
-    store: &Store,
-    table: &str,
-    location_map: &[(String, String)],
-    consumed: &std::collections::BTreeSet<String>,
-) -> Result<BTreeMap<String, String>, String> {
+/// The table's bundle folders (`TABLE/_lakesweep/bundles/ID`), each with
+/// whether it holds a `bundle.json`.
+pub async fn dirs(store: &Store, table: &str) -> Result<BTreeMap<String, bool>, String> {
     let root = root(table);
     let mut dirs = BTreeMap::<String, bool>::new();
     let mut listing = store.list(&root);
@@ -231,6 +223,21 @@ pub async fn blocked_keys(
         let has = dirs.entry(format!("{root}/{id}")).or_insert(false);
         *has |= tail == "bundle.json";
     }
+    Ok(dirs)
+}
+
+/// Every bundle of the table; returns, for each key of an incomplete
+/// bundle, why its restore check cannot pass. A bundle that cannot be read
+/// at all (damaged `bundle.json`, or copies without one) stops the run: it
+/// cannot say which objects it protects.
+pub async fn blocked_keys(
+    planner: &mut Planner,
+    store: &Store,
+    table: &str,
+    location_map: &[(String, String)],
+    consumed: &std::collections::BTreeSet<String>,
+) -> Result<BTreeMap<String, String>, String> {
+    let dirs = dirs(store, table).await?;
     let mut out = BTreeMap::new();
     for (d, has_doc) in dirs {
         if !has_doc {

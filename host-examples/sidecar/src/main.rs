@@ -13,6 +13,7 @@ mod compare;
 mod component;
 mod context;
 mod deletion;
+mod drill;
 mod expire;
 mod plan;
 mod pointer;
@@ -178,6 +179,42 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
             })
             .await?;
             print_swept(&s, a.plan.json)
+        }
+        Command::Drill {
+            table,
+            ledger,
+            location_map,
+            sample,
+            seed,
+            json,
+            wasm,
+        } => {
+            let table = store::table_uri(&table)?;
+            let d = drill::run(
+                &table,
+                ledger.as_deref(),
+                &location_map,
+                sample,
+                seed,
+                wasm.as_deref(),
+            )
+            .await?;
+            if json {
+                let v =
+                    serde_json::json!({"drill": d.drill, "gates": d.gates, "ledger": d.ledger_uri});
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+                );
+            } else {
+                print!("{}", drill::human(&d));
+            }
+            // A bundle that would not restore is a finding: exit 1.
+            Ok(if d.drill["passed"] == true {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Command::Reconcile {
             table,

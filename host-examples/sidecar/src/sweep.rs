@@ -61,11 +61,11 @@ pub fn default_ledger(table: &str) -> String {
     format!("{table}/_lakesweep/ledger.json")
 }
 
-fn parse(text: &str) -> Result<Value, String> {
+pub(crate) fn parse(text: &str) -> Result<Value, String> {
     serde_json::from_str(text).map_err(|e| format!("component answered bad JSON: {e}"))
 }
 
-async fn save(store: &Store, uri: &str, ledger: &Value) -> Result<(), String> {
+pub(crate) async fn save(store: &Store, uri: &str, ledger: &Value) -> Result<(), String> {
     let text = serde_json::to_vec_pretty(ledger).map_err(|e| e.to_string())?;
     store
         .overwrite(uri, text)
@@ -110,7 +110,7 @@ async fn observe(
 
 /// Keys the ledger deleted, or may have (their bundles count them as
 /// consumed, not as lost).
-fn consumed_keys(ledger: &Value) -> std::collections::BTreeSet<String> {
+pub(crate) fn consumed_keys(ledger: &Value) -> std::collections::BTreeSet<String> {
     ledger["objects"]
         .as_object()
         .into_iter()

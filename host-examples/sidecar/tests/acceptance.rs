@@ -544,3 +544,154 @@ fn an_edited_or_missing_ledger_is_refused() {
     assert!(o.status.success(), "{}", out_text(&o));
     assert!(ledger.exists());
 }
+
+/// `lakesweep drill`: a seeded sample of the quarantine bundles is verified
+/// without committing and recorded in the ledger; the same seed draws the
+/// same sample; a rewritten layer fails the drill; a policy's restoreDrill
+/// gate refuses approval until a drill of enough bundles has passed.
+#[test]
+fn a_restore_drill_is_sampled_recorded_and_gates_approval() {
+    let t = PyTable::new("acc-drill");
+    let run = |cmd: &str, extra: &[&str]| {
+        let mut a = vec!["--allow-future-now"];
+        a.extend(extra);
+        t.run(cmd, &a)
+    };
+    let v = json(&run("expire", &["--commit", "--json"]));
+    let bundle = PathBuf::from(
+        v["bundle"]
+            .as_str()
+            .unwrap()
+            .strip_prefix("file://")
+            .unwrap()
+            .strip_suffix("/bundle.json")
+            .unwrap(),
+    );
+    // Four bundles: the real one and three copies of it under other ids.
+    for i in 1..=3 {
+        let to = bundle.with_file_name(format!("copy-{i}"));
+        common::copy_dir(&bundle, &to);
+    }
+    let drill = |extra: &[&str]| {
+        let mut a = vec!["drill".to_owned(), t.location(), "--json".into()];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        lakesweep(&a)
+    };
+    // No ledger yet: a drill has nowhere to be recorded.
+    let o = drill(&[]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no ledger"));
+    assert!(run("sweep", &[]).status.success());
+
+    let a = json(&drill(&["--sample", "2", "--seed", "7"]));
+    let b = json(&drill(&["--sample", "2", "--seed", "7"]));
+    assert_eq!(a["drill"]["sampled"], b["drill"]["sampled"], "seeded");
+    assert_eq!(a["drill"]["sampled"].as_array().unwrap().len(), 2);
+    assert_eq!(a["drill"]["bundles_total"], 4);
+    assert_eq!(a["drill"]["passed"], true, "{a}");
+    let seeds: BTreeSet<String> = (0..16)
+        .map(|s| {
+            json(&drill(&["--sample", "2", "--seed", &s.to_string()]))["drill"]["sampled"]
+                .to_string()
+        })
+        .collect();
+    assert!(seeds.len() > 1, "the seed chooses the sample");
+
+    // A policy asking for a drill of all four bundles: the drills so far
+    // verified two, so approval is refused, and says why.
+    let md: Value = serde_json::from_slice(
+        &std::fs::read(
+            t.info["metadata_location"]
+                .as_str()
+                .unwrap()
+                .strip_prefix("file://")
+                .unwrap(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let policy = t.dir.join("drill-policy.json");
+    std::fs::write(
+        &policy,
+        format!(
+            r#"{{"schema":"lakehouseRetentionPolicy.v1","binding":{{"tableUuid":"{}","format":"iceberg"}},
+                "fileRetention":{{"orphanSafetyInterval":"3d"}},
+                "restoreDrill":{{"minBundles":4,"maxAge":"60d"}}}}"#,
+            md["table-uuid"].as_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let p = policy.to_str().unwrap();
+    let last_approval = || -> Value {
+        let l: Value = serde_json::from_slice(
+            &std::fs::read(t.root().join("_lakesweep/ledger.json")).unwrap(),
+        )
+        .unwrap();
+        l["approvals"].as_array().unwrap().last().unwrap().clone()
+    };
+    let o = run("sweep", &["--policy", p]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let ap = last_approval();
+    assert_eq!(ap["granted"], false);
+    assert!(
+        ap["differences"]
+            .to_string()
+            .contains("restore drill of at least 4"),
+        "{ap}"
+    );
+
+    // A rewritten manifest list in the store: the drill fails (exit 1) and
+    // names it; a failed drill never meets the gate.
+    let bundle_doc: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("bundle.json")).unwrap()).unwrap();
+    let list_key = bundle_doc["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["layer"] == "manifest-list")
+        .unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let list = t.root().join(&list_key);
+    let original = std::fs::read(&list).unwrap();
+    let mtime = std::fs::metadata(&list).unwrap().modified().unwrap();
+    std::fs::write(&list, b"not the bundled manifest list").unwrap();
+    let o = drill(&["--sample", "4"]);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    let f: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(f["drill"]["passed"], false);
+    assert_eq!(f["drill"]["failed"].as_object().unwrap().len(), 4, "{f}");
+    assert!(f["drill"]["failed"].to_string().contains(&list_key), "{f}");
+    let _ = run("sweep", &["--policy", p]);
+    assert!(last_approval()["differences"]
+        .to_string()
+        .contains("restore drill"));
+
+    // Put right (the same bytes and time: the version bundled), a drill of
+    // all four passes and the gate is met.
+    std::fs::write(&list, &original).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&list)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let o = drill(&["--sample", "30"]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let _ = run("sweep", &["--policy", p]);
+    assert!(
+        !last_approval()["differences"]
+            .to_string()
+            .contains("restore drill"),
+        "{}",
+        last_approval()
+    );
+    let l: Value =
+        serde_json::from_slice(&std::fs::read(t.root().join("_lakesweep/ledger.json")).unwrap())
+            .unwrap();
+    assert!(
+        l["drills"].as_array().unwrap().len() >= 20,
+        "every drill is recorded"
+    );
+}
