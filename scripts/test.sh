@@ -13,7 +13,13 @@ venv="${LAKESWEEP_VENV:-$PWD/.venv}"
 [ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
 "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 export PATH="$venv/bin:$PATH"
-python3 -c 'import moto.server, fastavro, pyiceberg.catalog.sql, pyarrow, deltalake'
+python3 -c 'import moto.server, fastavro, pyiceberg.catalog.sql, pyarrow, deltalake, azure.storage.blob'
+# Azurite, the Azure Storage emulator, for the sidecar's Azure test.
+azurite="$PWD/.tools/azurite"
+if [ ! -x "$azurite/node_modules/.bin/azurite-blob" ]; then
+  npm install --silent --no-audit --no-fund --prefix "$azurite" azurite@3.37.0
+fi
+export LAKESWEEP_AZURITE="$azurite/node_modules/.bin/azurite-blob"
 bash scripts/build-component.sh
 cargo test --all-targets
 # Conformance over the public fixtures beside the checkout (CI has them):

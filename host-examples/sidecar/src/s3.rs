@@ -188,7 +188,7 @@ impl Bucket {
                     .and_then(|t| t.to_millis().ok())
                     // Unknown time: treated as brand new (kept), never old.
                     .unwrap_or(i64::MAX),
-                etag: o.e_tag().map(str::to_owned),
+                etag: o.e_tag().map(|e| crate::store::etag_form(e.to_owned())),
                 version_id: o.version_id().map(str::to_owned),
             })),
             Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(None),
@@ -357,7 +357,7 @@ impl Bucket {
                         .last_modified()
                         .and_then(|t| t.to_millis().ok())
                         .unwrap_or(i64::MAX),
-                    etag: o.e_tag().map(str::to_owned),
+                    etag: o.e_tag().map(|e| crate::store::etag_form(e.to_owned())),
                     version_id: None,
                 };
                 (Self::key(raw, encoded), obj)
@@ -413,7 +413,7 @@ impl Bucket {
                         .last_modified()
                         .and_then(|t| t.to_millis().ok())
                         .unwrap_or(i64::MAX),
-                    etag: v.e_tag().map(str::to_owned),
+                    etag: v.e_tag().map(|e| crate::store::etag_form(e.to_owned())),
                     // Unversioned buckets answer the version id "null".
                     version_id: v.version_id().filter(|v| *v != "null").map(str::to_owned),
                 };

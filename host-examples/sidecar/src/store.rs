@@ -113,6 +113,18 @@ impl Object {
     }
 }
 
+/// An ETag in its one quoted form (`"x"`, or `W/"x"` for a weak tag):
+/// stores differ in whether they quote it, even between their own listing
+/// and HEAD answers (Azure's listing through `object_store` gives `0x8D..`,
+/// its HEAD `"0x8D.."`), and a pinned version must compare equal to itself.
+pub fn etag_form(e: String) -> String {
+    if e.starts_with('"') || e.starts_with("W/\"") {
+        e
+    } else {
+        format!("\"{e}\"")
+    }
+}
+
 /// This machine's clock, milliseconds since the epoch.
 pub fn clock_ms() -> i64 {
     std::time::SystemTime::now()
@@ -362,7 +374,7 @@ impl Store {
             uri: self.uri(&m.location),
             size: m.size,
             last_modified_ms: m.last_modified.timestamp_millis(),
-            etag: m.e_tag,
+            etag: m.e_tag.map(etag_form),
             version_id: m.version,
         }
     }
@@ -749,6 +761,13 @@ mod tests {
         let mut smaller = head_answer(T + 123, None, None);
         smaller.size -= 1;
         assert!(!smaller.is_version(&planned));
+    }
+
+    #[test]
+    fn etags_have_one_form() {
+        assert_eq!(etag_form("0x8D".into()), "\"0x8D\"");
+        assert_eq!(etag_form("\"0x8D\"".into()), "\"0x8D\"");
+        assert_eq!(etag_form("W/\"a\"".into()), "W/\"a\"");
     }
 
     #[test]
