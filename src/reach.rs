@@ -468,6 +468,57 @@ mod tests {
     }
 
     #[test]
+    fn fingerprint_carries_all_128_bits_high_word_first() {
+        for k in ["data/a.parquet", "x"] {
+            let h = xxhash_rust::xxh3::xxh3_128(k.as_bytes());
+            assert_eq!(fingerprint(k), [(h >> 64) as u64, h as u64]);
+            assert_ne!(fingerprint(k)[0], 0);
+        }
+    }
+
+    #[test]
+    fn a_smaller_reason_after_freeze_replaces_the_frozen_one() {
+        let small = Source::ManifestList { snapshot_id: 1 };
+        let big = Source::ContentFile {
+            manifest: "m".into(),
+            content: 0,
+            status: 1,
+        };
+        let mut k = KeepSet::new();
+        k.insert("x", big);
+        k.freeze();
+        assert!(!k.insert("x", small.clone()));
+        assert_eq!(k.lookup("x"), Some(&small));
+        k.freeze();
+        assert_eq!(k.lookup("x"), Some(&small));
+        assert_eq!(k.len(), 1);
+    }
+
+    #[test]
+    fn reinserting_a_frozen_key_with_its_own_reason_allocates_nothing() {
+        let mut k = KeepSet::new();
+        k.insert("x", Source::MetadataLog);
+        k.freeze();
+        let before = k.index_bytes();
+        assert!(!k.insert("x", Source::MetadataLog));
+        assert!(k.building.is_empty());
+        assert_eq!(k.index_bytes(), before);
+    }
+
+    #[test]
+    fn freeze_without_loose_keys_still_moves_keys_to_the_arrays() {
+        let mut k = KeepSet::new();
+        for i in 0..100 {
+            k.insert(&format!("data/f{i}.parquet"), Source::MetadataLog);
+        }
+        k.freeze();
+        assert!(k.building.is_empty());
+        assert_eq!(k.frozen_keys.len(), 100);
+        assert!(k.index_bytes() <= 100 * 20);
+        assert!(k.lookup("data/f42.parquet").is_some());
+    }
+
+    #[test]
     fn freeze_and_round_trip() {
         let mut k = KeepSet::new();
         for i in 0..1000 {

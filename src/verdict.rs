@@ -479,3 +479,99 @@ pub fn object_kind(rel: &str) -> &'static str {
         "other"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::TableFormat;
+
+    const LOC: &str = "s3://bucket/db/t";
+    const NOW: i64 = 1_800_000_000_000;
+    const RETENTION: i64 = 3 * 86_400_000;
+
+    fn classifier(format: TableFormat) -> Classifier {
+        Classifier {
+            location: TableLocation::parse(LOC).unwrap(),
+            keep: KeepSet::new(),
+            now_ms: NOW,
+            file_retention_ms: RETENTION,
+            partition_names: BTreeSet::from(["_p".to_owned()]),
+            table_uuid: None,
+            mappings: vec![],
+            protections: Default::default(),
+            format,
+            expired_log: BTreeMap::new(),
+            reserved: vec![],
+            roots: vec![],
+        }
+    }
+
+    fn obj(rel: &str, last_modified_ms: i64) -> ListedObject {
+        ListedObject {
+            key: format!("{LOC}/{rel}"),
+            size: 1,
+            last_modified_ms,
+            etag: None,
+            version_id: None,
+        }
+    }
+
+    fn judged(c: &Classifier, rel: &str, mtime: i64) -> Decision {
+        match c.judge(&obj(rel, mtime)).unwrap() {
+            Judged::Final(d) => d,
+            Judged::NeedsOwner { decision } => decision,
+        }
+    }
+
+    const OLD: i64 = NOW - 2 * RETENTION;
+
+    #[test]
+    fn a_table_key_holding_scheme_separator_is_unaddressable() {
+        let c = classifier(TableFormat::Iceberg);
+        let d = judged(&c, "data/a://b.parquet", OLD);
+        assert_eq!(d.verdict, Verdict::Unaddressable, "{}", d.detail);
+        assert!(d.detail.contains("://"), "{}", d.detail);
+    }
+
+    #[test]
+    fn future_objects_are_young_and_say_so_but_objects_dated_now_do_not() {
+        let c = classifier(TableFormat::Iceberg);
+        let d = judged(&c, "data/f.parquet", NOW + 60_000);
+        assert_eq!(d.verdict, Verdict::Young);
+        assert!(d.detail.contains("in the future"), "{}", d.detail);
+        let d = judged(&c, "data/n.parquet", NOW);
+        assert_eq!(d.verdict, Verdict::Young);
+        assert!(!d.detail.contains("in the future"), "{}", d.detail);
+    }
+
+    #[test]
+    fn an_object_exactly_retention_old_is_a_candidate() {
+        let c = classifier(TableFormat::Iceberg);
+        let d = judged(&c, "data/edge.parquet", NOW - RETENTION);
+        assert_eq!(d.verdict, Verdict::Candidate, "{}", d.detail);
+        let d = judged(&c, "data/edge2.parquet", NOW - RETENTION + 1);
+        assert_eq!(d.verdict, Verdict::Young, "{}", d.detail);
+    }
+
+    #[test]
+    fn a_delta_file_named_change_data_at_the_root_is_hidden_its_folder_is_not() {
+        let c = classifier(TableFormat::Delta);
+        let d = judged(&c, "_change_data", OLD);
+        assert_eq!(d.verdict, Verdict::Hidden, "{}", d.detail);
+        let d = judged(&c, "_change_data/cdc-1.parquet", OLD);
+        assert_eq!(d.verdict, Verdict::Candidate, "{}", d.detail);
+    }
+
+    #[test]
+    fn underscore_partition_names_exempt_folders_not_files() {
+        let c = classifier(TableFormat::Iceberg);
+        for rel in ["_p=1", "data/_p=1"] {
+            let d = judged(&c, rel, OLD);
+            assert_eq!(d.verdict, Verdict::Hidden, "{rel}: {}", d.detail);
+        }
+        for rel in ["_p=1/x.parquet", "data/_p=1/x.parquet"] {
+            let d = judged(&c, rel, OLD);
+            assert_eq!(d.verdict, Verdict::Candidate, "{rel}: {}", d.detail);
+        }
+    }
+}

@@ -700,7 +700,10 @@ fn a_stale_hold_list_refuses_the_sweep() {
 /// `ext/data/a.parquet` referenced there, an old orphan beside it, an old
 /// orphan in the table. Returns the options and the metadata URI.
 fn table_with_data_root() -> (HostOptions, String, String) {
-    let ext = "file:///lakesweep-fixtures/synthetic/ext";
+    table_with_data_root_at("file:///lakesweep-fixtures/synthetic/ext")
+}
+
+fn table_with_data_root_at(ext: &str) -> (HostOptions, String, String) {
     let mut o = HostOptions::synthetic();
     let meta = write_table(
         &mut o.extra,
@@ -911,4 +914,59 @@ fn a_manifest_whose_size_differs_from_the_lists_manifest_length_is_refused() {
     let mut good = o.clone();
     good.extra.get_mut(&list).unwrap().0 = avro::manifest_list(1, &[(manifest, len, 0)]);
     run_native(cfg(&meta), &good).unwrap();
+}
+
+#[test]
+fn only_the_part_below_an_other_root_counts_for_hidden_components() {
+    let (o, meta, ext) = table_with_data_root_at("file:///lakesweep-fixtures/synthetic/_landing");
+    let run = run_native(cfg(&meta), &o).unwrap();
+    let v = run.verdicts();
+    let orphan = &v[&format!("{ext}/data/orphan.parquet")];
+    assert_eq!(orphan.verdict, Verdict::Candidate, "{}", orphan.detail);
+    assert_eq!(
+        v[&format!("{ext}/data/_tmp/upload.parquet")].verdict,
+        Verdict::Hidden
+    );
+}
+
+/// Adds an old unreferenced `metadata/00042-x.metadata.json` holding `doc`.
+fn with_stray_metadata(doc: serde_json::Value) -> (HostOptions, SessionConfig, String) {
+    let (mut o, meta) = base();
+    let stray = format!("{LOC}/metadata/00042-x.metadata.json");
+    o.extra
+        .insert(stray, (serde_json::to_vec(&doc).unwrap(), OLD));
+    let mut c = cfg(&meta);
+    c.pointer_authoritative = true;
+    (o, c, "metadata/00042-x.metadata.json".to_owned())
+}
+
+#[test]
+fn a_stray_metadata_file_with_our_uuid_is_ours_whatever_location_it_names() {
+    let (o, c, rel) = with_stray_metadata(serde_json::json!({
+        "format-version": 2, "table-uuid": UUID, "location": "file:///elsewhere/t",
+    }));
+    let run = run_native(c, &o).unwrap();
+    let d = &run.verdicts()[&rel];
+    assert_eq!(d.verdict, Verdict::Candidate, "{}", d.detail);
+    assert!(
+        d.detail
+            .starts_with("metadata file of this table that no commit references"),
+        "{}",
+        d.detail
+    );
+}
+
+#[test]
+fn a_stray_metadata_file_without_uuid_naming_another_location_is_foreign() {
+    let (o, c, _) = with_stray_metadata(serde_json::json!({
+        "format-version": 1, "location": "file:///elsewhere/t",
+    }));
+    let e = run_native(c, &o).unwrap_err();
+    assert_eq!(unsafe_reason(e), UnsafeReason::ForeignTable);
+    // Naming our location it is ours.
+    let (o, c, rel) = with_stray_metadata(serde_json::json!({
+        "format-version": 1, "location": LOC,
+    }));
+    let run = run_native(c, &o).unwrap();
+    assert_eq!(run.verdicts()[&rel].verdict, Verdict::Candidate);
 }
