@@ -695,3 +695,98 @@ fn a_restore_drill_is_sampled_recorded_and_gates_approval() {
         "every drill is recorded"
     );
 }
+
+/// Restore verifies every layer it relies on, whatever is in the store: a
+/// manifest rewritten at its key or a content file changed since it was
+/// bundled refuses the restore and names the key; a bundle copy that no
+/// longer matches its digest too; a manifest that is gone is put back from
+/// the verified copy, and time travel to every snapshot then reads what it
+/// read before.
+#[test]
+fn restore_checks_every_layer_against_the_bundle() {
+    let t = PyTable::new("acc-layers");
+    let before = py(&["check", t.dir.to_str().unwrap()])["travel"].clone();
+    let run = |cmd: &str, extra: &[&str]| {
+        let mut a = vec!["--allow-future-now"];
+        a.extend(extra);
+        t.run(cmd, &a)
+    };
+    let v = json(&run("expire", &["--commit", "--json"]));
+    let dir = PathBuf::from(
+        v["bundle"]
+            .as_str()
+            .unwrap()
+            .strip_prefix("file://")
+            .unwrap()
+            .strip_suffix("/bundle.json")
+            .unwrap(),
+    );
+    let id = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let bundle: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("bundle.json")).unwrap()).unwrap();
+    let key_of = |layer: &str| -> String {
+        bundle["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["layer"] == layer)
+            .unwrap_or_else(|| panic!("no {layer} in {bundle}"))["key"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let refused = |what: &str, expect: &str| {
+        let o = run("restore", &["--bundle", &id, "--commit"]);
+        assert_eq!(o.status.code(), Some(2), "{what}: {}", out_text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(expect), "{what}: {}", out_text(&o));
+    };
+    // Same bytes and time back: the version that was bundled.
+    let put_right = |path: &Path, bytes: &[u8], mtime: std::time::SystemTime| {
+        std::fs::write(path, bytes).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+    };
+
+    // A manifest rewritten at its key (another manifest's bytes).
+    let manifest = t.root().join(key_of("manifest"));
+    let m_bytes = std::fs::read(&manifest).unwrap();
+    let m_time = std::fs::metadata(&manifest).unwrap().modified().unwrap();
+    let other = std::fs::read_dir(t.root().join("metadata"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("-m0.avro") && *p != manifest)
+        .unwrap();
+    std::fs::copy(&other, &manifest).unwrap();
+    refused("rewritten manifest", "rewritten");
+    put_right(&manifest, &m_bytes, m_time);
+
+    // A content file changed since it was bundled.
+    let content = t.root().join(key_of("content"));
+    let c_bytes = std::fs::read(&content).unwrap();
+    let c_time = std::fs::metadata(&content).unwrap().modified().unwrap();
+    let mut longer = c_bytes.clone();
+    longer.push(0);
+    std::fs::write(&content, &longer).unwrap();
+    refused("changed content file", "changed since it was bundled");
+    put_right(&content, &c_bytes, c_time);
+
+    // The bundle's own copy of a layer tampered with.
+    let copy = dir.join("copies").join(key_of("manifest-list"));
+    let copy_bytes = std::fs::read(&copy).unwrap();
+    std::fs::write(&copy, b"tampered").unwrap();
+    refused("tampered copy", "does not match its digest");
+    std::fs::write(&copy, &copy_bytes).unwrap();
+
+    // Gone from the store: put back from the verified copy.
+    std::fs::remove_file(&manifest).unwrap();
+    let o = run("restore", &["--bundle", &id, "--commit"]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert_eq!(std::fs::read(&manifest).unwrap(), m_bytes);
+    let after = py(&["check", t.dir.to_str().unwrap()])["travel"].clone();
+    assert_eq!(after, before, "every snapshot reads what it read before");
+}
