@@ -501,6 +501,41 @@ mod tests {
         );
     }
 
+    /// Kills: `&&` for `||` in the authority rule (every bucket URI
+    /// refused), and in the scheme rules (`1s3:`, `s_3:` accepted).
+    #[test]
+    fn bucket_uris_need_an_authority_and_schemes_their_rfc_form() {
+        for ok in [
+            "s3://b/k",
+            "gs://b/k",
+            "abfss://c@a.dfs.core.windows.net/k",
+            "hdfs:///k",
+        ] {
+            assert!(CanonicalUri::parse(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "s3:///k",
+            "gs:///k",
+            "1s3://b/k",
+            "s_3://b/k",
+            "://b/k",
+            "-x://b/k",
+        ] {
+            assert!(CanonicalUri::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// Kills: `has_dot_or_empty_segment` always true, or `==` for `!=`.
+    #[test]
+    fn dot_and_empty_segments() {
+        for yes in ["/a//b", "/a/./b", "/a/../b", "/a/b/.", "/a/b/.."] {
+            assert!(has_dot_or_empty_segment(yes), "{yes}");
+        }
+        for no in ["/a/b", "/a/.b", "/a/..b/c", "/a/b.", "/"] {
+            assert!(!has_dot_or_empty_segment(no), "{no}");
+        }
+    }
+
     #[test]
     fn unaddressable_keys() {
         assert!(unaddressable("s3://b/t/a\nb", "a\nb").is_some());
