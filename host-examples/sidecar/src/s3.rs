@@ -14,7 +14,7 @@
 //! created.
 //!
 //! Configuration is the SDK's: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
-//! `AWS_REGION`, profiles, `AWS_ENDPOINT_URL` (also `object_store`'s
+//! `AWS_REGION` (default `us-east-1`), profiles, `AWS_ENDPOINT_URL` (also `object_store`'s
 //! `AWS_ENDPOINT`). A custom endpoint is addressed path-style unless
 //! `AWS_VIRTUAL_HOSTED_STYLE_REQUEST=true`.
 
@@ -127,7 +127,14 @@ impl Bucket {
                         loader = loader.endpoint_url(e);
                     }
                 }
-                let shared = loader.load().await;
+                let mut shared = loader.load().await;
+                if shared.region().is_none() {
+                    // As object_store did: no region configured means us-east-1.
+                    shared = shared
+                        .into_builder()
+                        .region(aws_config::Region::from_static("us-east-1"))
+                        .build();
+                }
                 let custom = shared.endpoint_url().is_some();
                 let virtual_hosted = std::env::var("AWS_VIRTUAL_HOSTED_STYLE_REQUEST")
                     .is_ok_and(|v| v.eq_ignore_ascii_case("true"));
