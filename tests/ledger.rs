@@ -1,45 +1,68 @@
 //! The two-phase deletion ledger, driven through a simulated host (a table
 //! whose references, leases, holds and store contents the test controls),
 //! and through the real planner on the fixture tables where the fault is
-//! about what the planner sees. Each fault-matrix test is named after its
-//! fault; the outcome is always a postponed deletion or an explicit
+//! about what the planner sees. Every plan a ledger step folds in or an
+//! approval compares is sealed by the real planner (natively, over a
+//! synthetic Iceberg table written from the simulated one), so its tokens
+//! (metadata location, hold generation, lease watermark, context digest)
+//! are the planner's own. Each fault-matrix test is named after its fault;
+//! the outcome is always a postponed deletion or an explicit
 //! `DELETE_UNKNOWN`, never a lost live object.
 
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use common::synth::{self, Snap};
 use common::*;
 use lakesweep::ledger::{
     DeleteResult, Ledger, LiveState, ObjectState, ObjectVersion, Observation, ProbePurpose, Receipt,
 };
-use lakesweep::plan::PLAN_SCHEMA;
-use lakesweep::{Error, PlanTokens, PlannedDelete, SealedPlan, Summary, TableFormat, UnsafeReason};
+use lakesweep::{
+    Decision, Error, ListedObject, Request, SealedPlan, Session, SessionConfig, UnsafeReason,
+};
 use proptest::prelude::*;
 
-const LOC: &str = "s3://lake/t";
+const LOC: &str = synth::LOC;
 const DAY: i64 = 86_400_000;
 const WINDOW: i64 = 3 * DAY;
 const QUARANTINE: i64 = DAY;
+/// Modification time of the table's metadata files (all referenced).
+const METADATA_MTIME: i64 = T0 - 20 * DAY;
 
 /// The simulated table and store.
 #[derive(Debug, Clone, Default)]
 struct World {
     /// What the store holds: key -> version.
     store: BTreeMap<String, ObjectVersion>,
-    /// Keys referenced by retained snapshots.
+    /// Keys referenced by retained snapshots (one snapshot per key).
     referenced: BTreeSet<String>,
-    /// Keys a live lease protects.
-    leased: BTreeSet<String>,
-    /// Keys a legal hold protects.
-    held: BTreeSet<String>,
+    /// Each key's snapshot: the one that references it, or the one that
+    /// last did (expired since, or never committed: a reader can still hold
+    /// a lease on it).
+    snapshot_of: BTreeMap<String, i64>,
+    last_snapshot: i64,
+    /// Reader leases by key.
+    leased: BTreeMap<String, Lease>,
+    /// Legal holds: key (as a path prefix) -> hold generation.
+    held: BTreeMap<String, u64>,
     /// Metadata generation (every commit bumps it).
     generation: u64,
+    /// The hold registry's generation counter.
     hold_generation: u64,
-    lease_watermark: u64,
+    /// The reader registry's generation counter.
+    reader_generation: u64,
     /// Every key the host ever deleted, with whether it was live then.
     deleted_live: Vec<String>,
     deleted: Vec<String>,
+}
+
+/// A reader's lease on a key's snapshot.
+#[derive(Debug, Clone)]
+struct Lease {
+    snapshot: i64,
+    reader_generation: u64,
+    expires_at_ms: i64,
 }
 
 fn version(mtime: i64, tag: &str) -> ObjectVersion {
@@ -51,77 +74,143 @@ fn version(mtime: i64, tag: &str) -> ObjectVersion {
     }
 }
 
-impl World {
-    fn metadata(&self) -> String {
-        format!("{LOC}/metadata/{:05}.metadata.json", self.generation)
+/// The URI of the table's metadata document of `generation` (as
+/// `synth::write_table` names it).
+fn metadata_uri(generation: u64) -> String {
+    format!("{LOC}/metadata/{generation:05}-x.metadata.json")
+}
+
+/// The real planner, fed listing pages that carry the store's ETags and
+/// version ids (`HostOptions` lists sizes and times only).
+struct Tagged<'a> {
+    session: Session,
+    listing: &'a BTreeMap<String, ObjectVersion>,
+}
+
+impl Planner for Tagged<'_> {
+    fn poll_request(&mut self) -> Option<Request> {
+        self.session.poll_request()
     }
-    fn live(&self, k: &str) -> bool {
-        self.referenced.contains(k) || self.leased.contains(k) || self.held.contains(k)
+    fn handle_blob(&mut self, uri: String, bytes: Vec<u8>) -> Result<(), Error> {
+        self.session.handle_blob(uri, bytes)
     }
-    /// What a correct planner would seal over `listing` (the store, or a stale copy).
-    fn plan_over(&self, listing: &BTreeMap<String, ObjectVersion>, now: i64) -> SealedPlan {
-        let delete = listing
-            .iter()
-            .filter(|(k, v)| !self.live(k) && now - v.last_modified_ms >= WINDOW)
-            .map(|(k, v)| PlannedDelete {
-                key: k.clone(),
-                size: v.size,
-                last_modified_ms: v.last_modified_ms,
-                etag: v.etag.clone(),
-                version_id: v.version_id.clone(),
+    fn handle_missing(&mut self, uri: String) -> Result<(), Error> {
+        self.session.handle_missing(uri)
+    }
+    fn handle_page(&mut self, objects: Vec<ListedObject>, is_last: bool) -> Result<(), Error> {
+        let objects = objects
+            .into_iter()
+            .map(|mut o| {
+                let rel = o.key.strip_prefix(&format!("{LOC}/")).unwrap_or_default();
+                if let Some(v) = self.listing.get(rel) {
+                    o.size = v.size;
+                    o.last_modified_ms = v.last_modified_ms;
+                    o.etag = v.etag.clone();
+                    o.version_id = v.version_id.clone();
+                }
+                o
             })
             .collect();
-        let mut p = SealedPlan {
-            schema: PLAN_SCHEMA.into(),
-            format: TableFormat::Iceberg,
-            table_location: LOC.into(),
-            table_uuid: Some("u-1".into()),
-            tokens: PlanTokens {
-                metadata_location: self.metadata(),
-                refs_digest: String::new(),
-                refs: BTreeMap::new(),
-                now_ms: now,
-                file_retention_ms: WINDOW,
-                keep_deleted_entries: true,
-                policy_digest: None,
-                hold_generation: self.hold_generation,
-                lease_watermark: self.lease_watermark,
-                context_digest: lakesweep::Context::parse(&self.context()).unwrap().digest(),
-                head: None,
-                restore_drill: None,
-            },
-            delete,
-            summary: Summary::default(),
-            warnings: vec![],
-            digest: String::new(),
+        self.session.handle_page(objects, is_last)
+    }
+    fn handle_pointer(&mut self, loc: Option<String>) -> Result<(), Error> {
+        self.session.handle_pointer(loc)
+    }
+    fn drain_decisions(&mut self) -> Vec<Decision> {
+        self.session.drain_decisions()
+    }
+    fn finish_json(&mut self) -> Result<String, Error> {
+        self.session.finish().map(|p| p.to_json())
+    }
+}
+
+impl World {
+    fn metadata(&self) -> String {
+        metadata_uri(self.generation)
+    }
+    /// Whether `k` is referenced, leased (a lease live at `now`) or held.
+    fn live(&self, k: &str, now: i64) -> bool {
+        self.referenced.contains(k)
+            || self.held.contains_key(k)
+            || self.leased.get(k).is_some_and(|l| l.expires_at_ms > now)
+    }
+    /// `k`'s snapshot (a new id for a key no snapshot ever referenced).
+    fn snapshot(&mut self, k: &str) -> i64 {
+        if let Some(id) = self.snapshot_of.get(k) {
+            return *id;
+        }
+        self.last_snapshot += 1;
+        self.snapshot_of.insert(k.to_owned(), self.last_snapshot);
+        self.last_snapshot
+    }
+    /// The real planner's sealed plan at `now` over `listing` (the store, or
+    /// a stale copy of it): the table is written as Iceberg metadata of
+    /// generation `generation` with one snapshot per referenced key, the
+    /// pointer names it, and the context is `context()`. `Err` when the
+    /// planner refuses (a lease on a snapshot the table no longer has).
+    fn plan_over(
+        &self,
+        listing: &BTreeMap<String, ObjectVersion>,
+        now: i64,
+    ) -> Result<SealedPlan, Error> {
+        let mut snaps: Vec<Snap> = self
+            .referenced
+            .iter()
+            .map(|k| (self.snapshot_of[k], vec![(1, 0, k.clone())]))
+            .collect();
+        snaps.sort();
+        let mut opts = HostOptions::synthetic();
+        let generation = u32::try_from(self.generation).unwrap();
+        let pointer = synth::write_table(
+            &mut opts.extra,
+            &snaps,
+            generation,
+            synth::UUID,
+            METADATA_MTIME,
+        );
+        assert_eq!(pointer, self.metadata());
+        // Only this generation's metadata is listed (expiry removed the
+        // manifests of expired snapshots); data files are the listing's.
+        opts.extra
+            .retain(|k, _| k.starts_with(&format!("{LOC}/metadata/")));
+        for (k, v) in listing {
+            opts.extra.insert(
+                format!("{LOC}/{k}"),
+                (vec![0; v.size as usize], v.last_modified_ms),
+            );
+        }
+        let mut cfg = SessionConfig::new(LOC, &pointer, now, WINDOW);
+        cfg.context = Some(self.context());
+        let mut p = Tagged {
+            session: Session::start(cfg)?,
+            listing,
         };
-        p.digest = p.compute_digest();
-        p
+        let plan = drive(&mut p, &pointer, &opts)?.plan();
+        assert_eq!(plan.tokens.metadata_location, self.metadata());
+        Ok(plan)
     }
     fn plan(&self, now: i64) -> SealedPlan {
-        self.plan_over(&self.store, now)
+        self.plan_over(&self.store, now).unwrap()
     }
-    /// The context document the planner is given: a lease or hold per key.
+    /// The context document the planner is given: a lease per leased key
+    /// (on its snapshot), a path-prefix hold per held key.
     fn context(&self) -> String {
         let leases: Vec<String> = self
             .leased
             .iter()
-            .enumerate()
-            .map(|(i, k)| {
+            .map(|(k, l)| {
                 format!(
-                    r#"{{"snapshotId":{i},"owner":"{k}","purpose":"read","expiresAtMs":{},"readerGeneration":{}}}"#,
-                    i64::MAX,
-                    self.lease_watermark
+                    r#"{{"snapshotId":{},"owner":"{k}","purpose":"read","expiresAtMs":{},"readerGeneration":{}}}"#,
+                    l.snapshot, l.expires_at_ms, l.reader_generation
                 )
             })
             .collect();
         let holds: Vec<String> = self
             .held
             .iter()
-            .map(|k| {
+            .map(|(k, generation)| {
                 format!(
-                    r#"{{"scope":{{"pathPrefix":"{k}"}},"generation":{},"reason":"case"}}"#,
-                    self.hold_generation
+                    r#"{{"scope":{{"pathPrefix":"{k}"}},"generation":{generation},"reason":"case"}}"#,
                 )
             })
             .collect();
@@ -141,21 +230,51 @@ impl World {
             allow_future_now: true,
         }
     }
+    /// A commit whose snapshot references `k` (a new snapshot unless one
+    /// already does).
     fn commit_reference(&mut self, k: &str) {
+        if !self.referenced.contains(k) {
+            self.last_snapshot += 1;
+            self.snapshot_of.insert(k.to_owned(), self.last_snapshot);
+        }
         self.referenced.insert(k.into());
         self.generation += 1;
     }
+    /// Snapshot expiry: the snapshot referencing `k` goes.
+    fn unreference(&mut self, k: &str) {
+        if self.referenced.remove(k) {
+            self.generation += 1;
+        }
+    }
+    /// A reader leases `k`'s snapshot until `expires_at_ms` with a newer
+    /// reader generation. For an unreferenced key that snapshot is gone:
+    /// the planner refuses to plan while the lease lives.
+    fn lease_until(&mut self, k: &str, expires_at_ms: i64) {
+        self.reader_generation += 1;
+        self.lease_quietly_until(k, expires_at_ms);
+    }
     fn lease(&mut self, k: &str) {
-        self.leased.insert(k.into());
-        self.lease_watermark += 1;
+        self.lease_until(k, i64::MAX);
     }
     /// A lease registered with a reader generation no newer than the others.
+    fn lease_quietly_until(&mut self, k: &str, expires_at_ms: i64) {
+        let lease = Lease {
+            snapshot: self.snapshot(k),
+            reader_generation: self.reader_generation,
+            expires_at_ms,
+        };
+        self.leased.insert(k.into(), lease);
+    }
     fn lease_quietly(&mut self, k: &str) {
-        self.leased.insert(k.into());
+        self.lease_quietly_until(k, i64::MAX);
+    }
+    fn end_lease(&mut self, k: &str) {
+        self.leased.remove(k);
+        self.reader_generation += 1;
     }
     fn hold(&mut self, k: &str) {
-        self.held.insert(k.into());
         self.hold_generation += 1;
+        self.held.insert(k.into(), self.hold_generation);
     }
 }
 
@@ -175,16 +294,33 @@ struct Faults<'a> {
 
 #[derive(Debug)]
 struct RunOutcome {
+    /// Why the planner refused to seal a plan (then nothing else happened).
+    refused: Option<UnsafeReason>,
     granted: bool,
     differences: Vec<String>,
     deleted: Vec<String>,
 }
 
-/// One sweep run: plan, step, HEADs, approval, deletes, receipts.
+/// One sweep run: plan, step, HEADs, approval, deletes, receipts. A run
+/// whose plan the planner refuses stops there (`between` still happens).
 fn run(l: &mut Ledger, w: &mut World, now: i64, mut f: Faults) -> RunOutcome {
-    let plan = match &f.listing {
-        Some(listing) => w.plan_over(listing, now),
-        None => w.plan(now),
+    let plan = match w.plan_over(f.listing.as_ref().unwrap_or(&w.store), now) {
+        Ok(plan) => plan,
+        Err(Error::Unsafe {
+            reason: reason @ UnsafeReason::ProtectedSnapshotMissing,
+            ..
+        }) => {
+            if let Some(between) = f.between.as_mut() {
+                between(w);
+            }
+            return RunOutcome {
+                refused: Some(reason),
+                granted: false,
+                differences: Vec::new(),
+                deleted: Vec::new(),
+            };
+        }
+        Err(e) => panic!("the planner failed: {e}"),
     };
     let (_, probes) = l.begin_step(&plan, now).unwrap();
     let obs: Vec<Observation> = probes
@@ -209,7 +345,7 @@ fn run(l: &mut Ledger, w: &mut World, now: i64, mut f: Faults) -> RunOutcome {
             Some(v) if !pinned.matches(v) => DeleteResult::SkippedChanged,
             Some(_) => {
                 w.store.remove(k);
-                if w.live(k) {
+                if w.live(k, now) {
                     w.deleted_live.push(k.clone());
                 }
                 w.deleted.push(k.clone());
@@ -232,16 +368,20 @@ fn run(l: &mut Ledger, w: &mut World, now: i64, mut f: Faults) -> RunOutcome {
     }
     l.record(receipts, now).unwrap();
     RunOutcome {
+        refused: None,
         granted: approval.granted,
         differences: approval.differences,
         deleted,
     }
 }
 
+/// A table whose `live` keys are referenced (one snapshot each) and whose
+/// `orphans` are files of snapshots expired earlier, all written at `t0`.
 fn world_with(orphans: &[&str], live: &[&str], t0: i64) -> World {
     let mut w = World::default();
     for k in orphans.iter().chain(live) {
         w.store.insert(k.to_string(), version(t0, k));
+        w.snapshot(k);
     }
     for k in live {
         w.referenced.insert(k.to_string());
@@ -266,7 +406,7 @@ fn to_verified(l: &mut Ledger, w: &mut World, key: &str, now: &mut i64) {
     panic!("{key} never verified: {:?}", l.objects.get(key));
 }
 
-const T0: i64 = 1_800_000_000_000;
+const T0: i64 = synth::NOW;
 
 #[test]
 fn lifecycle_goes_through_every_state_one_step_per_run() {
@@ -355,13 +495,25 @@ fn fault_01_lease_registered_after_the_plan_was_sealed_before_approval() {
         "{o:?}"
     );
     assert!(w.store.contains_key("model/features.parquet"));
-    // The next run plans with the lease: the object is protected.
-    run(&mut l, &mut w, now + 1, Faults::default());
     assert_eq!(
         l.objects["model/features.parquet"].state,
-        ObjectState::Protected
+        ObjectState::RestoreVerified
     );
-    assert!(w.deleted_live.is_empty());
+    // The next run plans with the lease. It names the snapshot that last
+    // referenced the file, which the table no longer has: the planner
+    // refuses, so there is no step and no approval while the lease lives.
+    let o = run(&mut l, &mut w, now + 1, Faults::default());
+    assert_eq!(
+        o.refused,
+        Some(UnsafeReason::ProtectedSnapshotMissing),
+        "{o:?}"
+    );
+    assert_eq!(
+        l.objects["model/features.parquet"].state,
+        ObjectState::RestoreVerified
+    );
+    assert!(w.store.contains_key("model/features.parquet"));
+    assert!(w.deleted.is_empty() && w.deleted_live.is_empty());
 }
 
 #[test]
@@ -798,6 +950,7 @@ enum Event {
     Unreference(usize),
     /// A writer uploads a new file.
     Upload,
+    /// A reader lease (for `LEASE_TERM`) on a key's snapshot.
     Lease(usize),
     /// A lease whose reader generation is not newer than the others'.
     QuietLease(usize),
@@ -808,6 +961,10 @@ enum Event {
     /// A sweep run, with an event between plan and approval (or none).
     Sweep(Option<Box<Event>>),
 }
+
+/// How long the random interleavings' leases last: a lease on an orphan's
+/// (expired) snapshot stops every plan while it lives.
+const LEASE_TERM: i64 = DAY;
 
 fn event() -> impl Strategy<Value = Event> {
     let leaf = prop_oneof![
@@ -841,8 +998,7 @@ fn apply_event(w: &mut World, e: &Event, now: &mut i64, uploads: &mut usize) {
                 .nth(*i % w.referenced.len().max(1))
                 .cloned()
             {
-                w.referenced.remove(&k);
-                w.generation += 1;
+                w.unreference(&k);
             }
         }
         Event::Upload => {
@@ -852,18 +1008,17 @@ fn apply_event(w: &mut World, e: &Event, now: &mut i64, uploads: &mut usize) {
         }
         Event::Lease(i) => {
             if let Some(k) = key(w, *i) {
-                w.lease(&k);
+                w.lease_until(&k, *now + LEASE_TERM);
             }
         }
         Event::QuietLease(i) => {
             if let Some(k) = key(w, *i) {
-                w.lease_quietly(&k);
+                w.lease_quietly_until(&k, *now + LEASE_TERM);
             }
         }
         Event::EndLease(i) => {
-            if let Some(k) = w.leased.iter().nth(*i % w.leased.len().max(1)).cloned() {
-                w.leased.remove(&k);
-                w.lease_watermark += 1;
+            if let Some(k) = w.leased.keys().nth(*i % w.leased.len().max(1)).cloned() {
+                w.end_lease(&k);
             }
         }
         Event::Hold(i) => {
@@ -1077,7 +1232,7 @@ fn approval_is_refused_when_the_live_metadata_location_differs_from_the_plans() 
     assert!(a.granted && a.keys == vec!["a".to_owned()], "{a:?}");
     // A commit landed after the plan: same context, another metadata file.
     let mut live = w.live_state();
-    live.metadata_location = format!("{LOC}/metadata/{:05}.metadata.json", w.generation + 1);
+    live.metadata_location = metadata_uri(w.generation + 1);
     assert_ne!(live.metadata_location, plan.tokens.metadata_location);
     let (a, moves) = l.approve(&plan, &live, now).unwrap();
     assert!(!a.granted, "{a:?}");

@@ -10,6 +10,8 @@ use std::path::PathBuf;
 
 use common::*;
 
+const DAY: i64 = 86_400_000;
+
 #[test]
 fn plan_json_lists_exactly_the_old_planted_orphans() {
     let s = Stage::new("ok");
@@ -354,7 +356,10 @@ fn expire_commits_through_version_hint_and_the_sweep_follows() {
     let cur_name = cur.rsplit('/').next().unwrap();
     let md = s.table().join("metadata");
     let hint = md.join("version-hint.text");
-    let later = (s.t["now_ms"].as_i64().unwrap() + 365 * 86_400_000).to_string();
+    // Expiry judged a week after the newest file of the staged table: every
+    // snapshot is then past the default maxSnapshotAge (5 days).
+    let expired_at = newest_mtime_ms(&s.table()) + 7 * DAY;
+    let later = expired_at.to_string();
     let expire = |extra: &[&str]| {
         let mut a = vec![
             "expire".to_owned(),
@@ -398,13 +403,16 @@ fn expire_commits_through_version_hint_and_the_sweep_follows() {
         .unwrap()
         .push(serde_json::json!({"timestamp-ms": 1, "metadata-file": new_md}));
     std::fs::write(md.join("v3.metadata.json"), v3.to_string()).unwrap();
+    // Judged past the 3-day window of every file, those just written too
+    // (and after the expiry's commit): only references keep v1 and v2.
+    let judged = newest_mtime_ms(&s.table()).max(expired_at) + 4 * DAY;
     let plan = [
         "plan".to_owned(),
         s.table().display().to_string(),
         "--location-map".into(),
         s.map(),
         "--now".into(),
-        s.t["now_ms"].to_string(),
+        judged.to_string(),
         "--json".into(),
     ];
     let p = json(&lakesweep(&plan));
@@ -437,9 +445,12 @@ fn apply_refuses_a_fixed_pointer_and_a_future_plan() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("live pointer"));
-    // A plan judged in the future (a what-if run) is not applied.
+    // A plan judged in the future (a what-if run) is not applied. This is
+    // the host's clock check itself, so "the future" is this machine's real
+    // clock plus a month (far past the allowed skew): a time derived from
+    // the fixture would fall behind the clock as the calendar moves.
     let future = s.root.join("future.json");
-    let later = (s.t["now_ms"].as_i64().unwrap() + 3650 * 86_400_000).to_string();
+    let later = (clock_ms() + 30 * DAY).to_string();
     let o = s.plan(&["--now", &later, "--out", future.to_str().unwrap()]);
     assert!(o.status.success(), "{}", out_text(&o));
     let args = s.apply_args(&future, false);
@@ -461,7 +472,10 @@ fn apply_refuses_a_fixed_pointer_and_a_future_plan() {
 #[test]
 fn expire_seals_a_bundle_fault_07_missing_layer_holds_quarantine_and_restore_brings_it_back() {
     let s = Stage::new("bundle");
-    let later = s.t["now_ms"].as_i64().unwrap() + 365 * 86_400_000;
+    // Expiry judged a week after the newest file of the staged table: every
+    // snapshot is past the default maxSnapshotAge (5 days); sweeps follow
+    // day by day from there.
+    let later = newest_mtime_ms(&s.table()) + 7 * DAY;
     let base = |cmd: &str, now: i64| {
         let mut a = vec![cmd.to_owned(), s.table().display().to_string()];
         a.extend(s.catalog());
@@ -529,7 +543,7 @@ fn expire_seals_a_bundle_fault_07_missing_layer_holds_quarantine_and_restore_bri
     let saved = std::fs::read(&copy).unwrap();
     std::fs::remove_file(&copy).unwrap();
     let sweep = |day: i64| {
-        let mut a = base("sweep", later + day * 86_400_000);
+        let mut a = base("sweep", later + day * DAY);
         a.push("--json".into());
         let o = lakesweep(&a);
         assert!(o.status.success(), "{}", out_text(&o));
@@ -576,7 +590,7 @@ fn expire_seals_a_bundle_fault_07_missing_layer_holds_quarantine_and_restore_bri
     let doc = bundle_dir.join("bundle.json");
     let doc_bytes = std::fs::read(&doc).unwrap();
     std::fs::remove_file(&doc).unwrap();
-    let mut a = base("sweep", later + 5 * 86_400_000);
+    let mut a = base("sweep", later + 5 * DAY);
     a.push("--json".into());
     let o = lakesweep(&a);
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));

@@ -33,13 +33,6 @@ fn shared(table: &str) -> PathBuf {
     p
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
 fn set_mtime(p: &Path, ms: i64) {
     let f = std::fs::File::options().write(true).open(p).unwrap();
     f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms as u64))
@@ -50,6 +43,10 @@ fn set_mtime(p: &Path, ms: i64) {
 struct Staged {
     root: PathBuf,
     expect: Value,
+    /// The one time its files' times derive from: the generator's clock
+    /// when it wrote the table (its recorded mtimes and the log's times
+    /// are its own), or the newest file of a copy restamped from it.
+    base_ms: i64,
 }
 
 impl Staged {
@@ -66,22 +63,30 @@ impl Staged {
         for (rel, ms) in expect["mtimes"].as_object().unwrap() {
             set_mtime(&root.join(rel), ms.as_i64().unwrap());
         }
-        Staged { root, expect }
+        let base_ms = expect["generated_at_ms"].as_i64().unwrap();
+        Staged {
+            root,
+            expect,
+            base_ms,
+        }
     }
 
-    /// A delta-rs public table, every file 30 days old.
+    /// A delta-rs public table, every file 30 days older than the newest
+    /// file of the copy (its base time).
     fn shared(name: &str, tag: &str) -> Staged {
         let src = shared(name);
         let root =
             std::env::temp_dir().join(format!("lakesweep-delta-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         copy_dir(&src, &root);
+        let base_ms = newest_mtime_ms(&root);
         for f in files_under(&root) {
-            set_mtime(&root.join(f), now_ms() - 30 * DAY);
+            set_mtime(&root.join(f), base_ms - 30 * DAY);
         }
         Staged {
             root,
             expect: Value::Null,
+            base_ms,
         }
     }
 
@@ -284,7 +289,20 @@ fn why_kept(key: &str, live_dvs: &BTreeSet<String>) -> &'static str {
     }
 }
 
+/// lakesweep's plan at `now` with an `hours` window against deltalake's
+/// VACUUM dry runs over the same table. VACUUM has no `now`: it judges at
+/// this machine's clock, by nature. So it is given the window lengthened
+/// by the whole hours the clock is past `now`: every file (by mtime) and
+/// tombstone (by removal time) then falls on the same side of both windows
+/// whatever day the test runs (up to the rounding's hour past `now - hours`,
+/// in which no table here has a file).
 fn compare(dir: &Path, now: i64, hours: u32) -> Differences {
+    let behind = clock_ms() - now;
+    assert!(
+        behind >= 0,
+        "this machine's clock is behind the time the table is judged at ({now} ms)"
+    );
+    let vacuum_hours = hours + u32::try_from(behind / 3_600_000).unwrap();
     let older = format!("{hours}h");
     let mut args = vec!["--json", "--older-than", older.as_str()];
     if hours < 168 {
@@ -309,8 +327,8 @@ fn compare(dir: &Path, now: i64, hours: u32) -> Differences {
         ours.is_disjoint(&live_dvs),
         "a live deletion vector in the plan"
     );
-    let full = vacuum(dir, hours, true);
-    let lite = vacuum(dir, hours, false);
+    let full = vacuum(dir, vacuum_hours, true);
+    let lite = vacuum(dir, vacuum_hours, false);
     // Lite VACUUM deletes expired tombstones only: we delete every one of them too.
     let lite_missing: BTreeSet<&String> = lite.difference(&ours).collect();
     assert!(
@@ -326,7 +344,7 @@ fn compare(dir: &Path, now: i64, hours: u32) -> Differences {
     }
     d.only_ours = ours.difference(&full).cloned().collect();
     eprintln!(
-        "{} at {hours}h: ours {}, vacuum full {}, lite {}; kept by us: {:?}; only ours: {:?}",
+        "{} at {hours}h (vacuum at {vacuum_hours}h): ours {}, vacuum full {}, lite {}; kept by us: {:?}; only ours: {:?}",
         dir.display(),
         ours.len(),
         full.len(),
@@ -340,8 +358,9 @@ fn compare(dir: &Path, now: i64, hours: u32) -> Differences {
 #[test]
 fn vacuum_comparison_on_generated_tables() {
     for hours in [0u32, 168] {
+        // Judged when the generator wrote the tables (their own times).
         let s = Staged::fixture("events", &format!("vac-{hours}"));
-        let d = compare(&s.root, now_ms(), hours);
+        let d = compare(&s.root, s.generated_at(), hours);
         assert!(d.only_ours.is_empty(), "{d:?}");
         // The dot-file inside a partition directory is the one difference.
         let hidden: BTreeSet<String> = s
@@ -357,7 +376,7 @@ fn vacuum_comparison_on_generated_tables() {
         );
         assert_eq!(d.kept_by_us["hidden name below the top level"], hidden);
         let s = Staged::fixture("simple", &format!("vac-simple-{hours}"));
-        let d = compare(&s.root, now_ms(), hours);
+        let d = compare(&s.root, s.generated_at(), hours);
         assert!(d.only_ours.is_empty() && d.kept_by_us.is_empty(), "{d:?}");
     }
 }
@@ -378,7 +397,7 @@ fn vacuum_comparison_on_shared_delta_rs_tables() {
     let mut live_dv_kept = 0;
     for t in tables {
         let s = Staged::shared(t, &format!("shared-{t}"));
-        let d = compare(&s.root, now_ms(), 0);
+        let d = compare(&s.root, s.base_ms, 0);
         assert!(!d.kept_by_us.contains_key("UNEXPLAINED"), "{t}: {d:?}");
         assert!(d.only_ours.is_empty(), "{t}: {d:?}");
         live_dv_kept += d

@@ -144,6 +144,30 @@ pub fn files_under(dir: &Path) -> BTreeSet<String> {
     out
 }
 
+/// The newest modification time among the files under `dir`, in epoch
+/// milliseconds: the base a test judges a table copy from (plus the days
+/// it means), so the test means the same whatever day it runs.
+pub fn newest_mtime_ms(dir: &Path) -> i64 {
+    files_under(dir)
+        .iter()
+        .map(|f| {
+            let t = std::fs::metadata(dir.join(f)).unwrap().modified().unwrap();
+            t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+        })
+        .max()
+        .expect("a table with files")
+}
+
+/// This machine's clock, in epoch milliseconds. Only for what is judged
+/// against the real clock by nature (the host's clock check, a peer tool
+/// that has no `now` of its own).
+pub fn clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
 /// Runs the binary with the repository's component.
 pub fn lakesweep<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lakesweep"))
