@@ -1186,6 +1186,136 @@ mod tests {
         }
     }
 
+    const T: i64 = 1_000_000;
+
+    /// A plan over `s3://b/t` deleting `keys` (key, size), made under `context`.
+    fn sealed(keys: &[(&str, u64)], context: Option<&str>) -> SealedPlan {
+        use crate::plan::{PlanTokens, Summary, TableFormat, PLAN_SCHEMA};
+        let ctx = context
+            .map(|c| crate::Context::parse(c).unwrap())
+            .unwrap_or_default();
+        let mut p = SealedPlan {
+            schema: PLAN_SCHEMA.into(),
+            format: TableFormat::Iceberg,
+            table_location: "s3://b/t".into(),
+            table_uuid: None,
+            tokens: PlanTokens {
+                metadata_location: "s3://b/t/metadata/v3.metadata.json".into(),
+                refs_digest: String::new(),
+                refs: BTreeMap::new(),
+                now_ms: T,
+                file_retention_ms: 0,
+                keep_deleted_entries: true,
+                policy_digest: None,
+                hold_generation: ctx.hold_generation(),
+                lease_watermark: ctx.lease_watermark(),
+                context_digest: ctx.digest(),
+                head: None,
+                restore_drill: None,
+            },
+            delete: keys
+                .iter()
+                .map(|(k, size)| PlannedDelete {
+                    key: (*k).into(),
+                    size: *size,
+                    last_modified_ms: 0,
+                    etag: None,
+                    version_id: None,
+                })
+                .collect(),
+            summary: Summary::default(),
+            warnings: Vec::new(),
+            digest: String::new(),
+        };
+        p.digest = p.compute_digest();
+        p
+    }
+
+    fn live(context: Option<&str>) -> LiveState {
+        LiveState {
+            metadata_location: "s3://b/t/metadata/v3.metadata.json".into(),
+            context: context.map(str::to_owned),
+            blocked: BTreeMap::new(),
+            head: None,
+            clock_ms: Some(T),
+            allow_future_now: false,
+        }
+    }
+
+    /// Walks every key of `p` to RESTORE_VERIFIED (quarantine 0): four
+    /// runs, the last one's restore checks answered with the pinned version.
+    fn verified(p: &SealedPlan) -> Ledger {
+        let mut l = Ledger::new(p, 0).unwrap();
+        for _ in 0..3 {
+            l.begin_step(p, T).unwrap();
+        }
+        let (_, probes) = l.begin_step(p, T).unwrap();
+        let obs: Vec<Observation> = probes
+            .iter()
+            .map(|pr| Observation {
+                key: pr.key.clone(),
+                seen: Some(pr.expect.clone()),
+                blocked: None,
+            })
+            .collect();
+        assert_eq!(obs.len(), p.delete.len());
+        l.observe(&obs, T).unwrap();
+        for d in &p.delete {
+            assert_eq!(l.objects[&d.key].state, ObjectState::RestoreVerified);
+        }
+        // The next run: verified before it, so approvable in it.
+        l.begin_step(p, T).unwrap();
+        l
+    }
+
+    #[test]
+    fn an_object_changed_after_its_pin_is_protected_and_starts_over() {
+        let p = sealed(&[("data/a.parquet", 10)], None);
+        let mut l = Ledger::new(&p, 0).unwrap();
+        for _ in 0..3 {
+            l.begin_step(&p, T).unwrap();
+        }
+        assert_eq!(l.objects["data/a.parquet"].state, ObjectState::Quarantined);
+        let rewritten = sealed(&[("data/a.parquet", 11)], None);
+        l.begin_step(&rewritten, T).unwrap();
+        let o = &l.objects["data/a.parquet"];
+        assert_eq!(o.state, ObjectState::Protected);
+        assert!(o.why.contains("changed since it was pinned"), "{}", o.why);
+        assert_eq!(o.version.size, 11, "the new version is the one pinned now");
+    }
+
+    /// Approval re-checks each key against the plan it approves: a plan
+    /// naming another version of a verified key (a host that began with one
+    /// plan and approves with another) approves nothing for that key.
+    #[test]
+    fn approval_needs_the_verified_version_in_the_plan_it_approves() {
+        let p = sealed(&[("data/a.parquet", 10), ("data/b.parquet", 10)], None);
+        let mut l = verified(&p);
+        let other = sealed(&[("data/a.parquet", 11), ("data/b.parquet", 10)], None);
+        let (a, _) = l.approve(&other, &live(None), T).unwrap();
+        assert!(a.granted, "{a:?}");
+        assert_eq!(a.keys, ["data/b.parquet"]);
+    }
+
+    /// A live hold covering a key denies it even when the plan lists it
+    /// (a hand-built or stale plan): the other keys are approved.
+    #[test]
+    fn approval_skips_keys_a_live_hold_covers() {
+        let held = r#"{"holds":[{"scope":{"pathPrefix":"data/held/"},"generation":1}]}"#;
+        let p = sealed(
+            &[("data/a.parquet", 10), ("data/held/b.parquet", 10)],
+            Some(held),
+        );
+        let mut l = verified(&p);
+        let (a, _) = l.approve(&p, &live(Some(held)), T).unwrap();
+        assert!(a.granted, "{a:?}");
+        assert_eq!(a.keys, ["data/a.parquet"]);
+        assert_eq!(
+            l.objects["data/held/b.parquet"].state,
+            ObjectState::RestoreVerified
+        );
+    }
+
     #[test]
     fn the_drill_gate_needs_a_recent_passed_drill_of_enough_bundles() {
         const DAY: i64 = 86_400_000;
