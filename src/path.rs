@@ -229,7 +229,9 @@ pub fn remove_dot_segments(path: &str, clamp: bool) -> Option<String> {
     Some(format!("/{}", out.join("/")))
 }
 
-/// Applies the longest matching mapping to `raw`, on a path-segment boundary.
+/// Applies the longest matching mapping to `raw`, on a path-segment boundary;
+/// among equally long matches (`s3a://b/t` and `s3n://b/t` both given) the
+/// first given wins.
 ///
 /// A mapping matches either the raw text or, when both parse, the canonical
 /// text (so `from = s3://b/t` also maps `s3a://b/t/x`).
@@ -523,6 +525,36 @@ mod tests {
         ] {
             assert!(CanonicalUri::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    /// Kills: `||` for `&&` in the `file://localhost` rule (every
+    /// authority of a file URI, or `localhost` of any scheme, dropped).
+    #[test]
+    fn only_file_localhost_loses_its_authority() {
+        assert_eq!(c("file://localhost/x").authority, "");
+        assert_eq!(c("file://nas/x").authority, "nas");
+        assert_ne!(c("file://nas/x"), c("file:///x"));
+        assert_eq!(c("s3://localhost/k").authority, "localhost");
+    }
+
+    /// Kills: `>=` for `>` in the longest-match rule (the last of equally
+    /// long matches would win).
+    #[test]
+    fn the_first_of_equally_long_mappings_wins() {
+        let m = |from: &str, to: &str| PathMapping {
+            from: from.into(),
+            to: to.into(),
+        };
+        let maps = [m("s3a://b/t", "file:///x"), m("s3n://b/t", "file:///y")];
+        assert_eq!(apply_mappings("s3://b/t/k", &maps), "file:///x/k");
+    }
+
+    /// Kills: `>=` for `>` when trimming trailing slashes (the root would
+    /// become empty).
+    #[test]
+    fn the_loose_form_of_the_root_is_the_root() {
+        assert_eq!(loose("///"), "/");
+        assert_eq!(loose("/A//b/"), "/a/b");
     }
 
     /// Kills: `has_dot_or_empty_segment` always true, or `==` for `!=`.
