@@ -146,6 +146,21 @@ pub fn check_clock(judged_at_ms: i64, clock_ms: i64, allow_future: bool) -> Resu
 /// every key of the plan's delete list. `Err` only for a context that does
 /// not parse (nothing may be deleted then either).
 pub fn accept(plan: &SealedPlan, live: &LiveFacts) -> Result<Acceptance> {
+    let mut a = accept_in_ledger(plan, live)?;
+    if plan.tokens.restore_drill.is_some() {
+        // Drills are recorded in a ledger; a host deleting without one
+        // cannot show the policy's drill passed.
+        a.differences.push(
+            "the plan's policy asks for a passed restore drill, which only a ledger records: delete it with `sweep`, not `apply`".into(),
+        );
+        a.granted = false;
+    }
+    Ok(a)
+}
+
+/// [`accept`] for [`crate::ledger::Ledger::approve`], which checks the
+/// policy's restore-drill gate against its own drills.
+pub(crate) fn accept_in_ledger(plan: &SealedPlan, live: &LiveFacts) -> Result<Acceptance> {
     let t = &plan.tokens;
     let mut differences = Vec::new();
     if live.metadata_location != t.metadata_location {

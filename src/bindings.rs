@@ -163,13 +163,21 @@ impl wp::Guest for Component {
 
     fn ledger_drill(
         ledger_json: String,
+        table_location: String,
         seed: u64,
         bundles_total: u64,
         results_json: String,
         now_ms: i64,
     ) -> Result<String, wt::Error> {
-        core::ledger::json::drill(&ledger_json, seed, bundles_total, &results_json, now_ms)
-            .map_err(err)
+        core::ledger::json::drill(
+            &ledger_json,
+            &table_location,
+            seed,
+            bundles_total,
+            &results_json,
+            now_ms,
+        )
+        .map_err(err)
     }
 
     fn ledger_reconcile(ledger_json: String, now_ms: i64) -> Result<String, wt::Error> {

@@ -132,9 +132,20 @@ impl ObjectVersion {
         };
         self.size == seen.size
             && time
-            && (self.etag.is_none() || self.etag == seen.etag)
+            && (self.etag.is_none() || etag_core(&self.etag) == etag_core(&seen.etag))
             && (self.version_id.is_none() || self.version_id == seen.version_id)
     }
+}
+
+/// An ETag without the quotes some stores put around it and others leave
+/// off (`"x"` and `x` name the same tag); a weak `W/` stays, it is another
+/// tag.
+fn etag_core(e: &Option<String>) -> Option<&str> {
+    e.as_deref().map(|t| {
+        t.strip_prefix('"')
+            .and_then(|t| t.strip_suffix('"'))
+            .unwrap_or(t)
+    })
 }
 
 /// One state change, with its reason.
@@ -270,7 +281,9 @@ pub struct Receipt {
     /// created, as the store answered it (with `version.version_id`, the
     /// deleted version, a receipt can be checked against the bucket's
     /// version listing).
-    #[serde(default)]
+    // Left out when absent: a ledger sealed before the field existed must
+    // re-serialise to the same bytes, or its integrity digest would fail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete_marker_version_id: Option<String>,
     /// The store's words, if any.
     #[serde(default)]
@@ -724,7 +737,7 @@ impl Ledger {
         self.ensure_table(plan)?;
         let t = &plan.tokens;
         // The one acceptance path, shared with `apply` and every host.
-        let acc = crate::acceptance::accept(
+        let acc = crate::acceptance::accept_in_ledger(
             plan,
             &crate::acceptance::LiveFacts {
                 metadata_location: live.metadata_location.clone(),
@@ -737,7 +750,9 @@ impl Ledger {
         let (live_holds, live_leases) = (acc.live_hold_generation, acc.live_lease_watermark);
         let mut differences = acc.differences.clone();
         if let Some(rule) = &t.restore_drill {
-            if let Some(why) = self.drill_missing(rule, now_ms) {
+            // Age by the host's clock, not the plan's `now` (which may be
+            // set in the past to make an old drill look recent).
+            if let Some(why) = self.drill_missing(rule, live.clock_ms.unwrap_or(now_ms)) {
                 differences.push(why);
             }
         }
@@ -799,11 +814,22 @@ impl Ledger {
     /// `None` (it would restore) or what differs. A step of its own.
     pub fn record_drill(
         &mut self,
+        table_location: &str,
         seed: u64,
         bundles_total: u64,
         results: BTreeMap<String, Option<String>>,
         now_ms: i64,
-    ) -> Drill {
+    ) -> Result<Drill> {
+        let same = |a: &str| crate::path::TableLocation::parse(a).ok();
+        if same(table_location).is_none() || same(table_location) != same(&self.table_location) {
+            return Err(Error::invalid(
+                "ledger",
+                format!(
+                    "a drill of {table_location} cannot be recorded in the ledger of {}",
+                    self.table_location
+                ),
+            ));
+        }
         self.revision += 1;
         let failed: BTreeMap<String, String> = results
             .iter()
@@ -818,7 +844,7 @@ impl Ledger {
             failed,
         };
         self.drills.push(drill.clone());
-        drill
+        Ok(drill)
     }
 
     /// Why the policy's drill gate is not met at `now_ms`, if it is not: it
@@ -829,7 +855,11 @@ impl Ledger {
         let ok = self.drills.iter().any(|d| {
             let enough = d.sampled.len() as u64 >= u64::from(rule.min_bundles)
                 || (d.bundles_total > 0 && d.sampled.len() as u64 == d.bundles_total);
-            d.passed && enough && d.at_ms <= now_ms && now_ms - d.at_ms <= rule.max_age_ms
+            d.passed
+                && enough
+                && now_ms
+                    .checked_sub(d.at_ms)
+                    .is_some_and(|age| (0..=rule.max_age_ms).contains(&age))
         });
         (!ok).then(|| {
             format!(
@@ -1059,6 +1089,7 @@ pub mod json {
     /// Returns `{ledger, drill, gates}`.
     pub fn drill(
         ledger_json: &str,
+        table_location: &str,
         seed: u64,
         bundles_total: u64,
         results_json: &str,
@@ -1073,7 +1104,7 @@ pub mod json {
         let mut l = Ledger::parse(ledger_json)?;
         let results: std::collections::BTreeMap<String, Option<String>> =
             input("results", results_json)?;
-        let drill = l.record_drill(seed, bundles_total, results, now_ms);
+        let drill = l.record_drill(table_location, seed, bundles_total, results, now_ms)?;
         doc(&Out {
             ledger: &l.sealed(),
             drill,
@@ -1314,6 +1345,97 @@ mod tests {
             l.objects["data/held/b.parquet"].state,
             ObjectState::RestoreVerified
         );
+    }
+
+    /// A ledger sealed before receipts named delete markers must still
+    /// open: an absent marker id is not written, so the digest holds.
+    #[test]
+    fn receipts_without_a_marker_id_keep_their_old_form() {
+        let p = sealed(&[("data/a.parquet", 10)], None);
+        let mut l = Ledger::new(&p, 0).unwrap();
+        l.receipts.push(Receipt {
+            key: "data/a.parquet".into(),
+            result: DeleteResult::Deleted,
+            version: None,
+            requested_ms: T,
+            confirmed_ms: Some(T),
+            delete_marker: false,
+            delete_marker_version_id: None,
+            detail: None,
+        });
+        let text = l.to_json();
+        assert!(!text.contains("delete_marker_version_id"), "{text}");
+        assert!(!text.contains("drills"), "{text}");
+        assert_eq!(Ledger::parse(&text).unwrap().receipts, l.receipts);
+    }
+
+    #[test]
+    fn a_drill_is_recorded_for_its_own_table_only() {
+        let p = sealed(&[("data/a.parquet", 10)], None);
+        let mut l = Ledger::new(&p, 0).unwrap();
+        let results: BTreeMap<String, Option<String>> = [("q-1".to_owned(), None)].into();
+        assert!(l
+            .record_drill("s3://b/other", 1, 1, results.clone(), T)
+            .is_err());
+        assert!(l.drills.is_empty());
+        let d = l.record_drill("s3a://b/t/", 1, 1, results, T).unwrap();
+        assert!(d.passed);
+        assert_eq!(l.drills.len(), 1);
+    }
+
+    /// The drill's age is judged by the host's clock: a plan judged in the
+    /// past cannot make an old drill look recent.
+    #[test]
+    fn the_drill_gate_ages_drills_by_the_clock_not_the_plan() {
+        const DAY: i64 = 86_400_000;
+        let mut p = sealed(&[("data/a.parquet", 10)], None);
+        p.tokens.restore_drill = Some(crate::policy::DrillGate {
+            min_bundles: 1,
+            max_age_ms: 7 * DAY,
+        });
+        p.digest = p.compute_digest();
+        let mut l = verified(&p);
+        let results: BTreeMap<String, Option<String>> = [("q-1".to_owned(), None)].into();
+        l.record_drill("s3://b/t", 1, 1, results, T).unwrap();
+        let mut later = live(None);
+        later.clock_ms = Some(T + 30 * DAY);
+        later.allow_future_now = true;
+        let (a, _) = l.approve(&p, &later, T).unwrap();
+        assert!(!a.granted);
+        assert!(
+            a.differences.iter().any(|d| d.contains("restore drill")),
+            "{a:?}"
+        );
+        let (a, _) = l.approve(&p, &live(None), T).unwrap();
+        assert!(a.granted, "{a:?}");
+        // `apply`'s acceptance has no ledger: such a plan is refused there.
+        let facts = crate::acceptance::LiveFacts {
+            metadata_location: p.tokens.metadata_location.clone(),
+            head: None,
+            context: None,
+            clock_ms: T,
+            allow_future_now: false,
+        };
+        let acc = crate::acceptance::accept(&p, &facts).unwrap();
+        assert!(!acc.granted);
+        assert!(
+            acc.differences.iter().any(|d| d.contains("`sweep`")),
+            "{acc:?}"
+        );
+    }
+
+    #[test]
+    fn etags_match_with_or_without_quotes() {
+        let v = |e: &str| ObjectVersion {
+            size: 1,
+            last_modified_ms: 0,
+            etag: Some(e.into()),
+            version_id: None,
+        };
+        assert!(v("\"0x8D\"").matches(&v("0x8D")));
+        assert!(v("0x8D").matches(&v("\"0x8D\"")));
+        assert!(!v("\"0x8D\"").matches(&v("\"0x8E\"")));
+        assert!(!v("W/\"a\"").matches(&v("\"a\"")));
     }
 
     #[test]

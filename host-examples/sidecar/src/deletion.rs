@@ -372,14 +372,23 @@ async fn delete_one(store: &Store, table: &str, it: &Item, dry: bool) -> Value {
     if dry {
         return done("would-delete", Some(&seen), false, None);
     }
-    match store.delete(&uri).await {
-        // A versioned bucket keeps the version under a delete marker; the
-        // receipt names both (checkable against ListObjectVersions).
+    match store.delete_if(&uri, seen.etag.as_deref()).await {
+        // The store's conditional delete found another version: kept.
+        Ok(d) if d.changed => done(
+            "skipped-changed",
+            Some(&seen),
+            false,
+            Some("the store's If-Match found another version at delete time".into()),
+        ),
+        // A versioned bucket keeps the deleted version under the marker
+        // only when that version had an id: a suspended bucket's "null"
+        // version is gone for good, whatever the answer says of a marker.
+        // The receipt names both (checkable against ListObjectVersions).
         Ok(d) if d.existed => {
             let mut r = done(
                 "deleted",
                 Some(&seen),
-                d.delete_marker.is_some() || seen.version_id.is_some(),
+                d.delete_marker.is_some() && seen.version_id.is_some(),
                 None,
             );
             r["delete_marker_version_id"] = json!(d.delete_marker);

@@ -101,6 +101,7 @@ async fn locked(
             .call_ledger_drill(
                 &mut planner.store,
                 &text,
+                table,
                 seed,
                 ids.len() as u64,
                 &Value::Object(results).to_string(),

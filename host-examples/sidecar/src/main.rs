@@ -56,7 +56,8 @@ fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, String> {
         let v = serde_json::json!({"moves": s.moves, "approval": s.approval,
                                    "gates": s.gates, "ledger": s.ledger_uri,
                                    "stopped": s.stopped, "damage": s.damage,
-                                   "damage_unchecked": s.damage_unchecked});
+                                   "damage_unchecked": s.damage_unchecked,
+                                   "notes": s.notes});
         println!(
             "{}",
             serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?

@@ -182,7 +182,7 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
     }
     if !o.unrepresentable.is_empty() {
         line(format!(
-            "kept, names this host cannot represent ({}; not UTF-8, so no table references them):",
+            "kept, names this host cannot represent ({}; not UTF-8: never given to the planner, never deleted):",
             o.unrepresentable.len()
         ));
         for k in &o.unrepresentable {

@@ -26,7 +26,6 @@ use aws_sdk_s3::error::ProvideErrorMetadata;
 use aws_sdk_s3::types::EncodingType;
 use aws_sdk_s3::Client;
 use futures::stream::BoxStream;
-use futures::StreamExt;
 use tokio::sync::OnceCell;
 
 use crate::store::{CreateError, Deleted, Object};
@@ -39,6 +38,8 @@ pub struct Bucket {
     /// False once `ListObjectVersions` was refused or unreadable on a
     /// listing's first page: plain listings from then on.
     versions_allowed: std::sync::atomic::AtomicBool,
+    /// False once the store refused `If-Match` on DELETE as unsupported.
+    conditional_deletes: std::sync::atomic::AtomicBool,
     /// What the run should be told (a fallback taken), once each.
     pub notes: std::sync::Mutex<Vec<String>>,
 }
@@ -101,6 +102,7 @@ impl Bucket {
             name: name.to_owned(),
             client: OnceCell::new(),
             versions_allowed: std::sync::atomic::AtomicBool::new(true),
+            conditional_deletes: std::sync::atomic::AtomicBool::new(true),
             notes: std::sync::Mutex::new(Vec::new()),
         }
     }
@@ -196,7 +198,9 @@ impl Bucket {
                     // Unknown time: treated as brand new (kept), never old.
                     .unwrap_or(i64::MAX),
                 etag: o.e_tag().map(|e| crate::store::etag_form(e.to_owned())),
-                version_id: o.version_id().map(str::to_owned),
+                // Unversioned (or suspended) buckets answer "null": no
+                // version to pin, and none kept after a delete.
+                version_id: o.version_id().filter(|v| *v != "null").map(str::to_owned),
             })),
             Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(None),
             Err(e) => Err(format!("head {key}: {}", words(&e))),
@@ -225,17 +229,52 @@ impl Bucket {
     }
 
     /// Deletes the key's current version: on a versioned bucket a delete
-    /// marker hides it and the answer names the marker.
-    pub async fn delete(&self, key: &str) -> Result<Deleted, String> {
-        let o = self
-            .client()
-            .await
-            .delete_object()
-            .bucket(&self.name)
-            .key(key)
-            .send()
-            .await
-            .map_err(|e| format!("delete {key}: {}", words(&e)))?;
+    /// marker hides it and the answer names the marker. With `if_match`
+    /// (the ETag HEAD just gave) the store deletes only that content
+    /// (`If-Match`), closing the window between HEAD and DELETE where it is
+    /// supported; a store that does not implement conditional deletes gets
+    /// the plain DELETE, and the run is told once.
+    pub async fn delete(&self, key: &str, if_match: Option<&str>) -> Result<Deleted, String> {
+        use std::sync::atomic::Ordering;
+        let conditional = if_match.filter(|_| self.conditional_deletes.load(Ordering::Relaxed));
+        let send = |etag: Option<&str>| {
+            self.client.get().map(|c| {
+                c.delete_object()
+                    .bucket(&self.name)
+                    .key(key)
+                    .set_if_match(etag.map(str::to_owned))
+                    .send()
+            })
+        };
+        self.client().await;
+        let first = send(conditional).ok_or("no S3 client")?.await;
+        let o = match first {
+            Err(e) if conditional.is_some() && e.code() == Some("PreconditionFailed") => {
+                return Ok(Deleted {
+                    existed: true,
+                    delete_marker: None,
+                    changed: true,
+                })
+            }
+            Err(e)
+                if conditional.is_some()
+                    && matches!(e.code(), Some("NotImplemented" | "InvalidArgument")) =>
+            {
+                self.conditional_deletes.store(false, Ordering::Relaxed);
+                if let Ok(mut n) = self.notes.lock() {
+                    n.push(format!(
+                        "bucket {}: conditional deletes are not supported ({}); each delete is checked by HEAD just before it",
+                        self.name,
+                        words(&e)
+                    ));
+                }
+                send(None)
+                    .ok_or("no S3 client")?
+                    .await
+                    .map_err(|e| format!("delete {key}: {}", words(&e)))?
+            }
+            r => r.map_err(|e| format!("delete {key}: {}", words(&e)))?,
+        };
         Ok(Deleted {
             existed: true,
             delete_marker: if o.delete_marker().unwrap_or(false) {
@@ -243,6 +282,7 @@ impl Bucket {
             } else {
                 None
             },
+            changed: false,
         })
     }
 
@@ -257,7 +297,7 @@ impl Bucket {
         uri: impl Fn(&str) -> String + Send + 'static,
         skipped: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     ) -> BoxStream<'static, Result<Object, String>> {
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Object, String>>(2048);
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Option<Object>, String>>(2048);
         tokio::spawn(async move {
             let mut token: Option<(String, Option<String>)> = None;
             loop {
@@ -271,23 +311,32 @@ impl Bucket {
                 };
                 for (key, mut o) in objs {
                     match key {
+                        // The prefix's own folder marker (`table/`, as S3A
+                        // and consoles write it) is not under the prefix.
+                        Ok(k) if k == prefix => {}
                         Ok(k) => {
                             o.uri = uri(&k);
-                            if tx.send(Ok(o)).await.is_err() {
+                            if tx.send(Ok(Some(o))).await.is_err() {
                                 return;
                             }
                         }
-                        Err(raw) => skipped.lock().unwrap().push(raw),
+                        Err(raw) => {
+                            if let Ok(mut v) = skipped.lock() {
+                                v.push(raw);
+                            }
+                        }
                     }
                 }
                 match next {
                     Some(t) => token = Some(t),
-                    None => return,
+                    None => {
+                        let _ = tx.send(Ok(None)).await;
+                        return;
+                    }
                 }
             }
         });
-        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) })
-            .boxed()
+        crate::store::until_end(rx, "S3 listing")
     }
 
     /// One listing page. `ListObjectVersions` first, so that a versioned

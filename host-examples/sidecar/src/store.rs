@@ -42,8 +42,35 @@ pub struct Deleted {
     /// success either way).
     pub existed: bool,
     /// Versioned buckets: the version id of the delete marker the delete
-    /// created (the deleted version stays, under it).
+    /// created (the deleted version stays, under it, when it had an id).
     pub delete_marker: Option<String>,
+    /// True when a conditional delete found another version: nothing was
+    /// deleted.
+    pub changed: bool,
+}
+
+/// Streams a listing task's items until its explicit end (`Ok(None)`): a
+/// task that stops without one (a panic) ends the stream with an error, so
+/// a cut listing is never taken for a whole one.
+pub fn until_end(
+    rx: tokio::sync::mpsc::Receiver<Result<Option<Object>, String>>,
+    what: &'static str,
+) -> BoxStream<'static, Result<Object, String>> {
+    futures::stream::unfold(Some(rx), move |rx| async move {
+        let mut rx = rx?;
+        match rx.recv().await {
+            Some(Ok(Some(o))) => Some((Ok(o), Some(rx))),
+            Some(Ok(None)) => None,
+            Some(Err(e)) => Some((Err(e), None)),
+            None => Some((
+                Err(format!(
+                    "{what} stopped before its end (internal error): no plan"
+                )),
+                None,
+            )),
+        }
+    })
+    .boxed()
 }
 
 /// Why a create-if-absent failed.
@@ -105,9 +132,12 @@ impl Object {
         } else {
             planned_ms.map(secs) == Some(secs(self.last_modified_ms))
         };
+        // Quoted or not, the same tag (plans written before ETags had one form).
+        let tag = |e: &str| etag_form(e.to_owned());
         planned["size"].as_u64() == Some(self.size)
             && time_same
-            && (planned["etag"].is_null() || planned["etag"].as_str() == self.etag.as_deref())
+            && (planned["etag"].is_null()
+                || planned["etag"].as_str().map(tag) == self.etag.as_deref().map(tag))
             && (planned["version_id"].is_null()
                 || planned["version_id"].as_str() == self.version_id.as_deref())
     }
@@ -514,12 +544,18 @@ impl Store {
     /// Deletes one object (on a versioned S3 bucket: hides it under a
     /// delete marker, named in the answer).
     pub async fn delete(&self, uri: &str) -> Result<Deleted, String> {
+        self.delete_if(uri, None).await
+    }
+
+    /// [`Store::delete`], on S3 only while the ETag is still `if_match`.
+    pub async fn delete_if(&self, uri: &str, if_match: Option<&str>) -> Result<Deleted, String> {
         let gone = |existed| Deleted {
             existed,
             delete_marker: None,
+            changed: false,
         };
         if let Kind::S3(b) = &self.kind {
-            return b.delete(self.key(uri)?).await;
+            return b.delete(self.key(uri)?, if_match).await;
         }
         if matches!(self.kind, Kind::Local) {
             return match tokio::fs::remove_file(self.file(uri)?).await {
@@ -598,7 +634,7 @@ fn list_local(
     dir: std::path::PathBuf,
     skipped: Arc<std::sync::Mutex<Vec<String>>>,
 ) -> BoxStream<'static, Result<Object, String>> {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Object, String>>(1024);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Option<Object>, String>>(1024);
     tokio::task::spawn_blocking(move || {
         let mut stack = match std::fs::symlink_metadata(&dir) {
             Ok(m) if m.is_dir() => vec![dir],
@@ -633,7 +669,7 @@ fn list_local(
                         d.display(),
                         path.display()
                     )),
-                    Some(p) => Ok(local_object(format!("file://{p}"), &m)),
+                    Some(p) => Ok(Some(local_object(format!("file://{p}"), &m))),
                     None => {
                         if let Ok(mut v) = skipped.lock() {
                             v.push(format!("file://{}", path.display()));
@@ -647,8 +683,9 @@ fn list_local(
                 }
             }
         }
+        let _ = tx.blocking_send(Ok(None));
     });
-    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) }).boxed()
+    until_end(rx, "local listing")
 }
 
 #[cfg(test)]

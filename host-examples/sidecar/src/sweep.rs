@@ -53,6 +53,9 @@ pub struct Swept {
     pub damage: Vec<Value>,
     /// The damage check could not be made (why).
     pub damage_unchecked: Option<String>,
+    /// What the store's client told (a listing fallback taken) and the
+    /// names the listing could not represent (kept), as the plan reports them.
+    pub notes: Vec<String>,
 }
 
 /// The default ledger location: under the table's hidden `_lakesweep/`
@@ -360,6 +363,17 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, Strin
         stopped,
         damage,
         damage_unchecked,
+        notes: outcome
+            .store_notes
+            .iter()
+            .cloned()
+            .chain(
+                outcome
+                    .unrepresentable
+                    .iter()
+                    .map(|k| format!("kept, a name this host cannot represent: {k}")),
+            )
+            .collect(),
     })
 }
 
@@ -428,6 +442,7 @@ async fn reconcile_locked(
         stopped: None,
         damage: Vec::new(),
         damage_unchecked: None,
+        notes: Vec::new(),
     })
 }
 
@@ -459,6 +474,9 @@ pub async fn show(
 /// approval, and the gates.
 pub fn human(s: &Swept) -> String {
     let mut out = String::new();
+    for n in &s.notes {
+        out.push_str(&format!("store: {}\n", crate::report::esc(n)));
+    }
     // In lifecycle order.
     const ORDER: [&str; 9] = [
         "PROTECTED",

@@ -258,7 +258,7 @@ fn broken_metadata_or_listing_refuses_the_plan() {
     assert!(!deletes(&v).iter().any(|k| k.contains("bad-")), "{v}");
     let o = s.plan(&[]);
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("names this host cannot represent (1"),
+        String::from_utf8_lossy(&o.stdout).contains("names this host cannot represent (1;"),
         "{}",
         out_text(&o)
     );

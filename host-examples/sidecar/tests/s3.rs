@@ -730,6 +730,9 @@ fn odd_keys(versioned: bool) {
         .iter()
         .map(|s| s.to_string())
         .collect();
+    // The table's own folder marker (S3A and consoles write one): not under
+    // the table, never listed as one of its objects, never a reason to stop.
+    raw(&m, "PUT", &format!("/{BUCKET}/warehouse/demo/events/"), "");
     // Twins across the first page boundary (1,000 keys) of the listing.
     markers.extend((900..1050).map(|i| format!("data/extra/orphan-{i:05}.parquet/")));
     // A control character: kept as unaddressable. (Unversioned only: moto's
@@ -886,4 +889,59 @@ fn odd_keys_are_addressed_byte_for_byte() {
 #[test]
 fn odd_keys_on_a_versioned_bucket_pin_versions_and_name_delete_markers() {
     odd_keys(true);
+}
+
+/// Versioning suspended: new objects get the "null" version, and deleting
+/// one removes it for good (the null delete marker replaces it). Receipts
+/// must not promise an undo: no version id, `delete_marker` false.
+#[test]
+fn a_suspended_bucket_does_not_promise_an_undo() {
+    let m = start_moto();
+    raw(
+        &m,
+        "PUT",
+        &format!("/{BUCKET}?versioning"),
+        r#"<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Suspended</Status></VersioningConfiguration>"#,
+    );
+    upload(&m);
+    let now = days_after_uploads(&m, 30);
+    let dir = std::env::temp_dir().join(format!("lakesweep-s3susp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan_path = dir.join("plan.json");
+    let map = format!("file:///lakesweep-fixtures=s3://{BUCKET}");
+    let o = run(
+        &m,
+        &[
+            "plan".into(),
+            format!("s3://{BUCKET}/warehouse/demo/events"),
+            "--location-map".into(),
+            map.clone(),
+            "--now".into(),
+            now.to_string(),
+            "--out".into(),
+            plan_path.display().to_string(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run(
+        &m,
+        &[
+            "apply".into(),
+            plan_path.display().to_string(),
+            "--location-map".into(),
+            map,
+            "--allow-future-now".into(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let receipts =
+        std::fs::read_to_string(format!("{}.receipts.jsonl", plan_path.display())).unwrap();
+    assert!(receipts.lines().count() > EXTRA);
+    for line in receipts.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(r["result"], "deleted", "{r}");
+        assert!(r["version"]["version_id"].is_null(), "{r}");
+        assert_eq!(r["delete_marker"], false, "no undo promised: {r}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
