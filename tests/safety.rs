@@ -970,3 +970,67 @@ fn a_stray_metadata_file_without_uuid_naming_another_location_is_foreign() {
     let run = run_native(c, &o).unwrap();
     assert_eq!(run.verdicts()[&rel].verdict, Verdict::Candidate);
 }
+
+/// A reference on the same scheme whose authority differs from the
+/// location's, one of them empty (`file://nas/...` against `file:///...`,
+/// `hdfs:///w/t` against `hdfs://nn/w/t`): a reader may resolve it to the
+/// location's file system, so the key under the location is kept.
+#[test]
+fn a_reference_through_another_authority_keeps_the_key_under_the_location() {
+    let mut o = HostOptions::synthetic();
+    let meta = write_table(
+        &mut o.extra,
+        &[(1, entries(&["data/a.parquet"]))],
+        1,
+        UUID,
+        OLD,
+    );
+    let other = LOC.replacen("file:///", "file://nas/", 1);
+    let m = avro::manifest(1, &[(1, 0, format!("{other}/data/a.parquet"))]);
+    let m_uri = format!("{LOC}/metadata/m-1.avro");
+    let l = avro::manifest_list(1, &[(m_uri.clone(), m.len() as u64, 0)]);
+    o.extra.insert(m_uri, (m, OLD));
+    o.extra
+        .insert(format!("{LOC}/metadata/snap-1.avro"), (l, OLD));
+    let v = run_native(cfg(&meta), &o).unwrap().verdicts();
+    assert_eq!(
+        v["data/a.parquet"].verdict,
+        Verdict::Referenced,
+        "{:?}",
+        v["data/a.parquet"]
+    );
+}
+
+/// Context rules at their edges: a lease that expires exactly now is no
+/// longer live (its missing snapshot does not refuse the plan), and a hold
+/// on a snapshot the table still has is honoured, not refused.
+#[test]
+fn a_lease_ending_now_is_over_and_a_hold_on_a_present_snapshot_is_kept() {
+    let mut o = HostOptions::synthetic();
+    let meta = write_table(
+        &mut o.extra,
+        &[(2, entries(&["data/b.parquet"]))],
+        2,
+        UUID,
+        OLD,
+    );
+    let mut c = cfg(&meta);
+    c.context = Some(format!(
+        r#"{{"leases":[{{"snapshotId":1,"owner":"bi","expiresAtMs":{NOW}}}]}}"#
+    ));
+    assert!(
+        run_native(c.clone(), &o).is_ok(),
+        "a lease ending at now is over"
+    );
+    c.context = Some(format!(
+        r#"{{"leases":[{{"snapshotId":1,"owner":"bi","expiresAtMs":{}}}]}}"#,
+        NOW + 1
+    ));
+    assert!(
+        run_native(c.clone(), &o).is_err(),
+        "one ms later it is live"
+    );
+    c.context = Some(r#"{"holds":[{"scope":{"snapshot":2},"generation":1}]}"#.into());
+    let v = run_native(c, &o).unwrap().verdicts();
+    assert_ne!(v["data/b.parquet"].verdict, Verdict::Candidate);
+}
