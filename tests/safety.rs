@@ -1030,7 +1030,11 @@ fn a_lease_ending_now_is_over_and_a_hold_on_a_present_snapshot_is_kept() {
         run_native(c.clone(), &o).is_err(),
         "one ms later it is live"
     );
-    c.context = Some(r#"{"holds":[{"scope":{"snapshot":2},"generation":1}]}"#.into());
-    let v = run_native(c, &o).unwrap().verdicts();
-    assert_ne!(v["data/b.parquet"].verdict, Verdict::Candidate);
+    for hold in [r#"{"snapshot":2}"#, r#"{"ref":"main"}"#] {
+        c.context = Some(format!(
+            r#"{{"holds":[{{"scope":{hold},"generation":1}}]}}"#
+        ));
+        let v = run_native(c.clone(), &o).unwrap().verdicts();
+        assert_ne!(v["data/b.parquet"].verdict, Verdict::Candidate, "{hold}");
+    }
 }
