@@ -1038,3 +1038,54 @@ fn a_lease_ending_now_is_over_and_a_hold_on_a_present_snapshot_is_kept() {
         assert_ne!(v["data/b.parquet"].verdict, Verdict::Candidate, "{hold}");
     }
 }
+
+/// `base()` with snapshot 1's summary replaced by `summary`.
+fn with_summary(summary: serde_json::Value) -> (HostOptions, String) {
+    let (mut o, meta) = base();
+    let (bytes, t) = o.extra[&meta].clone();
+    let mut md: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    md["snapshots"][0]["summary"] = summary;
+    o.extra
+        .insert(meta.clone(), (serde_json::to_vec(&md).unwrap(), t));
+    (o, meta)
+}
+
+/// Each summary count is checked on its own (a summary may record only
+/// some), the manifest count only against a manifest list, and a snapshot
+/// with no count at all is counted and said.
+#[test]
+fn every_summary_count_is_checked_alone_and_a_summary_without_counts_is_said() {
+    use serde_json::json;
+    let ok = |s: serde_json::Value| {
+        let (o, meta) = with_summary(s.clone());
+        run_native(cfg(&meta), &o).unwrap_or_else(|e| panic!("{s}: {e}"))
+    };
+    let refused = |s: serde_json::Value| {
+        let (o, meta) = with_summary(s.clone());
+        match run_native(cfg(&meta), &o) {
+            Err(Error::Malformed { detail, .. }) => {
+                assert!(detail.contains("summary says"), "{detail}")
+            }
+            other => panic!(
+                "{s}: expected a refusal, got {:?}",
+                other.map(|r| r.plan().warnings)
+            ),
+        }
+    };
+    // Only this snapshot's own change counts.
+    ok(json!({"operation": "append", "added-data-files": "2"}));
+    refused(json!({"operation": "append", "added-data-files": "3"}));
+    // Only the manifest counts (created + kept = entries of the list).
+    ok(json!({"operation": "append", "manifests-created": "1", "manifests-kept": "0"}));
+    refused(json!({"operation": "append", "manifests-created": "2", "manifests-kept": "0"}));
+    // No count at all: planned, and the plan says it could not check.
+    let run = ok(json!({"operation": "append"}));
+    let plan = run.plan();
+    assert!(
+        plan.warnings
+            .iter()
+            .any(|w| w.starts_with("1 snapshots record no totals")),
+        "{:?}",
+        plan.warnings
+    );
+}
