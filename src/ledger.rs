@@ -1299,6 +1299,52 @@ mod tests {
         l
     }
 
+    /// Nothing skips a step toward deletion: only the listed transitions
+    /// exist, and a move outside them is refused.
+    #[test]
+    fn no_transition_skips_quarantine_or_verification() {
+        use ObjectState::*;
+        let all = [
+            Protected,
+            Discovered,
+            UnreferencedEligible,
+            Quarantined,
+            RestoreVerified,
+            DeleteApproved,
+            Deleted,
+            Verified,
+            DeleteUnknown,
+        ];
+        // Only RESTORE_VERIFIED may be approved; nothing reaches DELETED or
+        // VERIFIED but from a delete.
+        for s in all {
+            assert_eq!(s.can_move_to(DeleteApproved), s == RestoreVerified, "{s:?}");
+            assert_eq!(s.can_move_to(Deleted), s == DeleteApproved, "{s:?}");
+            assert_eq!(
+                s.can_move_to(Verified),
+                matches!(s, Deleted | DeleteUnknown),
+                "{s:?}"
+            );
+        }
+        assert!(!Discovered.can_move_to(Quarantined));
+        assert!(!Quarantined.can_move_to(Quarantined));
+        let p = sealed(&[("data/a.parquet", 10)], None);
+        let mut l = Ledger::new(&p, 0).unwrap();
+        l.begin_step(&p, T).unwrap();
+        let mut moves = Vec::new();
+        assert!(l
+            .set(
+                "data/a.parquet",
+                DeleteApproved,
+                None,
+                T,
+                "skip".into(),
+                &mut moves
+            )
+            .is_err());
+        assert_eq!(l.objects["data/a.parquet"].state, Discovered);
+    }
+
     #[test]
     fn an_object_changed_after_its_pin_is_protected_and_starts_over() {
         let p = sealed(&[("data/a.parquet", 10)], None);
