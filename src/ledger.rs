@@ -1345,6 +1345,18 @@ mod tests {
         assert_eq!(l.objects["data/a.parquet"].state, Discovered);
     }
 
+    /// A newer ledger schema asks for an upgrade; anything else is not a
+    /// ledger at all; both are refused, with the reason that applies.
+    #[test]
+    fn other_schemas_are_refused_with_their_own_reason() {
+        let e = Ledger::parse(r#"{"schema":"lakesweep.ledger.v9"}"#).unwrap_err();
+        assert!(e.to_string().contains("newer"), "{e}");
+        let e = Ledger::parse(r#"{"schema":"lakesweep.plan.v1"}"#).unwrap_err();
+        assert!(e.to_string().contains("not a lakesweep ledger"), "{e}");
+        let e = Ledger::parse(r#"{"objects":{}}"#).unwrap_err();
+        assert!(e.to_string().contains("not a lakesweep ledger"), "{e}");
+    }
+
     #[test]
     fn an_object_changed_after_its_pin_is_protected_and_starts_over() {
         let p = sealed(&[("data/a.parquet", 10)], None);
