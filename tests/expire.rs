@@ -414,3 +414,186 @@ fn a_stale_hold_list_is_refused() {
     )
     .is_ok());
 }
+
+/// The reasons a retained snapshot of `p` stays, in order.
+fn reasons_of(p: &ExpiryPlan, id: i64) -> Vec<String> {
+    p.retain
+        .iter()
+        .find(|r| r.snapshot_id == id)
+        .unwrap_or_else(|| panic!("{id} is not retained: {:?}", p.expire))
+        .reasons
+        .clone()
+}
+
+#[test]
+fn a_hold_on_a_missing_ref_is_reported_one_on_a_present_ref_is_not() {
+    let t = table(&linear(&[20, 1]), None, json!({}));
+    let warned = |ctx: &str, r: &str| {
+        run(&t, None, ctx, &[])
+            .unwrap()
+            .warnings
+            .iter()
+            .any(|w| w.contains(&format!("legal hold on ref `{r}`, which does not exist")))
+    };
+    assert!(warned(
+        r#"{"holds":[{"scope":{"ref":"gone"},"generation":1}]}"#,
+        "gone"
+    ));
+    assert!(!warned(
+        r#"{"holds":[{"scope":{"ref":"main"},"generation":1}]}"#,
+        "main"
+    ));
+}
+
+/// Expired parents are normal: the walk up a branch stops at the first
+/// snapshot that is no longer in the table.
+#[test]
+fn the_ancestry_of_a_branch_stops_at_an_expired_parent() {
+    // 2's parent 1 is gone; keep up to 5 per branch: 2 and 3 stay, nothing else.
+    let snaps = vec![(2, Some(1), 20), (3, Some(2), 10)];
+    let t = table(
+        &snaps,
+        None,
+        json!({"history.expire.min-snapshots-to-keep": "5"}),
+    );
+    let p = run(&t, None, "{}", &[]).unwrap();
+    assert!(p.expire.is_empty(), "{:?}", p.expire);
+    assert_eq!(
+        p.retain.iter().map(|r| r.snapshot_id).collect::<Vec<_>>(),
+        vec![2, 3]
+    );
+    assert!(reasons_of(&p, 2)[0].contains("ancestor 2 of branch `main`"));
+}
+
+#[test]
+fn a_branch_head_is_kept_as_the_head_not_as_its_own_ancestor() {
+    let refs = json!({"main": {"snapshot-id": 2, "type": "branch", "min-snapshots-to-keep": 2}});
+    let p = run(
+        &table(&linear(&[20, 10]), Some(refs), json!({})),
+        None,
+        "{}",
+        &[],
+    )
+    .unwrap();
+    assert!(p.expire.is_empty());
+    assert_eq!(
+        reasons_of(&p, 2),
+        vec![
+            "head of branch `main`".to_owned(),
+            "the current snapshot".to_owned()
+        ]
+    );
+    assert_eq!(
+        reasons_of(&p, 1),
+        vec!["ancestor 2 of branch `main`, within min-snapshots-to-keep 2".to_owned()]
+    );
+}
+
+/// Java: a branch's own max-snapshot-age decides for its ancestors; the
+/// table default only keeps snapshots no retained ref reaches.
+#[test]
+fn ancestors_of_a_branch_older_than_its_max_age_expire_though_younger_than_the_default() {
+    // Ages 3, 2, 1 days: all younger than the 5-day default, but main's own
+    // max-snapshot-age is 36 hours.
+    let refs = json!({"main": {"snapshot-id": 3, "type": "branch", "max-snapshot-age-ms": 36 * 3_600_000}});
+    let p = run(
+        &table(&linear(&[3, 2, 1]), Some(refs), json!({})),
+        None,
+        "{}",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(p.expire, vec![1, 2]);
+    assert!(p
+        .expired
+        .iter()
+        .all(|e| e.why.contains("beyond its branch's")));
+}
+
+/// Snapshots no retained ref reaches (a tag reaches only its own snapshot)
+/// stay while younger than the default age.
+#[test]
+fn unreferenced_snapshots_stay_while_younger_than_the_default_age() {
+    // main: 1 <- 2. Off 1, unreferenced: 3 (2 days), 4 (8 days), and 6 (4 days),
+    // the parent of 7, which tag `t` points at.
+    let snaps = vec![
+        (1, None, 20),
+        (2, Some(1), 10),
+        (3, Some(1), 2),
+        (4, Some(1), 8),
+        (6, Some(1), 4),
+        (7, Some(6), 3),
+    ];
+    let refs = json!({"main": {"snapshot-id": 2, "type": "branch"},
+                      "t": {"snapshot-id": 7, "type": "tag"}});
+    let p = run(&table(&snaps, Some(refs), json!({})), None, "{}", &[]).unwrap();
+    assert_eq!(p.expire, vec![1, 4]);
+    for id in [3, 6] {
+        assert_eq!(
+            reasons_of(&p, id),
+            vec!["unreferenced, younger than max-snapshot-age 5d 0h".to_owned()]
+        );
+    }
+    let why = |id: i64| {
+        p.expired
+            .iter()
+            .find(|e| e.snapshot_id == id)
+            .unwrap()
+            .why
+            .clone()
+    };
+    assert!(why(1).contains("beyond its branch's"), "{}", why(1));
+    assert!(why(4).contains("no retained ref reaches it"), "{}", why(4));
+}
+
+#[test]
+fn a_snapshot_exactly_min_snapshot_age_old_may_expire() {
+    let t = table(&linear(&[32, 31, 1]), None, json!({}));
+    let p = policy(r#""minSnapshotAge":"32d""#, "");
+    let p = run(&t, Some(&p), "{}", &[]).unwrap();
+    assert_eq!(p.expire, vec![1]);
+    assert!(reasons_of(&p, 2)
+        .iter()
+        .any(|r| r.contains("younger than minSnapshotAge")));
+}
+
+#[test]
+fn a_lease_ending_exactly_at_max_reader_lease_is_not_capped() {
+    let t = table(&linear(&[30, 20, 1]), None, json!({}));
+    let capped = policy("", r#","maxReaderLease":"1d""#);
+    let lease = |until: i64| {
+        format!(r#"{{"leases":[{{"snapshotId":2,"owner":"ml","expiresAtMs":{until}}}]}}"#)
+    };
+    let p = run(&t, Some(&capped), &lease(NOW + DAY), &[]).unwrap();
+    assert_eq!(p.expire, vec![1]);
+    assert!(
+        !p.warnings.iter().any(|w| w.contains("capped")),
+        "{:?}",
+        p.warnings
+    );
+    let p = run(&t, Some(&capped), &lease(NOW + DAY + 1), &[]).unwrap();
+    assert_eq!(p.expire, vec![1]);
+    assert!(p.warnings.iter().any(|w| w.contains("capped")));
+}
+
+#[test]
+fn a_lease_ending_exactly_now_protects_nothing() {
+    let t = table(&linear(&[30, 20, 1]), None, json!({}));
+    let lease = |until: i64| format!(r#"{{"leases":[{{"snapshotId":2,"expiresAtMs":{until}}}]}}"#);
+    assert_eq!(run(&t, None, &lease(NOW), &[]).unwrap().expire, vec![1, 2]);
+    assert_eq!(run(&t, None, &lease(NOW + 1), &[]).unwrap().expire, vec![1]);
+}
+
+#[test]
+fn a_dr_checkpoint_on_an_unknown_snapshot_is_reported() {
+    let t = table(&linear(&[30, 20, 1]), None, json!({}));
+    let p = run(&t, None, r#"{"drCheckpoints":[{"snapshotId":99}]}"#, &[]).unwrap();
+    assert_eq!(p.expire, vec![1, 2]);
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains("DR checkpoint names unknown snapshot 99")),
+        "{:?}",
+        p.warnings
+    );
+}
