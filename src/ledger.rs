@@ -613,8 +613,19 @@ impl Ledger {
                 expect: o.version.clone(),
             };
             match (o.state, cand) {
-                (Verified, Some(d)) if !o.version.matches(&ObjectVersion::of(d)) => self.set(&key, Discovered, Some(ObjectVersion::of(d)), now_ms, "a new object under a key deleted earlier: a candidate again, starting over".into(), &mut moves)?,
-                (Verified, _) => {}
+                (Verified, Some(d)) => {
+                    // Listed again after a verified delete: a new object at
+                    // the key, or the deleted version put back (a delete
+                    // marker removed). Either way it starts over, through
+                    // a whole new quarantine, never on the old one.
+                    let why = if o.version.matches(&ObjectVersion::of(d)) {
+                        "the deleted version is back (restored after its delete was verified): a candidate again, starting over"
+                    } else {
+                        "a new object under a key deleted earlier: a candidate again, starting over"
+                    };
+                    self.set(&key, Discovered, Some(ObjectVersion::of(d)), now_ms, why.into(), &mut moves)?
+                }
+                (Verified, None) => {}
                 (Deleted, _) => probes.push(probe(ProbePurpose::VerifyGone)),
                 (DeleteUnknown, _) => probes.push(probe(ProbePurpose::Reconcile)),
                 (DeleteApproved, _) => {
@@ -1343,6 +1354,53 @@ mod tests {
             )
             .is_err());
         assert_eq!(l.objects["data/a.parquet"].state, Discovered);
+    }
+
+    /// Deleted and verified, then listed again (the same version put back,
+    /// or a new object at the key): it starts over from DISCOVERED.
+    #[test]
+    fn a_key_listed_again_after_a_verified_delete_starts_over() {
+        for size in [10, 11] {
+            let p = sealed(&[("data/a.parquet", 10)], None);
+            let mut l = verified(&p);
+            l.objects.get_mut("data/a.parquet").unwrap().state = ObjectState::Verified;
+            let again = sealed(&[("data/a.parquet", size)], None);
+            l.begin_step(&again, T).unwrap();
+            let o = &l.objects["data/a.parquet"];
+            assert_eq!(o.state, ObjectState::Discovered, "size {size}");
+            assert!(o.why.contains("starting over"), "{}", o.why);
+            assert_eq!(o.version.size, size);
+        }
+    }
+
+    /// `reconcile` is a step of its own: approvals a dead run left without
+    /// receipts become DELETE_UNKNOWN and, like unconfirmed deletes, get a
+    /// HEAD probe; nothing else moves.
+    #[test]
+    fn reconcile_turns_receiptless_approvals_into_unknowns_and_probes_them() {
+        let p = sealed(&[("data/a.parquet", 10), ("data/b.parquet", 10)], None);
+        let mut l = verified(&p);
+        let (a, _) = l.approve(&p, &live(None), T).unwrap();
+        assert!(a.granted);
+        l.objects.get_mut("data/b.parquet").unwrap().state = ObjectState::Deleted;
+        let rev = l.revision;
+        let (moves, probes) = l.reconcile_step(T).unwrap();
+        assert_eq!(l.revision, rev + 1);
+        assert_eq!(
+            l.objects["data/a.parquet"].state,
+            ObjectState::DeleteUnknown
+        );
+        assert_eq!(moves.len(), 1, "{moves:?}");
+        let mut got: Vec<(String, ProbePurpose)> =
+            probes.iter().map(|p| (p.key.clone(), p.purpose)).collect();
+        got.sort_by(|x, y| x.0.cmp(&y.0));
+        assert_eq!(
+            got,
+            [
+                ("data/a.parquet".to_owned(), ProbePurpose::Reconcile),
+                ("data/b.parquet".to_owned(), ProbePurpose::VerifyGone)
+            ]
+        );
     }
 
     /// A newer ledger schema asks for an upgrade; anything else is not a
