@@ -1401,6 +1401,12 @@ mod tests {
                 ("data/b.parquet".to_owned(), ProbePurpose::VerifyGone)
             ]
         );
+        // Still unknown next time (no answer came): probed again, no move.
+        let (moves, probes) = l.reconcile_step(T).unwrap();
+        assert!(moves.is_empty());
+        assert!(probes
+            .iter()
+            .any(|p| p.key == "data/a.parquet" && p.purpose == ProbePurpose::Reconcile));
     }
 
     /// A newer ledger schema asks for an upgrade; anything else is not a
