@@ -788,4 +788,150 @@ mod tests {
             "{e}"
         );
     }
+
+    fn names(l: &[(String, i64)]) -> LogListing {
+        listing(&l.iter().map(|(n, t)| (n.as_str(), *t)).collect::<Vec<_>>())
+    }
+    fn cp(v: u64) -> String {
+        format!("{v:020}.checkpoint.parquet")
+    }
+
+    /// Kills `<` -> `<=` in `LogListing::must_stay`: a commit whose
+    /// (monotonic) time is exactly the cutoff is not older than it.
+    #[test]
+    fn a_commit_exactly_at_the_cutoff_is_not_older_than_it() {
+        let l = names(&[(c(0), 10), (c(1), 50), (c(2), 60)]);
+        let none = BTreeSet::new();
+        let m = l.must_stay(50, 2, &none).unwrap();
+        assert_eq!((m.from, m.to), (0, 2));
+        // Only commit 0 (t=50, the cutoff) is not old: no version is.
+        let l = names(&[(c(0), 50), (c(1), 60)]);
+        assert_eq!(l.must_stay(50, 1, &none), None);
+        assert!(l.expired(50, 1, &none).is_empty());
+    }
+
+    /// Kills `<` -> `<=` in `LogListing::cleanup_boundary`: a checkpoint
+    /// file written exactly at the cutoff is not older than it, so cleanup
+    /// stops at the older checkpoint below.
+    #[test]
+    fn a_checkpoint_exactly_at_the_cutoff_is_not_a_cleanup_boundary() {
+        let mut n: Vec<(String, i64)> = (0..=6)
+            .map(|v| (c(v), if v < 5 { 0 } else { 100 }))
+            .collect();
+        n.push((cp(2), 0));
+        n.push((cp(4), 50));
+        let l = names(&n);
+        let must = l.must_stay(50, 6, &BTreeSet::new()).unwrap();
+        assert_eq!(must.from, 4);
+        assert_eq!(l.cleanup_boundary(50, &must).unwrap().version, 2);
+        // One millisecond older, checkpoint 4 is the boundary.
+        n.last_mut().unwrap().1 = 49;
+        assert_eq!(names(&n).cleanup_boundary(50, &must).unwrap().version, 4);
+    }
+
+    /// Kills `<` -> `==`, `>`, `<=` in `LogListing::expired_below` on
+    /// compacted files: only one ending strictly below the boundary goes.
+    #[test]
+    fn a_compacted_file_goes_only_when_it_ends_below_the_boundary() {
+        let comp = |a: u64, b: u64| format!("{a:020}.{b:020}.compacted.json");
+        let mut n: Vec<(String, i64)> = (0..=8).map(|v| (c(v), 0)).collect();
+        n.extend([(comp(0, 3), 0), (comp(2, 5), 0), (comp(4, 7), 0)]);
+        let e = names(&n).expired_below(50, 5);
+        assert!(
+            e.contains_key(&format!("_delta_log/{}", comp(0, 3))),
+            "{e:?}"
+        );
+        assert!(
+            !e.contains_key(&format!("_delta_log/{}", comp(2, 5))),
+            "{e:?}"
+        );
+        assert!(
+            !e.contains_key(&format!("_delta_log/{}", comp(4, 7))),
+            "{e:?}"
+        );
+        let commits: Vec<String> = (0..5).map(|v| format!("_delta_log/{}", c(v))).collect();
+        assert!(commits.iter().all(|k| e.contains_key(k)), "{e:?}");
+        assert_eq!(e.len(), 6, "{e:?}");
+    }
+
+    fn protocol(readers: &[&str]) -> Protocol {
+        Protocol {
+            min_reader_version: 3,
+            min_writer_version: 7,
+            reader_features: Some(readers.iter().map(|s| s.to_string()).collect()),
+            writer_features: Some(readers.iter().map(|s| s.to_string()).collect()),
+        }
+    }
+    fn metadata(id: &str) -> Metadata {
+        Metadata {
+            id: id.into(),
+            ..Metadata::default()
+        }
+    }
+
+    /// Kills `==` -> `!=` in `validate_checkpoint`'s deletion-vector test:
+    /// only the `deletionVectors` reader feature requires the DV columns.
+    #[test]
+    fn only_the_deletion_vector_feature_requires_deletion_vector_columns() {
+        let check = |readers: &[&str]| {
+            let cp = Checkpoint {
+                version: 1,
+                files: vec![cp(1)],
+            };
+            let actions = vec![
+                Action::Protocol(protocol(readers)),
+                Action::Metadata(metadata("t")),
+                Action::LacksDeletionVectorColumns,
+            ];
+            validate_checkpoint("log", &cp, [("log/cp", actions.as_slice())].into_iter())
+        };
+        let e = check(&["deletionVectors"]).unwrap_err();
+        assert!(e.to_string().contains("deletion vectors"), "{e}");
+        check(&["columnMapping"]).unwrap();
+        check(&[]).unwrap();
+    }
+
+    /// Kills the match guards `state` -> `true` on protocol and metaData
+    /// in `Replay::apply`: a commit before the checkpoint (read for change
+    /// data and tombstones only, after the checkpoint) does not set the
+    /// table's protocol or metadata.
+    #[test]
+    fn a_commit_before_the_checkpoint_does_not_set_protocol_or_metadata() {
+        let mut r = Replay::default();
+        r.apply(
+            "log/cp",
+            5,
+            vec![
+                Action::Protocol(protocol(&["deletionVectors"])),
+                Action::Metadata(metadata("new")),
+            ],
+            Source::Checkpoint,
+        )
+        .unwrap();
+        r.apply(
+            "log/3",
+            3,
+            vec![
+                Action::Protocol(protocol(&["columnMapping"])),
+                Action::Metadata(metadata("old")),
+            ],
+            Source::Before,
+        )
+        .unwrap();
+        assert_eq!(r.protocol, Some(protocol(&["deletionVectors"])));
+        assert_eq!(r.metadata, Some(metadata("new")));
+        // A commit after it does.
+        r.apply(
+            "log/6",
+            6,
+            vec![
+                Action::Protocol(protocol(&["columnMapping"])),
+                Action::Metadata(metadata("newer")),
+            ],
+            Source::Commit,
+        )
+        .unwrap();
+        assert_eq!(r.protocol, Some(protocol(&["columnMapping"])));
+        assert_eq!(r.metadata, Some(metadata("newer")));
+    }
 }

@@ -976,3 +976,270 @@ fn a_v2_checkpoint_whose_sidecar_file_is_missing_is_refused() {
         "{e}"
     );
 }
+
+// --- replay and retention edges (kill src/plan/delta.rs mutants) ------------
+
+fn plan_synth_keeping(s: &Synth, keep: &[i64]) -> Result<Run, Error> {
+    let mut cfg = SessionConfig::new(&s.location, "", NOW, 7 * DAY);
+    cfg.format = TableFormat::Delta;
+    cfg.keep_versions = keep.to_vec();
+    run_native(cfg, &s.opts)
+}
+
+fn add_line(path: &str) -> String {
+    format!(
+        r#"{{"add":{{"path":"{path}","size":7,"modificationTime":1,"dataChange":true,"partitionValues":{{}}}}}}"#
+    )
+}
+
+fn remove_line(path: &str, ts: i64) -> String {
+    format!(r#"{{"remove":{{"path":"{path}","deletionTimestamp":{ts},"dataChange":true}}}}"#)
+}
+
+/// Kills, in `Session::delta_replay`: `&&` -> `||` in
+/// `order != CHECKPOINT && !done_checkpoint` (the state of a kept
+/// checkpoint version recorded again after later commits), deleting the
+/// `!` of `filter(|_| !done_checkpoint)` (the final state recorded as the
+/// checkpoint's), and deleting the `!` of `filter(|s| !s.is_empty())`
+/// (the table id lost).
+#[test]
+fn a_kept_checkpoint_version_keeps_only_the_files_live_at_it() {
+    let old = NOW - 60 * DAY;
+    let s = synth(
+        "kept-cp",
+        &[
+            (commit(0), format!("{PROTOCOL}\n{METADATA}\n"), old),
+            (commit(1), format!("{}\n", add_line("live.parquet")), old),
+            (
+                format!(
+                    "{:020}.checkpoint.11111111-2222-3333-4444-555555555555.json",
+                    1
+                ),
+                v2_checkpoint(1, true, 1),
+                old,
+            ),
+            (commit(2), format!("{}\n", add_line("x.parquet")), old),
+            (
+                commit(3),
+                format!(
+                    "{}\n{}\n",
+                    remove_line("x.parquet", old + 3000),
+                    add_line("y.parquet")
+                ),
+                old,
+            ),
+        ],
+        &[
+            ("live.parquet".into(), old),
+            ("x.parquet".into(), old),
+            ("y.parquet".into(), old),
+        ],
+    );
+    let run = plan_synth_keeping(&s, &[1]).unwrap();
+    // x was added after version 1 and removed long ago: not live at 1 nor 3.
+    assert_eq!(deletes(&run), ["x.parquet".to_owned()].into());
+    let v = run.verdicts();
+    assert_eq!(v["live.parquet"].detail, "live file of Delta version 1");
+    assert_eq!(v["y.parquet"].detail, "live file of Delta version 3");
+    assert_eq!(run.plan().table_uuid.as_deref(), Some("t-1"));
+}
+
+/// Kills deleting the `CHECKPOINT => ReplaySource::Checkpoint` arm in
+/// `Session::delta_replay` (checkpoint files replayed as commits): a
+/// checkpoint's removes are tombstones only, so one naming a file the
+/// checkpoint also adds (whatever the order of its actions or parts) does
+/// not make that file an orphan.
+#[test]
+fn a_checkpoint_remove_does_not_undo_a_checkpoint_add() {
+    let old = NOW - 60 * DAY;
+    let cp = [
+        r#"{"checkpointMetadata":{"version":1}}"#.to_owned(),
+        PROTOCOL.to_owned(),
+        METADATA.to_owned(),
+        add_line("live.parquet"),
+        remove_line("live.parquet", old),
+    ]
+    .join("\n")
+        + "\n";
+    let s = synth(
+        "cp-remove",
+        &[
+            (
+                format!(
+                    "{:020}.checkpoint.11111111-2222-3333-4444-555555555555.json",
+                    1
+                ),
+                cp,
+                old,
+            ),
+            (
+                commit(2),
+                r#"{"commitInfo":{"timestamp":1}}"#.to_owned() + "\n",
+                old,
+            ),
+        ],
+        &[("live.parquet".into(), old)],
+    );
+    let run = plan_synth(&s, NOW, 7 * DAY).unwrap();
+    assert!(deletes(&run).is_empty(), "{:?}", deletes(&run));
+    assert_eq!(
+        run.verdicts()["live.parquet"].detail,
+        "live file of Delta version 2"
+    );
+}
+
+/// Kills deleting the `RECENT_BEFORE => ReplaySource::Before` arm in
+/// `Session::delta_replay` (and the protocol guard `state` -> `true` in
+/// `Replay::apply`): a commit before the checkpoint, read only for its
+/// change data and tombstones, does not set the protocol, so a reader
+/// feature dropped since does not stop the sweep.
+#[test]
+fn a_feature_dropped_before_the_checkpoint_does_not_stop_the_sweep() {
+    let young = NOW - DAY;
+    let dropped = r#"{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["quantumStorage"],"writerFeatures":["quantumStorage"]}}"#;
+    let s = synth(
+        "dropped",
+        &[
+            (commit(0), format!("{dropped}\n{METADATA}\n"), young),
+            (
+                commit(1),
+                format!("{PROTOCOL}\n{}\n", add_line("live.parquet")),
+                young,
+            ),
+            (
+                format!(
+                    "{:020}.checkpoint.11111111-2222-3333-4444-555555555555.json",
+                    1
+                ),
+                v2_checkpoint(1, true, 1),
+                young,
+            ),
+        ],
+        &[("live.parquet".into(), NOW - 60 * DAY)],
+    );
+    let run = plan_synth(&s, NOW, 7 * DAY).unwrap();
+    assert_eq!(run.verdicts()["live.parquet"].verdict, Verdict::Referenced);
+    // Control: the same protocol after the checkpoint is refused.
+    let s = synth(
+        "dropped-after",
+        &[
+            (commit(0), format!("{PROTOCOL}\n{METADATA}\n"), young),
+            (commit(1), format!("{dropped}\n"), young),
+        ],
+        &[],
+    );
+    let e = plan_synth(&s, NOW, 7 * DAY).unwrap_err();
+    assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+}
+
+/// Kills `>` -> `>=` in the tombstone window (`Some(t) if t > cutoff`) and
+/// in the change-data window (`is_none_or(|&t| t > cutoff)`) of
+/// `Session::delta_replay`: a removal, or a change-data commit, exactly at
+/// the cutoff (now - window) is outside the window; one a millisecond later
+/// is inside.
+#[test]
+fn a_removal_or_change_data_exactly_at_the_cutoff_is_outside_the_window() {
+    let old = NOW - 60 * DAY;
+    let cutoff = NOW - 7 * DAY;
+    let cdc = |p: &str| {
+        format!(r#"{{"cdc":{{"path":"{p}","partitionValues":{{}},"size":7,"dataChange":false}}}}"#)
+    };
+    let s = synth(
+        "edge",
+        &[
+            (commit(0), format!("{PROTOCOL}\n{METADATA}\n"), old),
+            (
+                commit(1),
+                format!("{}\n{}\n", add_line("a.parquet"), add_line("b.parquet")),
+                old,
+            ),
+            (
+                commit(2),
+                format!(
+                    "{}\n{}\n",
+                    remove_line("a.parquet", cutoff),
+                    remove_line("b.parquet", cutoff + 1)
+                ),
+                old,
+            ),
+            (
+                commit(3),
+                format!("{}\n", cdc("_change_data/c3.parquet")),
+                cutoff,
+            ),
+            (
+                commit(4),
+                format!("{}\n", cdc("_change_data/c4.parquet")),
+                cutoff + 1,
+            ),
+        ],
+        &[
+            ("a.parquet".into(), old),
+            ("b.parquet".into(), old),
+            ("_change_data/c3.parquet".into(), old),
+            ("_change_data/c4.parquet".into(), old),
+        ],
+    );
+    let run = plan_synth(&s, NOW, 7 * DAY).unwrap();
+    assert_eq!(
+        deletes(&run),
+        ["a.parquet".to_owned(), "_change_data/c3.parquet".to_owned()].into()
+    );
+    let v = run.verdicts();
+    assert!(
+        v["b.parquet"].detail.contains("tombstone"),
+        "{:?}",
+        v["b.parquet"]
+    );
+    assert!(
+        v["_change_data/c4.parquet"].detail.contains("change-data"),
+        "{:?}",
+        v["_change_data/c4.parquet"]
+    );
+}
+
+/// Kills, in the UniForm test of `Session::delta_replay`: `==` -> `!=` in
+/// `x.trim() == "iceberg"`, and each `||` -> `&&` between the property and
+/// the `icebergCompatV1`/`icebergCompatV2` writer features: any one of the
+/// three reserves `metadata/`.
+#[test]
+fn any_one_uniform_sign_reserves_the_iceberg_metadata_folder() {
+    let old = NOW - 60 * DAY;
+    let meta_iceberg = r#"{"metaData":{"id":"t-1","format":{"provider":"parquet","options":{}},"schemaString":"{}","partitionColumns":[],"configuration":{"delta.universalFormat.enabledFormats":"iceberg"}}}"#;
+    let proto = |f: &str| {
+        format!(
+            r#"{{"protocol":{{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["deletionVectors"],"writerFeatures":["deletionVectors"{f}]}}}}"#
+        )
+    };
+    let table = |tag: &str, first: String| {
+        synth(
+            tag,
+            &[(commit(0), first, old)],
+            &[("metadata/snap-1.avro".into(), old)],
+        )
+    };
+    for (what, first) in [
+        ("property", format!("{}\n{meta_iceberg}\n", proto(""))),
+        (
+            "icebergCompatV1",
+            format!("{}\n{METADATA}\n", proto(r#","icebergCompatV1""#)),
+        ),
+        (
+            "icebergCompatV2",
+            format!("{}\n{METADATA}\n", proto(r#","icebergCompatV2""#)),
+        ),
+    ] {
+        let run = plan_synth(&table("uniform", first), NOW, 7 * DAY).unwrap();
+        let d = &run.verdicts()["metadata/snap-1.avro"];
+        assert_eq!(d.verdict, Verdict::Hidden, "{what}: {d:?}");
+        assert!(d.detail.contains("UniForm"), "{what}: {d:?}");
+    }
+    // Control: without any, an old file there is an orphan.
+    let run = plan_synth(
+        &table("not-uniform", format!("{}\n{METADATA}\n", proto(""))),
+        NOW,
+        7 * DAY,
+    )
+    .unwrap();
+    assert_eq!(deletes(&run), ["metadata/snap-1.avro".to_owned()].into());
+}

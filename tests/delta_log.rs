@@ -575,3 +575,105 @@ fn a_checkpoint_only_log_is_read_at_the_checkpoint_version() {
         "{e}"
     );
 }
+
+// --- plan tokens and summary (kill src/plan/delta.rs mutants) ---------------
+
+/// Kills `DeltaSweep::head_identity` -> `None`: the sealed plan carries the
+/// newest commit's identity as listed (size, time, tag), and after the
+/// re-check that of the commit it found (size read, no time or tag).
+#[test]
+fn the_plan_tokens_carry_the_newest_commit_as_head() {
+    let times = all_old();
+    let s = Staged::new("head", &BTreeSet::from([8]), &times, |_| NOW - 50 * DAY);
+    let mut p = Etagged(Session::start(s.config(&BTreeSet::new(), false)).unwrap());
+    let run = drive(&mut p, "", &s.opts).unwrap();
+    let size = std::fs::metadata(s.dir.join("_delta_log").join(commit(LATEST)))
+        .unwrap()
+        .len();
+    let t = times[LATEST as usize];
+    assert_eq!(
+        run.plan().tokens.head,
+        Some(lakesweep::ledger::ObjectVersion {
+            size,
+            last_modified_ms: t,
+            etag: Some(format!("\"{size}-{t}\"")),
+            version_id: None,
+        })
+    );
+    let mut o = s.opts.clone();
+    let body = b"{\"commitInfo\":{\"timestamp\":3}}\n".to_vec();
+    o.replace.insert(
+        format!("{}/_delta_log/{}", s.location, commit(LATEST + 1)),
+        body.clone(),
+    );
+    let mut p = Etagged(Session::start(s.config(&BTreeSet::new(), false)).unwrap());
+    let run = drive(&mut p, "", &o).unwrap();
+    assert_eq!(
+        run.plan().tokens.head,
+        Some(lakesweep::ledger::ObjectVersion {
+            size: body.len() as u64,
+            last_modified_ms: 0,
+            etag: None,
+            version_id: None,
+        })
+    );
+}
+
+/// Kills `DeltaSweep::kept_versions` -> 0 and -> 1, and `!=` -> `==` in
+/// it: the summary counts the newest version once plus every other kept one.
+#[test]
+fn the_summary_counts_the_newest_version_and_each_other_kept_one() {
+    let s = Staged::new("count", &BTreeSet::from([2, 8]), &all_old(), |_| {
+        NOW - 50 * DAY
+    });
+    for (keep, want) in [
+        (BTreeSet::new(), 1),
+        (BTreeSet::from([LATEST]), 1),
+        (BTreeSet::from([3, 5, LATEST]), 3),
+        (BTreeSet::from([0, 3, 9]), 4),
+    ] {
+        let run = s.plan(&keep, false).unwrap();
+        assert_eq!(run.plan().summary.snapshots, want, "keep {keep:?}");
+    }
+}
+
+/// Kills `>` -> `>=` and `>` -> `==` in `rechecks > MAX_RECHECKS` of
+/// `Session::delta_next_commit`: eight commits landing during one sweep
+/// are followed; the ninth stops it.
+#[test]
+fn eight_commits_landing_during_a_sweep_are_followed_and_a_ninth_is_refused() {
+    let s = Staged::new("rechecks", &BTreeSet::from([8]), &all_old(), |_| {
+        NOW - 50 * DAY
+    });
+    let landed = |n: u64| {
+        let mut o = s.opts.clone();
+        for v in LATEST + 1..=LATEST + n {
+            o.replace.insert(
+                format!("{}/_delta_log/{}", s.location, commit(v)),
+                format!("{{\"commitInfo\":{{\"timestamp\":{v}}}}}\n").into_bytes(),
+            );
+        }
+        run_native(s.config(&BTreeSet::new(), false), &o)
+    };
+    let run = landed(8).unwrap();
+    let plan = run.plan();
+    assert_eq!(plan.summary.rechecks, 8);
+    assert!(
+        plan.tokens
+            .metadata_location
+            .ends_with(&format!("/_delta_log/{}", commit(LATEST + 8))),
+        "{}",
+        plan.tokens.metadata_location
+    );
+    let e = landed(9).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Unsafe {
+                reason: lakesweep::UnsafeReason::TableChanging,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
