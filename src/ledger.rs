@@ -1409,6 +1409,55 @@ mod tests {
             .any(|p| p.key == "data/a.parquet" && p.purpose == ProbePurpose::Reconcile));
     }
 
+    /// HEAD answers settle each state by the pinned version: a quarantine
+    /// blocked by its bundle waits (never verified); a deleted key now
+    /// holding another object is verified gone (not ours); an unknown
+    /// outcome with another object at the key is protected, never retried.
+    #[test]
+    fn observations_settle_by_the_pinned_version() {
+        let p = sealed(&[("data/a.parquet", 10)], None);
+        let pinned = ObjectVersion::of(&p.delete[0]);
+        let mut other = pinned.clone();
+        other.size = 11;
+        let ob = |seen: Option<&ObjectVersion>, blocked: Option<&str>| Observation {
+            key: "data/a.parquet".into(),
+            seen: seen.cloned(),
+            blocked: blocked.map(str::to_owned),
+        };
+        let state = |s: ObjectState| {
+            let mut l = Ledger::new(&p, 0).unwrap();
+            l.begin_step(&p, T).unwrap();
+            l.objects.get_mut("data/a.parquet").unwrap().state = s;
+            l
+        };
+        // Quarantined, its bundle incomplete: waits, and says why.
+        let mut l = state(ObjectState::Quarantined);
+        l.observe(&[ob(Some(&pinned), Some("bundle q-1 is incomplete"))], T)
+            .unwrap();
+        let o = &l.objects["data/a.parquet"];
+        assert_eq!(o.state, ObjectState::Quarantined);
+        assert!(o.why.contains("bundle q-1 is incomplete"), "{}", o.why);
+        // Deleted, and another object now has the key: ours is gone.
+        let mut l = state(ObjectState::Deleted);
+        l.observe(&[ob(Some(&other), None)], T).unwrap();
+        assert_eq!(l.objects["data/a.parquet"].state, ObjectState::Verified);
+        // Deleted, and the pinned version is back: protected.
+        let mut l = state(ObjectState::Deleted);
+        l.observe(&[ob(Some(&pinned), None)], T).unwrap();
+        assert_eq!(l.objects["data/a.parquet"].state, ObjectState::Protected);
+        // Unknown outcome, another object at the key: protected.
+        let mut l = state(ObjectState::DeleteUnknown);
+        l.observe(&[ob(Some(&other), None)], T).unwrap();
+        assert_eq!(l.objects["data/a.parquet"].state, ObjectState::Protected);
+        // Unknown outcome, the pinned version intact: retried later.
+        let mut l = state(ObjectState::DeleteUnknown);
+        l.observe(&[ob(Some(&pinned), None)], T).unwrap();
+        assert_eq!(
+            l.objects["data/a.parquet"].state,
+            ObjectState::RestoreVerified
+        );
+    }
+
     /// A newer ledger schema asks for an upgrade; anything else is not a
     /// ledger at all; both are refused, with the reason that applies.
     #[test]
