@@ -1458,6 +1458,73 @@ mod tests {
         );
     }
 
+    fn receipt(key: &str, marker: bool) -> Receipt {
+        Receipt {
+            key: key.into(),
+            result: DeleteResult::Deleted,
+            version: None,
+            requested_ms: T,
+            confirmed_ms: Some(T),
+            delete_marker: marker,
+            delete_marker_version_id: marker.then(|| "m-1".to_owned()),
+            detail: None,
+        }
+    }
+
+    /// Receipts need this run's granted approval (an older one, or a
+    /// refused one of this run, is not it); a receipt's words say whether a
+    /// delete marker keeps the version; the gates count states and
+    /// approvals granted under a newer hold.
+    #[test]
+    fn receipts_need_this_runs_grant_and_the_gates_count() {
+        let p = sealed(&[("data/a.parquet", 10), ("data/b.parquet", 10)], None);
+        let mut l = verified(&p);
+        let (a, _) = l.approve(&p, &live(None), T).unwrap();
+        assert!(a.granted);
+        l.record(
+            vec![
+                receipt("data/a.parquet", true),
+                receipt("data/b.parquet", false),
+            ],
+            T,
+        )
+        .unwrap();
+        assert!(
+            l.objects["data/a.parquet"]
+                .why
+                .contains("delete marker m-1"),
+            "{}",
+            l.objects["data/a.parquet"].why
+        );
+        assert!(
+            l.objects["data/b.parquet"]
+                .why
+                .contains("the store confirmed"),
+            "{}",
+            l.objects["data/b.parquet"].why
+        );
+        let g = l.gates();
+        assert_eq!(g.states["DELETED"], 2, "{g:?}");
+        assert_eq!(g.approvals_after_newer_hold, 0);
+        // The next run's approval is refused: its receipts are not taken.
+        l.begin_step(&p, T).unwrap();
+        let mut moved = live(None);
+        moved.metadata_location = "s3://b/t/metadata/v4.metadata.json".into();
+        let (a, _) = l.approve(&p, &moved, T).unwrap();
+        assert!(!a.granted);
+        assert!(l.record(vec![receipt("data/a.parquet", false)], T).is_err());
+        // A granted approval whose live hold generation was newer: counted.
+        let mut bad = l.approvals[0].clone();
+        bad.live_hold_generation = bad.hold_generation + 1;
+        l.approvals.push(bad.clone());
+        l.approvals.push(bad.clone());
+        let mut older = bad;
+        older.live_hold_generation = 0;
+        older.hold_generation = 1;
+        l.approvals.push(older);
+        assert_eq!(l.gates().approvals_after_newer_hold, 2);
+    }
+
     /// A newer ledger schema asks for an upgrade; anything else is not a
     /// ledger at all; both are refused, with the reason that applies.
     #[test]
