@@ -247,47 +247,12 @@ pub(crate) fn accept_in_ledger(plan: &SealedPlan, live: &LiveFacts) -> Result<Ac
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{PlanTokens, PlannedDelete, Summary, TableFormat, PLAN_SCHEMA};
 
     fn plan(context: Option<&str>) -> SealedPlan {
-        let ctx = context
-            .map(|c| Context::parse(c).unwrap())
-            .unwrap_or_default();
-        let mut p = SealedPlan {
-            schema: PLAN_SCHEMA.into(),
-            format: TableFormat::Iceberg,
-            table_location: "s3://b/t".into(),
-            table_uuid: None,
-            tokens: PlanTokens {
-                metadata_location: "s3://b/t/metadata/v3.metadata.json".into(),
-                refs_digest: String::new(),
-                refs: BTreeMap::new(),
-                now_ms: 1_000_000,
-                file_retention_ms: 0,
-                keep_deleted_entries: true,
-                policy_digest: None,
-                hold_generation: ctx.hold_generation(),
-                lease_watermark: ctx.lease_watermark(),
-                context_digest: ctx.digest(),
-                head: None,
-                restore_drill: None,
-            },
-            delete: ["data/a.parquet", "data/held/b.parquet"]
-                .iter()
-                .map(|k| PlannedDelete {
-                    key: (*k).into(),
-                    size: 1,
-                    last_modified_ms: 0,
-                    etag: None,
-                    version_id: None,
-                })
-                .collect(),
-            summary: Summary::default(),
-            warnings: Vec::new(),
-            digest: String::new(),
-        };
-        p.digest = p.compute_digest();
-        p
+        crate::plan::plan_for_tests(
+            &[("data/a.parquet", 1), ("data/held/b.parquet", 1)],
+            context,
+        )
     }
 
     fn live(context: Option<&str>) -> LiveFacts {

@@ -1232,45 +1232,7 @@ mod tests {
 
     /// A plan over `s3://b/t` deleting `keys` (key, size), made under `context`.
     fn sealed(keys: &[(&str, u64)], context: Option<&str>) -> SealedPlan {
-        use crate::plan::{PlanTokens, Summary, TableFormat, PLAN_SCHEMA};
-        let ctx = context
-            .map(|c| crate::Context::parse(c).unwrap())
-            .unwrap_or_default();
-        let mut p = SealedPlan {
-            schema: PLAN_SCHEMA.into(),
-            format: TableFormat::Iceberg,
-            table_location: "s3://b/t".into(),
-            table_uuid: None,
-            tokens: PlanTokens {
-                metadata_location: "s3://b/t/metadata/v3.metadata.json".into(),
-                refs_digest: String::new(),
-                refs: BTreeMap::new(),
-                now_ms: T,
-                file_retention_ms: 0,
-                keep_deleted_entries: true,
-                policy_digest: None,
-                hold_generation: ctx.hold_generation(),
-                lease_watermark: ctx.lease_watermark(),
-                context_digest: ctx.digest(),
-                head: None,
-                restore_drill: None,
-            },
-            delete: keys
-                .iter()
-                .map(|(k, size)| PlannedDelete {
-                    key: (*k).into(),
-                    size: *size,
-                    last_modified_ms: 0,
-                    etag: None,
-                    version_id: None,
-                })
-                .collect(),
-            summary: Summary::default(),
-            warnings: Vec::new(),
-            digest: String::new(),
-        };
-        p.digest = p.compute_digest();
-        p
+        crate::plan::plan_for_tests(keys, context)
     }
 
     fn live(context: Option<&str>) -> LiveState {

@@ -1928,3 +1928,48 @@ impl Session {
         }
     }
 }
+
+/// A sealed plan over `s3://b/t`, judged at 1,000,000 ms, deleting `keys`
+/// (key, size; listed at time 0, no ETag) under `context`: the one fixture
+/// of the acceptance and ledger unit tests.
+#[cfg(test)]
+pub(crate) fn plan_for_tests(keys: &[(&str, u64)], context: Option<&str>) -> SealedPlan {
+    let ctx = context
+        .map(|c| crate::Context::parse(c).unwrap())
+        .unwrap_or_default();
+    let mut p = SealedPlan {
+        schema: PLAN_SCHEMA.into(),
+        format: TableFormat::Iceberg,
+        table_location: "s3://b/t".into(),
+        table_uuid: None,
+        tokens: PlanTokens {
+            metadata_location: "s3://b/t/metadata/v3.metadata.json".into(),
+            refs_digest: String::new(),
+            refs: BTreeMap::new(),
+            now_ms: 1_000_000,
+            file_retention_ms: 0,
+            keep_deleted_entries: true,
+            policy_digest: None,
+            hold_generation: ctx.hold_generation(),
+            lease_watermark: ctx.lease_watermark(),
+            context_digest: ctx.digest(),
+            head: None,
+            restore_drill: None,
+        },
+        delete: keys
+            .iter()
+            .map(|(k, size)| PlannedDelete {
+                key: (*k).into(),
+                size: *size,
+                last_modified_ms: 0,
+                etag: None,
+                version_id: None,
+            })
+            .collect(),
+        summary: Summary::default(),
+        warnings: Vec::new(),
+        digest: String::new(),
+    };
+    p.digest = p.compute_digest();
+    p
+}

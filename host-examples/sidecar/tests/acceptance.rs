@@ -447,6 +447,24 @@ fn an_expiry_that_loses_the_catalog_swap_leaves_no_bundle_behind() {
     assert!(left.is_empty(), "bundles left behind: {left:?}");
 }
 
+/// `expire --commit` on `t`: the bundle it sealed (folder, id, document).
+fn expire_into_bundle(t: &PyTable) -> (PathBuf, String, Value) {
+    let v = json(&t.run("expire", &["--allow-future-now", "--commit", "--json"]));
+    let dir = PathBuf::from(
+        v["bundle"]
+            .as_str()
+            .unwrap()
+            .strip_prefix("file://")
+            .unwrap()
+            .strip_suffix("/bundle.json")
+            .unwrap(),
+    );
+    let id = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let bundle: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("bundle.json")).unwrap()).unwrap();
+    (dir, id, bundle)
+}
+
 #[test]
 fn restore_refuses_a_rewritten_layer_and_puts_back_a_missing_one() {
     let t = PyTable::new("acc-restore");
@@ -457,18 +475,7 @@ fn restore_refuses_a_rewritten_layer_and_puts_back_a_missing_one() {
         a.extend(extra);
         t.run(cmd, &a)
     };
-    let v = json(&run("expire", &["--commit", "--json"]));
-    let bundle_uri = v["bundle"].as_str().unwrap().to_owned();
-    let dir = PathBuf::from(
-        bundle_uri
-            .strip_prefix("file://")
-            .unwrap()
-            .strip_suffix("/bundle.json")
-            .unwrap(),
-    );
-    let id = dir.file_name().unwrap().to_string_lossy().into_owned();
-    let bundle: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("bundle.json")).unwrap()).unwrap();
+    let (_, id, bundle) = expire_into_bundle(&t);
     let lists: Vec<String> = bundle["entries"]
         .as_array()
         .unwrap()
@@ -557,16 +564,7 @@ fn a_restore_drill_is_sampled_recorded_and_gates_approval() {
         a.extend(extra);
         t.run(cmd, &a)
     };
-    let v = json(&run("expire", &["--commit", "--json"]));
-    let bundle = PathBuf::from(
-        v["bundle"]
-            .as_str()
-            .unwrap()
-            .strip_prefix("file://")
-            .unwrap()
-            .strip_suffix("/bundle.json")
-            .unwrap(),
-    );
+    let (bundle, _, bundle_doc) = expire_into_bundle(&t);
     // Four bundles: the real one and three copies of it under other ids.
     for i in 1..=3 {
         let to = bundle.with_file_name(format!("copy-{i}"));
@@ -642,8 +640,6 @@ fn a_restore_drill_is_sampled_recorded_and_gates_approval() {
 
     // A rewritten manifest list in the store: the drill fails (exit 1) and
     // names it; a failed drill never meets the gate.
-    let bundle_doc: Value =
-        serde_json::from_slice(&std::fs::read(bundle.join("bundle.json")).unwrap()).unwrap();
     let list_key = bundle_doc["entries"]
         .as_array()
         .unwrap()
@@ -711,19 +707,7 @@ fn restore_checks_every_layer_against_the_bundle() {
         a.extend(extra);
         t.run(cmd, &a)
     };
-    let v = json(&run("expire", &["--commit", "--json"]));
-    let dir = PathBuf::from(
-        v["bundle"]
-            .as_str()
-            .unwrap()
-            .strip_prefix("file://")
-            .unwrap()
-            .strip_suffix("/bundle.json")
-            .unwrap(),
-    );
-    let id = dir.file_name().unwrap().to_string_lossy().into_owned();
-    let bundle: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("bundle.json")).unwrap()).unwrap();
+    let (dir, id, bundle) = expire_into_bundle(&t);
     let key_of = |layer: &str| -> String {
         bundle["entries"]
             .as_array()
