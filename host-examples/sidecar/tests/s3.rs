@@ -385,18 +385,23 @@ fn store_errors_are_retried_and_a_failing_listing_leaves_no_plan() {
     assert!(err.contains("listing failed"), "{err}");
 }
 
-#[test]
-fn a_versioned_bucket_gets_receipts_with_version_ids() {
+/// Versioning enabled: every receipt names the version deleted and the
+/// delete marker hiding it (an undo removes the marker). Suspended: new
+/// objects get the "null" version and deleting one removes it for good, so
+/// no receipt may promise an undo.
+fn versioned_bucket_receipts(status: &str) {
     let m = start_moto();
     raw(
         &m,
         "PUT",
         &format!("/{BUCKET}?versioning"),
-        r#"<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>"#,
+        &format!(
+            r#"<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>{status}</Status></VersioningConfiguration>"#
+        ),
     );
     upload(&m);
     let map = format!("file:///lakesweep-fixtures=s3://{BUCKET}");
-    let dir = std::env::temp_dir().join(format!("lakesweep-s3v-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("lakesweep-s3v-{status}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let plan_path = dir.join("plan.json");
     let table = format!("s3://{BUCKET}/warehouse/demo/events");
@@ -432,15 +437,34 @@ fn a_versioned_bucket_gets_receipts_with_version_ids() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let receipts =
         std::fs::read_to_string(format!("{}.receipts.jsonl", plan_path.display())).unwrap();
+    assert_eq!(receipts.lines().count(), planned.len());
+    let kept = status == "Enabled";
     for line in receipts.lines() {
         let r: serde_json::Value = serde_json::from_str(line).unwrap();
         assert_eq!(r["result"], "deleted", "{r}");
         // The version that was current when deleted: what an undo restores.
-        assert!(r["version"]["version_id"].is_string(), "{r}");
+        assert_eq!(r["version"]["version_id"].is_string(), kept, "{r}");
+        assert_eq!(
+            r["delete_marker"], kept,
+            "an undo only where one exists: {r}"
+        );
+        if kept {
+            assert!(r["delete_marker_version_id"].is_string(), "{r}");
+        }
     }
     // Deleted means gone from the listing (a delete marker hides the old version).
     assert!(deletes(&plan(false)).is_empty());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_versioned_bucket_gets_receipts_with_version_ids() {
+    versioned_bucket_receipts("Enabled");
+}
+
+#[test]
+fn a_suspended_bucket_does_not_promise_an_undo() {
+    versioned_bucket_receipts("Suspended");
 }
 
 fn s3(m: &Moto) -> object_store::aws::AmazonS3 {
@@ -889,59 +913,4 @@ fn odd_keys_are_addressed_byte_for_byte() {
 #[test]
 fn odd_keys_on_a_versioned_bucket_pin_versions_and_name_delete_markers() {
     odd_keys(true);
-}
-
-/// Versioning suspended: new objects get the "null" version, and deleting
-/// one removes it for good (the null delete marker replaces it). Receipts
-/// must not promise an undo: no version id, `delete_marker` false.
-#[test]
-fn a_suspended_bucket_does_not_promise_an_undo() {
-    let m = start_moto();
-    raw(
-        &m,
-        "PUT",
-        &format!("/{BUCKET}?versioning"),
-        r#"<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Suspended</Status></VersioningConfiguration>"#,
-    );
-    upload(&m);
-    let now = days_after_uploads(&m, 30);
-    let dir = std::env::temp_dir().join(format!("lakesweep-s3susp-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let plan_path = dir.join("plan.json");
-    let map = format!("file:///lakesweep-fixtures=s3://{BUCKET}");
-    let o = run(
-        &m,
-        &[
-            "plan".into(),
-            format!("s3://{BUCKET}/warehouse/demo/events"),
-            "--location-map".into(),
-            map.clone(),
-            "--now".into(),
-            now.to_string(),
-            "--out".into(),
-            plan_path.display().to_string(),
-        ],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let o = run(
-        &m,
-        &[
-            "apply".into(),
-            plan_path.display().to_string(),
-            "--location-map".into(),
-            map,
-            "--allow-future-now".into(),
-        ],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let receipts =
-        std::fs::read_to_string(format!("{}.receipts.jsonl", plan_path.display())).unwrap();
-    assert!(receipts.lines().count() > EXTRA);
-    for line in receipts.lines() {
-        let r: serde_json::Value = serde_json::from_str(line).unwrap();
-        assert_eq!(r["result"], "deleted", "{r}");
-        assert!(r["version"]["version_id"].is_null(), "{r}");
-        assert_eq!(r["delete_marker"], false, "no undo promised: {r}");
-    }
-    let _ = std::fs::remove_dir_all(&dir);
 }
