@@ -157,6 +157,14 @@ impl wp::Guest for Component {
         .map_err(err)
     }
 
+    fn ledger_accept(
+        ledger_json: String,
+        plan_json: String,
+        live_json: String,
+    ) -> Result<String, wt::Error> {
+        core::ledger::json::accept_batch(&ledger_json, &plan_json, &live_json).map_err(err)
+    }
+
     fn drill_sample(bundle_ids: Vec<String>, n: u32, seed: u64) -> Vec<String> {
         core::ledger::drill_sample(&bundle_ids, n, seed)
     }

@@ -861,11 +861,13 @@ impl Ledger {
     /// Why the policy's drill gate is not met at `now_ms`, if it is not: it
     /// needs a passed drill, no older than `max_age` and not dated after
     /// `now_ms`, that verified at least `min_bundles` bundles (or every
-    /// bundle the table had, when it had fewer, and at least one).
+    /// bundle the table had, when it had fewer).
     pub fn drill_missing(&self, rule: &crate::policy::DrillGate, now_ms: i64) -> Option<String> {
         let ok = self.drills.iter().any(|d| {
+            // Every bundle the table had counts too (none: there was
+            // nothing a restore could need).
             let enough = d.sampled.len() as u64 >= u64::from(rule.min_bundles)
-                || (d.bundles_total > 0 && d.sampled.len() as u64 == d.bundles_total);
+                || d.sampled.len() as u64 == d.bundles_total;
             d.passed
                 && enough
                 && now_ms
@@ -879,6 +881,25 @@ impl Ledger {
                 crate::verdict::human_ms(rule.max_age_ms)
             )
         })
+    }
+
+    /// The acceptance of one delete batch of this ledger's run: the core's
+    /// acceptance path, with the policy's restore-drill gate checked
+    /// against this ledger's drills (by the host's clock).
+    pub fn accept_batch(
+        &self,
+        plan: &SealedPlan,
+        live: &crate::acceptance::LiveFacts,
+    ) -> Result<crate::acceptance::Acceptance> {
+        self.ensure_table(plan)?;
+        let mut a = crate::acceptance::accept_in_ledger(plan, live)?;
+        if let Some(rule) = &plan.tokens.restore_drill {
+            if let Some(why) = self.drill_missing(rule, live.clock_ms) {
+                a.differences.push(why);
+                a.granted = false;
+            }
+        }
+        Ok(a)
     }
 
     /// Records the receipts of the last granted approval. An approved key
@@ -1094,6 +1115,14 @@ pub mod json {
         };
         let (moves, probes) = l.begin_step(&plan, now_ms)?;
         step(&l, moves, Some(probes), None)
+    }
+
+    /// [`Ledger::accept_batch`] over JSON: returns the acceptance (JSON).
+    pub fn accept_batch(ledger_json: &str, plan_json: &str, live_json: &str) -> Result<String> {
+        let l = Ledger::parse(ledger_json)?;
+        let plan = SealedPlan::from_json(plan_json)?;
+        let live: crate::acceptance::LiveFacts = input("live facts", live_json)?;
+        doc(&l.accept_batch(&plan, &live)?)
     }
 
     /// Records a drill (`results`: `{bundle id: null | "what differs"}`).
@@ -1622,6 +1651,15 @@ mod tests {
             acc.differences.iter().any(|d| d.contains("`sweep`")),
             "{acc:?}"
         );
+        // A sweep's batches are accepted against its ledger's drills.
+        assert!(l.accept_batch(&p, &facts).unwrap().granted);
+        let late = crate::acceptance::LiveFacts {
+            clock_ms: T + 30 * DAY,
+            allow_future_now: true,
+            ..facts
+        };
+        let acc = l.accept_batch(&p, &late).unwrap();
+        assert!(!acc.granted && acc.differences.iter().any(|d| d.contains("restore drill")));
     }
 
     #[test]
@@ -1656,7 +1694,11 @@ mod tests {
             met(drill(now - DAY, 2, 2, true)),
             "every bundle the table had"
         );
-        assert!(!met(drill(now - DAY, 0, 0, true)), "a drill of nothing");
+        assert!(met(drill(now - DAY, 0, 0, true)), "nothing to restore");
+        assert!(
+            !met(drill(now - DAY, 0, 5, true)),
+            "a drill of none of five"
+        );
         assert!(!met(drill(now - DAY, 3, 10, false)), "failed");
     }
 }

@@ -97,6 +97,7 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
         delta,
         context: input.context.clone(),
         allow_future_now: input.allow_future_now,
+        ledger: None,
     };
     // Once before anything: a refusal here deletes nothing and writes no receipt.
     let facts = source.facts(&mut planner, &table).await?;

@@ -182,6 +182,23 @@ impl Planner {
             .map_err(|e| describe(&e))
     }
 
+    /// [`Planner::accept`] for a batch of a ledger's run (`ledger-accept`):
+    /// the policy's restore-drill gate is checked against `ledger_json`.
+    pub fn ledger_accept(
+        &mut self,
+        ledger_json: &str,
+        plan_json: &str,
+        facts_json: &str,
+    ) -> Result<serde_json::Value, String> {
+        let text = self
+            .api
+            .lakesweep_planner_planner()
+            .call_ledger_accept(&mut self.store, ledger_json, plan_json, facts_json)
+            .map_err(trap)?
+            .map_err(|e| describe(&e))?;
+        serde_json::from_str(&text).map_err(|e| format!("component answered bad JSON: {e}"))
+    }
+
     /// The core's one acceptance path: may the plan's keys be deleted now,
     /// given the live facts (JSON)? Returns its answer (JSON).
     pub fn accept(

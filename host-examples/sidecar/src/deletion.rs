@@ -64,9 +64,26 @@ pub struct LiveSource {
     pub context: ContextFiles,
     /// Accept a plan judged ahead of the clock.
     pub allow_future_now: bool,
+    /// `sweep`: its ledger (JSON), against whose drills the core checks a
+    /// policy's restore-drill gate for every batch (`apply` has none).
+    pub ledger: Option<String>,
 }
 
 impl LiveSource {
+    /// The core's answer for a batch: `accept-plan`, or under a ledger
+    /// `ledger-accept`.
+    pub fn accept(
+        &self,
+        planner: &mut Planner,
+        plan_json: &str,
+        facts: &Value,
+    ) -> Result<Value, String> {
+        match &self.ledger {
+            None => planner.accept(plan_json, &facts.to_string()),
+            Some(l) => planner.ledger_accept(l, plan_json, &facts.to_string()),
+        }
+    }
+
     /// The live facts (JSON, the core's `LiveFacts`), read now.
     pub async fn facts(&self, planner: &mut Planner, canonical: &str) -> Result<Value, String> {
         let (location, head) = if self.delta {
@@ -148,7 +165,7 @@ pub async fn run(
         // gone) stop the run like a refusal: deletes may have happened
         // already, so this is never an error that says "nothing deleted".
         let answer = match source.facts(planner, &canonical).await {
-            Ok(facts) => planner.accept(plan_json, &facts.to_string()),
+            Ok(facts) => source.accept(planner, plan_json, &facts),
             Err(e) => Err(e),
         };
         let refusal: Option<Vec<String>> = match &answer {
@@ -252,7 +269,7 @@ async fn damage_check(
 ) {
     let check = async {
         let facts = source.facts(planner, canonical).await?;
-        let acc = planner.accept(plan_json, &facts.to_string())?;
+        let acc = source.accept(planner, plan_json, &facts)?;
         let mut found: Vec<(String, String)> = deleted
             .iter()
             .filter_map(|(k, _)| {

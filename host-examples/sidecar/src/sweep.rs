@@ -279,6 +279,7 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, Strin
         delta,
         context: input.inputs.clone(),
         allow_future_now: input.allow_future_now,
+        ledger: Some(step["ledger"].to_string()),
     };
     let canonical = outcome.plan["table_location"]
         .as_str()

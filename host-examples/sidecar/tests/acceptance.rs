@@ -774,3 +774,78 @@ fn restore_checks_every_layer_against_the_bundle() {
     let after = py(&["check", t.dir.to_str().unwrap()])["travel"].clone();
     assert_eq!(after, before, "every snapshot reads what it read before");
 }
+
+/// Under a policy with a restore-drill gate, `sweep` approves and deletes
+/// only once a drill passed, and every delete batch is accepted against the
+/// same ledger's drills (`ledger-accept`); `apply` refuses such a plan.
+#[test]
+fn a_drill_gated_sweep_deletes_once_the_drill_passed_and_apply_refuses() {
+    let policy = std::env::temp_dir().join(format!(
+        "lakesweep-drill-policy-{}.json",
+        std::process::id()
+    ));
+    let p = policy.display().to_string();
+    let s = Setup::new("acc-drill-gate", 3, &[]);
+    let md: Value = serde_json::from_slice(
+        &std::fs::read(
+            s.t.info["metadata_location"]
+                .as_str()
+                .unwrap()
+                .strip_prefix("file://")
+                .unwrap(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        &policy,
+        format!(
+            r#"{{"schema":"lakehouseRetentionPolicy.v1","binding":{{"tableUuid":"{}","format":"iceberg"}},
+                "fileRetention":{{"orphanSafetyInterval":"3d"}},
+                "restoreDrill":{{"minBundles":1,"maxAge":"7d"}}}}"#,
+            md["table-uuid"].as_str().unwrap()
+        ),
+    )
+    .unwrap();
+    // A plan made under the policy cannot go through `apply`.
+    let mut a = vec!["plan".to_owned(), s.t.location()];
+    a.extend(s.t.pointer());
+    a.extend([
+        "--policy".into(),
+        p.clone(),
+        "--out".into(),
+        s.plan.display().to_string(),
+    ]);
+    assert!(lakesweep(&a).status.success());
+    let o = s.apply(&[], None);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("`sweep`"),
+        "{}",
+        out_text(&o)
+    );
+    assert!(s.orphans.iter().all(|k| s.exists(k)));
+    // Four sweeps walk the orphans to RESTORE_VERIFIED; the fifth would
+    // approve, but no drill has passed.
+    for _ in 0..4 {
+        let o = s.sweep(&["--policy", &p], None);
+        assert!(o.status.success(), "{}", out_text(&o));
+    }
+    let o = s.sweep(&["--policy", &p], None);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        v["approval"]["differences"]
+            .to_string()
+            .contains("restore drill"),
+        "{v}"
+    );
+    assert!(s.orphans.iter().all(|k| s.exists(k)));
+    // The table has no bundles: a drill of all of them (none) passes, and
+    // the next sweep approves and deletes, batch by batch.
+    let o = lakesweep(&["drill".to_owned(), s.t.location()]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let o = s.sweep(&["--policy", &p, "--batch", "1"], None);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert!(s.orphans.iter().all(|k| !s.exists(k)), "{}", out_text(&o));
+    let _ = std::fs::remove_file(&policy);
+}
