@@ -196,7 +196,7 @@ impl Planner {
             .call_ledger_accept(&mut self.store, ledger_json, plan_json, facts_json)
             .map_err(trap)?
             .map_err(|e| describe(&e))?;
-        serde_json::from_str(&text).map_err(|e| format!("component answered bad JSON: {e}"))
+        answer(&text)
     }
 
     /// The core's one acceptance path: may the plan's keys be deleted now,
@@ -212,7 +212,7 @@ impl Planner {
             .call_accept_plan(&mut self.store, plan_json, facts_json)
             .map_err(trap)?
             .map_err(|e| describe(&e))?;
-        serde_json::from_str(&text).map_err(|e| format!("component answered bad JSON: {e}"))
+        answer(&text)
     }
 }
 
@@ -267,4 +267,9 @@ pub fn verdict_name(v: wt::Verdict) -> &'static str {
         wt::Verdict::Unaddressable => "unaddressable",
         wt::Verdict::FolderMarker => "folder-marker",
     }
+}
+
+/// The component's JSON answer, parsed.
+fn answer(text: &str) -> Result<serde_json::Value, String> {
+    serde_json::from_str(text).map_err(|e| format!("component answered bad JSON: {e}"))
 }

@@ -447,6 +447,17 @@ fn an_expiry_that_loses_the_catalog_swap_leaves_no_bundle_behind() {
     assert!(left.is_empty(), "bundles left behind: {left:?}");
 }
 
+/// A retention policy for `t` whose restore-drill gate asks for a drill of
+/// `min_bundles` bundles no older than `max_age`.
+fn drill_policy(t: &PyTable, min_bundles: u32, max_age: &str) -> String {
+    format!(
+        r#"{{"schema":"lakehouseRetentionPolicy.v1","binding":{{"tableUuid":"{}","format":"iceberg"}},
+            "fileRetention":{{"orphanSafetyInterval":"3d"}},
+            "restoreDrill":{{"minBundles":{min_bundles},"maxAge":"{max_age}"}}}}"#,
+        t.uuid()
+    )
+}
+
 /// `expire --commit` on `t`: the bundle it sealed (folder, id, document).
 fn expire_into_bundle(t: &PyTable) -> (PathBuf, String, Value) {
     let v = json(&t.run("expire", &["--allow-future-now", "--commit", "--json"]));
@@ -597,28 +608,8 @@ fn a_restore_drill_is_sampled_recorded_and_gates_approval() {
 
     // A policy asking for a drill of all four bundles: the drills so far
     // verified two, so approval is refused, and says why.
-    let md: Value = serde_json::from_slice(
-        &std::fs::read(
-            t.info["metadata_location"]
-                .as_str()
-                .unwrap()
-                .strip_prefix("file://")
-                .unwrap(),
-        )
-        .unwrap(),
-    )
-    .unwrap();
     let policy = t.dir.join("drill-policy.json");
-    std::fs::write(
-        &policy,
-        format!(
-            r#"{{"schema":"lakehouseRetentionPolicy.v1","binding":{{"tableUuid":"{}","format":"iceberg"}},
-                "fileRetention":{{"orphanSafetyInterval":"3d"}},
-                "restoreDrill":{{"minBundles":4,"maxAge":"60d"}}}}"#,
-            md["table-uuid"].as_str().unwrap()
-        ),
-    )
-    .unwrap();
+    std::fs::write(&policy, drill_policy(&t, 4, "60d")).unwrap();
     let p = policy.to_str().unwrap();
     let last_approval = || -> Value {
         let l: Value = serde_json::from_slice(
@@ -786,27 +777,7 @@ fn a_drill_gated_sweep_deletes_once_the_drill_passed_and_apply_refuses() {
     ));
     let p = policy.display().to_string();
     let s = Setup::new("acc-drill-gate", 3, &[]);
-    let md: Value = serde_json::from_slice(
-        &std::fs::read(
-            s.t.info["metadata_location"]
-                .as_str()
-                .unwrap()
-                .strip_prefix("file://")
-                .unwrap(),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    std::fs::write(
-        &policy,
-        format!(
-            r#"{{"schema":"lakehouseRetentionPolicy.v1","binding":{{"tableUuid":"{}","format":"iceberg"}},
-                "fileRetention":{{"orphanSafetyInterval":"3d"}},
-                "restoreDrill":{{"minBundles":1,"maxAge":"7d"}}}}"#,
-            md["table-uuid"].as_str().unwrap()
-        ),
-    )
-    .unwrap();
+    std::fs::write(&policy, drill_policy(&s.t, 1, "7d")).unwrap();
     // A plan made under the policy cannot go through `apply`.
     let mut a = vec!["plan".to_owned(), s.t.location()];
     a.extend(s.t.pointer());

@@ -95,18 +95,7 @@ fn policy(uuid: &str, writer: &str) -> String {
 #[test]
 fn policies_are_checked_bound_and_applied() {
     let t = PyTable::new("policy");
-    let md: Value = serde_json::from_slice(
-        &std::fs::read(
-            t.info["metadata_location"]
-                .as_str()
-                .unwrap()
-                .strip_prefix("file://")
-                .unwrap(),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let uuid = md["table-uuid"].as_str().unwrap();
+    let uuid = &t.uuid();
     let good = t.dir.join("good.json");
     std::fs::write(&good, policy(uuid, "6h")).unwrap();
     let bad = t.dir.join("bad.json");

@@ -246,6 +246,18 @@ pub struct PyTable {
 }
 
 impl PyTable {
+    /// The table's `table-uuid`, from its current metadata file.
+    pub fn uuid(&self) -> String {
+        let path = self.info["metadata_location"]
+            .as_str()
+            .unwrap()
+            .strip_prefix("file://")
+            .unwrap()
+            .to_owned();
+        let md: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        md["table-uuid"].as_str().unwrap().to_owned()
+    }
+
     pub fn new(name: &str) -> PyTable {
         Self::with_data_path(name, None)
     }
