@@ -11,6 +11,9 @@ use lakesweep::{Decision, Error, ListedObject, Request, SealedPlan, Session, Ses
 use serde_json::Value;
 
 pub const VROOT: &str = "file:///lakesweep-fixtures";
+/// Neutral root of the deltalake-written fixtures (`tests/fixtures/delta`),
+/// so their plans do not depend on where the repository is checked out.
+pub const VDELTA: &str = "file:///lakesweep-delta-fixtures";
 
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/generated")
@@ -64,6 +67,10 @@ impl Table {
 pub fn vpath(uri: &str) -> Option<PathBuf> {
     if let Some(rest) = uri.strip_prefix(VROOT) {
         return Some(fixtures_dir().join(rest.trim_start_matches('/')));
+    }
+    if let Some(rest) = uri.strip_prefix(VDELTA) {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/delta");
+        return Some(dir.join(rest.trim_start_matches('/')));
     }
     uri.strip_prefix("file://").map(PathBuf::from)
 }
