@@ -595,10 +595,12 @@ fn component_classify(
             p.iter()
                 .map(|o| wt::ListedObject {
                     key: o.key.clone(),
-                    size: o.size,
-                    last_modified_ms: o.last_modified_ms,
-                    etag: o.etag.clone(),
-                    version_id: o.version_id.clone(),
+                    version: wt::ObjectVersion {
+                        size: o.size,
+                        last_modified_ms: o.last_modified_ms,
+                        etag: o.etag.clone(),
+                        version_id: o.version_id.clone(),
+                    },
                 })
                 .collect()
         })

@@ -29,8 +29,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::context::{Context, HoldScope};
 use crate::error::Result;
-use crate::ledger::ObjectVersion;
 use crate::plan::SealedPlan;
+use crate::version::ObjectVersion;
 
 /// How far, in milliseconds, a plan's `now` may lie ahead of the host's clock.
 pub const MAX_CLOCK_SKEW_MS: i64 = 5 * 60_000;
@@ -158,7 +158,7 @@ pub fn accept(plan: &SealedPlan, live: &LiveFacts) -> Result<Acceptance> {
     Ok(a)
 }
 
-/// [`accept`] for [`crate::ledger::Ledger::approve`], which checks the
+/// [`accept`] for the ledger's approval (`Ledger::approve`), which checks the
 /// policy's restore-drill gate against its own drills.
 pub(crate) fn accept_in_ledger(plan: &SealedPlan, live: &LiveFacts) -> Result<Acceptance> {
     let t = &plan.tokens;

@@ -1,16 +1,20 @@
 //! Exports of the WebAssembly component (`wit/lakesweep.wit`), a thin
-//! one-to-one mapping onto the crate's public API.
+//! one-to-one mapping onto the crate's public API: records in, records out,
+//! stored documents as their text. No decision is made here.
 
 wit_bindgen::generate!({
     path: "wit",
     world: "lakesweep",
 });
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
 use exports::lakesweep::planner::planner as wp;
 use lakesweep::planner::types as wt;
 
 use crate as core;
-use std::cell::RefCell;
+use crate::ledger as cl;
 
 struct Component;
 
@@ -55,17 +59,42 @@ fn maps(m: Vec<wt::PathMapping>) -> Vec<core::PathMapping> {
         .collect()
 }
 
-fn to_json<T: serde::Serialize>(v: &T) -> Result<String, wt::Error> {
-    serde_json::to_string(v).map_err(|e| err(core::Error::protocol(e.to_string())))
+fn blobs(b: Vec<wt::Blob>) -> BTreeMap<String, Vec<u8>> {
+    b.into_iter().map(|b| (b.key, b.bytes)).collect()
+}
+
+fn version_in(v: wt::ObjectVersion) -> cl::ObjectVersion {
+    cl::ObjectVersion {
+        size: v.size,
+        last_modified_ms: v.last_modified_ms,
+        etag: v.etag,
+        version_id: v.version_id,
+    }
+}
+
+fn version_out(v: cl::ObjectVersion) -> wt::ObjectVersion {
+    wt::ObjectVersion {
+        size: v.size,
+        last_modified_ms: v.last_modified_ms,
+        etag: v.etag,
+        version_id: v.version_id,
+    }
 }
 
 fn obj(o: wt::ListedObject) -> core::ListedObject {
     core::ListedObject {
         key: o.key,
-        size: o.size,
-        last_modified_ms: o.last_modified_ms,
-        etag: o.etag,
-        version_id: o.version_id,
+        size: o.version.size,
+        last_modified_ms: o.version.last_modified_ms,
+        etag: o.version.etag,
+        version_id: o.version.version_id,
+    }
+}
+
+fn format_out(f: core::TableFormat) -> wt::TableFormat {
+    match f {
+        core::TableFormat::Iceberg => wt::TableFormat::Iceberg,
+        core::TableFormat::Delta => wt::TableFormat::Delta,
     }
 }
 
@@ -88,38 +117,292 @@ fn decision(d: core::Decision) -> wt::Decision {
             core::Verdict::FolderMarker => wt::Verdict::FolderMarker,
         },
         detail: d.detail,
-        size: d.size,
-        last_modified_ms: d.last_modified_ms,
-        etag: d.etag,
-        version_id: d.version_id,
+        version: wt::ObjectVersion {
+            size: d.size,
+            last_modified_ms: d.last_modified_ms,
+            etag: d.etag,
+            version_id: d.version_id,
+        },
     }
+}
+
+fn tally(t: core::Tally) -> wt::Tally {
+    wt::Tally {
+        count: t.count,
+        bytes: t.bytes,
+    }
+}
+
+fn named(m: BTreeMap<String, core::Tally>) -> Vec<wt::NamedTally> {
+    m.into_iter()
+        .map(|(name, t)| wt::NamedTally {
+            name,
+            tally: tally(t),
+        })
+        .collect()
+}
+
+fn sealed_plan(p: core::SealedPlan) -> wt::SealedPlan {
+    let document = p.to_json();
+    let t = p.tokens;
+    let s = p.summary;
+    wt::SealedPlan {
+        document,
+        format: format_out(p.format),
+        table_location: p.table_location,
+        table_uuid: p.table_uuid,
+        tokens: wt::PlanTokens {
+            metadata_location: t.metadata_location,
+            refs_digest: t.refs_digest,
+            refs: t
+                .refs
+                .into_iter()
+                .map(|(name, snapshot_id)| wt::TableRef { name, snapshot_id })
+                .collect(),
+            now_ms: t.now_ms,
+            file_retention_ms: t.file_retention_ms,
+            keep_deleted_entries: t.keep_deleted_entries,
+            policy_digest: t.policy_digest,
+            hold_generation: t.hold_generation,
+            lease_watermark: t.lease_watermark,
+            context_digest: t.context_digest,
+            head: t.head.map(version_out),
+            restore_drill: t.restore_drill.map(|g| wt::DrillGate {
+                min_bundles: g.min_bundles,
+                max_age_ms: g.max_age_ms,
+            }),
+        },
+        delete: p
+            .delete
+            .into_iter()
+            .map(|d| wt::PlannedDelete {
+                key: d.key,
+                version: wt::ObjectVersion {
+                    size: d.size,
+                    last_modified_ms: d.last_modified_ms,
+                    etag: d.etag,
+                    version_id: d.version_id,
+                },
+            })
+            .collect(),
+        summary: wt::Summary {
+            listed: tally(s.listed),
+            verdicts: named(s.verdicts),
+            reclaimable: named(s.reclaimable),
+            snapshots: s.snapshots,
+            manifests_read: s.manifests_read,
+            referenced_keys: s.referenced_keys,
+            external_references: s.external_references,
+            keep_set_bytes: s.keep_set_bytes,
+            referenced_not_listed: s.referenced_not_listed,
+            rechecks: s.rechecks,
+            memory_budget_bytes: s.memory_budget_bytes,
+            swept_prefixes: s.swept_prefixes,
+        },
+        warnings: p.warnings,
+        digest: p.digest,
+    }
+}
+
+fn plan_in(document: &str) -> Result<core::SealedPlan, wt::Error> {
+    core::SealedPlan::from_json(document).map_err(err)
+}
+
+fn live_facts(l: wt::LiveFacts) -> core::LiveFacts {
+    core::LiveFacts {
+        metadata_location: l.metadata_location,
+        head: l.head.map(version_in),
+        context: l.context,
+        clock_ms: l.clock_ms,
+        allow_future_now: l.allow_future_now,
+    }
+}
+
+fn acceptance(a: core::Acceptance) -> wt::Acceptance {
+    wt::Acceptance {
+        granted: a.granted,
+        differences: a.differences,
+        denied: a
+            .denied
+            .into_iter()
+            .map(|(key, why)| wt::DeniedKey { key, why })
+            .collect(),
+        live_hold_generation: a.live_hold_generation,
+        live_lease_watermark: a.live_lease_watermark,
+    }
+}
+
+fn state(s: cl::ObjectState) -> wt::ObjectState {
+    use cl::ObjectState as S;
+    match s {
+        S::Protected => wt::ObjectState::Protected,
+        S::Discovered => wt::ObjectState::Discovered,
+        S::UnreferencedEligible => wt::ObjectState::UnreferencedEligible,
+        S::Quarantined => wt::ObjectState::Quarantined,
+        S::RestoreVerified => wt::ObjectState::RestoreVerified,
+        S::DeleteApproved => wt::ObjectState::DeleteApproved,
+        S::Deleted => wt::ObjectState::Deleted,
+        S::Verified => wt::ObjectState::Verified,
+        S::DeleteUnknown => wt::ObjectState::DeleteUnknown,
+    }
+}
+
+fn moves(m: Vec<cl::Move>) -> Vec<wt::StateMove> {
+    m.into_iter()
+        .map(|m| wt::StateMove {
+            key: m.key,
+            from: m.from.map(state),
+            to: state(m.to),
+            at_ms: m.at_ms,
+            why: m.why,
+        })
+        .collect()
+}
+
+fn probes(p: Vec<cl::Probe>) -> Vec<wt::Probe> {
+    p.into_iter()
+        .map(|p| wt::Probe {
+            key: p.key,
+            purpose: match p.purpose {
+                cl::ProbePurpose::RestoreCheck => wt::ProbePurpose::RestoreCheck,
+                cl::ProbePurpose::VerifyGone => wt::ProbePurpose::VerifyGone,
+                cl::ProbePurpose::Reconcile => wt::ProbePurpose::Reconcile,
+            },
+            expect: version_out(p.expect),
+        })
+        .collect()
+}
+
+fn gates(g: cl::Gates) -> wt::Gates {
+    wt::Gates {
+        deleted_outside_approval: g.deleted_outside_approval,
+        approved_not_deleted: g.approved_not_deleted,
+        approvals_after_newer_hold: g.approvals_after_newer_hold,
+        unknown_total: g.unknown_total,
+        unknown_reconciled: g.unknown_reconciled,
+        states: g
+            .states
+            .into_iter()
+            .filter_map(|(name, count)| {
+                cl::ObjectState::from_name(&name).map(|s| wt::StateCount {
+                    state: state(s),
+                    count,
+                })
+            })
+            .collect(),
+    }
+}
+
+fn receipt(r: wt::Receipt) -> cl::Receipt {
+    cl::Receipt {
+        key: r.key,
+        result: match r.result {
+            wt::DeleteResult::Deleted => cl::DeleteResult::Deleted,
+            wt::DeleteResult::AlreadyAbsent => cl::DeleteResult::AlreadyAbsent,
+            wt::DeleteResult::SkippedChanged => cl::DeleteResult::SkippedChanged,
+            wt::DeleteResult::SkippedStopped => cl::DeleteResult::SkippedStopped,
+            wt::DeleteResult::SkippedProtected => cl::DeleteResult::SkippedProtected,
+            wt::DeleteResult::Failed => cl::DeleteResult::Failed,
+            wt::DeleteResult::Unknown => cl::DeleteResult::Unknown,
+        },
+        version: r.version.map(version_in),
+        requested_ms: r.requested_ms,
+        confirmed_ms: r.confirmed_ms,
+        delete_marker: r.delete_marker,
+        delete_marker_version_id: r.delete_marker_version_id,
+        detail: r.detail,
+    }
+}
+
+fn layer(l: core::bundle::Layer) -> wt::BundleLayer {
+    use core::bundle::Layer as L;
+    match l {
+        L::Metadata => wt::BundleLayer::Metadata,
+        L::ManifestList => wt::BundleLayer::ManifestList,
+        L::Manifest => wt::BundleLayer::Manifest,
+        L::Content => wt::BundleLayer::Content,
+    }
+}
+
+fn bundle_out(b: core::bundle::Bundle) -> wt::Bundle {
+    wt::Bundle {
+        document: b.to_json(),
+        table_location: b.table_location,
+        table_uuid: b.table_uuid,
+        candidate_id: b.candidate_id,
+        snapshot_ids: b.snapshot_ids,
+        metadata_key: b.metadata_key,
+        created_ms: b.created_ms,
+        entries: b
+            .entries
+            .into_iter()
+            .map(|e| wt::BundleEntry {
+                key: e.key,
+                layer: layer(e.layer),
+                version: version_out(e.version),
+                sha256: e.sha256,
+            })
+            .collect(),
+    }
+}
+
+fn heads(h: Vec<wt::HeadAnswer>) -> BTreeMap<String, Option<cl::ObjectVersion>> {
+    h.into_iter()
+        .map(|h| (h.key, h.version.map(version_in)))
+        .collect()
 }
 
 struct Session(RefCell<core::Session>);
 struct PageClassifier(core::PageClassifier);
+struct Ledger(RefCell<core::Ledger>);
+
+impl Ledger {
+    /// Runs `f` on a copy and keeps it only on success: a failed step leaves
+    /// the ledger as it was.
+    fn step<T>(
+        &self,
+        f: impl FnOnce(&mut core::Ledger) -> core::Result<T>,
+    ) -> Result<T, wt::Error> {
+        let mut copy = self.0.borrow().clone();
+        let out = f(&mut copy).map_err(err)?;
+        *self.0.borrow_mut() = copy;
+        Ok(out)
+    }
+
+    fn ledger_step(&self, m: Vec<cl::Move>, p: Vec<cl::Probe>) -> wt::LedgerStep {
+        wt::LedgerStep {
+            moves: moves(m),
+            probes: probes(p),
+            gates: gates(self.0.borrow().gates()),
+        }
+    }
+}
 
 impl wp::Guest for Component {
     type Session = Session;
     type PageClassifier = PageClassifier;
+    type Ledger = Ledger;
 
-    fn accept_plan(plan_json: String, live_json: String) -> Result<String, wt::Error> {
-        let plan = core::SealedPlan::from_json(&plan_json).map_err(err)?;
-        let live: core::LiveFacts = serde_json::from_str(&live_json)
-            .map_err(|e| err(core::Error::protocol(format!("live facts: {e}"))))?;
-        to_json(&core::accept(&plan, &live).map_err(err)?)
+    fn accept_plan(plan: String, live: wt::LiveFacts) -> Result<wt::Acceptance, wt::Error> {
+        let plan = plan_in(&plan)?;
+        core::accept(&plan, &live_facts(live))
+            .map(acceptance)
+            .map_err(err)
     }
 
     fn delta_head(
         table_location: String,
         log_listing: Vec<wt::ListedObject>,
-    ) -> Result<Option<String>, wt::Error> {
+    ) -> Result<Option<wt::LogHead>, wt::Error> {
         let head = core::acceptance::delta_head(
             &table_location,
             log_listing.into_iter().map(obj).collect(),
         )
         .map_err(err)?;
-        head.map(|(uri, v)| to_json(&serde_json::json!({"uri": uri, "head": v})))
-            .transpose()
+        Ok(head.map(|(uri, v)| wt::LogHead {
+            uri,
+            version: version_out(v),
+        }))
     }
 
     fn check_clock(judged_at_ms: i64, clock_ms: i64, allow_future: bool) -> Result<(), wt::Error> {
@@ -133,92 +416,103 @@ impl wp::Guest for Component {
         core::plan::canonical_pointer(&pointer, &maps(location_map)).map_err(err)
     }
 
-    fn verify_plan(plan_json: String) -> Result<String, wt::Error> {
-        core::SealedPlan::from_json(&plan_json).map_err(err)?;
-        Ok(plan_json)
+    fn verify_plan(plan: String) -> Result<wt::SealedPlan, wt::Error> {
+        plan_in(&plan).map(sealed_plan)
     }
 
-    fn ledger_begin(
-        ledger_json: Option<String>,
-        plan_json: String,
-        quarantine_ms: i64,
-        now_ms: i64,
-        prior_ledger: bool,
-        start_new: bool,
-    ) -> Result<String, wt::Error> {
-        core::ledger::json::begin(
-            ledger_json.as_deref(),
-            &plan_json,
-            quarantine_ms,
-            now_ms,
-            prior_ledger,
-            start_new,
+    fn check_policy(policy: String) -> Result<wt::PolicyReport, wt::Error> {
+        let r = core::Policy::parse(&policy).map_err(err)?.check();
+        let findings = |f: Vec<core::policy::Finding>| {
+            f.into_iter()
+                .map(|f| wt::Finding {
+                    field: f.field,
+                    message: f.message,
+                })
+                .collect()
+        };
+        Ok(wt::PolicyReport {
+            errors: findings(r.errors),
+            warnings: findings(r.warnings),
+            digest: r.digest,
+        })
+    }
+
+    fn merge_context(parts: wt::ContextParts) -> Result<Option<String>, wt::Error> {
+        core::Context::merge(
+            parts.context.as_deref(),
+            parts.leases.as_deref(),
+            parts.holds.as_deref(),
+            parts.writers.as_deref(),
         )
         .map_err(err)
     }
 
-    fn ledger_accept(
-        ledger_json: String,
-        plan_json: String,
-        live_json: String,
-    ) -> Result<String, wt::Error> {
-        core::ledger::json::accept_batch(&ledger_json, &plan_json, &live_json).map_err(err)
+    fn dr_metadata_files(context: String) -> Result<Vec<String>, wt::Error> {
+        Ok(core::Context::parse(&context)
+            .map_err(err)?
+            .dr_metadata_files())
+    }
+
+    fn plan_expiry(
+        metadata_location: String,
+        metadata: Vec<u8>,
+        policy: Option<String>,
+        context: Option<String>,
+        now_ms: i64,
+        expire_ids: Vec<i64>,
+        dr_metadata: Vec<wt::Blob>,
+    ) -> Result<wt::ExpiryPlan, wt::Error> {
+        let req = core::ExpiryRequest {
+            metadata_location,
+            now_ms,
+            policy: policy
+                .as_deref()
+                .map(core::Policy::parse)
+                .transpose()
+                .map_err(err)?,
+            context: context
+                .as_deref()
+                .map(core::Context::parse)
+                .transpose()
+                .map_err(err)?
+                .unwrap_or_default(),
+            expire_ids,
+            dr_metadata: dr_metadata.into_iter().map(|b| (b.key, b.bytes)).collect(),
+        };
+        let p = core::plan_expiry(&req, &metadata).map_err(err)?;
+        Ok(wt::ExpiryPlan {
+            document: p.to_json(),
+            table_uuid: p.table_uuid,
+            metadata_location: p.metadata_location,
+            now_ms: p.now_ms,
+            policy_digest: p.policy_digest,
+            expire: p.expire,
+            retain: p
+                .retain
+                .into_iter()
+                .map(|r| wt::RetainedSnapshot {
+                    snapshot_id: r.snapshot_id,
+                    reasons: r.reasons,
+                })
+                .collect(),
+            expired: p
+                .expired
+                .into_iter()
+                .map(|x| wt::ExpiredSnapshot {
+                    snapshot_id: x.snapshot_id,
+                    why: x.why,
+                })
+                .collect(),
+            remove_refs: p.remove_refs,
+            warnings: p.warnings,
+            rest_commit: (!p.commit.is_null()).then(|| p.commit.to_string()),
+            new_metadata: (!p.new_metadata.is_null())
+                .then(|| serde_json::to_vec_pretty(&p.new_metadata).unwrap_or_default()),
+        })
     }
 
     fn drill_sample(bundle_ids: Vec<String>, n: u32, seed: u64) -> Vec<String> {
-        core::ledger::drill_sample(&bundle_ids, n, seed)
-    }
-
-    fn ledger_drill(
-        ledger_json: String,
-        table_location: String,
-        seed: u64,
-        bundles_total: u64,
-        results_json: String,
-        now_ms: i64,
-    ) -> Result<String, wt::Error> {
-        core::ledger::json::drill(
-            &ledger_json,
-            &table_location,
-            seed,
-            bundles_total,
-            &results_json,
-            now_ms,
-        )
-        .map_err(err)
-    }
-
-    fn ledger_reconcile(ledger_json: String, now_ms: i64) -> Result<String, wt::Error> {
-        core::ledger::json::reconcile(&ledger_json, now_ms).map_err(err)
-    }
-
-    fn ledger_observe(
-        ledger_json: String,
-        observations_json: String,
-        now_ms: i64,
-    ) -> Result<String, wt::Error> {
-        core::ledger::json::observe(&ledger_json, &observations_json, now_ms).map_err(err)
-    }
-
-    fn ledger_approve(
-        ledger_json: String,
-        plan_json: String,
-        live_json: String,
-        now_ms: i64,
-    ) -> Result<String, wt::Error> {
-        core::ledger::json::approve(&ledger_json, &plan_json, &live_json, now_ms).map_err(err)
-    }
-
-    fn ledger_record(
-        ledger_json: String,
-        receipts_json: String,
-        now_ms: i64,
-    ) -> Result<String, wt::Error> {
-        core::ledger::json::record(&ledger_json, &receipts_json, now_ms).map_err(err)
-    }
-
-    fn ledger_gates(ledger_json: String) -> Result<String, wt::Error> {
-        core::ledger::json::gates(&ledger_json).map_err(err)
+        cl::drill_sample(&bundle_ids, n, seed)
     }
 
     fn bundle_chain(
@@ -227,95 +521,247 @@ impl wp::Guest for Component {
         metadata_uri: String,
         metadata: Vec<u8>,
         snapshot_ids: Vec<i64>,
-        blobs: Vec<(String, Vec<u8>)>,
-    ) -> Result<String, wt::Error> {
-        let blobs = blobs.into_iter().collect();
+        blobs_read: Vec<wt::Blob>,
+    ) -> Result<wt::ChainWalk, wt::Error> {
         let c = core::bundle::chain(
             &table_location,
             &maps(location_map),
             &metadata_uri,
             &metadata,
             &snapshot_ids,
-            &blobs,
+            &blobs(blobs_read),
         )
         .map_err(err)?;
-        to_json(&c)
+        Ok(wt::ChainWalk {
+            wanted: c.wanted,
+            layers: c
+                .layers
+                .into_iter()
+                .map(|(key, l)| wt::LayeredKey {
+                    key,
+                    layer: layer(l),
+                })
+                .collect(),
+            done: c.done,
+        })
     }
 
     fn bundle_seal(
-        request_json: String,
+        request: wt::SealRequest,
         metadata: Vec<u8>,
-        blobs: Vec<(String, Vec<u8>)>,
-    ) -> Result<String, wt::Error> {
-        let req: core::bundle::SealRequest = serde_json::from_str(&request_json)
-            .map_err(|e| err(core::Error::protocol(format!("seal request: {e}"))))?;
-        let blobs = blobs.into_iter().collect();
-        to_json(&core::bundle::seal(&req, &metadata, &blobs).map_err(err)?)
+        blobs_read: Vec<wt::Blob>,
+    ) -> Result<wt::Bundle, wt::Error> {
+        let req = core::bundle::SealRequest {
+            table_location: request.table_location,
+            mappings: maps(request.location_map),
+            metadata_uri: request.metadata_uri,
+            snapshot_ids: request.snapshot_ids,
+            candidate_id: request.candidate_id,
+            now_ms: request.now_ms,
+            heads: heads(request.heads),
+        };
+        core::bundle::seal(&req, &metadata, &blobs(blobs_read))
+            .map(bundle_out)
+            .map_err(err)
+    }
+
+    fn bundle_load(document: String) -> Result<wt::Bundle, wt::Error> {
+        core::bundle::Bundle::parse(&document)
+            .map(bundle_out)
+            .map_err(err)
     }
 
     fn bundle_verify(
-        bundle_json: String,
+        bundle: String,
         location_map: Vec<wt::PathMapping>,
-        copies: Vec<(String, Vec<u8>)>,
-        heads_json: String,
-    ) -> Result<String, wt::Error> {
-        let b = core::bundle::Bundle::parse(&bundle_json).map_err(err)?;
-        let heads = serde_json::from_str(&heads_json)
-            .map_err(|e| err(core::Error::protocol(format!("heads: {e}"))))?;
-        let copies = copies.into_iter().collect();
-        to_json(&core::bundle::verify(
+        copies: Vec<wt::Blob>,
+        head_answers: Vec<wt::HeadAnswer>,
+    ) -> Result<wt::Verification, wt::Error> {
+        let b = core::bundle::Bundle::parse(&bundle).map_err(err)?;
+        let v = core::bundle::verify(
             &b,
             &maps(location_map),
-            &copies,
-            &heads,
-        ))
+            &blobs(copies),
+            &heads(head_answers),
+        );
+        Ok(wt::Verification {
+            complete: v.complete,
+            problems: v.problems,
+            content: v.content,
+            put_back: v.put_back,
+        })
     }
 
     fn bundle_restore(
         current_uri: String,
         current: Vec<u8>,
-        bundle_json: String,
+        bundle: String,
         bundle_metadata: Vec<u8>,
         now_ms: i64,
     ) -> Result<Vec<u8>, wt::Error> {
-        let b = core::bundle::Bundle::parse(&bundle_json).map_err(err)?;
+        let b = core::bundle::Bundle::parse(&bundle).map_err(err)?;
         core::bundle::restore_metadata(&current_uri, &current, &b, &bundle_metadata, now_ms)
             .map_err(err)
     }
+}
 
-    fn check_policy(policy_json: String) -> Result<String, wt::Error> {
-        let p = core::Policy::parse(&policy_json).map_err(err)?;
-        serde_json::to_string(&p.check()).map_err(|e| err(core::Error::protocol(e.to_string())))
+impl wp::GuestLedger for Ledger {
+    fn load(document: String) -> Result<wp::Ledger, wt::Error> {
+        let l = core::Ledger::parse(&document).map_err(err)?;
+        Ok(wp::Ledger::new(Ledger(RefCell::new(l))))
     }
 
-    fn plan_expiry(
-        metadata_location: String,
-        metadata: Vec<u8>,
-        policy_json: Option<String>,
-        context_json: Option<String>,
+    fn create(
+        plan: String,
+        quarantine_ms: i64,
+        prior_ledger: bool,
+        start_new: bool,
+    ) -> Result<wp::Ledger, wt::Error> {
+        let plan = plan_in(&plan)?;
+        let l = core::Ledger::create(&plan, quarantine_ms, prior_ledger, start_new).map_err(err)?;
+        Ok(wp::Ledger::new(Ledger(RefCell::new(l))))
+    }
+
+    fn begin(&self, plan: String, now_ms: i64) -> Result<wt::LedgerStep, wt::Error> {
+        let plan = plan_in(&plan)?;
+        let (m, p) = self.step(|l| l.begin_step(&plan, now_ms))?;
+        Ok(self.ledger_step(m, p))
+    }
+
+    fn reconcile(&self, now_ms: i64) -> Result<wt::LedgerStep, wt::Error> {
+        let (m, p) = self.step(|l| l.reconcile_step(now_ms))?;
+        Ok(self.ledger_step(m, p))
+    }
+
+    fn observe(
+        &self,
+        observations: Vec<wt::Observation>,
         now_ms: i64,
-        expire_ids: Vec<i64>,
-        dr_metadata: Vec<(String, Vec<u8>)>,
-    ) -> Result<String, wt::Error> {
-        let req = core::ExpiryRequest {
-            metadata_location,
-            now_ms,
-            policy: policy_json
-                .as_deref()
-                .map(core::Policy::parse)
-                .transpose()
-                .map_err(err)?,
-            context: context_json
-                .as_deref()
-                .map(core::Context::parse)
-                .transpose()
-                .map_err(err)?
-                .unwrap_or_default(),
-            expire_ids,
-            dr_metadata,
+    ) -> Result<wt::LedgerStep, wt::Error> {
+        let obs: Vec<cl::Observation> = observations
+            .into_iter()
+            .map(|o| cl::Observation {
+                key: o.key,
+                seen: o.seen.map(version_in),
+                blocked: o.blocked,
+            })
+            .collect();
+        let m = self.step(|l| l.observe(&obs, now_ms))?;
+        Ok(self.ledger_step(m, vec![]))
+    }
+
+    fn approve(
+        &self,
+        plan: String,
+        live: wt::LiveState,
+        now_ms: i64,
+    ) -> Result<wt::ApprovalStep, wt::Error> {
+        let plan = plan_in(&plan)?;
+        let live = cl::LiveState {
+            metadata_location: live.metadata_location,
+            context: live.context,
+            blocked: live.blocked.into_iter().map(|b| (b.key, b.why)).collect(),
+            head: live.head.map(version_in),
+            clock_ms: live.clock_ms,
+            allow_future_now: live.allow_future_now,
         };
-        let plan = core::plan_expiry(&req, &metadata).map_err(err)?;
-        serde_json::to_string(&plan).map_err(|e| err(core::Error::protocol(e.to_string())))
+        let (a, m) = self.step(|l| l.approve(&plan, &live, now_ms))?;
+        Ok(wt::ApprovalStep {
+            approval: wt::Approval {
+                revision: a.revision,
+                at_ms: a.at_ms,
+                granted: a.granted,
+                differences: a.differences,
+                plan_digest: a.plan_digest,
+                metadata_location: a.metadata_location,
+                hold_generation: a.hold_generation,
+                lease_watermark: a.lease_watermark,
+                live_hold_generation: a.live_hold_generation,
+                live_lease_watermark: a.live_lease_watermark,
+                quarantine_root: a.quarantine_root,
+                keys: a.keys,
+            },
+            moves: moves(m),
+            gates: gates(self.0.borrow().gates()),
+        })
+    }
+
+    fn accept(&self, plan: String, live: wt::LiveFacts) -> Result<wt::Acceptance, wt::Error> {
+        let plan = plan_in(&plan)?;
+        self.0
+            .borrow()
+            .accept_batch(&plan, &live_facts(live))
+            .map(acceptance)
+            .map_err(err)
+    }
+
+    fn record(&self, receipts: Vec<wt::Receipt>, now_ms: i64) -> Result<wt::LedgerStep, wt::Error> {
+        let receipts: Vec<cl::Receipt> = receipts.into_iter().map(receipt).collect();
+        let m = self.step(|l| l.record(receipts, now_ms))?;
+        Ok(self.ledger_step(m, vec![]))
+    }
+
+    fn record_drill(
+        &self,
+        table_location: String,
+        seed: u64,
+        bundles_total: u64,
+        results: Vec<wt::DrillResult>,
+        now_ms: i64,
+    ) -> Result<wt::Drill, wt::Error> {
+        let results = results
+            .into_iter()
+            .map(|r| (r.bundle_id, r.failure))
+            .collect();
+        let d =
+            self.step(|l| l.record_drill(&table_location, seed, bundles_total, results, now_ms))?;
+        Ok(wt::Drill {
+            at_ms: d.at_ms,
+            seed: d.seed,
+            bundles_total: d.bundles_total,
+            sampled: d.sampled,
+            failed: d
+                .failed
+                .into_iter()
+                .map(|(bundle_id, why)| wt::DrillFailure { bundle_id, why })
+                .collect(),
+            passed: d.passed,
+        })
+    }
+
+    fn gates(&self) -> wt::Gates {
+        gates(self.0.borrow().gates())
+    }
+
+    fn objects(&self) -> Vec<wt::LedgerObject> {
+        self.0
+            .borrow()
+            .objects
+            .iter()
+            .map(|(key, o)| wt::LedgerObject {
+                key: key.clone(),
+                state: state(o.state),
+                version: version_out(o.version.clone()),
+                since_ms: o.since_ms,
+                why: o.why.clone(),
+            })
+            .collect()
+    }
+
+    fn quarantine_ms(&self) -> i64 {
+        self.0.borrow().quarantine_ms
+    }
+
+    fn table_location(&self) -> String {
+        self.0.borrow().table_location.clone()
+    }
+
+    fn revision(&self) -> u64 {
+        self.0.borrow().revision
+    }
+
+    fn to_document(&self) -> String {
+        self.0.borrow().to_json()
     }
 }
 
@@ -391,8 +837,8 @@ impl wp::GuestSession for Session {
         self.0.borrow().export_keep_set().map_err(err)
     }
 
-    fn finish(&self) -> Result<String, wt::Error> {
-        self.0.borrow().finish().map(|p| p.to_json()).map_err(err)
+    fn finish(&self) -> Result<wt::SealedPlan, wt::Error> {
+        self.0.borrow().finish().map(sealed_plan).map_err(err)
     }
 
     fn keep_set_complete(&self) -> bool {

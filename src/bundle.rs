@@ -19,11 +19,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::digest::hex;
 use crate::error::{Error, Result};
-use crate::ledger::ObjectVersion;
 use crate::path::{apply_mappings, CanonicalUri, PathMapping, TableLocation};
-use crate::plan::hex;
 use crate::spec::iceberg::{self, TableMetadata};
+use crate::version::ObjectVersion;
 
 /// Schema name of bundle documents.
 pub const BUNDLE_SCHEMA: &str = "lakesweep.bundle.v1";
@@ -274,6 +274,11 @@ pub fn seal(
 }
 
 impl Bundle {
+    /// The stored document (canonical JSON).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
     /// Parses a bundle; a damaged one (root mismatch) or an unknown schema is refused.
     pub fn parse(text: &str) -> Result<Bundle> {
         let b: Bundle = serde_json::from_str(text)

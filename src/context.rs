@@ -156,12 +156,68 @@ impl Context {
         Ok(c)
     }
 
+    /// Merges a context document with arrays of leases, holds and writers
+    /// (each a JSON array of one kind, as separate files hold them) into
+    /// one validated context document. `None` when no part is given.
+    /// Fails (invalid-options) naming the part that does not parse.
+    pub fn merge(
+        context: Option<&str>,
+        leases: Option<&str>,
+        holds: Option<&str>,
+        writers: Option<&str>,
+    ) -> Result<Option<String>> {
+        use serde_json::{Map, Value};
+        if context.is_none() && leases.is_none() && holds.is_none() && writers.is_none() {
+            return Ok(None);
+        }
+        let mut doc = match context.map(serde_json::from_str::<Value>) {
+            None => Map::new(),
+            Some(Ok(Value::Object(m))) => m,
+            Some(Ok(_)) => {
+                return Err(Error::invalid(
+                    "context",
+                    "a context document is a JSON object",
+                ))
+            }
+            Some(Err(e)) => return Err(Error::invalid("context", format!("not JSON: {e}"))),
+        };
+        for (key, part) in [("leases", leases), ("holds", holds), ("writers", writers)] {
+            let Some(text) = part else { continue };
+            let items = match serde_json::from_str::<Value>(text) {
+                Ok(Value::Array(a)) => a,
+                Ok(_) => return Err(Error::invalid(key, "takes a JSON array")),
+                Err(e) => return Err(Error::invalid(key, format!("not JSON: {e}"))),
+            };
+            match doc
+                .entry(key.to_owned())
+                .or_insert_with(|| Value::Array(vec![]))
+            {
+                Value::Array(a) => a.extend(items),
+                _ => return Err(Error::invalid(&format!("context.{key}"), "is not an array")),
+            }
+        }
+        let text = Value::Object(doc).to_string();
+        Context::parse(&text)?;
+        Ok(Some(text))
+    }
+
+    /// The metadata files the DR checkpoints name (absolute URIs), in order.
+    pub fn dr_metadata_files(&self) -> Vec<String> {
+        self.dr_checkpoints
+            .iter()
+            .filter_map(|d| match d {
+                DrCheckpoint::MetadataFile(f) => Some(f.clone()),
+                DrCheckpoint::SnapshotId(_) => None,
+            })
+            .collect()
+    }
+
     /// SHA-256 (hex) over the canonical JSON of the whole context: any
     /// lease, hold, writer or checkpoint added, removed or changed changes
     /// it (generations alone miss a new lease with an old generation).
     pub fn digest(&self) -> String {
         let canonical = serde_json::to_vec(self).unwrap_or_default();
-        crate::plan::hex(&sha2::Sha256::digest(canonical))
+        crate::digest::hex(&sha2::Sha256::digest(canonical))
     }
 
     /// The newest hold generation (0 without holds).
@@ -191,8 +247,8 @@ impl Context {
                 format!(
                     "writer staging `{}` has run {}, longer than maxWriterDuration {}: its prefix stays protected",
                     w.staging_prefix,
-                    crate::verdict::human_ms(now_ms.saturating_sub(w.started_at_ms)),
-                    crate::verdict::human_ms(max)
+                    crate::duration::human_ms(now_ms.saturating_sub(w.started_at_ms)),
+                    crate::duration::human_ms(max)
                 )
             })
             .collect()

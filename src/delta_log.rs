@@ -406,10 +406,13 @@ impl LogListing {
     }
 }
 
-/// See [`crate::spec::delta::rebuildable_versions`].
-pub(crate) fn rebuildable_versions<S: AsRef<str>>(
-    names: impl IntoIterator<Item = S>,
-) -> BTreeSet<u64> {
+/// The planner's rebuild check, on names alone: every version a
+/// `_delta_log/` holding exactly `names` (relative to it) can rebuild: from a
+/// complete checkpoint (every part present) or from commit 0, followed by an
+/// unbroken run of commits. Log cleanup proves its plan with this check
+/// (trusting only checkpoints it read and validated); tests and hosts can
+/// run it on what a log holds after the deletes.
+pub fn rebuildable_versions<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> BTreeSet<u64> {
     let listing = LogListing {
         files: names
             .into_iter()

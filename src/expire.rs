@@ -31,10 +31,10 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::context::{Context, DrCheckpoint, HoldScope};
+use crate::duration::human_ms;
 use crate::error::{Error, Result, UnsafeReason};
 use crate::policy::Policy;
 use crate::spec::iceberg::{maybe_gunzip, RefKind, TableMetadata};
-use crate::verdict::human_ms;
 
 /// The schema name of [`ExpiryPlan`] documents.
 pub const EXPIRY_SCHEMA: &str = "lakesweep.expiry.v1";
@@ -112,6 +112,13 @@ pub struct ExpiryPlan {
     pub commit: Value,
     /// The new metadata document for file-based catalogs (`null` when nothing changes).
     pub new_metadata: Value,
+}
+
+impl ExpiryPlan {
+    /// The stored document (canonical JSON).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
 }
 
 fn prop_i64(md: &TableMetadata, key: &str) -> Result<Option<i64>> {

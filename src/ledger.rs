@@ -31,8 +31,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::digest::hex;
 use crate::error::{Error, Result, UnsafeReason};
-use crate::plan::{hex, PlannedDelete, SealedPlan};
+use crate::plan::{PlannedDelete, SealedPlan};
 
 /// Schema name of ledger documents.
 pub const LEDGER_SCHEMA: &str = "lakesweep.ledger.v2";
@@ -66,6 +67,11 @@ pub enum ObjectState {
 }
 
 impl ObjectState {
+    /// The state named as ledger documents spell it (`DELETE_UNKNOWN`).
+    pub fn from_name(name: &str) -> Option<ObjectState> {
+        serde_json::from_value(serde_json::Value::String(name.to_owned())).ok()
+    }
+
     /// Whether `self -> next` is one of the ledger's transitions.
     pub fn can_move_to(self, next: ObjectState) -> bool {
         use ObjectState::*;
@@ -97,55 +103,16 @@ impl ObjectState {
     }
 }
 
-/// The exact version of an object the ledger pins.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ObjectVersion {
-    /// Size in bytes.
-    pub size: u64,
-    /// Last-modified time, milliseconds since the epoch.
-    pub last_modified_ms: i64,
-    /// Entity tag, where the store gives one.
-    pub etag: Option<String>,
-    /// Version id, in versioned buckets.
-    pub version_id: Option<String>,
-}
+pub use crate::version::ObjectVersion;
 
-impl ObjectVersion {
-    fn of(d: &PlannedDelete) -> Self {
-        ObjectVersion {
-            size: d.size,
-            last_modified_ms: d.last_modified_ms,
-            etag: d.etag.clone(),
-            version_id: d.version_id.clone(),
-        }
+/// The version a planned delete pins.
+fn version_of(d: &PlannedDelete) -> ObjectVersion {
+    ObjectVersion {
+        size: d.size,
+        last_modified_ms: d.last_modified_ms,
+        etag: d.etag.clone(),
+        version_id: d.version_id.clone(),
     }
-
-    /// Whether `seen` (a HEAD answer) is this version. Stores answer HEAD
-    /// with whole-second dates: with an ETag or version id the second is
-    /// enough; without either, times must match to the millisecond.
-    pub fn matches(&self, seen: &ObjectVersion) -> bool {
-        let pinned_by_tag = self.etag.is_some() || self.version_id.is_some();
-        let time = if pinned_by_tag {
-            self.last_modified_ms.div_euclid(1000) == seen.last_modified_ms.div_euclid(1000)
-        } else {
-            self.last_modified_ms == seen.last_modified_ms
-        };
-        self.size == seen.size
-            && time
-            && (self.etag.is_none() || etag_core(&self.etag) == etag_core(&seen.etag))
-            && (self.version_id.is_none() || self.version_id == seen.version_id)
-    }
-}
-
-/// An ETag without the quotes some stores put around it and others leave
-/// off (`"x"` and `x` name the same tag); a weak `W/` stays, it is another
-/// tag.
-fn etag_core(e: &Option<String>) -> Option<&str> {
-    e.as_deref().map(|t| {
-        t.strip_prefix('"')
-            .and_then(|t| t.strip_suffix('"'))
-            .unwrap_or(t)
-    })
 }
 
 /// One state change, with its reason.
@@ -429,6 +396,25 @@ fn state_name(s: ObjectState) -> String {
 }
 
 impl Ledger {
+    /// A new ledger for `plan`'s table, but only when no earlier one
+    /// existed (`prior_ledger`: the host found the mark a saved ledger
+    /// leaves beside it) or the operator said `start_new`: a ledger deleted
+    /// by mistake must not silently start over.
+    pub fn create(
+        plan: &SealedPlan,
+        quarantine_ms: i64,
+        prior_ledger: bool,
+        start_new: bool,
+    ) -> Result<Ledger> {
+        if prior_ledger && !start_new {
+            return Err(Error::invalid(
+                "ledger",
+                "there is no ledger, but one was saved here before (its mark remains): it was deleted or moved. Put it back, or start a new one on purpose (--new-ledger)",
+            ));
+        }
+        Ledger::new(plan, quarantine_ms)
+    }
+
     /// An empty ledger for the plan's table.
     pub fn new(plan: &SealedPlan, quarantine_ms: i64) -> Result<Ledger> {
         if quarantine_ms < 0 {
@@ -461,7 +447,7 @@ impl Ledger {
         h.update(self.previous_integrity.as_deref().unwrap_or("").as_bytes());
         h.update(b"\n");
         h.update(&text);
-        crate::plan::hex(&h.finalize())
+        crate::digest::hex(&h.finalize())
     }
 
     /// Parses a stored ledger; an unknown or newer schema is refused.
@@ -618,12 +604,12 @@ impl Ledger {
                     // the key, or the deleted version put back (a delete
                     // marker removed). Either way it starts over, through
                     // a whole new quarantine, never on the old one.
-                    let why = if o.version.matches(&ObjectVersion::of(d)) {
+                    let why = if o.version.matches(&version_of(d)) {
                         "the deleted version is back (restored after its delete was verified): a candidate again, starting over"
                     } else {
                         "a new object under a key deleted earlier: a candidate again, starting over"
                     };
-                    self.set(&key, Discovered, Some(ObjectVersion::of(d)), now_ms, why.into(), &mut moves)?
+                    self.set(&key, Discovered, Some(version_of(d)), now_ms, why.into(), &mut moves)?
                 }
                 (Verified, None) => {}
                 (Deleted, _) => probes.push(probe(ProbePurpose::VerifyGone)),
@@ -634,9 +620,9 @@ impl Ledger {
                     probes.push(probe(ProbePurpose::Reconcile));
                 }
                 (Protected, None) => {}
-                (Protected, Some(d)) => self.set(&key, Discovered, Some(ObjectVersion::of(d)), now_ms, "a delete candidate again: starting over".into(), &mut moves)?,
+                (Protected, Some(d)) => self.set(&key, Discovered, Some(version_of(d)), now_ms, "a delete candidate again: starting over".into(), &mut moves)?,
                 (_, None) => self.set(&key, Protected, None, now_ms, format!("no longer a delete candidate in plan {} (referenced by a commit, leased, held, young or changed): kept", short(&plan.digest)), &mut moves)?,
-                (_, Some(d)) if !o.version.matches(&ObjectVersion::of(d)) => self.set(&key, Protected, Some(ObjectVersion::of(d)), now_ms, "the object changed since it was pinned: kept, starts over".into(), &mut moves)?,
+                (_, Some(d)) if !o.version.matches(&version_of(d)) => self.set(&key, Protected, Some(version_of(d)), now_ms, "the object changed since it was pinned: kept, starts over".into(), &mut moves)?,
                 (Discovered, Some(_)) => self.set(&key, UnreferencedEligible, None, now_ms, "a delete candidate in two consecutive plans".into(), &mut moves)?,
                 (UnreferencedEligible, Some(_)) => self.set(&key, Quarantined, None, now_ms, format!("version pinned; quarantine of {} ms begins", self.quarantine_ms), &mut moves)?,
                 (Quarantined, Some(_)) => {
@@ -652,7 +638,7 @@ impl Ledger {
                 self.set(
                     &d.key,
                     Discovered,
-                    Some(ObjectVersion::of(d)),
+                    Some(version_of(d)),
                     now_ms,
                     format!("a delete candidate in plan {}", short(&plan.digest)),
                     &mut moves,
@@ -779,7 +765,7 @@ impl Ledger {
                     && !acc.denied.contains_key(k.as_str())
                     && candidates
                         .get(k.as_str())
-                        .is_some_and(|d| o.version.matches(&ObjectVersion::of(d)))
+                        .is_some_and(|d| o.version.matches(&version_of(d)))
             })
             .map(|(k, _)| k.clone())
             .collect();
@@ -878,7 +864,7 @@ impl Ledger {
             format!(
                 "the policy asks for a restore drill of at least {} bundles passed within {}: none in the ledger (run `lakesweep drill`)",
                 rule.min_bundles,
-                crate::verdict::human_ms(rule.max_age_ms)
+                crate::duration::human_ms(rule.max_age_ms)
             )
         })
     }
@@ -1042,160 +1028,6 @@ pub fn quarantine_root<'a>(items: impl Iterator<Item = (&'a str, &'a ObjectVersi
         .collect();
     lines.sort();
     hex(&Sha256::digest(lines.concat().as_bytes()))
-}
-
-/// JSON entry points: what the component exports (the WIT functions
-/// `ledger-*`). Each takes and returns documents, so every host language
-/// can store the ledger as text without a binding of its own.
-pub mod json {
-    use serde::Serialize;
-
-    use super::{Gates, Ledger, LiveState, Move, Observation, Probe, Receipt};
-    use crate::error::{Error, Result};
-    use crate::plan::SealedPlan;
-
-    /// `{ledger, moves, [probes], [approval], gates}`.
-    fn step(
-        l: &Ledger,
-        moves: Vec<Move>,
-        probes: Option<Vec<Probe>>,
-        approval: Option<super::Approval>,
-    ) -> Result<String> {
-        doc(&Step {
-            gates: l.gates(),
-            ledger: &l.sealed(),
-            moves,
-            probes,
-            approval,
-        })
-    }
-
-    fn doc<T: Serialize>(v: &T) -> Result<String> {
-        serde_json::to_string(v).map_err(|e| Error::protocol(e.to_string()))
-    }
-    fn input<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> Result<T> {
-        serde_json::from_str(text).map_err(|e| Error::protocol(format!("{what}: {e}")))
-    }
-
-    #[derive(Serialize)]
-    struct Step<'a> {
-        ledger: &'a Ledger,
-        moves: Vec<Move>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        probes: Option<Vec<Probe>>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        approval: Option<super::Approval>,
-        gates: Gates,
-    }
-
-    /// Starts a run over `plan_json` (a sealed plan; its digest is checked).
-    /// `ledger_json: None` starts a new ledger with `quarantine_ms`, but only
-    /// when no earlier one existed (`prior_ledger`: the host found the mark a
-    /// saved ledger leaves beside it) or the operator said `start_new`: a
-    /// ledger deleted by mistake must not silently start over.
-    /// Returns `{ledger, moves, probes, gates}`.
-    pub fn begin(
-        ledger_json: Option<&str>,
-        plan_json: &str,
-        quarantine_ms: i64,
-        now_ms: i64,
-        prior_ledger: bool,
-        start_new: bool,
-    ) -> Result<String> {
-        let plan = SealedPlan::from_json(plan_json)?;
-        let mut l = match ledger_json {
-            Some(t) => Ledger::parse(t)?,
-            None if prior_ledger && !start_new => {
-                return Err(Error::invalid(
-                    "ledger",
-                    "there is no ledger, but one was saved here before (its mark remains): it was deleted or moved. Put it back, or start a new one on purpose (--new-ledger)",
-                ))
-            }
-            None => Ledger::new(&plan, quarantine_ms)?,
-        };
-        let (moves, probes) = l.begin_step(&plan, now_ms)?;
-        step(&l, moves, Some(probes), None)
-    }
-
-    /// [`Ledger::accept_batch`] over JSON: returns the acceptance (JSON).
-    pub fn accept_batch(ledger_json: &str, plan_json: &str, live_json: &str) -> Result<String> {
-        let l = Ledger::parse(ledger_json)?;
-        let plan = SealedPlan::from_json(plan_json)?;
-        let live: crate::acceptance::LiveFacts = input("live facts", live_json)?;
-        doc(&l.accept_batch(&plan, &live)?)
-    }
-
-    /// Records a drill (`results`: `{bundle id: null | "what differs"}`).
-    /// Returns `{ledger, drill, gates}`.
-    pub fn drill(
-        ledger_json: &str,
-        table_location: &str,
-        seed: u64,
-        bundles_total: u64,
-        results_json: &str,
-        now_ms: i64,
-    ) -> Result<String> {
-        #[derive(Serialize)]
-        struct Out<'a> {
-            ledger: &'a Ledger,
-            drill: super::Drill,
-            gates: super::Gates,
-        }
-        let mut l = Ledger::parse(ledger_json)?;
-        let results: std::collections::BTreeMap<String, Option<String>> =
-            input("results", results_json)?;
-        let drill = l.record_drill(table_location, seed, bundles_total, results, now_ms)?;
-        doc(&Out {
-            ledger: &l.sealed(),
-            drill,
-            gates: l.gates(),
-        })
-    }
-
-    /// Starts a recovery run (see [`Ledger::reconcile_step`]). Returns
-    /// `{ledger, moves, probes, gates}`.
-    pub fn reconcile(ledger_json: &str, now_ms: i64) -> Result<String> {
-        let mut l = Ledger::parse(ledger_json)?;
-        let (moves, probes) = l.reconcile_step(now_ms)?;
-        step(&l, moves, Some(probes), None)
-    }
-
-    /// Applies HEAD answers (`[{key, seen}]`). Returns `{ledger, moves, gates}`.
-    pub fn observe(ledger_json: &str, observations_json: &str, now_ms: i64) -> Result<String> {
-        let mut l = Ledger::parse(ledger_json)?;
-        let obs: Vec<Observation> = input("observations", observations_json)?;
-        let moves = l.observe(&obs, now_ms)?;
-        step(&l, moves, None, None)
-    }
-
-    /// The approval against the live state (`{metadata_location,
-    /// hold_generation, lease_watermark}`). Returns `{ledger, approval, moves, gates}`.
-    pub fn approve(
-        ledger_json: &str,
-        plan_json: &str,
-        live_json: &str,
-        now_ms: i64,
-    ) -> Result<String> {
-        let mut l = Ledger::parse(ledger_json)?;
-        let plan = SealedPlan::from_json(plan_json)?;
-        let live: LiveState = input("live state", live_json)?;
-        let (approval, moves) = l.approve(&plan, &live, now_ms)?;
-        step(&l, moves, None, Some(approval))
-    }
-
-    /// Records the receipts (`[Receipt]`) of this run's approval. Returns
-    /// `{ledger, moves, gates}`.
-    pub fn record(ledger_json: &str, receipts_json: &str, now_ms: i64) -> Result<String> {
-        let mut l = Ledger::parse(ledger_json)?;
-        let receipts: Vec<Receipt> = input("receipts", receipts_json)?;
-        let moves = l.record(receipts, now_ms)?;
-        step(&l, moves, None, None)
-    }
-
-    /// The gates of a ledger.
-    pub fn gates(ledger_json: &str) -> Result<String> {
-        doc(&Ledger::parse(ledger_json)?.gates())
-    }
 }
 
 #[cfg(test)]
@@ -1407,7 +1239,7 @@ mod tests {
     #[test]
     fn observations_settle_by_the_pinned_version() {
         let p = sealed(&[("data/a.parquet", 10)], None);
-        let pinned = ObjectVersion::of(&p.delete[0]);
+        let pinned = version_of(&p.delete[0]);
         let mut other = pinned.clone();
         other.size = 11;
         let ob = |seen: Option<&ObjectVersion>, blocked: Option<&str>| Observation {

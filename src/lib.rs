@@ -4,10 +4,32 @@
 //! Iceberg and Delta Lake). It decides which objects under a table's
 //! location are referenced by some retained snapshot or version, which are
 //! garbage old enough to delete, and why, for every object; its [`Ledger`]
-//! walks deletions through quarantine, one approval and receipts. It performs no I/O, reads no clock,
-//! spawns no threads and holds no global state: the host feeds it blobs,
-//! listing pages and pointer re-reads, and drains requests and decisions
-//! (see [`Session`]).
+//! walks deletions through quarantine, one approval and receipts. It performs
+//! no I/O, reads no clock, spawns no threads and holds no global state.
+//!
+//! ## Calling contract of a [`Session`]
+//!
+//! ```text
+//! Session::start(config)                      now_ms is an input
+//! loop {
+//!     while let Some(r) = poll_request()      ReadBlob / List / ResolvePointer
+//!     answer each: handle_blob | handle_missing, handle_page (is_last on the
+//!                  last page), handle_pointer  (any order, any page size)
+//!     drain_decisions()                        verdicts so far (a later one
+//!                                              for the same key replaces it)
+//! } until is_done()
+//! finish()                                    the sealed plan, or the error
+//! ```
+//! Any error ends the session: it plans nothing. The stateless page mode
+//! ([`PageClassifier`]) takes a session's exported keep set.
+//!
+//! ## Layers (each uses only those below it; `tests/layout.rs` checks)
+//!
+//! ```text
+//! bindings · ledger · acceptance · plan, expire, bundle · policy, page ·
+//! verdict, context · reach, delta_log · spec · codec ·
+//! error, path, digest, duration, version, format
+//! ```
 //!
 //! Safety rules it enforces (DESIGN.md): the keep set is the union over every
 //! snapshot in the metadata; nothing is deletable until it is complete; `now`
@@ -20,10 +42,14 @@
 
 pub mod acceptance;
 pub mod bundle;
+pub mod codec;
 pub mod context;
-mod delta_log;
+pub mod delta_log;
+mod digest;
+pub mod duration;
 pub mod error;
 pub mod expire;
+pub mod format;
 pub mod ledger;
 pub mod page;
 pub mod path;
@@ -32,6 +58,7 @@ pub mod policy;
 pub mod reach;
 pub mod spec;
 pub mod verdict;
+pub mod version;
 
 #[cfg(feature = "component")]
 mod bindings;

@@ -34,15 +34,15 @@ struct Header {
     #[serde(default)]
     protections: crate::Context,
     #[serde(default = "iceberg")]
-    format: crate::plan::TableFormat,
+    format: crate::format::TableFormat,
     #[serde(default)]
     expired_log: std::collections::BTreeMap<String, String>,
     #[serde(default)]
     reserved: Vec<(String, String)>,
 }
 
-fn iceberg() -> crate::plan::TableFormat {
-    crate::plan::TableFormat::Iceberg
+fn iceberg() -> crate::format::TableFormat {
+    crate::format::TableFormat::Iceberg
 }
 
 const KEEPSET_SCHEMA: &str = "lakesweep.keepset.v1";

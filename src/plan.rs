@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::digest::hex;
 use crate::error::{Error, Result, UnsafeReason};
 use crate::path::{apply_mappings, CanonicalUri, PathMapping, TableLocation};
 use crate::reach::{KeepSet, Source};
@@ -24,9 +25,7 @@ use crate::verdict::{object_kind, Classifier, Decision, Judged, ListedObject, Ve
 
 mod delta;
 
-/// Shortest file-retention window accepted without `allow_short_retention`:
-/// one hour, in milliseconds.
-pub const MIN_FILE_RETENTION_MS: i64 = 3_600_000;
+pub use crate::duration::MIN_FILE_RETENTION_MS;
 /// How many times the pointer may move during one session before it gives up.
 pub const MAX_RECHECKS: u32 = 8;
 /// Default memory budget of a session: 1 GiB.
@@ -37,15 +36,7 @@ pub const MIN_MEMORY_BUDGET: u64 = 16 << 20;
 /// Schema name of sealed plan documents.
 pub const PLAN_SCHEMA: &str = "lakesweep.plan.v1";
 
-/// The table format of a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TableFormat {
-    /// Apache Iceberg, format versions 1–3.
-    Iceberg,
-    /// Delta Lake (reader versions 1–3, writer versions 1–7, known features).
-    Delta,
-}
+pub use crate::format::TableFormat;
 
 /// What a session is started with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -238,7 +229,7 @@ pub struct PlanTokens {
     /// commit file rewritten under the same version (an empty file whose
     /// content arrived later) is a different table generation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub head: Option<crate::ledger::ObjectVersion>,
+    pub head: Option<crate::version::ObjectVersion>,
     /// The policy's restore-drill gate, if it has one: approval needs a
     /// recent passed drill in the ledger.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -342,10 +333,6 @@ pub fn canonical_pointer(raw: &str, mappings: &[PathMapping]) -> Result<String> 
     CanonicalUri::parse(&apply_mappings(raw, mappings))
         .map(|c| c.to_uri_string())
         .map_err(|e| Error::invalid("metadata_location", e))
-}
-
-pub(crate) fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 #[derive(Debug, Clone)]
@@ -537,7 +524,7 @@ impl Session {
                 "file_retention_ms",
                 format!(
                     "{} is shorter than one hour: in-flight writers' files would be deleted (set allow_short_retention to override)",
-                    crate::verdict::human_ms(config.file_retention_ms)
+                    crate::duration::human_ms(config.file_retention_ms)
                 ),
             ));
         }
@@ -1725,7 +1712,7 @@ impl Session {
                 if bytes.starts_with(b"PAR1") {
                     // A footer longer than the file is the parser's to refuse
                     // (malformed), not a cost.
-                    let footer = crate::spec::parquet::footer_len(bytes)
+                    let footer = crate::codec::parquet::footer_len(bytes)
                         .filter(|&f| f <= bytes.len())
                         .unwrap_or(0) as u64;
                     (

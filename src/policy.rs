@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::context::Context;
@@ -19,44 +19,7 @@ use crate::spec::iceberg::TableMetadata;
 /// The schema name a policy document must carry.
 pub const POLICY_SCHEMA: &str = "lakehouseRetentionPolicy.v1";
 
-/// A duration in milliseconds, written as `<n><unit>` with unit `ms`, `s`,
-/// `m`, `h` or `d`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(transparent)]
-pub struct DurationMs(pub i64);
-
-/// Parses `12h`, `30d`, `90m`, `15s`, `500ms` into milliseconds.
-pub fn parse_duration(s: &str) -> std::result::Result<i64, String> {
-    let split = s
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(|| format!("`{s}` needs a unit (ms, s, m, h, d)"))?;
-    let (n, unit) = s.split_at(split);
-    let n: i64 = n.parse().map_err(|_| format!("`{s}` is not a duration"))?;
-    let mult = match unit {
-        "ms" => 1,
-        "s" => 1000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return Err(format!("`{s}`: unknown unit `{unit}` (ms, s, m, h, d)")),
-    };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("`{s}` is too large"))
-}
-
-impl<'de> Deserialize<'de> for DurationMs {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let v = serde_json::Value::deserialize(d)?;
-        match v {
-            serde_json::Value::String(s) => parse_duration(&s)
-                .map(DurationMs)
-                .map_err(serde::de::Error::custom),
-            other => Err(serde::de::Error::custom(format!(
-                "duration {other} needs a unit, like \"12h\" or \"30d\""
-            ))),
-        }
-    }
-}
+pub use crate::duration::{parse_duration, DurationMs};
 
 /// Which table a policy is for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -346,7 +309,7 @@ impl Policy {
                 errors.push(finding("restoreDrill.maxAge", "must be positive"));
             }
         }
-        if f.orphan_safety_interval.0 < crate::plan::MIN_FILE_RETENTION_MS {
+        if f.orphan_safety_interval.0 < crate::duration::MIN_FILE_RETENTION_MS {
             errors.push(finding(
                 "fileRetention.orphanSafetyInterval",
                 "shorter than one hour: files of in-flight writers would be swept",
@@ -358,8 +321,8 @@ impl Policy {
                     "fileRetention.orphanSafetyInterval",
                     format!(
                         "{} is not greater than maxWriterDuration {}: a writer's uncommitted files would be swept",
-                        crate::verdict::human_ms(f.orphan_safety_interval.0),
-                        crate::verdict::human_ms(w.0)
+                        crate::duration::human_ms(f.orphan_safety_interval.0),
+                        crate::duration::human_ms(w.0)
                     ),
                 ));
             }
@@ -400,8 +363,8 @@ impl Policy {
                         "fileRetention.maxReaderLease",
                         format!(
                             "{} is longer than snapshotRetention.maxSnapshotAge {}: leases, not the policy, will decide how long snapshots live",
-                            crate::verdict::human_ms(lease.0),
-                            crate::verdict::human_ms(age.0)
+                            crate::duration::human_ms(lease.0),
+                            crate::duration::human_ms(age.0)
                         ),
                     ));
                 }

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::duration::human_ms;
 use crate::error::{Error, Result, UnsafeReason};
 use crate::path::{apply_mappings, CanonicalUri, PathMapping, TableLocation};
 use crate::reach::KeepSet;
@@ -119,7 +120,7 @@ pub struct Classifier {
     /// Hold prefixes and writers' staging prefixes (never swept).
     pub(crate) protections: crate::Context,
     /// The table format (hidden-path and log rules differ).
-    pub(crate) format: crate::plan::TableFormat,
+    pub(crate) format: crate::format::TableFormat,
     /// Delta log entries log retention allows removing: relative key -> why.
     pub(crate) expired_log: BTreeMap<String, String>,
     /// Prefixes kept whole whatever their age: (relative prefix, why).
@@ -259,7 +260,7 @@ impl Classifier {
                 )));
             }
         }
-        if self.format == crate::plan::TableFormat::Delta {
+        if self.format == crate::format::TableFormat::Delta {
             if let Some(d) = self.delta_log_verdict(obj, &rel) {
                 return Ok(Judged::Final(d));
             }
@@ -360,7 +361,7 @@ impl Classifier {
             if i == 0
                 && *comp == "_change_data"
                 && parts.len() > 1
-                && self.format == crate::plan::TableFormat::Delta
+                && self.format == crate::format::TableFormat::Delta
             {
                 continue;
             }
@@ -445,21 +446,6 @@ impl Classifier {
     }
 }
 
-/// Formats a duration in milliseconds as `3d 4h`, `2h 5m`, `40s`.
-pub fn human_ms(ms: i64) -> String {
-    let s = ms / 1000;
-    let (d, h, m) = (s / 86_400, (s % 86_400) / 3600, (s % 3600) / 60);
-    if d > 0 {
-        format!("{d}d {h}h")
-    } else if h > 0 {
-        format!("{h}h {m}m")
-    } else if m > 0 {
-        format!("{m}m {}s", s % 60)
-    } else {
-        format!("{s}s")
-    }
-}
-
 /// The broad kind of an object, for reporting reclaimable bytes.
 pub fn object_kind(rel: &str) -> &'static str {
     let name = rel.rsplit('/').next().unwrap_or(rel);
@@ -483,7 +469,7 @@ pub fn object_kind(rel: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::TableFormat;
+    use crate::format::TableFormat;
 
     const LOC: &str = "s3://bucket/db/t";
     const NOW: i64 = 1_800_000_000_000;

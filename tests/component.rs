@@ -183,10 +183,12 @@ impl Planner for Wasm {
             .into_iter()
             .map(|o| wt::ListedObject {
                 key: o.key,
-                size: o.size,
-                last_modified_ms: o.last_modified_ms,
-                etag: o.etag,
-                version_id: o.version_id,
+                version: wt::ObjectVersion {
+                    size: o.size,
+                    last_modified_ms: o.last_modified_ms,
+                    etag: o.etag,
+                    version_id: o.version_id,
+                },
             })
             .collect();
         let api = &self.api;
@@ -201,7 +203,7 @@ impl Planner for Wasm {
         let api = &self.api;
         api.lakesweep_planner_planner()
             .session()
-            .call_handle_pointer(&mut self.store, s, loc.as_deref())
+            .call_handle_pointer(&mut self.store, s, loc.as_ref())
             .unwrap()
             .map_err(from_wt)
     }
@@ -232,10 +234,10 @@ impl Planner for Wasm {
                     wt::Verdict::FolderMarker => Verdict::FolderMarker,
                 },
                 detail: d.detail,
-                size: d.size,
-                last_modified_ms: d.last_modified_ms,
-                etag: d.etag,
-                version_id: d.version_id,
+                size: d.version.size,
+                last_modified_ms: d.version.last_modified_ms,
+                etag: d.version.etag,
+                version_id: d.version.version_id,
             })
             .collect()
     }
@@ -246,6 +248,7 @@ impl Planner for Wasm {
             .session()
             .call_finish(&mut self.store, s)
             .unwrap()
+            .map(|p| p.document)
             .map_err(from_wt)
     }
 }

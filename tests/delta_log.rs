@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
-use lakesweep::spec::delta::rebuildable_versions;
+use lakesweep::delta_log::rebuildable_versions;
 use lakesweep::{
     Decision, Error, ListedObject, Request, Session, SessionConfig, TableFormat, Verdict,
 };

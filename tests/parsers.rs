@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use lakesweep::spec::avro::Container;
+use lakesweep::codec::avro::Container;
 use lakesweep::spec::delta;
 use lakesweep::spec::iceberg::{for_each_manifest_entry, read_manifest_list, TableMetadata};
 use lakesweep::{PageClassifier, SealedPlan, Session};

@@ -1,6 +1,6 @@
 //! Any bytes as an Avro object container: open, then walk every block.
 #![no_main]
-use lakesweep::spec::avro::Container;
+use lakesweep::codec::avro::Container;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

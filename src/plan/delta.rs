@@ -18,11 +18,12 @@ use crate::context::{DrCheckpoint, HoldScope};
 use crate::delta_log::{
     Checkpoint, Kept, LogEntry, LogListing, MustStay, ReadPlan, Replay, Source as ReplaySource,
 };
+use crate::duration::human_ms;
 use crate::error::{Error, Result};
 use crate::path::CanonicalUri;
 use crate::reach::Source;
 use crate::spec::delta::{self as spec, Action, CommitIdentity, LogFile, LogPath};
-use crate::verdict::{human_ms, ListedObject};
+use crate::verdict::ListedObject;
 
 /// Replay order of checkpoint files (and their sidecars).
 const CHECKPOINT: u8 = 0;
@@ -61,8 +62,8 @@ pub(super) struct DeltaSweep {
 impl DeltaSweep {
     /// The newest commit's identity as a token: as listed, or (found by
     /// the re-check, read but never listed) its size with time 0, "unknown".
-    pub(super) fn head_identity(&self) -> Option<crate::ledger::ObjectVersion> {
-        self.newest.as_ref().map(|n| crate::ledger::ObjectVersion {
+    pub(super) fn head_identity(&self) -> Option<crate::version::ObjectVersion> {
+        self.newest.as_ref().map(|n| crate::version::ObjectVersion {
             size: n.size,
             last_modified_ms: n.last_modified_ms.unwrap_or(0),
             etag: n.etag.clone(),

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use crate::codec::parquet::{Column, ParquetError, ParquetFile};
 use crate::error::{Error, Result};
-use crate::spec::parquet::{Column, ParquetError, ParquetFile};
 
 /// Default `delta.deletedFileRetentionDuration`: 7 days, in milliseconds.
 pub const DEFAULT_DELETED_FILE_RETENTION_MS: i64 = 7 * 86_400_000;
@@ -761,18 +761,6 @@ pub struct CommitIdentity {
     /// Entity tag as listed, if the store gave one.
     #[serde(default)]
     pub etag: Option<String>,
-}
-
-/// The planner's rebuild check, on names alone: every version a
-/// `_delta_log/` holding exactly `names` (relative to it) can rebuild: from a
-/// complete checkpoint (every part present) or from commit 0, followed by an
-/// unbroken run of commits. Log cleanup proves its plan with this check
-/// (trusting only checkpoints it read and validated); tests and hosts can
-/// run it on what a log holds after the deletes.
-pub fn rebuildable_versions<S: AsRef<str>>(
-    names: impl IntoIterator<Item = S>,
-) -> std::collections::BTreeSet<u64> {
-    crate::delta_log::rebuildable_versions(names)
 }
 
 /// The file name of commit `v`.

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
-use super::avro::{AvroError, Container, Projection, Value};
-use super::gzip;
+use crate::codec::avro::{AvroError, Container, Projection, Value};
+use crate::codec::gzip;
 use crate::error::{Error, Result};
 
 /// Largest metadata JSON accepted after decompression, in bytes.

@@ -1,8 +1,9 @@
-//! Parsers for the formats a sweeper must read. Each parser takes owned or
-//! borrowed bytes and returns typed values or a [`crate::Error`]; none does I/O.
+//! The table formats' own nouns, named as their specifications name them:
+//! Iceberg metadata, manifest lists and manifests ([`iceberg`]); Delta
+//! actions, log file names, the protocol and deletion-vector paths
+//! ([`delta`]). Parsers take bytes and return typed values or a
+//! [`crate::Error`]; none does I/O. The containers they are stored in are
+//! [`crate::codec`]'s.
 
-pub mod avro;
 pub mod delta;
-pub mod gzip;
 pub mod iceberg;
-pub mod parquet;

@@ -13,9 +13,7 @@
 
 use std::io::Write;
 
-use serde_json::Value;
-
-use crate::component::{wasm_path, Planner};
+use crate::component::{wasm_path, wt, Planner};
 use crate::context::ContextFiles;
 use crate::deletion::{self, Batching, Item, LiveSource};
 use crate::pointer::Pointer;
@@ -63,8 +61,8 @@ pub struct Applied {
     pub not_attempted: usize,
     /// Why the run stopped before its last key, if it did.
     pub stopped: Option<Vec<String>>,
-    /// Damage: deleted keys the live table needs (JSON receipts).
-    pub damage: Vec<Value>,
+    /// Damage: deleted keys the live table needs.
+    pub damage: Vec<crate::deletion::Line>,
     /// The damage check could not be made (why).
     pub damage_unchecked: Option<String>,
     /// Where the receipts went.
@@ -76,13 +74,9 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
     let text = std::fs::read_to_string(&input.plan_path)
         .map_err(|e| format!("read {}: {e}", input.plan_path))?;
     let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
-    planner.verify_plan(&text)?;
-    let plan: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-    let table = plan["table_location"]
-        .as_str()
-        .ok_or("plan without table_location")?
-        .to_owned();
-    let delta = plan["format"].as_str() == Some("delta");
+    let plan = planner.verify_plan(&text)?;
+    let table = plan.table_location.clone();
+    let delta = plan.format == wt::TableFormat::Delta;
     if let (Pointer::Explicit(_), false) = (&input.pointer, delta) {
         return Err(
             "apply needs a live pointer to see commits made since the plan: pass --catalog, or let it read version-hint.text (a fixed --metadata proves nothing)"
@@ -101,27 +95,19 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
     };
     // Once before anything: a refusal here deletes nothing and writes no receipt.
     let facts = source.facts(&mut planner, &table).await?;
-    let acc = planner.accept(&text, &facts.to_string())?;
-    if acc["granted"] != true {
-        let why: Vec<&str> = acc["differences"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
+    let acc = planner.accept(&text, &facts)?;
+    if !acc.granted {
         return Err(format!(
             "the plan cannot be applied now: {} (make a new plan)",
-            why.join("; ")
+            acc.differences.join("; ")
         ));
     }
-    let items: Vec<Item> = plan["delete"]
-        .as_array()
+    let items: Vec<Item> = plan
+        .delete
         .into_iter()
-        .flatten()
         .map(|d| Item {
-            key: d["key"].as_str().unwrap_or_default().to_owned(),
-            pinned: serde_json::json!({"size": d["size"], "last_modified_ms": d["last_modified_ms"],
-                                       "etag": d["etag"], "version_id": d["version_id"]}),
+            key: d.key,
+            pinned: d.version,
         })
         .collect();
     let receipts_path = input
@@ -138,9 +124,9 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
             .map_err(|e| format!("open receipts {receipts_path}: {e}"))?,
     );
     let mut written = 0usize;
-    let mut sink = |r: &Value| {
+    let mut sink = |r: &crate::deletion::Line| {
         written += 1;
-        writeln!(receipts, "{r}").map_err(|e| {
+        writeln!(receipts, "{}", r.to_json()).map_err(|e| {
             format!(
                 "STOPPED after deletes began: cannot write receipts to {receipts_path}: {e}; reconcile by listing"
             )
@@ -164,7 +150,7 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
         ..Applied::default()
     };
     for r in &out.receipts {
-        match r["result"].as_str().unwrap_or("") {
+        match r.result() {
             "deleted" | "would-delete" => done.deleted += 1,
             "already-absent" => done.absent += 1,
             "skipped-changed" => done.changed += 1,

@@ -8,9 +8,8 @@
 use std::collections::BTreeMap;
 
 use futures::StreamExt;
-use serde_json::{json, Value};
 
-use crate::component::{describe, mappings, trap, Planner};
+use crate::component::{wt, Planner};
 use crate::pointer::Pointer;
 use crate::store::{Object, Store};
 
@@ -59,46 +58,25 @@ pub async fn seal(
     id: &str,
     now_ms: i64,
 ) -> Result<String, String> {
-    let maps = mappings(location_map);
-    let mut blobs: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut blobs: Vec<wt::Blob> = Vec::new();
     let chain = loop {
-        let c: Value = serde_json::from_str(
-            &planner
-                .api
-                .lakesweep_planner_planner()
-                .call_bundle_chain(
-                    &mut planner.store,
-                    table,
-                    &maps,
-                    original,
-                    bytes,
-                    ids,
-                    &blobs,
-                )
-                .map_err(trap)?
-                .map_err(|e| describe(&e))?,
-        )
-        .map_err(|e| e.to_string())?;
-        if c["done"] == true {
+        let c = planner.bundle_chain(table, location_map, original, bytes, ids, &blobs)?;
+        if c.done {
             break c;
         }
-        for k in c["wanted"].as_array().into_iter().flatten() {
-            let k = k.as_str().ok_or("bad chain")?;
+        for k in c.wanted {
             let b = store
                 .read(&format!("{table}/{k}"))
                 .await?
                 .ok_or_else(|| format!("`{k}` of the snapshot chain does not exist"))?;
-            blobs.push((k.to_owned(), b));
+            blobs.push(wt::Blob { key: k, bytes: b });
         }
     };
     let metadata_key = mapped
         .strip_prefix(&format!("{table}/"))
         .ok_or_else(|| format!("the metadata {mapped} is outside the table"))?
         .to_owned();
-    let mut keys: Vec<String> = chain["layers"]
-        .as_object()
-        .map(|m| m.keys().cloned().collect())
-        .unwrap_or_default();
+    let mut keys: Vec<String> = chain.layers.into_iter().map(|l| l.key).collect();
     keys.push(metadata_key.clone());
     let heads: Vec<(String, Result<Option<Object>, String>)> = futures::stream::iter(keys)
         .map(|k| {
@@ -109,42 +87,41 @@ pub async fn seal(
         .buffer_unordered(16)
         .collect()
         .await;
-    let mut head_map = serde_json::Map::new();
-    for (k, h) in heads {
-        head_map.insert(
-            k,
-            h?.as_ref().map(Object::version_json).unwrap_or(Value::Null),
-        );
+    let mut answers = Vec::new();
+    for (key, h) in heads {
+        answers.push(wt::HeadAnswer {
+            key,
+            version: h?.as_ref().map(Object::version),
+        });
     }
-    let req = json!({
-        "table_location": table, "mappings": location_map.iter()
-            .map(|(f, t)| json!({"from": f, "to": t})).collect::<Vec<_>>(),
-        "metadata_uri": original, "snapshot_ids": ids, "candidate_id": id,
-        "now_ms": now_ms, "heads": head_map,
-    });
-    let sealed = planner
-        .api
-        .lakesweep_planner_planner()
-        .call_bundle_seal(&mut planner.store, &req.to_string(), bytes, &blobs)
-        .map_err(trap)?
-        .map_err(|e| describe(&e))?;
+    let req = wt::SealRequest {
+        table_location: table.to_owned(),
+        location_map: crate::component::mappings(location_map),
+        metadata_uri: original.to_owned(),
+        snapshot_ids: ids.to_vec(),
+        candidate_id: id.to_owned(),
+        now_ms,
+        heads: answers,
+    };
+    let sealed = planner.bundle_seal(&req, bytes, &blobs)?;
     let dir = format!("{}/{id}", root(table));
-    for (k, b) in blobs.into_iter().chain([(metadata_key, bytes.to_vec())]) {
+    let copies = blobs.into_iter().map(|b| (b.key, b.bytes));
+    for (k, b) in copies.chain([(metadata_key, bytes.to_vec())]) {
         store.overwrite(&format!("{dir}/copies/{k}"), b).await?;
     }
     let uri = format!("{dir}/bundle.json");
-    store.overwrite(&uri, sealed.into_bytes()).await?;
+    store.overwrite(&uri, sealed.document.into_bytes()).await?;
     Ok(uri)
 }
 
 /// One bundle's restore verification.
 pub struct Checked {
-    /// The bundle document.
-    pub bundle: Value,
-    /// The component's verdict `{complete, problems, content}`.
-    pub verification: Value,
-    /// The copies read (key -> bytes).
-    pub copies: Vec<(String, Vec<u8>)>,
+    /// The bundle, as the planner read it.
+    pub bundle: wt::Bundle,
+    /// The planner's verdict.
+    pub verification: wt::Verification,
+    /// The copies read.
+    pub copies: Vec<wt::Blob>,
 }
 
 /// Reads bundle `dir` (its `bundle.json` and copies), HEADs its content
@@ -162,44 +139,40 @@ pub async fn check(
         .await?
         .ok_or_else(|| format!("no bundle at {dir}"))?;
     let text = String::from_utf8(text).map_err(|_| format!("{dir}/bundle.json is not UTF-8"))?;
-    let bundle: Value = serde_json::from_str(&text).map_err(|e| format!("{dir}: {e}"))?;
+    let bundle = planner
+        .bundle_load(&text)
+        .map_err(|e| format!("{dir}: {e}"))?;
     let mut copies = Vec::new();
-    let mut heads = serde_json::Map::new();
-    for e in bundle["entries"].as_array().into_iter().flatten() {
-        let key = e["key"].as_str().ok_or("bundle entry without key")?;
-        if e["sha256"].is_string() {
-            if let Some(b) = store.read(&format!("{dir}/copies/{key}")).await? {
-                copies.push((key.to_owned(), b));
+    let mut heads = Vec::new();
+    for e in &bundle.entries {
+        if e.sha256.is_some() {
+            if let Some(b) = store.read(&format!("{dir}/copies/{}", e.key)).await? {
+                copies.push(wt::Blob {
+                    key: e.key.clone(),
+                    bytes: b,
+                });
             }
         }
         // A content file the ledger itself deleted after an approval is
         // consumed, not lost: it must not hold the bundle's other files
         // forever. Every other entry is checked against the store.
-        if e["layer"] == "content" && consumed.contains(key) {
-            heads.insert(key.to_owned(), e["version"].clone());
+        if e.layer == wt::BundleLayer::Content && consumed.contains(&e.key) {
+            heads.push(wt::HeadAnswer {
+                key: e.key.clone(),
+                version: Some(e.version.clone()),
+            });
             continue;
         }
-        let h = store.head(&crate::store::object_uri(table, key)).await?;
-        heads.insert(
-            key.to_owned(),
-            h.as_ref().map(Object::version_json).unwrap_or(Value::Null),
-        );
+        let h = store.head(&crate::store::object_uri(table, &e.key)).await?;
+        heads.push(wt::HeadAnswer {
+            key: e.key.clone(),
+            version: h.as_ref().map(Object::version),
+        });
     }
-    let v = planner
-        .api
-        .lakesweep_planner_planner()
-        .call_bundle_verify(
-            &mut planner.store,
-            &text,
-            &mappings(location_map),
-            &copies,
-            &Value::Object(heads).to_string(),
-        )
-        .map_err(trap)?
-        .map_err(|e| describe(&e))?;
+    let verification = planner.bundle_verify(&text, location_map, &copies, &heads)?;
     Ok(Checked {
         bundle,
-        verification: serde_json::from_str(&v).map_err(|e| e.to_string())?,
+        verification,
         copies,
     })
 }
@@ -250,25 +223,16 @@ pub async fn blocked_keys(
             .map_err(|e| {
                 format!("quarantine bundle {d} cannot be read ({e}): nothing is approved until it is repaired or removed")
             })?;
-        if c.verification["complete"] == true {
+        if c.verification.complete {
             continue;
         }
         let why = format!(
             "bundle {} is incomplete: {}",
-            c.bundle["candidate_id"].as_str().unwrap_or("?"),
-            c.verification["problems"]
-                .as_array()
-                .map(|p| p
-                    .iter()
-                    .filter_map(|x| x.as_str())
-                    .collect::<Vec<_>>()
-                    .join("; "))
-                .unwrap_or_default()
+            c.bundle.candidate_id,
+            c.verification.problems.join("; ")
         );
-        for e in c.bundle["entries"].as_array().into_iter().flatten() {
-            if let Some(k) = e["key"].as_str() {
-                out.insert(k.to_owned(), why.clone());
-            }
+        for e in &c.bundle.entries {
+            out.insert(e.key.clone(), why.clone());
         }
     }
     Ok(out)
@@ -305,29 +269,23 @@ pub async fn restore(
         &Default::default(),
     )
     .await?;
-    if c.verification["complete"] != true {
+    if !c.verification.complete {
         return Err(format!(
             "bundle {id} cannot restore its snapshots: {}",
-            c.verification["problems"]
+            serde_json::json!(c.verification.problems)
         ));
     }
-    let metadata_key = c.bundle["metadata_key"]
-        .as_str()
-        .ok_or("bundle without metadata_key")?;
+    let metadata_key = &c.bundle.metadata_key;
     // The core said which layers are gone (and refused any rewritten one).
-    let missing: std::collections::BTreeSet<&str> = c.verification["put_back"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let missing: std::collections::BTreeSet<&str> =
+        c.verification.put_back.iter().map(String::as_str).collect();
     let mut put_back = Vec::new();
     let mut bundle_md = None;
-    for (k, b) in &c.copies {
-        if k == metadata_key {
-            bundle_md = Some(b.clone());
-        } else if missing.contains(k.as_str()) {
-            put_back.push((crate::store::object_uri(table, k), b.clone()));
+    for b in &c.copies {
+        if b.key == *metadata_key {
+            bundle_md = Some(b.bytes.clone());
+        } else if missing.contains(b.key.as_str()) {
+            put_back.push((crate::store::object_uri(table, &b.key), b.bytes.clone()));
         }
     }
     let bundle_md = bundle_md.ok_or("the bundle's metadata copy is missing")?;
@@ -337,20 +295,9 @@ pub async fn restore(
         .read(&mapped)
         .await?
         .ok_or_else(|| format!("the current metadata {mapped} does not exist"))?;
-    let doc = planner
-        .api
-        .lakesweep_planner_planner()
-        .call_bundle_restore(
-            &mut planner.store,
-            &original,
-            &current,
-            &c.bundle.to_string(),
-            &bundle_md,
-            now_ms,
-        )
-        .map_err(trap)?
-        .map_err(|e| describe(&e))?;
-    let ids = c.bundle["snapshot_ids"].to_string();
+    let doc =
+        planner.bundle_restore(&original, &current, &c.bundle.document, &bundle_md, now_ms)?;
+    let ids = serde_json::json!(c.bundle.snapshot_ids).to_string();
     if !commit {
         return Ok(format!(
             "bundle {id} is complete; restoring snapshots {ids} would put back {} metadata files and commit a new metadata document (pass --commit)",

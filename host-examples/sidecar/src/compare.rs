@@ -41,20 +41,14 @@ fn canonical(uri: &str) -> String {
     u.to_owned()
 }
 
-/// Compares the plan's delete keys with `other` (the other tool's lines).
+/// Compares the plan's delete keys (`ours`, relative, or absolute for the
+/// table's other write roots) under `table_location` with `other` (the
+/// other tool's lines).
 /// Lines that are URIs or absolute paths are made relative to the table;
 /// bare lines are taken as relative keys. Blank lines and `#` comments are
 /// skipped. Keys are compared exactly (no decoding).
-pub fn diff(plan: &Value, other: &str) -> Diff {
-    let table = canonical(plan["table_location"].as_str().unwrap_or(""));
-    let ours: BTreeSet<String> = plan["delete"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|d| d["key"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
+pub fn diff(table_location: &str, ours: BTreeSet<String>, other: &str) -> Diff {
+    let table = canonical(table_location);
     let mut d = Diff::default();
     let mut theirs = BTreeSet::new();
     for line in other.lines() {
@@ -133,12 +127,15 @@ impl Diff {
 mod tests {
     use super::*;
 
+    fn keys(k: &[&str]) -> BTreeSet<String> {
+        k.iter().map(|k| k.to_string()).collect()
+    }
+
     #[test]
     fn three_way_split_with_scheme_aliases() {
-        let plan = json!({"table_location": "s3://b/t",
-            "delete": [{"key": "data/a.parquet"}, {"key": "data/b.parquet"}]});
+        let ours = keys(&["data/a.parquet", "data/b.parquet"]);
         let other = "# orphan files\ns3a://b/t/data/a.parquet\ndata/c.parquet\n\ns3://b/other/x\n";
-        let d = diff(&plan, other);
+        let d = diff("s3://b/t", ours, other);
         assert_eq!(d.both, BTreeSet::from(["data/a.parquet".to_owned()]));
         assert_eq!(d.only_ours, BTreeSet::from(["data/b.parquet".to_owned()]));
         assert_eq!(d.only_theirs, BTreeSet::from(["data/c.parquet".to_owned()]));
@@ -147,13 +144,14 @@ mod tests {
 
     #[test]
     fn encoded_keys_are_not_decoded() {
-        let plan = json!({"table_location": "file:///w/t", "delete": [{"key": "data/a%20b"}]});
         // A key under another write root is compared by its absolute URI.
-        let ext = json!({"table_location": "s3://b/t",
-                         "delete": [{"key": "s3://b/ext/data/o.parquet"}]});
-        let e = diff(&ext, "s3a://b/ext/data/o.parquet\n");
+        let e = diff(
+            "s3://b/t",
+            keys(&["s3://b/ext/data/o.parquet"]),
+            "s3a://b/ext/data/o.parquet\n",
+        );
         assert_eq!(e.both.len(), 1, "{:?}", e.outside);
-        let d = diff(&plan, "/w/t/data/a b\n");
+        let d = diff("file:///w/t", keys(&["data/a%20b"]), "/w/t/data/a b\n");
         assert_eq!(d.only_theirs.len(), 1);
         assert_eq!(d.only_ours.len(), 1);
     }

@@ -106,114 +106,351 @@ impl Planner {
             .map_err(|e| e.to_string())?;
         Ok(Planner { store, api })
     }
-
-    /// Validates a policy; returns the report (JSON).
-    pub fn check_policy(&mut self, json: &str) -> Result<String, String> {
-        self.api
-            .lakesweep_planner_planner()
-            .call_check_policy(&mut self.store, json)
-            .map_err(trap)?
-            .map_err(|e| describe(&e))
-    }
-
-    /// Checks a sealed plan document's schema and digest.
-    pub fn verify_plan(&mut self, json: &str) -> Result<(), String> {
-        self.api
-            .lakesweep_planner_planner()
-            .call_verify_plan(&mut self.store, json)
-            .map_err(trap)?
-            .map_err(|e| describe(&e))?;
-        Ok(())
-    }
 }
 
+/// A ledger loaded in the component (a `ledger` resource handle).
+#[derive(Clone, Copy)]
+pub struct LedgerHandle(wasmtime::component::ResourceAny);
+
+/// One method per WIT call: typed records in and out; every error is the
+/// component's, described in one line.
 impl Planner {
-    /// The metadata URI the planner reads for `pointer` (mapped by
-    /// `--location-map` and canonical), asked of the component itself so
-    /// every command agrees with the planner byte for byte.
+    /// `check-policy`.
+    pub fn check_policy(&mut self, policy: &str) -> Result<wt::PolicyReport, String> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_check_policy(&mut self.store, &policy.to_owned()))
+    }
+
+    /// `verify-plan`: the stored plan, checked and typed.
+    pub fn verify_plan(&mut self, document: &str) -> Result<wt::SealedPlan, String> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_verify_plan(&mut self.store, &document.to_owned()))
+    }
+
+    /// `canonical-pointer`: the metadata URI the planner reads for
+    /// `pointer` (mapped by `--location-map` and canonical), so every
+    /// command agrees with the planner byte for byte.
     pub fn canonical_pointer(
         &mut self,
         pointer: &str,
         map: &[(String, String)],
     ) -> Result<String, String> {
-        self.api
-            .lakesweep_planner_planner()
-            .call_canonical_pointer(&mut self.store, pointer, &mappings(map))
-            .map_err(trap)?
-            .map_err(|e| describe(&e))
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_canonical_pointer(&mut self.store, &pointer.to_owned(), &mappings(map)))
     }
 
-    /// The newest version of a Delta table from its log listing: its URI
-    /// and identity (JSON `{size, last_modified_ms, etag, version_id}`).
+    /// `delta-head`: the newest version of a Delta table from its log listing.
     pub fn delta_head(
         &mut self,
         table: &str,
         log: &[wt::ListedObject],
-    ) -> Result<Option<(String, serde_json::Value)>, String> {
-        let head = self
-            .api
-            .lakesweep_planner_planner()
-            .call_delta_head(&mut self.store, table, log)
-            .map_err(trap)?
-            .map_err(|e| describe(&e))?;
-        head.map(|t| {
-            let v: serde_json::Value = serde_json::from_str(&t)
-                .map_err(|e| format!("component answered bad JSON: {e}"))?;
-            Ok((
-                v["uri"].as_str().unwrap_or_default().to_owned(),
-                v["head"].clone(),
-            ))
-        })
-        .transpose()
+    ) -> Result<Option<wt::LogHead>, String> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_delta_head(&mut self.store, &table.to_owned(), log))
     }
 
-    /// The core's clock rule: `judged_at_ms` may not lie ahead of this
-    /// machine's clock (what-if runs say `allow_future`).
+    /// `check-clock` against this machine's clock: `judged_at_ms` may not
+    /// lie ahead of it (what-if runs say `allow_future`).
     pub fn check_clock(&mut self, judged_at_ms: i64, allow_future: bool) -> Result<(), String> {
-        self.api
-            .lakesweep_planner_planner()
-            .call_check_clock(
-                &mut self.store,
-                judged_at_ms,
-                crate::store::clock_ms(),
-                allow_future,
-            )
-            .map_err(trap)?
-            .map_err(|e| describe(&e))
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_check_clock(
+            &mut self.store,
+            judged_at_ms,
+            crate::store::clock_ms(),
+            allow_future,
+        ))
     }
 
-    /// [`Planner::accept`] for a batch of a ledger's run (`ledger-accept`):
-    /// the policy's restore-drill gate is checked against `ledger_json`.
+    /// `accept-plan`: may the plan's keys be deleted now, given the live facts?
+    pub fn accept(&mut self, plan: &str, facts: &wt::LiveFacts) -> Result<wt::Acceptance, String> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_accept_plan(&mut self.store, &plan.to_owned(), facts))
+    }
+
+    /// `merge-context`: one validated context document from its parts.
+    pub fn merge_context(&mut self, parts: &wt::ContextParts) -> Result<Option<String>, String> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_merge_context(&mut self.store, parts))
+    }
+
+    /// `dr-metadata-files`: the metadata files a context's DR checkpoints name.
+    pub fn dr_metadata_files(&mut self, context: &str) -> Result<Vec<String>, String> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_dr_metadata_files(&mut self.store, &context.to_owned()))
+    }
+
+    /// `plan-expiry`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn plan_expiry(
+        &mut self,
+        metadata_location: &str,
+        metadata: &[u8],
+        policy: Option<&str>,
+        context: Option<&str>,
+        now_ms: i64,
+        expire_ids: &[i64],
+        dr_metadata: &[wt::Blob],
+    ) -> Result<wt::ExpiryPlan, String> {
+        let api = self.api.lakesweep_planner_planner();
+        let (policy, context) = (policy.map(str::to_owned), context.map(str::to_owned));
+        done(api.call_plan_expiry(
+            &mut self.store,
+            &metadata_location.to_owned(),
+            metadata,
+            policy.as_ref(),
+            context.as_ref(),
+            now_ms,
+            expire_ids,
+            dr_metadata,
+        ))
+    }
+
+    /// `drill-sample`.
+    pub fn drill_sample(
+        &mut self,
+        ids: &[String],
+        n: u32,
+        seed: u64,
+    ) -> Result<Vec<String>, String> {
+        let api = self.api.lakesweep_planner_planner();
+        api.call_drill_sample(&mut self.store, ids, n, seed)
+            .map_err(trap)
+    }
+
+    /// `bundle-chain`.
+    pub fn bundle_chain(
+        &mut self,
+        table: &str,
+        map: &[(String, String)],
+        metadata_uri: &str,
+        metadata: &[u8],
+        snapshot_ids: &[i64],
+        blobs: &[wt::Blob],
+    ) -> Result<wt::ChainWalk, String> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_bundle_chain(
+            &mut self.store,
+            &table.to_owned(),
+            &mappings(map),
+            &metadata_uri.to_owned(),
+            metadata,
+            snapshot_ids,
+            blobs,
+        ))
+    }
+
+    /// `bundle-seal`.
+    pub fn bundle_seal(
+        &mut self,
+        request: &wt::SealRequest,
+        metadata: &[u8],
+        blobs: &[wt::Blob],
+    ) -> Result<wt::Bundle, String> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_bundle_seal(&mut self.store, request, metadata, blobs))
+    }
+
+    /// `bundle-load`: a stored bundle, checked and typed.
+    pub fn bundle_load(&mut self, document: &str) -> Result<wt::Bundle, String> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_bundle_load(&mut self.store, &document.to_owned()))
+    }
+
+    /// `bundle-verify`.
+    pub fn bundle_verify(
+        &mut self,
+        document: &str,
+        map: &[(String, String)],
+        copies: &[wt::Blob],
+        heads: &[wt::HeadAnswer],
+    ) -> Result<wt::Verification, String> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_bundle_verify(
+            &mut self.store,
+            &document.to_owned(),
+            &mappings(map),
+            copies,
+            heads,
+        ))
+    }
+
+    /// `bundle-restore`: the metadata document that restores the bundle.
+    pub fn bundle_restore(
+        &mut self,
+        current_uri: &str,
+        current: &[u8],
+        document: &str,
+        bundle_metadata: &[u8],
+        now_ms: i64,
+    ) -> Result<Vec<u8>, String> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_bundle_restore(
+            &mut self.store,
+            &current_uri.to_owned(),
+            current,
+            &document.to_owned(),
+            bundle_metadata,
+            now_ms,
+        ))
+    }
+}
+
+/// The `ledger` resource's methods.
+impl Planner {
+    /// `ledger.load`.
+    pub fn ledger_load(&mut self, document: &str) -> Result<LedgerHandle, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        done(api.call_load(&mut self.store, &document.to_owned())).map(LedgerHandle)
+    }
+
+    /// `ledger.create`.
+    pub fn ledger_create(
+        &mut self,
+        plan: &str,
+        quarantine_ms: i64,
+        prior_ledger: bool,
+        start_new: bool,
+    ) -> Result<LedgerHandle, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        done(api.call_create(
+            &mut self.store,
+            &plan.to_owned(),
+            quarantine_ms,
+            prior_ledger,
+            start_new,
+        ))
+        .map(LedgerHandle)
+    }
+
+    /// `ledger.begin`.
+    pub fn ledger_begin(
+        &mut self,
+        l: LedgerHandle,
+        plan: &str,
+        now_ms: i64,
+    ) -> Result<wt::LedgerStep, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        done(api.call_begin(&mut self.store, l.0, &plan.to_owned(), now_ms))
+    }
+
+    /// `ledger.reconcile`.
+    pub fn ledger_reconcile(
+        &mut self,
+        l: LedgerHandle,
+        now_ms: i64,
+    ) -> Result<wt::LedgerStep, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        done(api.call_reconcile(&mut self.store, l.0, now_ms))
+    }
+
+    /// `ledger.observe`.
+    pub fn ledger_observe(
+        &mut self,
+        l: LedgerHandle,
+        observations: &[wt::Observation],
+        now_ms: i64,
+    ) -> Result<wt::LedgerStep, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        done(api.call_observe(&mut self.store, l.0, observations, now_ms))
+    }
+
+    /// `ledger.approve`.
+    pub fn ledger_approve(
+        &mut self,
+        l: LedgerHandle,
+        plan: &str,
+        live: &wt::LiveState,
+        now_ms: i64,
+    ) -> Result<wt::ApprovalStep, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        done(api.call_approve(&mut self.store, l.0, &plan.to_owned(), live, now_ms))
+    }
+
+    /// `ledger.accept`: [`Planner::accept`] for a batch of a ledger's run
+    /// (the policy's restore-drill gate is checked against the ledger).
     pub fn ledger_accept(
         &mut self,
-        ledger_json: &str,
-        plan_json: &str,
-        facts_json: &str,
-    ) -> Result<serde_json::Value, String> {
-        let text = self
-            .api
-            .lakesweep_planner_planner()
-            .call_ledger_accept(&mut self.store, ledger_json, plan_json, facts_json)
-            .map_err(trap)?
-            .map_err(|e| describe(&e))?;
-        answer(&text)
+        l: LedgerHandle,
+        plan: &str,
+        facts: &wt::LiveFacts,
+    ) -> Result<wt::Acceptance, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        done(api.call_accept(&mut self.store, l.0, &plan.to_owned(), facts))
     }
 
-    /// The core's one acceptance path: may the plan's keys be deleted now,
-    /// given the live facts (JSON)? Returns its answer (JSON).
-    pub fn accept(
+    /// `ledger.record`.
+    pub fn ledger_record(
         &mut self,
-        plan_json: &str,
-        facts_json: &str,
-    ) -> Result<serde_json::Value, String> {
-        let text = self
-            .api
-            .lakesweep_planner_planner()
-            .call_accept_plan(&mut self.store, plan_json, facts_json)
-            .map_err(trap)?
-            .map_err(|e| describe(&e))?;
-        answer(&text)
+        l: LedgerHandle,
+        receipts: &[wt::Receipt],
+        now_ms: i64,
+    ) -> Result<wt::LedgerStep, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        done(api.call_record(&mut self.store, l.0, receipts, now_ms))
     }
+
+    /// `ledger.record-drill`.
+    pub fn ledger_record_drill(
+        &mut self,
+        l: LedgerHandle,
+        table: &str,
+        seed: u64,
+        bundles_total: u64,
+        results: &[wt::DrillResult],
+        now_ms: i64,
+    ) -> Result<wt::Drill, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        done(api.call_record_drill(
+            &mut self.store,
+            l.0,
+            &table.to_owned(),
+            seed,
+            bundles_total,
+            results,
+            now_ms,
+        ))
+    }
+
+    /// `ledger.gates`.
+    pub fn ledger_gates(&mut self, l: LedgerHandle) -> Result<wt::Gates, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_gates(&mut self.store, l.0).map_err(trap)
+    }
+
+    /// `ledger.objects`.
+    pub fn ledger_objects(&mut self, l: LedgerHandle) -> Result<Vec<wt::LedgerObject>, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_objects(&mut self.store, l.0).map_err(trap)
+    }
+
+    /// `ledger.quarantine-ms`.
+    pub fn ledger_quarantine_ms(&mut self, l: LedgerHandle) -> Result<i64, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_quarantine_ms(&mut self.store, l.0).map_err(trap)
+    }
+
+    /// `ledger.table-location`.
+    pub fn ledger_table_location(&mut self, l: LedgerHandle) -> Result<String, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_table_location(&mut self.store, l.0).map_err(trap)
+    }
+
+    /// `ledger.revision`.
+    pub fn ledger_revision(&mut self, l: LedgerHandle) -> Result<u64, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_revision(&mut self.store, l.0).map_err(trap)
+    }
+
+    /// `ledger.to-document`: the sealed document to store.
+    pub fn ledger_document(&mut self, l: LedgerHandle) -> Result<String, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_to_document(&mut self.store, l.0).map_err(trap)
+    }
+}
+
+/// A component call's answer: a trap or the component's error in one line.
+fn done<T>(r: wasmtime::Result<Result<T, wt::Error>>) -> Result<T, String> {
+    r.map_err(trap)?.map_err(|e| describe(&e))
 }
 
 /// `--location-map` pairs in the component's terms.
@@ -269,7 +506,37 @@ pub fn verdict_name(v: wt::Verdict) -> &'static str {
     }
 }
 
-/// The component's JSON answer, parsed.
-fn answer(text: &str) -> Result<serde_json::Value, String> {
-    serde_json::from_str(text).map_err(|e| format!("component answered bad JSON: {e}"))
+/// A ledger state as ledger documents spell it (`DELETE_UNKNOWN`).
+pub fn state_name(s: wt::ObjectState) -> &'static str {
+    match s {
+        wt::ObjectState::Protected => "PROTECTED",
+        wt::ObjectState::Discovered => "DISCOVERED",
+        wt::ObjectState::UnreferencedEligible => "UNREFERENCED_ELIGIBLE",
+        wt::ObjectState::Quarantined => "QUARANTINED",
+        wt::ObjectState::RestoreVerified => "RESTORE_VERIFIED",
+        wt::ObjectState::DeleteApproved => "DELETE_APPROVED",
+        wt::ObjectState::Deleted => "DELETED",
+        wt::ObjectState::Verified => "VERIFIED",
+        wt::ObjectState::DeleteUnknown => "DELETE_UNKNOWN",
+    }
+}
+
+/// A delete's result as receipts spell it.
+pub fn result_name(r: wt::DeleteResult) -> &'static str {
+    match r {
+        wt::DeleteResult::Deleted => "deleted",
+        wt::DeleteResult::AlreadyAbsent => "already-absent",
+        wt::DeleteResult::SkippedChanged => "skipped-changed",
+        wt::DeleteResult::SkippedStopped => "skipped-stopped",
+        wt::DeleteResult::SkippedProtected => "skipped-protected",
+        wt::DeleteResult::Failed => "failed",
+        wt::DeleteResult::Unknown => "unknown",
+    }
+}
+
+/// An object version as this host's own JSON outputs (receipts, reports)
+/// write it: `{size, last_modified_ms, etag, version_id}`.
+pub fn version_json(v: &wt::ObjectVersion) -> serde_json::Value {
+    serde_json::json!({"size": v.size, "last_modified_ms": v.last_modified_ms,
+                       "etag": v.etag, "version_id": v.version_id})
 }

@@ -1,9 +1,9 @@
 //! Reads the retention policy and the live context from files: `--policy`,
 //! and `--context` (a whole context document) merged with `--leases`,
 //! `--holds` and `--writers` (JSON arrays of one kind each). The planner
-//! validates both; this module only reads and merges.
+//! merges and validates them; this module only reads the files.
 
-use serde_json::{Map, Value};
+use crate::component::{wt, Planner};
 
 /// Files naming the policy and the context.
 #[derive(Debug, Clone, Default)]
@@ -30,39 +30,15 @@ impl ContextFiles {
         self.policy.as_deref().map(read).transpose()
     }
 
-    /// The merged context document, if any file was given.
-    pub fn context_json(&self) -> Result<Option<String>, String> {
-        let mut doc = match &self.context {
-            Some(p) => match serde_json::from_str::<Value>(&read(p)?) {
-                Ok(Value::Object(m)) => m,
-                Ok(_) => return Err(format!("{p}: a context document is a JSON object")),
-                Err(e) => return Err(format!("{p}: {e}")),
-            },
-            None => Map::new(),
+    /// The context document the files make, merged and validated by the
+    /// planner; `None` when no file was given.
+    pub fn context_json(&self, planner: &mut Planner) -> Result<Option<String>, String> {
+        let parts = wt::ContextParts {
+            context: self.context.as_deref().map(read).transpose()?,
+            leases: self.leases.as_deref().map(read).transpose()?,
+            holds: self.holds.as_deref().map(read).transpose()?,
+            writers: self.writers.as_deref().map(read).transpose()?,
         };
-        let parts = [
-            ("leases", &self.leases),
-            ("holds", &self.holds),
-            ("writers", &self.writers),
-        ];
-        if self.context.is_none() && parts.iter().all(|(_, f)| f.is_none()) {
-            return Ok(None);
-        }
-        for (key, file) in parts {
-            let Some(p) = file else { continue };
-            let items = match serde_json::from_str::<Value>(&read(p)?) {
-                Ok(Value::Array(a)) => a,
-                Ok(_) => return Err(format!("{p}: --{key} takes a JSON array")),
-                Err(e) => return Err(format!("{p}: {e}")),
-            };
-            let slot = doc
-                .entry(key.to_owned())
-                .or_insert_with(|| Value::Array(vec![]));
-            match slot {
-                Value::Array(a) => a.extend(items),
-                _ => return Err(format!("context `{key}` is not an array")),
-            }
-        }
-        Ok(Some(Value::Object(doc).to_string()))
+        planner.merge_context(&parts)
     }
 }

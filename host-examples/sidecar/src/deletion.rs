@@ -16,7 +16,7 @@
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use crate::component::Planner;
+use crate::component::{result_name, version_json, wt, LedgerHandle, Planner};
 use crate::context::ContextFiles;
 use crate::plan::{self, Format, PlanInput};
 use crate::pointer::Pointer;
@@ -64,9 +64,9 @@ pub struct LiveSource {
     pub context: ContextFiles,
     /// Accept a plan judged ahead of the clock.
     pub allow_future_now: bool,
-    /// `sweep`: its ledger (JSON), against whose drills the core checks a
+    /// `sweep`: its ledger, against whose drills the core checks a
     /// policy's restore-drill gate for every batch (`apply` has none).
-    pub ledger: Option<String>,
+    pub ledger: Option<LedgerHandle>,
 }
 
 impl LiveSource {
@@ -76,31 +76,35 @@ impl LiveSource {
         &self,
         planner: &mut Planner,
         plan_json: &str,
-        facts: &Value,
-    ) -> Result<Value, String> {
-        match &self.ledger {
-            None => planner.accept(plan_json, &facts.to_string()),
-            Some(l) => planner.ledger_accept(l, plan_json, &facts.to_string()),
+        facts: &wt::LiveFacts,
+    ) -> Result<wt::Acceptance, String> {
+        match self.ledger {
+            None => planner.accept(plan_json, facts),
+            Some(l) => planner.ledger_accept(l, plan_json, facts),
         }
     }
 
-    /// The live facts (JSON, the core's `LiveFacts`), read now.
-    pub async fn facts(&self, planner: &mut Planner, canonical: &str) -> Result<Value, String> {
-        let (location, head) = if self.delta {
-            let (uri, head) =
+    /// The live facts, read now.
+    pub async fn facts(
+        &self,
+        planner: &mut Planner,
+        canonical: &str,
+    ) -> Result<wt::LiveFacts, String> {
+        let (metadata_location, head) = if self.delta {
+            let h =
                 crate::pointer::delta_head(planner, &self.store, &self.table, canonical).await?;
-            (uri, Some(head))
+            (h.uri, Some(h.version))
         } else {
             let raw = self.pointer.resolve(&self.store, &self.table).await?;
             (planner.canonical_pointer(&raw, &self.location_map)?, None)
         };
-        Ok(json!({
-            "metadata_location": location,
-            "head": head,
-            "context": self.context.context_json()?,
-            "clock_ms": clock_ms(),
-            "allow_future_now": self.allow_future_now,
-        }))
+        Ok(wt::LiveFacts {
+            metadata_location,
+            head,
+            context: self.context.context_json(planner)?,
+            clock_ms: clock_ms(),
+            allow_future_now: self.allow_future_now,
+        })
     }
 }
 
@@ -108,20 +112,62 @@ impl LiveSource {
 pub struct Item {
     /// Key relative to the table location.
     pub key: String,
-    /// The planned (pinned) version: `{size, last_modified_ms, etag, version_id}`.
-    pub pinned: Value,
+    /// The planned (pinned) version.
+    pub pinned: wt::ObjectVersion,
+}
+
+/// A receipt as this host writes it: the core's receipt, with the URI,
+/// the planned version and, for dry runs and damage, its own result name.
+#[derive(Clone)]
+pub struct Line {
+    /// The receipt the ledger records.
+    pub receipt: wt::Receipt,
+    /// The object's URI.
+    pub uri: String,
+    /// The version the plan pinned.
+    pub planned: wt::ObjectVersion,
+    /// `would-delete` (dry run) or `damaged` instead of the receipt's result.
+    pub label: Option<&'static str>,
+    /// How to get a damaged object back.
+    pub restore: Option<String>,
+}
+
+impl Line {
+    /// The result's name as the receipts file spells it.
+    pub fn result(&self) -> &'static str {
+        self.label.unwrap_or(result_name(self.receipt.result))
+    }
+
+    /// The receipts file's line (JSON).
+    pub fn to_json(&self) -> Value {
+        let r = &self.receipt;
+        let mut v = json!({
+            "key": r.key, "uri": self.uri, "result": self.result(),
+            "planned": version_json(&self.planned),
+            "version": r.version.as_ref().map(version_json),
+            "requested_ms": r.requested_ms, "confirmed_ms": r.confirmed_ms,
+            "delete_marker": r.delete_marker, "detail": r.detail,
+        });
+        if r.delete_marker_version_id.is_some() {
+            v["delete_marker_version_id"] = json!(r.delete_marker_version_id);
+        }
+        if let Some(h) = &self.restore {
+            v["restore"] = json!(h);
+        }
+        v
+    }
 }
 
 /// What a batched deletion did.
 #[derive(Default)]
 pub struct Deleted {
     /// Every receipt, in the order written.
-    pub receipts: Vec<Value>,
+    pub receipts: Vec<Line>,
     /// Why the run stopped before its last key, if it did.
     pub stopped: Option<Vec<String>>,
     /// Damage receipts: deleted keys the live table references (or a live
     /// hold covers) after the run.
-    pub damage: Vec<Value>,
+    pub damage: Vec<Line>,
     /// Set when the damage check itself could not be made (then the run
     /// must be treated as possibly damaged).
     pub damage_unchecked: Option<String>,
@@ -147,15 +193,12 @@ pub async fn run(
     source: &LiveSource,
     items: Vec<Item>,
     opts: &Batching,
-    sink: &mut dyn FnMut(&Value) -> Result<(), String>,
+    sink: &mut dyn FnMut(&Line) -> Result<(), String>,
 ) -> Result<Deleted, String> {
-    let plan: Value = serde_json::from_str(plan_json).map_err(|e| e.to_string())?;
-    let canonical = plan["table_location"]
-        .as_str()
-        .ok_or("plan without table_location")?
-        .to_owned();
+    let plan = planner.verify_plan(plan_json)?;
+    let canonical = plan.table_location.clone();
     let mut out = Deleted::default();
-    let mut deleted_keys: Vec<(String, Value)> = Vec::new();
+    let mut deleted_keys: Vec<(String, wt::ObjectVersion)> = Vec::new();
     let mut rest = items.into_iter().peekable();
     let mut number = 0usize;
     while rest.peek().is_some() {
@@ -170,14 +213,7 @@ pub async fn run(
         };
         let refusal: Option<Vec<String>> = match &answer {
             Err(e) => Some(vec![format!("the live state could not be read: {e}")]),
-            Ok(acc) if acc["granted"] != true => Some(
-                acc["differences"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|d| d.as_str().map(str::to_owned))
-                    .collect(),
-            ),
+            Ok(acc) if !acc.granted => Some(acc.differences.clone()),
             Ok(_) => None,
         };
         if let Some(why) = refusal {
@@ -186,7 +222,7 @@ pub async fn run(
                 let r = receipt(
                     &source.table,
                     &it,
-                    "skipped-stopped",
+                    wt::DeleteResult::SkippedStopped,
                     None,
                     Some(detail.clone()),
                 );
@@ -200,12 +236,13 @@ pub async fn run(
         hook(&number.to_string())?;
         let mut todo = Vec::new();
         for it in batch {
-            match acc["denied"][&it.key].as_str() {
-                Some(why) => {
+            match acc.denied.iter().find(|d| d.key == it.key) {
+                Some(d) => {
+                    let why = &d.why;
                     let r = receipt(
                         &source.table,
                         &it,
-                        "skipped-protected",
+                        wt::DeleteResult::SkippedProtected,
                         None,
                         Some(format!("not deleted: {why}")),
                     );
@@ -227,7 +264,7 @@ pub async fn run(
             })
             .buffer_unordered(opts.concurrency.max(1));
         while let Some((it, r)) = results.next().await {
-            if r["result"] == "deleted" {
+            if r.label.is_none() && r.receipt.result == wt::DeleteResult::Deleted {
                 deleted_keys.push((it.key.clone(), it.pinned.clone()));
             }
             sink(&r)?;
@@ -260,10 +297,10 @@ pub async fn run(
 async fn damage_check(
     planner: &mut Planner,
     plan_json: &str,
-    plan: &Value,
+    plan: &wt::SealedPlan,
     source: &LiveSource,
     canonical: &str,
-    deleted: &[(String, Value)],
+    deleted: &[(String, wt::ObjectVersion)],
     opts: &Batching,
     out: &mut Deleted,
 ) {
@@ -273,12 +310,13 @@ async fn damage_check(
         let mut found: Vec<(String, String)> = deleted
             .iter()
             .filter_map(|(k, _)| {
-                acc["denied"][k]
-                    .as_str()
-                    .map(|why| (k.clone(), format!("now covered by {why}")))
+                acc.denied
+                    .iter()
+                    .find(|d| d.key == *k)
+                    .map(|d| (k.clone(), format!("now covered by {}", d.why)))
             })
             .collect();
-        if acc["granted"] != true {
+        if !acc.granted {
             // The table (or the context) changed since the plan: ask the
             // planner what the live table references.
             let input = PlanInput {
@@ -289,12 +327,12 @@ async fn damage_check(
                 } else {
                     Format::Iceberg
                 },
-                now_ms: plan["tokens"]["now_ms"].as_i64().unwrap_or_else(clock_ms),
-                retention_ms: plan["tokens"]["file_retention_ms"].as_i64(),
+                now_ms: plan.tokens.now_ms,
+                retention_ms: Some(plan.tokens.file_retention_ms),
                 location_map: source.location_map.clone(),
                 wasm: opts.wasm.clone(),
                 policy: None,
-                context: facts["context"].as_str().map(str::to_owned),
+                context: facts.context.clone(),
                 keep_all_decisions: false,
                 keep_versions: Vec::new(),
                 log_cleanup: false,
@@ -310,28 +348,40 @@ async fn damage_check(
         Err(e) => out.damage_unchecked = Some(e),
         Ok(found) => {
             for (key, why) in found {
-                let pinned = deleted
+                let Some(pinned) = deleted
                     .iter()
                     .find(|(k, _)| *k == key)
                     .map(|(_, p)| p.clone())
-                    .unwrap_or(Value::Null);
+                else {
+                    continue;
+                };
                 let uri = crate::store::object_uri(&source.table, &key);
-                out.damage.push(json!({
-                    "key": key, "uri": uri, "result": "damaged",
-                    "detail": format!("deleted by this run, and the live table needs it: {why}"),
-                    "planned": pinned,
-                    "restore": restore_hint(&uri, &pinned),
-                    "requested_ms": clock_ms(), "confirmed_ms": Value::Null,
-                    "delete_marker": false, "version": pinned,
-                }));
+                out.damage.push(Line {
+                    receipt: wt::Receipt {
+                        key,
+                        result: wt::DeleteResult::Deleted,
+                        version: Some(pinned.clone()),
+                        requested_ms: clock_ms(),
+                        confirmed_ms: None,
+                        delete_marker: false,
+                        delete_marker_version_id: None,
+                        detail: Some(format!(
+                            "deleted by this run, and the live table needs it: {why}"
+                        )),
+                    },
+                    restore: Some(restore_hint(&uri, &pinned)),
+                    uri,
+                    planned: pinned,
+                    label: Some("damaged"),
+                });
             }
         }
     }
 }
 
 /// How to get a deleted object back.
-fn restore_hint(uri: &str, pinned: &Value) -> String {
-    match (uri.strip_prefix("s3://"), pinned["version_id"].as_str()) {
+fn restore_hint(uri: &str, pinned: &wt::ObjectVersion) -> String {
+    match (uri.strip_prefix("s3://"), pinned.version_id.as_deref()) {
         (Some(rest), Some(v)) => {
             let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
             format!(
@@ -345,54 +395,72 @@ fn restore_hint(uri: &str, pinned: &Value) -> String {
 fn receipt(
     table: &str,
     it: &Item,
-    result: &str,
+    result: wt::DeleteResult,
     seen: Option<&Object>,
     detail: Option<String>,
-) -> Value {
-    json!({
-        "key": it.key, "uri": crate::store::object_uri(table, &it.key), "result": result,
-        "planned": it.pinned, "version": seen.map(Object::version_json),
-        "requested_ms": clock_ms(), "confirmed_ms": clock_ms(),
-        "delete_marker": false, "detail": detail,
-    })
+) -> Line {
+    Line {
+        receipt: wt::Receipt {
+            key: it.key.clone(),
+            result,
+            version: seen.map(Object::version),
+            requested_ms: clock_ms(),
+            confirmed_ms: Some(clock_ms()),
+            delete_marker: false,
+            delete_marker_version_id: None,
+            detail,
+        },
+        uri: crate::store::object_uri(table, &it.key),
+        planned: it.pinned.clone(),
+        label: None,
+        restore: None,
+    }
 }
 
 /// HEAD, compare with the pinned version, delete; the receipt.
-async fn delete_one(store: &Store, table: &str, it: &Item, dry: bool) -> Value {
+async fn delete_one(store: &Store, table: &str, it: &Item, dry: bool) -> Line {
+    use wt::DeleteResult as R;
     let uri = crate::store::object_uri(table, &it.key);
     // A key under another write root may live in another bucket.
     let store = match store.holding(&uri) {
         Ok(s) => s,
-        Err(e) => {
-            return json!({"key": it.key, "uri": uri, "result": "failed", "planned": it.pinned,
-                          "version": Value::Null, "requested_ms": clock_ms(),
-                          "confirmed_ms": clock_ms(), "delete_marker": false, "detail": e})
-        }
+        Err(e) => return receipt(table, it, R::Failed, None, Some(e)),
     };
     let store = &store;
     let requested = clock_ms();
-    let done = |result: &str, seen: Option<&Object>, marker: bool, detail: Option<String>| {
-        json!({"key": it.key, "uri": uri, "result": result, "planned": it.pinned,
-               "version": seen.map(Object::version_json),
-               "requested_ms": requested,
-               "confirmed_ms": (result != "unknown").then(clock_ms),
-               "delete_marker": marker, "detail": detail})
+    let done = |result: R, seen: Option<&Object>, marker: bool, detail: Option<String>| Line {
+        receipt: wt::Receipt {
+            key: it.key.clone(),
+            result,
+            version: seen.map(Object::version),
+            requested_ms: requested,
+            confirmed_ms: (result != R::Unknown).then(clock_ms),
+            delete_marker: marker,
+            delete_marker_version_id: None,
+            detail,
+        },
+        uri: uri.clone(),
+        planned: it.pinned.clone(),
+        label: None,
+        restore: None,
     };
     let seen = match store.head(&uri).await {
-        Err(e) => return done("failed", None, false, Some(e)),
-        Ok(None) => return done("already-absent", None, false, None),
+        Err(e) => return done(R::Failed, None, false, Some(e)),
+        Ok(None) => return done(R::AlreadyAbsent, None, false, None),
         Ok(Some(o)) => o,
     };
     if !seen.is_version(&it.pinned) {
-        return done("skipped-changed", Some(&seen), false, None);
+        return done(R::SkippedChanged, Some(&seen), false, None);
     }
     if dry {
-        return done("would-delete", Some(&seen), false, None);
+        let mut l = done(R::Deleted, Some(&seen), false, None);
+        l.label = Some("would-delete");
+        return l;
     }
     match store.delete_if(&uri, seen.etag.as_deref()).await {
         // The store's conditional delete found another version: kept.
         Ok(d) if d.changed => done(
-            "skipped-changed",
+            R::SkippedChanged,
             Some(&seen),
             false,
             Some("the store's If-Match found another version at delete time".into()),
@@ -403,15 +471,15 @@ async fn delete_one(store: &Store, table: &str, it: &Item, dry: bool) -> Value {
         // The receipt names both (checkable against ListObjectVersions).
         Ok(d) if d.existed => {
             let mut r = done(
-                "deleted",
+                R::Deleted,
                 Some(&seen),
                 d.delete_marker.is_some() && seen.version_id.is_some(),
                 None,
             );
-            r["delete_marker_version_id"] = json!(d.delete_marker);
+            r.receipt.delete_marker_version_id = d.delete_marker;
             r
         }
-        Ok(_) => done("already-absent", Some(&seen), false, None),
-        Err(e) => done("failed", Some(&seen), false, Some(e)),
+        Ok(_) => done(R::AlreadyAbsent, Some(&seen), false, None),
+        Err(e) => done(R::Failed, Some(&seen), false, Some(e)),
     }
 }

@@ -7,20 +7,28 @@
 
 use serde_json::{json, Value};
 
-use crate::component::{describe, trap, wasm_path, Planner};
+use crate::component::{wasm_path, wt, Planner};
 use crate::store::{clock_ms, Store};
-use crate::sweep::{consumed_keys, default_ledger, parse, save, Lock};
+use crate::sweep::{consumed_keys, default_ledger, save, Lock};
 
 /// What a drill found.
 pub struct Drilled {
-    /// The drill record (`{at_ms, seed, bundles_total, sampled, failed, passed}`).
-    pub drill: Value,
+    /// The drill record.
+    pub drill: wt::Drill,
     /// The ledger's gates after it.
-    pub gates: Value,
+    pub gates: wt::Gates,
     /// Where the ledger was saved.
     pub ledger_uri: String,
 }
 
+/// A drill as `drill --json` writes it.
+pub fn drill_json(d: &wt::Drill) -> Value {
+    json!({"at_ms": d.at_ms, "seed": d.seed, "bundles_total": d.bundles_total,
+           "sampled": d.sampled,
+           "failed": d.failed.iter().map(|f| (f.bundle_id.clone(), json!(f.why)))
+                        .collect::<serde_json::Map<_, _>>(),
+           "passed": d.passed})
+}
 /// Runs a drill of `sample` bundles of `table` (all when it has fewer),
 /// drawn with `seed` (default: from the clock; reported either way).
 pub async fn run(
@@ -54,21 +62,18 @@ async fn locked(
         format!("no ledger at {ledger_uri}: a drill is recorded in the table's ledger (a first `sweep` creates it)")
     })?;
     let text = String::from_utf8(text).map_err(|_| format!("{ledger_uri} is not UTF-8"))?;
-    let consumed = consumed_keys(&parse(&text)?);
+    let mut planner = Planner::load(&wasm_path(wasm))?;
+    let ledger = planner.ledger_load(&text)?;
+    let consumed = consumed_keys(&planner.ledger_objects(ledger)?);
     let dirs = crate::bundle::dirs(&store, table).await?;
     let ids: Vec<String> = dirs
         .keys()
         .filter_map(|d| d.rsplit('/').next().map(str::to_owned))
         .collect();
     let seed = seed.unwrap_or(clock_ms() as u64);
-    let mut planner = Planner::load(&wasm_path(wasm))?;
-    let sampled = planner
-        .api
-        .lakesweep_planner_planner()
-        .call_drill_sample(&mut planner.store, &ids, sample, seed)
-        .map_err(trap)?;
+    let sampled = planner.drill_sample(&ids, sample, seed)?;
     let root = crate::bundle::root(table);
-    let mut results = serde_json::Map::new();
+    let mut results = Vec::new();
     for id in &sampled {
         let dir = format!("{root}/{id}");
         let why = if dirs.get(&dir) != Some(&true) {
@@ -78,42 +83,22 @@ async fn locked(
                 .await
             {
                 Err(e) => Some(format!("cannot be read: {e}")),
-                Ok(c) if c.verification["complete"] == true => None,
-                Ok(c) => Some(
-                    c.verification["problems"]
-                        .as_array()
-                        .map(|p| {
-                            p.iter()
-                                .filter_map(Value::as_str)
-                                .collect::<Vec<_>>()
-                                .join("; ")
-                        })
-                        .unwrap_or_else(|| "incomplete".into()),
-                ),
+                Ok(c) if c.verification.complete => None,
+                Ok(c) if c.verification.problems.is_empty() => Some("incomplete".into()),
+                Ok(c) => Some(c.verification.problems.join("; ")),
             }
         };
-        results.insert(id.clone(), json!(why));
+        results.push(wt::DrillResult {
+            bundle_id: id.clone(),
+            failure: why,
+        });
     }
-    let out = parse(
-        &planner
-            .api
-            .lakesweep_planner_planner()
-            .call_ledger_drill(
-                &mut planner.store,
-                &text,
-                table,
-                seed,
-                ids.len() as u64,
-                &Value::Object(results).to_string(),
-                clock_ms(),
-            )
-            .map_err(trap)?
-            .map_err(|e| describe(&e))?,
-    )?;
-    save(&lstore, ledger_uri, &out["ledger"]).await?;
+    let drill =
+        planner.ledger_record_drill(ledger, table, seed, ids.len() as u64, &results, clock_ms())?;
+    save(&mut planner, ledger, &lstore, ledger_uri).await?;
     Ok(Drilled {
-        drill: out["drill"].clone(),
-        gates: out["gates"].clone(),
+        drill,
+        gates: planner.ledger_gates(ledger)?,
         ledger_uri: ledger_uri.to_owned(),
     })
 }
@@ -121,25 +106,23 @@ async fn locked(
 /// The human report of a drill.
 pub fn human(d: &Drilled) -> String {
     let v = &d.drill;
-    let sampled = v["sampled"].as_array().map(Vec::len).unwrap_or(0);
     let mut out = format!(
         "restore drill: {} of {} bundles verified (seed {}): {}\n",
-        sampled,
-        v["bundles_total"],
-        v["seed"],
-        if v["passed"] == true {
+        v.sampled.len(),
+        v.bundles_total,
+        v.seed,
+        if v.passed {
             "every one would restore"
         } else {
             "FAILED"
         }
     );
-    for id in v["sampled"].as_array().into_iter().flatten() {
-        let id = id.as_str().unwrap_or("?");
-        match v["failed"][id].as_str() {
-            Some(why) => out.push_str(&format!(
+    for id in &v.sampled {
+        match v.failed.iter().find(|f| f.bundle_id == *id) {
+            Some(f) => out.push_str(&format!(
                 "  {}  would NOT restore: {}\n",
                 crate::report::esc(id),
-                crate::report::esc(why)
+                crate::report::esc(&f.why)
             )),
             None => out.push_str(&format!("  {}  ok\n", crate::report::esc(id))),
         }

@@ -8,17 +8,15 @@
 
 use std::hash::{BuildHasher, Hasher};
 
-use serde_json::Value;
-
 use crate::args::ExpireArgs;
-use crate::component::{describe, trap, wasm_path, Planner};
+use crate::component::{wasm_path, wt, Planner};
 use crate::pointer::Pointer;
 use crate::store::{table_uri, Store};
 
 /// A finished `expire` run.
 pub struct Expiry {
-    /// The expiry plan (component JSON).
-    pub plan: Value,
+    /// The expiry plan.
+    pub plan: wt::ExpiryPlan,
     /// The new metadata location, when committed.
     pub committed: Option<String>,
     /// The quarantine bundle sealed before the commit (its URI).
@@ -80,48 +78,33 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
         .await?
         .ok_or_else(|| format!("the current metadata {mapped} does not exist"))?;
     let policy = a.inputs.policy_json()?;
-    let context = a.inputs.context_json()?;
+    let context = a.inputs.context_json(&mut planner)?;
     // Every DR checkpoint metadata file the context names, read for the planner.
     let mut dr_metadata = Vec::new();
     if let Some(ctx) = &context {
-        let v: Value = serde_json::from_str(ctx).map_err(|e| format!("context: {e}"))?;
-        for d in v["drCheckpoints"].as_array().into_iter().flatten() {
-            if let Some(f) = d["metadataFile"].as_str() {
-                let physical = planner.canonical_pointer(f, &a.location_map)?;
-                if let Some(b) = store.read(&physical).await? {
-                    dr_metadata.push((f.to_owned(), b));
-                }
+        for f in planner.dr_metadata_files(ctx)? {
+            let physical = planner.canonical_pointer(&f, &a.location_map)?;
+            if let Some(b) = store.read(&physical).await? {
+                dr_metadata.push(wt::Blob { key: f, bytes: b });
             }
         }
     }
-    let json = planner
-        .api
-        .lakesweep_planner_planner()
-        .call_plan_expiry(
-            &mut planner.store,
-            &original,
-            &bytes,
-            policy.as_deref(),
-            context.as_deref(),
-            a.now_ms,
-            &a.expire_ids,
-            &dr_metadata,
-        )
-        .map_err(trap)?
-        .map_err(|e| describe(&e))?;
-    let plan: Value = serde_json::from_str(&json).map_err(|e| e.to_string())?;
+    let plan = planner.plan_expiry(
+        &original,
+        &bytes,
+        policy.as_deref(),
+        context.as_deref(),
+        a.now_ms,
+        &a.expire_ids,
+        &dr_metadata,
+    )?;
     let mut committed = None;
     let mut bundle = None;
-    if a.commit && !plan["newMetadata"].is_null() {
+    if let (true, Some(new_metadata)) = (a.commit, &plan.new_metadata) {
         planner
             .check_clock(a.now_ms, a.allow_future_now)
             .map_err(|e| format!("expiry not committed: {e}"))?;
-        let ids: Vec<i64> = plan["expire"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_i64)
-            .collect();
+        let ids: Vec<i64> = plan.expire.clone();
         if let Pointer::Explicit(_) = a.pointer {
             return Err(
                 "--commit needs a pointer to swap: --catalog, or the table's version-hint.text"
@@ -149,7 +132,7 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
                 .map_err(|e| format!("expiry not committed: the quarantine bundle failed: {e}"))?,
             );
         }
-        let doc = serde_json::to_vec_pretty(&plan["newMetadata"]).map_err(|e| e.to_string())?;
+        let doc = new_metadata.clone();
         match commit(&a.pointer, &table, &store, &original, &mapped, doc).await {
             Ok(m) => committed = Some(m),
             Err(e) => {
@@ -273,43 +256,35 @@ pub fn human(e: &Expiry) -> String {
     let p = &e.plan;
     let mut out = format!(
         "lakesweep expire (metadata {})\n",
-        esc(p["metadataLocation"].as_str().unwrap_or("?"))
+        esc(&p.metadata_location)
     );
-    if let Some(d) = p["policyDigest"].as_str() {
+    if let Some(d) = &p.policy_digest {
         out.push_str(&format!("  policy digest {d}\n"));
     }
-    let ids = |v: &Value| v.as_array().map(Vec::len).unwrap_or(0);
     out.push_str(&format!(
         "  expire {} snapshots, retain {}, remove {} refs\n",
-        ids(&p["expire"]),
-        ids(&p["retain"]),
-        ids(&p["removeRefs"])
+        p.expire.len(),
+        p.retain.len(),
+        p.remove_refs.len()
     ));
-    for x in p["expired"].as_array().into_iter().flatten() {
-        out.push_str(&format!(
-            "  - expire {}: {}\n",
-            x["snapshotId"],
-            esc(x["why"].as_str().unwrap_or(""))
-        ));
+    for x in &p.expired {
+        out.push_str(&format!("  - expire {}: {}\n", x.snapshot_id, esc(&x.why)));
     }
-    for x in p["retain"].as_array().into_iter().flatten() {
-        let reasons: Vec<&str> = x["reasons"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
+    for x in &p.retain {
         out.push_str(&format!(
             "  + keep {}: {}\n",
-            x["snapshotId"],
-            esc(&reasons.join("; "))
+            x.snapshot_id,
+            esc(&x.reasons.join("; "))
         ));
     }
-    for r in p["removeRefs"].as_array().into_iter().flatten() {
-        out.push_str(&format!("  - remove ref {}\n", esc(&r.to_string())));
+    for r in &p.remove_refs {
+        out.push_str(&format!(
+            "  - remove ref {}\n",
+            esc(&serde_json::json!(r).to_string())
+        ));
     }
-    for w in p["warnings"].as_array().into_iter().flatten() {
-        out.push_str(&format!("  warning: {}\n", esc(w.as_str().unwrap_or(""))));
+    for w in &p.warnings {
+        out.push_str(&format!("  warning: {}\n", esc(w)));
     }
     match &e.committed {
         Some(m) => {
@@ -320,7 +295,7 @@ pub fn human(e: &Expiry) -> String {
             }
             out.push_str(&format!("committed: the table now points at {m}\n"))
         }
-        None if p["newMetadata"].is_null() => out.push_str("nothing to expire\n"),
+        None if p.new_metadata.is_none() => out.push_str("nothing to expire\n"),
         None => out.push_str("dry run: pass --commit to carry it out\n"),
     }
     out

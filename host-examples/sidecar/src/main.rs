@@ -32,6 +32,7 @@ const REFUSED: u8 = 2;
 const USAGE: u8 = 64;
 
 fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, String> {
+    let mut planner = component::Planner::load(&component::wasm_path(a.wasm.as_deref()))?;
     Ok(plan::PlanInput {
         table: store::table_uri(&a.table)?,
         pointer: a.pointer.clone(),
@@ -41,7 +42,7 @@ fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, String> {
         location_map: a.location_map.clone(),
         wasm: a.wasm.clone(),
         policy: a.inputs.policy_json()?,
-        context: a.inputs.context_json()?,
+        context: a.inputs.context_json(&mut planner)?,
         keep_all_decisions: keep_all,
         keep_versions: a.keep_versions.clone(),
         log_cleanup: a.log_cleanup,
@@ -53,11 +54,14 @@ fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, String> {
 /// Prints a sweep or reconcile run; exit 1 while outcomes stay unknown.
 fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, String> {
     if json {
-        let v = serde_json::json!({"moves": s.moves, "approval": s.approval,
-                                   "gates": s.gates, "ledger": s.ledger_uri,
-                                   "stopped": s.stopped, "damage": s.damage,
-                                   "damage_unchecked": s.damage_unchecked,
-                                   "notes": s.notes});
+        let v = serde_json::json!({
+            "moves": s.moves.iter().map(sweep::move_json).collect::<Vec<_>>(),
+            "approval": s.approval.as_ref().map(sweep::approval_json),
+            "gates": sweep::gates_json(&s.gates), "ledger": s.ledger_uri,
+            "stopped": s.stopped,
+            "damage": s.damage.iter().map(deletion::Line::to_json).collect::<Vec<_>>(),
+            "damage_unchecked": s.damage_unchecked,
+            "notes": s.notes});
         println!(
             "{}",
             serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
@@ -66,11 +70,8 @@ fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, String> {
         print!("{}", sweep::human(s));
     }
     let g = &s.gates;
-    let pending = g["unknown_total"].as_u64().unwrap_or(0)
-        > g["unknown_reconciled"].as_u64().unwrap_or(0)
-        || g["approved_not_deleted"].as_u64().unwrap_or(0) > 0;
-    let broken = g["deleted_outside_approval"].as_u64().unwrap_or(0) > 0
-        || g["approvals_after_newer_hold"].as_u64().unwrap_or(0) > 0;
+    let pending = g.unknown_total > g.unknown_reconciled || g.approved_not_deleted > 0;
+    let broken = g.deleted_outside_approval > 0 || g.approvals_after_newer_hold > 0;
     Ok(if !s.damage.is_empty() || s.damage_unchecked.is_some() {
         ExitCode::from(3)
     } else if pending || broken || s.stopped.is_some() {
@@ -150,9 +151,9 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
             for d in &done.damage {
                 println!(
                     "DAMAGE: {} {} ({})",
-                    report::esc(d["key"].as_str().unwrap_or("?")),
-                    d["detail"].as_str().unwrap_or(""),
-                    d["restore"].as_str().unwrap_or("")
+                    report::esc(&d.receipt.key),
+                    d.receipt.detail.as_deref().unwrap_or(""),
+                    d.restore.as_deref().unwrap_or("")
                 );
             }
             Ok(
@@ -201,8 +202,9 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
             )
             .await?;
             if json {
-                let v =
-                    serde_json::json!({"drill": d.drill, "gates": d.gates, "ledger": d.ledger_uri});
+                let v = serde_json::json!({"drill": drill::drill_json(&d.drill),
+                                           "gates": sweep::gates_json(&d.gates),
+                                           "ledger": d.ledger_uri});
                 println!(
                     "{}",
                     serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
@@ -211,7 +213,7 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
                 print!("{}", drill::human(&d));
             }
             // A bundle that would not restore is a finding: exit 1.
-            Ok(if d.drill["passed"] == true {
+            Ok(if d.drill.passed {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)
@@ -234,25 +236,29 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
             wasm,
         } => {
             let table = store::table_uri(&table)?;
-            let (doc, gates) = sweep::show(&table, ledger.as_deref(), wasm.as_deref()).await?;
+            let shown = sweep::show(&table, ledger.as_deref(), wasm.as_deref()).await?;
             if json {
-                println!("{}", serde_json::json!({"ledger": doc, "gates": gates}));
+                // The stored document as it is, beside its gates.
+                let doc: serde_json::Value =
+                    serde_json::from_str(&shown.document).map_err(|e| e.to_string())?;
+                println!(
+                    "{}",
+                    serde_json::json!({"ledger": doc, "gates": sweep::gates_json(&shown.gates)})
+                );
             } else {
                 println!(
                     "ledger of {} (revision {}, quarantine {} ms)",
-                    doc["table_location"].as_str().unwrap_or("?"),
-                    doc["revision"],
-                    doc["quarantine_ms"]
+                    shown.table_location, shown.revision, shown.quarantine_ms
                 );
-                for (k, o) in doc["objects"].as_object().into_iter().flatten() {
+                for o in &shown.objects {
                     println!(
                         "  {:<22} {}  {}",
-                        o["state"].as_str().unwrap_or("?"),
-                        report::esc(k),
-                        report::esc(o["why"].as_str().unwrap_or(""))
+                        component::state_name(o.state),
+                        report::esc(&o.key),
+                        report::esc(&o.why)
                     );
                 }
-                print!("{}", sweep::gates_text(&gates));
+                print!("{}", sweep::gates_text(&shown.gates));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -276,7 +282,9 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
         Command::Expire(a) => {
             let e = expire::run(&a).await?;
             if a.json {
-                let mut v = e.plan.clone();
+                // The expiry document as the planner wrote it, with what was done.
+                let mut v: serde_json::Value =
+                    serde_json::from_str(&e.plan.document).map_err(|e| e.to_string())?;
                 v["committed"] = e.committed.clone().into();
                 v["bundle"] = e.bundle.clone().into();
                 println!(
@@ -291,24 +299,28 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
         Command::PolicyCheck { file, json, wasm } => {
             let text = std::fs::read_to_string(&file).map_err(|e| format!("read {file}: {e}"))?;
             let mut planner = component::Planner::load(&component::wasm_path(wasm.as_deref()))?;
-            let report = planner.check_policy(&text)?;
-            let v: serde_json::Value = serde_json::from_str(&report).map_err(|e| e.to_string())?;
+            let r = planner.check_policy(&text)?;
             if json {
-                println!("{v}");
+                let findings = |f: &[component::wt::Finding]| -> Vec<serde_json::Value> {
+                    f.iter()
+                        .map(|f| serde_json::json!({"field": f.field, "message": f.message}))
+                        .collect()
+                };
+                println!(
+                    "{}",
+                    serde_json::json!({"errors": findings(&r.errors),
+                                       "warnings": findings(&r.warnings),
+                                       "digest": r.digest})
+                );
             } else {
-                for (kind, key) in [("error", "errors"), ("warning", "warnings")] {
-                    for f in v[key].as_array().into_iter().flatten() {
-                        println!(
-                            "{kind}: {}: {}",
-                            f["field"].as_str().unwrap_or("?"),
-                            f["message"].as_str().unwrap_or("")
-                        );
+                for (kind, fs) in [("error", &r.errors), ("warning", &r.warnings)] {
+                    for f in fs {
+                        println!("{kind}: {}: {}", f.field, f.message);
                     }
                 }
-                println!("digest {}", v["digest"].as_str().unwrap_or("?"));
+                println!("digest {}", r.digest);
             }
-            let errors = v["errors"].as_array().map(Vec::len).unwrap_or(0);
-            Ok(if errors > 0 {
+            Ok(if !r.errors.is_empty() {
                 ExitCode::from(REFUSED)
             } else {
                 ExitCode::SUCCESS
@@ -316,11 +328,14 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
         }
         Command::Compare { plan, other, json } => {
             let text = std::fs::read_to_string(&plan).map_err(|e| format!("read {plan}: {e}"))?;
-            let value: serde_json::Value =
-                serde_json::from_str(&text).map_err(|e| format!("{plan}: {e}"))?;
+            let mut planner = component::Planner::load(&component::wasm_path(None))?;
+            let sealed = planner
+                .verify_plan(&text)
+                .map_err(|e| format!("{plan}: {e}"))?;
             let theirs =
                 std::fs::read_to_string(&other).map_err(|e| format!("read {other}: {e}"))?;
-            let d = compare::diff(&value, &theirs);
+            let ours = sealed.delete.into_iter().map(|d| d.key).collect();
+            let d = compare::diff(&sealed.table_location, ours, &theirs);
             if json {
                 println!("{}", d.to_json());
             } else {

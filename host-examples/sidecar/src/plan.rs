@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::Value;
 
 use crate::component::{describe, mappings, trap, wasm_path, wt, Planner};
 use crate::pointer::Pointer;
@@ -68,8 +67,8 @@ pub struct PlanInput {
 pub struct Outcome {
     /// The sealed plan document, exactly as the component wrote it.
     pub plan_json: String,
-    /// The same, parsed.
-    pub plan: Value,
+    /// The same, typed.
+    pub plan: wt::SealedPlan,
     /// The final decision per relative key (all, or only unreferenced ones).
     pub decisions: BTreeMap<String, wt::Decision>,
     /// Blobs (metadata, manifest lists, manifests) read.
@@ -109,7 +108,7 @@ fn progress(template: &str) -> ProgressBar {
 /// Runs a planner session over the table.
 pub async fn run(input: &PlanInput) -> Result<Outcome, String> {
     match session(input, None).await? {
-        Run::Plan(o) => Ok(o),
+        Run::Plan(o) => Ok(*o),
         Run::Referenced(_) => Err("the planner answered a question not asked".into()),
     }
 }
@@ -127,7 +126,7 @@ pub async fn referenced_now(
 }
 
 enum Run {
-    Plan(Outcome),
+    Plan(Box<Outcome>),
     Referenced(Vec<(String, String)>),
 }
 
@@ -323,28 +322,24 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         }
     }
     reads_bar.finish_and_clear();
-    let plan_json = p
+    let plan = p
         .session()
         .call_finish(&mut *wstore, session)
         .map_err(trap)?
         .map_err(|e| describe(&e))?;
-    let plan: Value = serde_json::from_str(&plan_json).map_err(|e| e.to_string())?;
-    Ok(Run::Plan(Outcome {
-        plan_json,
+    Ok(Run::Plan(Box::new(Outcome {
+        plan_json: plan.document.clone(),
         plan,
         decisions,
         reads,
         unrepresentable,
         store_notes,
-    }))
+    })))
 }
 
 fn listed(o: Object) -> wt::ListedObject {
     wt::ListedObject {
+        version: o.version(),
         key: o.uri,
-        size: o.size,
-        last_modified_ms: o.last_modified_ms,
-        etag: o.etag,
-        version_id: o.version_id,
     }
 }

@@ -130,7 +130,7 @@ pub async fn delta_head(
     store: &Store,
     table: &str,
     canonical: &str,
-) -> Result<(String, serde_json::Value), String> {
+) -> Result<crate::component::wt::LogHead, String> {
     use futures::StreamExt;
     let log = format!("{table}/_delta_log/");
     let mut objects = Vec::new();
@@ -143,10 +143,7 @@ pub async fn delta_head(
         };
         objects.push(crate::component::wt::ListedObject {
             key: format!("{canonical}/_delta_log/{name}"),
-            size: o.size,
-            last_modified_ms: o.last_modified_ms,
-            etag: o.etag.clone(),
-            version_id: o.version_id.clone(),
+            version: o.version(),
         });
     }
     planner.delta_head(canonical, &objects)?.ok_or_else(|| {

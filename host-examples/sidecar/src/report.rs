@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use crate::component::{verdict_name, wt};
+use crate::component::{verdict_name, version_json, wt};
 use crate::plan::Outcome;
 
 /// The `--json` document: `delete` (sorted relative keys), `keep` (every
@@ -16,23 +16,62 @@ pub fn json(o: &Outcome) -> Value {
         .filter(|d| d.verdict != wt::Verdict::Candidate)
         .map(|d| json!({"key": d.relative_key, "reason": verdict_name(d.verdict), "detail": d.detail}))
         .collect();
-    let delete: Vec<&Value> = o.plan["delete"]
-        .as_array()
-        .map(|a| a.iter().map(|d| &d["key"]).collect())
-        .unwrap_or_default();
+    let p = &o.plan;
+    let delete: Vec<&str> = p.delete.iter().map(|d| d.key.as_str()).collect();
     json!({
-        "table": o.plan["table_location"], "format": o.plan["format"], "delete": delete, "keep": keep,
-        "summary": o.plan["summary"], "warnings": o.plan["warnings"],
-        "digest": o.plan["digest"], "tokens": o.plan["tokens"],
+        "table": p.table_location, "format": format_name(p.format), "delete": delete, "keep": keep,
+        "summary": summary_json(&p.summary), "warnings": p.warnings,
+        "digest": p.digest, "tokens": tokens_json(&p.tokens),
         "unrepresentable": o.unrepresentable, "store_notes": o.store_notes,
     })
 }
 
-fn tally(v: &Value) -> (u64, u64) {
-    (
-        v["count"].as_u64().unwrap_or(0),
-        v["bytes"].as_u64().unwrap_or(0),
+/// The table format's name.
+pub fn format_name(f: wt::TableFormat) -> &'static str {
+    match f {
+        wt::TableFormat::Iceberg => "iceberg",
+        wt::TableFormat::Delta => "delta",
+    }
+}
+
+fn tally_json(t: &wt::Tally) -> Value {
+    json!({"count": t.count, "bytes": t.bytes})
+}
+
+fn named_json(n: &[wt::NamedTally]) -> Value {
+    Value::Object(
+        n.iter()
+            .map(|n| (n.name.clone(), tally_json(&n.tally)))
+            .collect(),
     )
+}
+
+fn summary_json(s: &wt::Summary) -> Value {
+    json!({"listed": tally_json(&s.listed), "verdicts": named_json(&s.verdicts),
+           "reclaimable": named_json(&s.reclaimable), "snapshots": s.snapshots,
+           "manifests_read": s.manifests_read, "referenced_keys": s.referenced_keys,
+           "external_references": s.external_references, "keep_set_bytes": s.keep_set_bytes,
+           "referenced_not_listed": s.referenced_not_listed, "rechecks": s.rechecks,
+           "memory_budget_bytes": s.memory_budget_bytes, "swept_prefixes": s.swept_prefixes})
+}
+
+fn tokens_json(t: &wt::PlanTokens) -> Value {
+    let refs: serde_json::Map<String, Value> = t
+        .refs
+        .iter()
+        .map(|r| (r.name.clone(), json!(r.snapshot_id)))
+        .collect();
+    json!({"metadata_location": t.metadata_location, "refs_digest": t.refs_digest,
+           "refs": refs, "now_ms": t.now_ms, "file_retention_ms": t.file_retention_ms,
+           "keep_deleted_entries": t.keep_deleted_entries, "policy_digest": t.policy_digest,
+           "hold_generation": t.hold_generation, "lease_watermark": t.lease_watermark,
+           "context_digest": t.context_digest, "head": t.head.as_ref().map(version_json),
+           "restore_drill": t.restore_drill.map(|g| json!({"min_bundles": g.min_bundles,
+                                                            "max_age_ms": g.max_age_ms}))})
+}
+
+fn tally(t: Option<&wt::Tally>) -> (u64, u64) {
+    t.map_or((0, 0), |t| (t.count, t.bytes))
 }
 
 /// A key (or a line naming keys) for human output: control characters and
@@ -76,39 +115,32 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
         out.push('\n');
     };
     let plan = &o.plan;
-    let s = &plan["summary"];
-    line(format!(
-        "lakesweep plan for {}",
-        esc(plan["table_location"].as_str().unwrap_or("?"))
-    ));
+    let s = &plan.summary;
+    line(format!("lakesweep plan for {}", esc(&plan.table_location)));
     line(format!(
         "  metadata      {}",
-        esc(plan["tokens"]["metadata_location"].as_str().unwrap_or("?"))
+        esc(&plan.tokens.metadata_location)
     ));
-    if plan["format"] == "delta" {
+    if plan.format == wt::TableFormat::Delta {
+        let version = plan.tokens.refs.iter().find(|r| r.name == "version");
         line(format!(
             "  version       {} (newest commit in _delta_log/, re-checked after listing)",
-            plan["tokens"]["refs"]["version"]
+            version.map_or("null".into(), |r| r.snapshot_id.to_string())
         ));
         line(format!(
             "  versions kept {} (the newest and every --keep-version or lease)   log files read: {}",
-            s["snapshots"], o.reads
+            s.snapshots, o.reads
         ));
     } else {
         line(format!("  pointer       {pointer_source}"));
         line(format!(
             "  snapshots     {} (all kept: expiry is planned separately)   blobs read: {}",
-            s["snapshots"], o.reads
+            s.snapshots, o.reads
         ));
     }
-    let (n, b) = tally(&s["listed"]);
+    let (n, b) = tally(Some(&s.listed));
     line(format!("  listed        {n:>6}  {:>10}", bytes(b)));
-    let prefixes: Vec<&str> = s["swept_prefixes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|p| p.as_str())
-        .collect();
+    let prefixes = &s.swept_prefixes;
     if prefixes.len() > 1 {
         line(format!(
             "  swept         {} (the table and its write.*.path roots outside it)",
@@ -126,20 +158,19 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
         "demoted",
         "candidate",
     ] {
-        let (n, b) = tally(&s["verdicts"][name]);
+        let (n, b) = tally(s.verdicts.iter().find(|v| v.name == name).map(|v| &v.tally));
         if n > 0 {
             line(format!("  {name:<13} {n:>6}  {:>10}", bytes(b)));
         }
     }
-    if let Some(r) = s["reclaimable"].as_object() {
-        for (kind, t) in r {
-            let (n, b) = tally(t);
-            if n > 0 {
-                line(format!(
-                    "    reclaimable {kind:<14} {n:>5}  {:>10}",
-                    bytes(b)
-                ));
-            }
+    for r in &s.reclaimable {
+        let (n, b) = tally(Some(&r.tally));
+        if n > 0 {
+            let kind = &r.name;
+            line(format!(
+                "    reclaimable {kind:<14} {n:>5}  {:>10}",
+                bytes(b)
+            ));
         }
     }
     line(String::new());
@@ -152,7 +183,11 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
     } else {
         line(format!("would delete ({}):", cands.len()));
         for d in cands {
-            line(format!("  {}  ({})", esc(&d.relative_key), bytes(d.size)));
+            line(format!(
+                "  {}  ({})",
+                esc(&d.relative_key),
+                bytes(d.version.size)
+            ));
         }
     }
     let kept: Vec<&wt::Decision> = o
@@ -171,10 +206,10 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
             ));
         }
     }
-    if let Some(w) = plan["warnings"].as_array().filter(|w| !w.is_empty()) {
+    if !plan.warnings.is_empty() {
         line("warnings:".into());
-        for x in w {
-            line(format!("  - {}", esc(x.as_str().unwrap_or(""))));
+        for x in &plan.warnings {
+            line(format!("  - {}", esc(x)));
         }
     }
     for n in &o.store_notes {
@@ -191,7 +226,7 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
     }
     line(format!(
         "plan digest {} (dry run: nothing was deleted; `lakesweep apply` deletes)",
-        plan["digest"].as_str().unwrap_or("?")
+        plan.digest
     ));
     out
 }
@@ -202,8 +237,8 @@ pub fn explain(d: &wt::Decision) -> String {
     m.insert("key", esc(&d.relative_key));
     m.insert("verdict", verdict_name(d.verdict).into());
     m.insert("why", esc(&d.detail));
-    m.insert("size", bytes(d.size));
-    m.insert("last-modified-ms", d.last_modified_ms.to_string());
+    m.insert("size", bytes(d.version.size));
+    m.insert("last-modified-ms", d.version.last_modified_ms.to_string());
     let deletable = if d.verdict == wt::Verdict::Candidate {
         "yes: unreferenced by every snapshot in the metadata and older than the window"
     } else {

@@ -107,39 +107,41 @@ pub struct Object {
 }
 
 impl Object {
-    /// The version fields as JSON `{size, last_modified_ms, etag, version_id}`
-    /// (the form plans, ledgers, receipts and bundles record).
-    pub fn version_json(&self) -> serde_json::Value {
-        serde_json::json!({"size": self.size, "last_modified_ms": self.last_modified_ms,
-                           "etag": self.etag, "version_id": self.version_id})
+    /// The object's version, in the component's terms.
+    pub fn version(&self) -> crate::component::wt::ObjectVersion {
+        crate::component::wt::ObjectVersion {
+            size: self.size,
+            last_modified_ms: self.last_modified_ms,
+            etag: self.etag.clone(),
+            version_id: self.version_id.clone(),
+        }
     }
 
     /// Whether this HEAD answer is the version `planned` (in the form of
-    /// [`Object::version_json`]) names. Object stores list milliseconds but
+    /// [`Object::version`]) names. Object stores list milliseconds but
     /// HEAD answers HTTP dates (whole seconds): with an ETag or version id
     /// the second is enough and the tag pins the content; without either
     /// (local files), times must match to the millisecond. A recorded
     /// version id must be the one HEAD reports.
-    pub fn is_version(&self, planned: &serde_json::Value) -> bool {
+    pub fn is_version(&self, planned: &crate::component::wt::ObjectVersion) -> bool {
         let secs = |ms: i64| ms.div_euclid(1000);
-        let planned_ms = planned["last_modified_ms"].as_i64();
         // Pinned without a tag: only the exact millisecond identifies it
         // (a same-size rewrite in the same second is another version), as
         // the core's `ObjectVersion::matches` rules.
-        let exact = planned["etag"].is_null() && planned["version_id"].is_null();
+        let exact = planned.etag.is_none() && planned.version_id.is_none();
         let time_same = if exact {
-            planned_ms == Some(self.last_modified_ms)
+            planned.last_modified_ms == self.last_modified_ms
         } else {
-            planned_ms.map(secs) == Some(secs(self.last_modified_ms))
+            secs(planned.last_modified_ms) == secs(self.last_modified_ms)
         };
         // Quoted or not, the same tag (plans written before ETags had one form).
         let tag = |e: &str| etag_form(e.to_owned());
-        planned["size"].as_u64() == Some(self.size)
+        planned.size == self.size
             && time_same
-            && (planned["etag"].is_null()
-                || planned["etag"].as_str().map(tag) == self.etag.as_deref().map(tag))
-            && (planned["version_id"].is_null()
-                || planned["version_id"].as_str() == self.version_id.as_deref())
+            && (planned.etag.is_none()
+                || planned.etag.as_deref().map(tag) == self.etag.as_deref().map(tag))
+            && (planned.version_id.is_none()
+                || planned.version_id.as_deref() == self.version_id.as_deref())
     }
 }
 
@@ -756,7 +758,7 @@ mod tests {
     #[test]
     fn another_etag_in_the_same_second_is_not_the_planned_version() {
         const T: i64 = 1_800_000_000_000;
-        let planned = head_answer(T + 123, Some("\"a\""), None).version_json();
+        let planned = head_answer(T + 123, Some("\"a\""), None).version();
         // HEAD dates are whole seconds: with an ETag the second is enough.
         assert!(head_answer(T, Some("\"a\""), None).is_version(&planned));
         assert!(head_answer(T + 999, Some("\"a\""), None).is_version(&planned));
@@ -776,7 +778,7 @@ mod tests {
     #[test]
     fn the_same_etag_with_another_version_id_is_not_the_planned_version() {
         const T: i64 = 1_800_000_000_000;
-        let planned = head_answer(T, Some("\"a\""), Some("v1")).version_json();
+        let planned = head_answer(T, Some("\"a\""), Some("v1")).version();
         assert!(head_answer(T + 500, Some("\"a\""), Some("v1")).is_version(&planned));
         // The same bytes uploaded again: same ETag, a new version id.
         assert!(!head_answer(T, Some("\"a\""), Some("v2")).is_version(&planned));
@@ -791,7 +793,7 @@ mod tests {
     #[test]
     fn a_version_planned_without_tags_needs_the_exact_millisecond() {
         const T: i64 = 1_800_000_000_000;
-        let planned = head_answer(T + 123, None, None).version_json();
+        let planned = head_answer(T + 123, None, None).version();
         assert!(head_answer(T + 123, None, None).is_version(&planned));
         assert!(!head_answer(T + 124, None, None).is_version(&planned));
         assert!(!head_answer(T, None, None).is_version(&planned));

@@ -12,7 +12,7 @@
 
 use serde_json::{json, Value};
 
-use crate::component::{wasm_path, Planner};
+use crate::component::{state_name, wasm_path, wt, LedgerHandle, Planner};
 use crate::context::ContextFiles;
 use crate::plan::{self, PlanInput};
 use crate::store::{clock_ms as now_ms, Object, Store};
@@ -39,18 +39,18 @@ pub struct SweepInput {
 
 /// What a run did.
 pub struct Swept {
-    /// Every move of this run (JSON objects `{key, from, to, at_ms, why}`).
-    pub moves: Vec<Value>,
-    /// The approval (JSON), if one was asked for.
-    pub approval: Option<Value>,
+    /// Every move of this run.
+    pub moves: Vec<wt::StateMove>,
+    /// The approval, if one was asked for.
+    pub approval: Option<wt::Approval>,
     /// The gates after the run.
-    pub gates: Value,
+    pub gates: wt::Gates,
     /// Where the ledger was saved.
     pub ledger_uri: String,
     /// Why the deletes stopped before the last batch, if they did.
     pub stopped: Option<Vec<String>>,
-    /// Damage: deleted keys the live table needs after the run (JSON).
-    pub damage: Vec<Value>,
+    /// Damage: deleted keys the live table needs after the run.
+    pub damage: Vec<crate::deletion::Line>,
     /// The damage check could not be made (why).
     pub damage_unchecked: Option<String>,
     /// What the store's client told (a listing fallback taken) and the
@@ -64,14 +64,16 @@ pub fn default_ledger(table: &str) -> String {
     format!("{table}/_lakesweep/ledger.json")
 }
 
-pub(crate) fn parse(text: &str) -> Result<Value, String> {
-    serde_json::from_str(text).map_err(|e| format!("component answered bad JSON: {e}"))
-}
-
-pub(crate) async fn save(store: &Store, uri: &str, ledger: &Value) -> Result<(), String> {
-    let text = serde_json::to_vec_pretty(ledger).map_err(|e| e.to_string())?;
+/// Stores the ledger's sealed document at `uri`, and the mark beside it.
+pub(crate) async fn save(
+    planner: &mut Planner,
+    ledger: LedgerHandle,
+    store: &Store,
+    uri: &str,
+) -> Result<(), String> {
+    let text = planner.ledger_document(ledger)?;
     store
-        .overwrite(uri, text)
+        .overwrite(uri, text.into_bytes())
         .await
         .map_err(|e| format!("STOPPED: cannot save the ledger to {uri}: {e}"))?;
     match store
@@ -88,43 +90,41 @@ pub(crate) async fn save(store: &Store, uri: &str, ledger: &Value) -> Result<(),
     }
 }
 
-/// HEADs every probe; returns the observations (JSON array). A restore
-/// check of an object in an incomplete quarantine bundle is `blocked`.
+/// HEADs every probe; returns the observations. A restore check of an
+/// object in an incomplete quarantine bundle is `blocked`.
 async fn observe(
     store: &Store,
     table: &str,
-    probes: &[Value],
+    probes: &[wt::Probe],
     blocked: &std::collections::BTreeMap<String, String>,
-) -> Result<Value, String> {
+) -> Result<Vec<wt::Observation>, String> {
     let mut out = Vec::new();
     for p in probes {
-        let key = p["key"].as_str().ok_or("probe without key")?;
-        let seen = store.head(&crate::store::object_uri(table, key)).await?;
-        let mut o = json!({"key": key, "seen": seen.as_ref().map(Object::version_json)});
-        if p["purpose"] == "restore-check" {
-            if let Some(why) = blocked.get(key) {
-                o["blocked"] = why.clone().into();
-            }
-        }
-        out.push(o);
+        let seen = store.head(&crate::store::object_uri(table, &p.key)).await?;
+        out.push(wt::Observation {
+            key: p.key.clone(),
+            seen: seen.as_ref().map(Object::version),
+            blocked: (p.purpose == wt::ProbePurpose::RestoreCheck)
+                .then(|| blocked.get(&p.key).cloned())
+                .flatten(),
+        });
     }
-    Ok(Value::Array(out))
+    Ok(out)
 }
 
 /// Keys the ledger deleted, or may have (their bundles count them as
 /// consumed, not as lost).
-pub(crate) fn consumed_keys(ledger: &Value) -> std::collections::BTreeSet<String> {
-    ledger["objects"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(_, o)| {
+pub(crate) fn consumed_keys(objects: &[wt::LedgerObject]) -> std::collections::BTreeSet<String> {
+    use wt::ObjectState as S;
+    objects
+        .iter()
+        .filter(|o| {
             matches!(
-                o["state"].as_str(),
-                Some("DELETE_APPROVED" | "DELETED" | "DELETE_UNKNOWN" | "VERIFIED")
+                o.state,
+                S::DeleteApproved | S::Deleted | S::DeleteUnknown | S::Verified
             )
         })
-        .map(|(k, _)| k.clone())
+        .map(|o| o.key.clone())
         .collect()
 }
 
@@ -202,7 +202,7 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, Strin
 
     // 1. A fresh sealed plan.
     let outcome = plan::run(&input.plan).await?;
-    let delta = outcome.plan["format"] == "delta";
+    let delta = outcome.plan.format == wt::TableFormat::Delta;
     let mut planner = Planner::load(&wasm_path(input.plan.wasm.as_deref()))?;
     let existing = lstore
         .read(&ledger_uri)
@@ -213,40 +213,31 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, Strin
     // The mark a saved ledger leaves beside it: a missing ledger with its
     // mark present was deleted or moved, not never made.
     let prior_ledger = existing.is_none() && lstore.head(&mark(&ledger_uri)).await?.is_some();
-    if let Some(q) = existing
-        .as_deref()
-        .and_then(|t| serde_json::from_str::<Value>(t).ok())
-        .and_then(|v| v["quarantine_ms"].as_i64())
-        .filter(|q| *q != input.quarantine_ms)
-    {
+    let ledger = match &existing {
+        Some(text) => planner.ledger_load(text)?,
+        None => planner.ledger_create(
+            &outcome.plan_json,
+            input.quarantine_ms,
+            prior_ledger,
+            input.new_ledger,
+        )?,
+    };
+    let q = planner.ledger_quarantine_ms(ledger)?;
+    if existing.is_some() && q != input.quarantine_ms {
         eprintln!(
             "lakesweep: the ledger's quarantine is {q} ms (fixed when it was created); --quarantine {} is ignored",
             input.quarantine_ms
         );
     }
-    let p = planner.api.lakesweep_planner_planner();
 
     // 2. Fold it into the ledger; 3. HEAD the probes.
-    let step = parse(
-        &p.call_ledger_begin(
-            &mut planner.store,
-            existing.as_deref(),
-            &outcome.plan_json,
-            input.quarantine_ms,
-            now,
-            prior_ledger,
-            input.new_ledger,
-        )
-        .map_err(crate::component::trap)?
-        .map_err(|e| crate::component::describe(&e))?,
-    )?;
-    let mut moves: Vec<Value> = step["moves"].as_array().cloned().unwrap_or_default();
-    let probes = step["probes"].as_array().cloned().unwrap_or_default();
+    let step = planner.ledger_begin(ledger, &outcome.plan_json, now)?;
+    let mut moves = step.moves;
     // Every quarantine bundle is walked once per run: objects of an expired
     // snapshot pass their restore check, and are approved, only while its
     // bundle walks completely (one that broke since an earlier restore
     // check blocks the approval too).
-    let consumed = consumed_keys(&step["ledger"]);
+    let consumed = consumed_keys(&planner.ledger_objects(ledger)?);
     let blocked = crate::bundle::blocked_keys(
         &mut planner,
         &store,
@@ -255,20 +246,10 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, Strin
         &consumed,
     )
     .await?;
-    let obs = observe(&store, &table, &probes, &blocked).await?;
-    let p = planner.api.lakesweep_planner_planner();
-    let step = parse(
-        &p.call_ledger_observe(
-            &mut planner.store,
-            &step["ledger"].to_string(),
-            &obs.to_string(),
-            now,
-        )
-        .map_err(crate::component::trap)?
-        .map_err(|e| crate::component::describe(&e))?,
-    )?;
-    moves.extend(step["moves"].as_array().cloned().unwrap_or_default());
-    save(&lstore, &ledger_uri, &step["ledger"]).await?;
+    let obs = observe(&store, &table, &step.probes, &blocked).await?;
+    let step = planner.ledger_observe(ledger, &obs, now)?;
+    moves.extend(step.moves);
+    save(&mut planner, ledger, &lstore, &ledger_uri).await?;
 
     // 4. The live state, read now, and the approval.
     let source = crate::deletion::LiveSource {
@@ -279,46 +260,40 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, Strin
         delta,
         context: input.inputs.clone(),
         allow_future_now: input.allow_future_now,
-        ledger: Some(step["ledger"].to_string()),
+        ledger: Some(ledger),
     };
-    let canonical = outcome.plan["table_location"]
-        .as_str()
-        .ok_or("plan without table_location")?
-        .to_owned();
-    let mut live = source.facts(&mut planner, &canonical).await?;
-    live["blocked"] = json!(blocked);
-    let p = planner.api.lakesweep_planner_planner();
-    let step = parse(
-        &p.call_ledger_approve(
-            &mut planner.store,
-            &step["ledger"].to_string(),
-            &outcome.plan_json,
-            &live.to_string(),
-            now,
-        )
-        .map_err(crate::component::trap)?
-        .map_err(|e| crate::component::describe(&e))?,
-    )?;
-    moves.extend(step["moves"].as_array().cloned().unwrap_or_default());
-    let approval = step["approval"].clone();
-    let mut ledger = step["ledger"].clone();
-    let mut gates = step["gates"].clone();
+    let canonical = outcome.plan.table_location.clone();
+    let facts = source.facts(&mut planner, &canonical).await?;
+    let live = wt::LiveState {
+        metadata_location: facts.metadata_location,
+        context: facts.context,
+        blocked: blocked
+            .into_iter()
+            .map(|(key, why)| wt::BlockedKey { key, why })
+            .collect(),
+        head: facts.head,
+        clock_ms: Some(facts.clock_ms),
+        allow_future_now: facts.allow_future_now,
+    };
+    let step = planner.ledger_approve(ledger, &outcome.plan_json, &live, now)?;
+    moves.extend(step.moves);
+    let approval = step.approval;
+    let mut gates = step.gates;
     let (mut stopped, mut damage, mut damage_unchecked) = (None, Vec::new(), None);
-    if approval["granted"] == true {
+    if approval.granted {
         // Saved before deleting: a crash from here leaves DELETE_APPROVED,
         // which the next run turns into DELETE_UNKNOWN and reconciles.
-        save(&lstore, &ledger_uri, &ledger).await?;
-        let keys: Vec<String> = approval["keys"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|k| k.as_str().map(str::to_owned))
-            .collect();
-        let items = keys
-            .into_iter()
-            .map(|key| crate::deletion::Item {
-                pinned: ledger["objects"][&key]["version"].clone(),
-                key,
+        save(&mut planner, ledger, &lstore, &ledger_uri).await?;
+        let objects = planner.ledger_objects(ledger)?;
+        let items = approval
+            .keys
+            .iter()
+            .filter_map(|key| {
+                let o = objects.iter().find(|o| o.key == *key)?;
+                Some(crate::deletion::Item {
+                    pinned: o.version.clone(),
+                    key: key.clone(),
+                })
             })
             .collect();
         let opts = crate::deletion::Batching {
@@ -336,29 +311,18 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, Strin
             &mut |_| Ok(()),
         )
         .await?;
-        let receipts: Vec<Value> = out.receipts;
+        let receipts: Vec<wt::Receipt> = out.receipts.into_iter().map(|l| l.receipt).collect();
         stopped = out.stopped;
         damage = out.damage;
         damage_unchecked = out.damage_unchecked;
-        let p = planner.api.lakesweep_planner_planner();
-        let step = parse(
-            &p.call_ledger_record(
-                &mut planner.store,
-                &ledger.to_string(),
-                &Value::Array(receipts).to_string(),
-                now,
-            )
-            .map_err(crate::component::trap)?
-            .map_err(|e| crate::component::describe(&e))?,
-        )?;
-        moves.extend(step["moves"].as_array().cloned().unwrap_or_default());
-        ledger = step["ledger"].clone();
-        gates = step["gates"].clone();
+        let step = planner.ledger_record(ledger, &receipts, now)?;
+        moves.extend(step.moves);
+        gates = step.gates;
     }
-    save(&lstore, &ledger_uri, &ledger).await?;
+    save(&mut planner, ledger, &lstore, &ledger_uri).await?;
     Ok(Swept {
         moves,
-        approval: (!approval.is_null()).then_some(approval),
+        approval: Some(approval),
         gates,
         ledger_uri,
         stopped,
@@ -411,34 +375,19 @@ async fn reconcile_locked(
     let text = String::from_utf8(text).map_err(|_| format!("{ledger_uri} is not UTF-8"))?;
     let now = now_ms();
     let mut planner = Planner::load(&wasm_path(wasm))?;
+    let ledger = planner.ledger_load(&text)?;
     // The core says what to settle: approvals a dead run left without
     // receipts, unknown outcomes, deletes not yet verified.
-    let p = planner.api.lakesweep_planner_planner();
-    let begun = parse(
-        &p.call_ledger_reconcile(&mut planner.store, &text, now)
-            .map_err(crate::component::trap)?
-            .map_err(|e| crate::component::describe(&e))?,
-    )?;
-    let mut moves: Vec<Value> = begun["moves"].as_array().cloned().unwrap_or_default();
-    let probes = begun["probes"].as_array().cloned().unwrap_or_default();
-    let obs = observe(store, table, &probes, &Default::default()).await?;
-    let p = planner.api.lakesweep_planner_planner();
-    let step = parse(
-        &p.call_ledger_observe(
-            &mut planner.store,
-            &begun["ledger"].to_string(),
-            &obs.to_string(),
-            now,
-        )
-        .map_err(crate::component::trap)?
-        .map_err(|e| crate::component::describe(&e))?,
-    )?;
-    moves.extend(step["moves"].as_array().cloned().unwrap_or_default());
-    save(lstore, &ledger_uri, &step["ledger"]).await?;
+    let begun = planner.ledger_reconcile(ledger, now)?;
+    let mut moves = begun.moves;
+    let obs = observe(store, table, &begun.probes, &Default::default()).await?;
+    let step = planner.ledger_observe(ledger, &obs, now)?;
+    moves.extend(step.moves);
+    save(&mut planner, ledger, lstore, &ledger_uri).await?;
     Ok(Swept {
         moves,
         approval: None,
-        gates: step["gates"].clone(),
+        gates: step.gates,
         ledger_uri,
         stopped: None,
         damage: Vec::new(),
@@ -447,12 +396,24 @@ async fn reconcile_locked(
     })
 }
 
+/// A ledger as `ledger show` prints it.
+pub struct Shown {
+    /// Its table.
+    pub table_location: String,
+    /// Its revision.
+    pub revision: u64,
+    /// Its quarantine interval, ms.
+    pub quarantine_ms: i64,
+    /// Every object, sorted by key.
+    pub objects: Vec<wt::LedgerObject>,
+    /// Its gates.
+    pub gates: wt::Gates,
+    /// The stored document.
+    pub document: String,
+}
+
 /// Reads a ledger and its gates (for `ledger show`).
-pub async fn show(
-    table: &str,
-    ledger: Option<&str>,
-    wasm: Option<&str>,
-) -> Result<(Value, Value), String> {
+pub async fn show(table: &str, ledger: Option<&str>, wasm: Option<&str>) -> Result<Shown, String> {
     let ledger_uri = ledger
         .map(str::to_owned)
         .unwrap_or_else(|| default_ledger(table));
@@ -462,13 +423,51 @@ pub async fn show(
         .ok_or_else(|| format!("no ledger at {ledger_uri}"))?;
     let text = String::from_utf8(text).map_err(|_| format!("{ledger_uri} is not UTF-8"))?;
     let mut planner = Planner::load(&wasm_path(wasm))?;
-    let gates = planner
-        .api
-        .lakesweep_planner_planner()
-        .call_ledger_gates(&mut planner.store, &text)
-        .map_err(crate::component::trap)?
-        .map_err(|e| crate::component::describe(&e))?;
-    Ok((parse(&text)?, parse(&gates)?))
+    let l = planner.ledger_load(&text)?;
+    Ok(Shown {
+        table_location: planner.ledger_table_location(l)?,
+        revision: planner.ledger_revision(l)?,
+        quarantine_ms: planner.ledger_quarantine_ms(l)?,
+        objects: planner.ledger_objects(l)?,
+        gates: planner.ledger_gates(l)?,
+        document: text,
+    })
+}
+
+/// A state move as the run report's JSON writes it.
+pub fn move_json(m: &wt::StateMove) -> Value {
+    json!({"key": m.key, "from": m.from.map(state_name), "to": state_name(m.to),
+           "at_ms": m.at_ms, "why": m.why})
+}
+
+/// An approval as the run report's JSON writes it.
+pub fn approval_json(a: &wt::Approval) -> Value {
+    json!({"revision": a.revision, "at_ms": a.at_ms, "granted": a.granted,
+           "differences": a.differences, "plan_digest": a.plan_digest,
+           "metadata_location": a.metadata_location, "hold_generation": a.hold_generation,
+           "lease_watermark": a.lease_watermark,
+           "live_hold_generation": a.live_hold_generation,
+           "live_lease_watermark": a.live_lease_watermark,
+           "quarantine_root": a.quarantine_root, "keys": a.keys})
+}
+
+/// Objects per state, as a JSON object keyed by state name.
+fn states_json(g: &wt::Gates) -> Value {
+    Value::Object(
+        g.states
+            .iter()
+            .map(|s| (state_name(s.state).to_owned(), json!(s.count)))
+            .collect(),
+    )
+}
+
+/// The gates as the run report's JSON writes them.
+pub fn gates_json(g: &wt::Gates) -> Value {
+    json!({"deleted_outside_approval": g.deleted_outside_approval,
+           "approved_not_deleted": g.approved_not_deleted,
+           "approvals_after_newer_hold": g.approvals_after_newer_hold,
+           "unknown_total": g.unknown_total, "unknown_reconciled": g.unknown_reconciled,
+           "states": states_json(g)})
 }
 
 /// The human report of a run: moves grouped by the state they reached, the
@@ -490,9 +489,10 @@ pub fn human(s: &Swept) -> String {
         "DELETE_UNKNOWN",
         "VERIFIED",
     ];
-    let mut by_state: std::collections::BTreeMap<usize, (&str, Vec<&Value>)> = Default::default();
+    let mut by_state: std::collections::BTreeMap<usize, (&str, Vec<&wt::StateMove>)> =
+        Default::default();
     for m in &s.moves {
-        let to = m["to"].as_str().unwrap_or("?");
+        let to = state_name(m.to);
         let rank = ORDER.iter().position(|x| *x == to).unwrap_or(ORDER.len());
         by_state.entry(rank).or_insert((to, Vec::new())).1.push(m);
     }
@@ -504,9 +504,9 @@ pub fn human(s: &Swept) -> String {
         for m in ms.iter().take(50) {
             out.push_str(&format!(
                 "  {}  [from {}] {}\n",
-                crate::report::esc(m["key"].as_str().unwrap_or("?")),
-                m["from"].as_str().unwrap_or("new"),
-                crate::report::esc(m["why"].as_str().unwrap_or(""))
+                crate::report::esc(&m.key),
+                m.from.map(state_name).unwrap_or("new"),
+                crate::report::esc(&m.why)
             ));
         }
         if ms.len() > 50 {
@@ -514,19 +514,16 @@ pub fn human(s: &Swept) -> String {
         }
     }
     if let Some(a) = &s.approval {
-        if a["granted"] == true {
+        if a.granted {
             out.push_str(&format!(
                 "approval granted for {} objects (quarantine root {})\n",
-                a["keys"].as_array().map_or(0, |k| k.len()),
-                a["quarantine_root"].as_str().unwrap_or("?")
+                a.keys.len(),
+                a.quarantine_root
             ));
-        } else if a["differences"].as_array().is_some_and(|d| !d.is_empty()) {
+        } else if !a.differences.is_empty() {
             out.push_str("approval refused, the plan must be recomputed (next run):\n");
-            for d in a["differences"].as_array().into_iter().flatten() {
-                out.push_str(&format!(
-                    "  {}\n",
-                    crate::report::esc(d.as_str().unwrap_or(""))
-                ));
+            for d in &a.differences {
+                out.push_str(&format!("  {}\n", crate::report::esc(d)));
             }
         }
     }
@@ -544,9 +541,9 @@ pub fn human(s: &Swept) -> String {
     for d in &s.damage {
         out.push_str(&format!(
             "DAMAGE: {} {} ({})\n",
-            crate::report::esc(d["key"].as_str().unwrap_or("?")),
-            d["detail"].as_str().unwrap_or(""),
-            d["restore"].as_str().unwrap_or("")
+            crate::report::esc(&d.receipt.key),
+            d.receipt.detail.as_deref().unwrap_or(""),
+            d.restore.as_deref().unwrap_or("")
         ));
     }
     out.push_str(&gates_text(&s.gates));
@@ -555,9 +552,9 @@ pub fn human(s: &Swept) -> String {
 }
 
 /// The gates, one per line.
-pub fn gates_text(g: &Value) -> String {
-    let total = g["unknown_total"].as_u64().unwrap_or(0);
-    let done = g["unknown_reconciled"].as_u64().unwrap_or(0);
+pub fn gates_text(g: &wt::Gates) -> String {
+    let total = g.unknown_total;
+    let done = g.unknown_reconciled;
     let pct = if total == 0 {
         100.0
     } else {
@@ -565,9 +562,9 @@ pub fn gates_text(g: &Value) -> String {
     };
     format!(
         "gates: deleted outside an approval = {}; approved but not deleted = {}; approvals after a newer hold generation = {}; unknown outcomes reconciled = {pct:.0}% ({done}/{total})\nstates: {}\n",
-        g["deleted_outside_approval"],
-        g["approved_not_deleted"],
-        g["approvals_after_newer_hold"],
-        g["states"]
+        g.deleted_outside_approval,
+        g.approved_not_deleted,
+        g.approvals_after_newer_hold,
+        states_json(g)
     )
 }

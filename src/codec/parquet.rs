@@ -782,7 +782,7 @@ fn decompress(codec: i64, body: &[u8], expected: usize) -> PResult<Vec<u8>> {
                 .decompress_vec(body)
                 .map_err(|e| ParquetError::Corrupt(format!("snappy: {e}")))?
         }
-        2 => crate::spec::gzip::gunzip(body, expected)
+        2 => crate::codec::gzip::gunzip(body, expected)
             .map_err(|e| ParquetError::Corrupt(format!("gzip: {e}")))?,
         6 => {
             let mut out = Vec::with_capacity(expected.min(MAX_PAGE_BYTES));

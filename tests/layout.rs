@@ -1,0 +1,178 @@
+//! The core's dependency picture, checked on its sources: every module
+//! uses only modules of a lower layer, so the picture has no cycles.
+//!
+//! ```text
+//! bindings                      the component's exports (public API only)
+//! ledger                        two-phase deletion
+//! acceptance                    the one acceptance path
+//! plan (+ plan/delta), expire, bundle
+//! policy, page
+//! verdict, context
+//! reach, delta_log
+//! spec (iceberg, delta)         the formats' nouns
+//! codec (avro, parquet, gzip)   containers
+//! error, path, digest, duration, version, format   leaf vocabulary
+//! ```
+//!
+//! Unit tests (`#[cfg(test)] mod tests`) may use anything.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Each module's layer; a module may use modules of lower layers only
+/// (and its own submodules).
+const LAYERS: &[(&str, u32)] = &[
+    ("error", 0),
+    ("path", 0),
+    ("digest", 0),
+    ("duration", 0),
+    ("version", 0),
+    ("format", 0),
+    ("codec", 1),
+    ("spec", 2),
+    ("reach", 3),
+    ("delta_log", 3),
+    ("verdict", 4),
+    ("context", 4),
+    ("policy", 5),
+    ("page", 5),
+    ("plan", 6),
+    ("expire", 6),
+    ("bundle", 6),
+    ("acceptance", 7),
+    ("ledger", 8),
+    ("bindings", 9),
+];
+
+/// The top-level module a source file belongs to (`src/spec/delta.rs` ->
+/// `spec`, `src/plan.rs` -> `plan`).
+fn module_of(rel: &Path) -> String {
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
+    first.trim_end_matches(".rs").to_owned()
+}
+
+/// The source without its unit tests.
+fn without_tests(text: &str) -> &str {
+    match text.find("#[cfg(test)]\nmod tests") {
+        Some(i) => &text[..i],
+        None => text,
+    }
+}
+
+fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Every `crate::name` a text names.
+fn uses(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("crate::") {
+        rest = &rest[i + "crate::".len()..];
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if name.chars().next().is_some_and(|c| c.is_ascii_lowercase()) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+#[test]
+fn every_module_uses_only_lower_layers() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let layer: BTreeMap<&str, u32> = LAYERS.iter().copied().collect();
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut wrong = Vec::new();
+    let mut seen = 0;
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap();
+        let m = module_of(rel);
+        if m == "lib" {
+            continue;
+        }
+        let Some(&mine) = layer.get(m.as_str()) else {
+            wrong.push(format!(
+                "{}: module `{m}` has no layer in LAYERS",
+                rel.display()
+            ));
+            continue;
+        };
+        let text = std::fs::read_to_string(&f).unwrap();
+        for used in uses(without_tests(&text)) {
+            seen += 1;
+            if used == m {
+                continue;
+            }
+            match layer.get(used.as_str()) {
+                Some(&l) if l < mine => {}
+                Some(&l) => wrong.push(format!(
+                    "{}: `{m}` (layer {mine}) uses `{used}` (layer {l})",
+                    rel.display()
+                )),
+                // Re-exports at the crate root (`crate::Error`, ...).
+                None => {}
+            }
+        }
+    }
+    assert!(
+        seen > 50,
+        "the scan found almost no uses: is it reading src/?"
+    );
+    assert!(
+        wrong.is_empty(),
+        "the dependency picture is broken:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn bindings_use_the_public_api_only() {
+    // bindings.rs names the crate `core` (and the ledger `cl`): every module
+    // it reaches through must be public in lib.rs.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let text = std::fs::read_to_string(dir.join("bindings.rs")).unwrap();
+    let lib = std::fs::read_to_string(dir.join("lib.rs")).unwrap();
+    let mut named = 0;
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("core::") {
+        rest = &rest[i + "core::".len()..];
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        // A module path (`core::bundle::seal`); root re-exports
+        // (`core::accept`) are public by construction.
+        let is_module = rest[name.len()..].starts_with("::");
+        if is_module && name.chars().next().is_some_and(|c| c.is_ascii_lowercase()) {
+            named += 1;
+            assert!(
+                lib.contains(&format!("pub mod {name};")),
+                "bindings.rs reaches into `{name}`, which lib.rs does not make public"
+            );
+        }
+    }
+    assert!(
+        named > 5,
+        "bindings.rs names almost no module: is the scan right?"
+    );
+    assert!(
+        text.contains("use crate::ledger as cl;") && lib.contains("pub mod ledger;"),
+        "the ledger alias points at a public module"
+    );
+}
