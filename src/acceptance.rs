@@ -28,6 +28,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::context::{Context, HoldScope};
+use crate::error::ProtocolReason;
 use crate::error::Result;
 use crate::plan::SealedPlan;
 use crate::version::ObjectVersion;
@@ -93,17 +94,21 @@ pub fn delta_head(
     let mut listing = crate::delta_log::LogListing::default();
     let mut versions = BTreeMap::new();
     for o in log_listing {
-        let uri = crate::path::CanonicalUri::parse(&o.key)
-            .map_err(|e| crate::Error::protocol(format!("listed key `{}`: {e}", o.key)))?;
+        let uri = crate::path::CanonicalUri::parse(&o.key).map_err(|e| {
+            crate::Error::protocol(
+                ProtocolReason::BadKey,
+                format!("listed key `{}`: {e}", o.key),
+            )
+        })?;
         let Some(name) = location
             .relative(&uri)
             .and_then(|r| r.strip_prefix("_delta_log/"))
             .map(str::to_owned)
         else {
-            return Err(crate::Error::protocol(format!(
-                "listed key `{}` is not under `{prefix}`",
-                o.key
-            )));
+            return Err(crate::Error::protocol(
+                ProtocolReason::BadKey,
+                format!("listed key `{}` is not under `{prefix}`", o.key),
+            ));
         };
         listing.files.insert(
             name.clone(),

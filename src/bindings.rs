@@ -20,13 +20,35 @@ struct Component;
 
 fn err(e: core::Error) -> wt::Error {
     match e {
-        core::Error::Malformed { uri, detail } => {
-            wt::Error::Malformed(wt::MalformedError { uri, detail })
-        }
+        core::Error::Malformed {
+            reason,
+            uri,
+            detail,
+        } => wt::Error::Malformed(wt::MalformedError {
+            reason: match reason {
+                core::error::MalformedReason::Encoding => wt::MalformedReason::Encoding,
+                core::error::MalformedReason::Field => wt::MalformedReason::Field,
+                core::error::MalformedReason::Inconsistent => wt::MalformedReason::Inconsistent,
+                core::error::MalformedReason::Path => wt::MalformedReason::Path,
+                core::error::MalformedReason::PartialWrite => wt::MalformedReason::PartialWrite,
+            },
+            uri,
+            detail,
+        }),
         core::Error::Unsupported { feature, uri } => {
             wt::Error::Unsupported(wt::UnsupportedError { feature, uri })
         }
-        core::Error::Protocol { detail } => wt::Error::Protocol(detail),
+        core::Error::Protocol { reason, detail } => wt::Error::Protocol(wt::ProtocolError {
+            reason: match reason {
+                core::error::ProtocolReason::UnexpectedAnswer => {
+                    wt::ProtocolReason::UnexpectedAnswer
+                }
+                core::error::ProtocolReason::BadKey => wt::ProtocolReason::BadKey,
+                core::error::ProtocolReason::OutOfOrder => wt::ProtocolReason::OutOfOrder,
+                core::error::ProtocolReason::BadInput => wt::ProtocolReason::BadInput,
+            },
+            detail,
+        }),
         core::Error::InvalidOptions { field, detail } => {
             wt::Error::InvalidOptions(wt::InvalidOptionsError { field, detail })
         }

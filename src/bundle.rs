@@ -21,6 +21,7 @@ use sha2::{Digest, Sha256};
 
 use crate::digest::hex;
 use crate::error::{Error, Result};
+use crate::error::{MalformedReason, ProtocolReason};
 use crate::path::{apply_mappings, CanonicalUri, PathMapping, TableLocation};
 use crate::spec::iceberg::{self, TableMetadata};
 use crate::version::ObjectVersion;
@@ -91,7 +92,7 @@ pub struct Chain {
 
 fn rel_of(loc: &TableLocation, maps: &[PathMapping], raw: &str, blob: &str) -> Result<String> {
     let c = CanonicalUri::parse(&apply_mappings(raw, maps))
-        .map_err(|e| Error::malformed(blob, format!("path `{raw}`: {e}")))?;
+        .map_err(|e| Error::malformed(MalformedReason::Path, blob, format!("path `{raw}`: {e}")))?;
     loc.relative(&c).map(str::to_owned).ok_or_else(|| {
         Error::unsupported(
             format!("a bundle of files outside the table (`{raw}`)"),
@@ -228,10 +229,13 @@ pub fn seal(
         blobs,
     )?;
     if !c.done {
-        return Err(Error::protocol(format!(
-            "bundle chain incomplete: {} blobs still wanted",
-            c.wanted.len()
-        )));
+        return Err(Error::protocol(
+            ProtocolReason::OutOfOrder,
+            format!(
+                "bundle chain incomplete: {} blobs still wanted",
+                c.wanted.len()
+            ),
+        ));
     }
     let md = TableMetadata::parse(&req.metadata_uri, metadata)?;
     let metadata_key = rel_of(&loc, &req.mappings, &req.metadata_uri, &req.metadata_uri)?;
@@ -450,9 +454,14 @@ pub fn restore_metadata(
         return Err(Error::invalid("bundle", "the bundle is of another table"));
     }
     let mut cur: serde_json::Value = serde_json::from_slice(current)
-        .map_err(|e| Error::malformed(current_uri, e.to_string()))?;
-    let old: serde_json::Value = serde_json::from_slice(bundle_metadata)
-        .map_err(|e| Error::malformed(&bundle.metadata_key, e.to_string()))?;
+        .map_err(|e| Error::malformed(MalformedReason::Encoding, current_uri, e.to_string()))?;
+    let old: serde_json::Value = serde_json::from_slice(bundle_metadata).map_err(|e| {
+        Error::malformed(
+            MalformedReason::Encoding,
+            &bundle.metadata_key,
+            e.to_string(),
+        )
+    })?;
     let have: BTreeSet<i64> = cur_md.snapshots.iter().map(|s| s.snapshot_id).collect();
     // The snapshots' schemas must still exist in the current document
     // (expiry never removes schemas, but another engine might have).
@@ -472,6 +481,7 @@ pub fn restore_metadata(
             .and_then(|a| a.iter().find(|s| s["snapshot-id"].as_i64() == Some(*id)))
             .ok_or_else(|| {
                 Error::malformed(
+                    MalformedReason::Inconsistent,
                     &bundle.metadata_key,
                     format!("snapshot {id} is not in the bundled metadata"),
                 )
@@ -495,7 +505,8 @@ pub fn restore_metadata(
     let mut log = cur["metadata-log"].as_array().cloned().unwrap_or_default();
     log.push(serde_json::json!({"metadata-file": current_uri, "timestamp-ms": prev_updated}));
     cur["metadata-log"] = serde_json::Value::Array(log);
-    let out = serde_json::to_vec_pretty(&cur).map_err(|e| Error::protocol(e.to_string()))?;
+    let out = serde_json::to_vec_pretty(&cur)
+        .map_err(|e| Error::protocol(ProtocolReason::BadInput, e.to_string()))?;
     // What we write must read back as valid metadata.
     TableMetadata::parse(current_uri, &out)?;
     Ok(out)

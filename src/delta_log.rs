@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use crate::error::MalformedReason;
 use crate::error::{Error, Result, UnsafeReason};
 use crate::spec::delta::{
     self, check_protocol, dv_file, log_file, Action, LogFile, LogPath, Metadata, Protocol,
@@ -231,7 +232,7 @@ impl LogListing {
                     format!("version {oldest_needed} is protected but can no longer be reconstructed (no checkpoint at or below it, and the log starts at version {earliest})"),
                 ));
             }
-            return Err(Error::malformed(
+            return Err(Error::malformed(MalformedReason::Inconsistent,
                 log_uri,
                 format!(
                     "commit {gap} is missing (the log goes from {} to {latest}{}): the table state cannot be reconstructed",
@@ -460,7 +461,7 @@ pub(crate) fn validate_checkpoint<'a>(
     }
     let what = format!("checkpoint {} ({})", cp.version, cp.files.join(", "));
     if protocols != 1 || metadata != 1 {
-        return Err(Error::malformed(
+        return Err(Error::malformed(MalformedReason::Field,
             log_uri,
             format!("{what} holds {protocols} protocol and {metadata} metaData actions (one each expected): damaged or not a checkpoint"),
         ));
@@ -471,6 +472,7 @@ pub(crate) fn validate_checkpoint<'a>(
         .any(|f| matches!(log_file(f), LogFile::CheckpointV2 { .. }));
     if v2 && cp_meta == 0 {
         return Err(Error::malformed(
+            MalformedReason::Field,
             log_uri,
             format!("{what} is a V2 checkpoint without checkpointMetadata"),
         ));
@@ -482,7 +484,7 @@ pub(crate) fn validate_checkpoint<'a>(
             .any(|f| f == "deletionVectors")
     });
     if let (true, Some(f)) = (uses_dv, lacks_dv) {
-        return Err(Error::malformed(
+        return Err(Error::malformed(MalformedReason::Field,
             &f,
             "the table uses deletion vectors but this checkpoint file has no add.deletionVector columns: live vectors would be missed",
         ));

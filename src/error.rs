@@ -46,6 +46,70 @@ impl UnsafeReason {
     }
 }
 
+/// What is wrong with a malformed file (who must act: the table's owner).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MalformedReason {
+    /// The bytes are not what the format says (JSON, Avro, Parquet, gzip,
+    /// UTF-8), or are cut short inside a record.
+    Encoding,
+    /// A field the format requires is missing, empty, of the wrong type or
+    /// out of range.
+    Field,
+    /// The file contradicts itself or the files it names: a ref to a
+    /// snapshot it does not hold, a snapshot twice, a gap in the log, a
+    /// cycle in the metadata graph.
+    Inconsistent,
+    /// A path inside it cannot be read as one key: a bad percent escape, not
+    /// a URI, several readings.
+    Path,
+    /// A partial or failed write: an empty commit, one without actions, bytes
+    /// that differ from what the listing or the manifest list said.
+    PartialWrite,
+}
+
+impl MalformedReason {
+    /// Stable kebab-case name, as used in JSON and WIT.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MalformedReason::Encoding => "encoding",
+            MalformedReason::Field => "field",
+            MalformedReason::Inconsistent => "inconsistent",
+            MalformedReason::Path => "path",
+            MalformedReason::PartialWrite => "partial-write",
+        }
+    }
+}
+
+/// How the host broke the session protocol (who must act: the host's
+/// authors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProtocolReason {
+    /// An answer to a request never made, or made already.
+    UnexpectedAnswer,
+    /// A listed key that is not a URI, lies outside the listed prefix, or
+    /// comes twice.
+    BadKey,
+    /// A call before its time: finish before done, a keep set asked before
+    /// it is complete, a ledger step its states do not allow.
+    OutOfOrder,
+    /// A value the host passed that does not parse.
+    BadInput,
+}
+
+impl ProtocolReason {
+    /// Stable kebab-case name, as used in JSON and WIT.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProtocolReason::UnexpectedAnswer => "unexpected-answer",
+            ProtocolReason::BadKey => "bad-key",
+            ProtocolReason::OutOfOrder => "out-of-order",
+            ProtocolReason::BadInput => "bad-input",
+        }
+    }
+}
+
 /// Every failure of the planner. Any error means: no plan, delete nothing.
 ///
 /// The variants are grouped by who must act, and map one-to-one onto the
@@ -57,6 +121,8 @@ pub enum Error {
     /// The table's own files are broken (truncated Avro, malformed JSON, a
     /// field of the wrong type). Whoever owns the table must repair it.
     Malformed {
+        /// What kind of damage.
+        reason: MalformedReason,
         /// The blob (URI) that failed to parse.
         uri: String,
         /// What exactly is wrong.
@@ -73,6 +139,8 @@ pub enum Error {
     /// The host broke the session protocol (an answer to a request never made,
     /// a listing key outside the table). A bug in the host.
     Protocol {
+        /// What kind of mistake.
+        reason: ProtocolReason,
         /// What the host did.
         detail: String,
     },
@@ -94,8 +162,9 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn malformed(uri: &str, detail: impl Into<String>) -> Self {
+    pub(crate) fn malformed(reason: MalformedReason, uri: &str, detail: impl Into<String>) -> Self {
         Error::Malformed {
+            reason,
             uri: uri.to_owned(),
             detail: detail.into(),
         }
@@ -106,8 +175,9 @@ impl Error {
             uri: uri.to_owned(),
         }
     }
-    pub(crate) fn protocol(detail: impl Into<String>) -> Self {
+    pub(crate) fn protocol(reason: ProtocolReason, detail: impl Into<String>) -> Self {
         Error::Protocol {
+            reason,
             detail: detail.into(),
         }
     }
@@ -140,9 +210,15 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Malformed { uri, detail } => write!(f, "malformed input {uri}: {detail}"),
+            Error::Malformed {
+                reason,
+                uri,
+                detail,
+            } => write!(f, "malformed input ({}) {uri}: {detail}", reason.as_str()),
             Error::Unsupported { feature, uri } => write!(f, "unsupported: {feature} (in {uri})"),
-            Error::Protocol { detail } => write!(f, "host protocol error: {detail}"),
+            Error::Protocol { reason, detail } => {
+                write!(f, "host protocol error ({}): {detail}", reason.as_str())
+            }
             Error::InvalidOptions { field, detail } => {
                 write!(f, "invalid option {field}: {detail}")
             }

@@ -65,7 +65,7 @@ mod bindings;
 
 pub use acceptance::{accept, Acceptance, LiveFacts};
 pub use context::Context;
-pub use error::{Error, Result, UnsafeReason};
+pub use error::{Error, MalformedReason, ProtocolReason, Result, UnsafeReason};
 pub use expire::{plan_expiry, ExpiryPlan, ExpiryRequest};
 pub use ledger::{Ledger, ObjectState};
 pub use page::PageClassifier;

@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 
 use crate::digest::hex;
 use crate::error::{Error, Result, UnsafeReason};
+use crate::error::{MalformedReason, ProtocolReason};
 use crate::path::{apply_mappings, CanonicalUri, PathMapping, TableLocation};
 use crate::reach::{KeepSet, Source};
 use crate::spec::iceberg::{self, TableMetadata};
@@ -665,6 +666,7 @@ impl Session {
             }
             if s.phase != Phase::Listing || s.listing_done {
                 return Err(Error::protocol(
+                    ProtocolReason::UnexpectedAnswer,
                     "listing page sent when no listing was requested (or after the last page)",
                 ));
             }
@@ -674,10 +676,13 @@ impl Session {
                     Judged::Final(d) => s.record(d),
                     Judged::NeedsOwner { decision } => {
                         let uri = CanonicalUri::parse(&obj.key)
-                            .map_err(Error::protocol)?
+                            .map_err(|e| Error::protocol(ProtocolReason::BadKey, e))?
                             .to_uri_string();
                         if s.pending.contains_key(&uri) {
-                            return Err(Error::protocol(format!("key `{}` listed twice", obj.key)));
+                            return Err(Error::protocol(
+                                ProtocolReason::BadKey,
+                                format!("key `{}` listed twice", obj.key),
+                            ));
                         }
                         s.request_read(
                             uri,
@@ -702,6 +707,7 @@ impl Session {
         self.guard(|s| {
             if s.phase != Phase::AwaitPointer {
                 return Err(Error::protocol(
+                    ProtocolReason::UnexpectedAnswer,
                     "pointer answer sent when none was requested",
                 ));
             }
@@ -712,7 +718,7 @@ impl Session {
                 ));
             };
             let loc = CanonicalUri::parse(&apply_mappings(&loc, &s.config.location_map))
-                .map_err(Error::protocol)?
+                .map_err(|e| Error::protocol(ProtocolReason::BadInput, e))?
                 .to_uri_string();
             if loc == s.metadata_location {
                 s.check_stray_documents()?;
@@ -741,7 +747,10 @@ impl Session {
             return Err(e.clone());
         }
         if !self.listing_requested() {
-            return Err(Error::protocol("the keep set is not complete yet"));
+            return Err(Error::protocol(
+                ProtocolReason::OutOfOrder,
+                "the keep set is not complete yet",
+            ));
         }
         Ok(crate::page::export(
             &self.classifier,
@@ -762,7 +771,10 @@ impl Session {
             return Err(e.clone());
         }
         if self.phase != Phase::Done {
-            return Err(Error::protocol("finish called before the session was done"));
+            return Err(Error::protocol(
+                ProtocolReason::OutOfOrder,
+                "finish called before the session was done",
+            ));
         }
         let mut summary = self.summary.clone();
         summary.snapshots = match &self.delta {
@@ -880,9 +892,10 @@ impl Session {
 
     fn take_pending(&mut self, uri: &str) -> Result<Purpose> {
         self.pending.remove(uri).ok_or_else(|| {
-            Error::protocol(format!(
-                "answer for `{uri}`, which was never requested or was answered already"
-            ))
+            Error::protocol(
+                ProtocolReason::UnexpectedAnswer,
+                format!("answer for `{uri}`, which was never requested or was answered already"),
+            )
         })
     }
 
@@ -1001,7 +1014,7 @@ impl Session {
         let all = self.reference_all(blob, raw, &mapped, &spelled, source)?;
         match all.as_slice() {
             [one] => Ok(one.to_uri_string()),
-            many => Err(Error::malformed(
+            many => Err(Error::malformed(MalformedReason::Path,
                 blob,
                 format!(
                     "path `{raw}` names {} different objects depending on the reader ({}): ambiguous, refused",
@@ -1058,8 +1071,9 @@ impl Session {
         spelled: &[String],
         source: Source,
     ) -> Result<Vec<CanonicalUri>> {
-        let canon = CanonicalUri::parse(mapped)
-            .map_err(|e| Error::malformed(blob, format!("path `{raw}`: {e}")))?;
+        let canon = CanonicalUri::parse(mapped).map_err(|e| {
+            Error::malformed(MalformedReason::Path, blob, format!("path `{raw}`: {e}"))
+        })?;
         let mut all: Vec<CanonicalUri> = Vec::new();
         for s in spelled {
             if let Ok(c) = CanonicalUri::parse(s) {
@@ -1153,7 +1167,7 @@ impl Session {
             return Ok(());
         };
         let cycle = |other: &str| {
-            Err(Error::malformed(
+            Err(Error::malformed(MalformedReason::Inconsistent,
                 blob,
                 format!(
                     "cycle in the metadata graph: `{raw}` is named as a {role} but is also a {other} of this table"
@@ -1284,7 +1298,7 @@ impl Session {
             } => {
                 if let Some(want) = expected_len {
                     if want != bytes.len() as u64 {
-                        return Err(Error::malformed(
+                        return Err(Error::malformed(MalformedReason::PartialWrite,
                             uri,
                             format!("manifest is {} bytes but its manifest list says {want} (truncated or replaced)", bytes.len()),
                         ));
@@ -1346,7 +1360,7 @@ impl Session {
         let md = TableMetadata::parse(uri, bytes)?;
         let mapped_loc = apply_mappings(&md.location, &self.config.location_map);
         let loc = TableLocation::parse(&mapped_loc)
-            .map_err(|e| Error::malformed(uri, format!("location: {e}")))?;
+            .map_err(|e| Error::malformed(MalformedReason::Field, uri, format!("location: {e}")))?;
         if loc != self.classifier.location {
             return Err(Error::unsafe_(
                 UnsafeReason::LocationMismatch,
@@ -1540,7 +1554,7 @@ impl Session {
             }
             let blob = c.list.as_deref().unwrap_or(self.metadata_location.as_str());
             let mismatch = |field: &str, found: u64, says: u64| {
-                Error::malformed(
+                Error::malformed(MalformedReason::Inconsistent,
                     blob,
                     format!(
                         "snapshot {}: the {what} and its manifests hold {found} {field}, the snapshot summary says {says} (a list or manifest cut short, or rewritten): the keep set would be incomplete",
@@ -1835,7 +1849,10 @@ impl Session {
             return Err(e.clone());
         }
         if !self.listing_requested() {
-            return Err(Error::protocol("the keep set is not complete yet"));
+            return Err(Error::protocol(
+                ProtocolReason::OutOfOrder,
+                "the keep set is not complete yet",
+            ));
         }
         Ok(keys
             .into_iter()

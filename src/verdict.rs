@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::duration::human_ms;
+use crate::error::ProtocolReason;
 use crate::error::{Error, Result, UnsafeReason};
 use crate::path::{apply_mappings, CanonicalUri, PathMapping, TableLocation};
 use crate::reach::KeepSet;
@@ -192,14 +193,21 @@ impl Classifier {
     /// Canonical key of a listed object (see [`Classifier::key_of`]); outside
     /// the table and its roots is a host error.
     pub(crate) fn relative_key(&self, key: &str) -> Result<(CanonicalUri, String)> {
-        let uri = CanonicalUri::parse(key)
-            .map_err(|e| Error::protocol(format!("listed key `{key}` is not a URI: {e}")))?;
+        let uri = CanonicalUri::parse(key).map_err(|e| {
+            Error::protocol(
+                ProtocolReason::BadKey,
+                format!("listed key `{key}` is not a URI: {e}"),
+            )
+        })?;
         match self.key_of(&uri) {
             Some(rel) => Ok((uri, rel)),
-            None => Err(Error::protocol(format!(
-                "listed key `{key}` is not under the table location `{}`",
-                self.location.prefix()
-            ))),
+            None => Err(Error::protocol(
+                ProtocolReason::BadKey,
+                format!(
+                    "listed key `{key}` is not under the table location `{}`",
+                    self.location.prefix()
+                ),
+            )),
         }
     }
 

@@ -5,7 +5,9 @@
 
 mod common;
 
-use ::lakesweep::{Decision, Error, ListedObject, Request, UnsafeReason, Verdict};
+use ::lakesweep::{
+    Decision, Error, ListedObject, MalformedReason, ProtocolReason, Request, UnsafeReason, Verdict,
+};
 use common::*;
 use wasmtime::component::{Component, Linker, ResourceAny};
 use wasmtime::{Config, Engine, Store};
@@ -44,19 +46,37 @@ fn load() -> (Engine, Component) {
 }
 
 fn from_wt(e: wt::Error) -> Error {
-    let json = match e {
-        wt::Error::Malformed(m) => {
-            serde_json::json!({"kind":"malformed","uri":m.uri,"detail":m.detail})
-        }
-        wt::Error::Unsupported(u) => {
-            serde_json::json!({"kind":"unsupported","feature":u.feature,"uri":u.uri})
-        }
-        wt::Error::Protocol(d) => serde_json::json!({"kind":"protocol","detail":d}),
-        wt::Error::InvalidOptions(i) => {
-            serde_json::json!({"kind":"invalid-options","field":i.field,"detail":i.detail})
-        }
-        wt::Error::Unsafe(u) => {
-            let reason = match u.reason {
+    match e {
+        wt::Error::Malformed(m) => Error::Malformed {
+            reason: match m.reason {
+                wt::MalformedReason::Encoding => MalformedReason::Encoding,
+                wt::MalformedReason::Field => MalformedReason::Field,
+                wt::MalformedReason::Inconsistent => MalformedReason::Inconsistent,
+                wt::MalformedReason::Path => MalformedReason::Path,
+                wt::MalformedReason::PartialWrite => MalformedReason::PartialWrite,
+            },
+            uri: m.uri,
+            detail: m.detail,
+        },
+        wt::Error::Unsupported(u) => Error::Unsupported {
+            feature: u.feature,
+            uri: u.uri,
+        },
+        wt::Error::Protocol(p) => Error::Protocol {
+            reason: match p.reason {
+                wt::ProtocolReason::UnexpectedAnswer => ProtocolReason::UnexpectedAnswer,
+                wt::ProtocolReason::BadKey => ProtocolReason::BadKey,
+                wt::ProtocolReason::OutOfOrder => ProtocolReason::OutOfOrder,
+                wt::ProtocolReason::BadInput => ProtocolReason::BadInput,
+            },
+            detail: p.detail,
+        },
+        wt::Error::InvalidOptions(i) => Error::InvalidOptions {
+            field: i.field,
+            detail: i.detail,
+        },
+        wt::Error::Unsafe(u) => Error::Unsafe {
+            reason: match u.reason {
                 wt::UnsafeReason::MissingMetadata => UnsafeReason::MissingMetadata,
                 wt::UnsafeReason::ForeignTable => UnsafeReason::ForeignTable,
                 wt::UnsafeReason::LocationMismatch => UnsafeReason::LocationMismatch,
@@ -67,29 +87,8 @@ fn from_wt(e: wt::Error) -> Error {
                 wt::UnsafeReason::ProtectedSnapshotMissing => {
                     UnsafeReason::ProtectedSnapshotMissing
                 }
-            };
-            return Error::Unsafe {
-                reason,
-                detail: u.detail,
-            };
-        }
-    };
-    // Rebuild the native error through its public shape.
-    match json["kind"].as_str().unwrap() {
-        "malformed" => Error::Malformed {
-            uri: json["uri"].as_str().unwrap().into(),
-            detail: json["detail"].as_str().unwrap().into(),
-        },
-        "unsupported" => Error::Unsupported {
-            feature: json["feature"].as_str().unwrap().into(),
-            uri: json["uri"].as_str().unwrap().into(),
-        },
-        "protocol" => Error::Protocol {
-            detail: json["detail"].as_str().unwrap().into(),
-        },
-        _ => Error::InvalidOptions {
-            field: json["field"].as_str().unwrap().into(),
-            detail: json["detail"].as_str().unwrap().into(),
+            },
+            detail: u.detail,
         },
     }
 }

@@ -1,5 +1,5 @@
-//! Golden plans: the sealed plan document of every fixture table, byte for
-//! byte, under fixed inputs. Any change to a plan's bytes (a verdict, a
+//! Golden plans: the sealed plan document and the expiry plan of every
+//! fixture table, byte for byte, under fixed inputs. Any change to a plan's bytes (a verdict, a
 //! reason, a field, the digest) fails here first; a deliberate change is
 //! re-pinned with `LAKESWEEP_BLESS=1 cargo test --test golden` and reviewed
 //! in the diff of `tests/golden/`.
@@ -101,4 +101,40 @@ fn delta_fixture_plans_are_pinned() {
         }),
     );
     pin("delta-simple-8d", &delta_case("simple", 8, |_| {}));
+}
+
+/// The expiry plan of each fixture table, as stored (`ExpiryPlan::to_json`).
+fn expiry_case(t: &Table, days_after: i64, context: &str) -> String {
+    let bytes = std::fs::read(vpath(&t.metadata_location).expect("fixture metadata"))
+        .expect("fixture metadata is readable");
+    let req = lakesweep::ExpiryRequest {
+        metadata_location: t.metadata_location.clone(),
+        now_ms: t.now_ms + days_after * DAY,
+        policy: None,
+        context: lakesweep::Context::parse(context).expect("the context parses"),
+        expire_ids: vec![],
+        dr_metadata: vec![],
+    };
+    lakesweep::plan_expiry(&req, &bytes)
+        .expect("the fixture expires")
+        .to_json()
+}
+
+#[test]
+fn expiry_plans_are_pinned() {
+    for t in &tables() {
+        pin(&format!("expiry-{}", t.name), &expiry_case(t, 0, "{}"));
+        pin(
+            &format!("expiry-{}-400d", t.name),
+            &expiry_case(t, 400, "{}"),
+        );
+        pin(
+            &format!("expiry-{}-400d-held", t.name),
+            &expiry_case(
+                t,
+                400,
+                r#"{"holds": [{"scope": "table", "generation": 3, "reason": "audit"}]}"#,
+            ),
+        );
+    }
 }

@@ -20,6 +20,7 @@ use crate::delta_log::{
 };
 use crate::duration::human_ms;
 use crate::error::{Error, Result};
+use crate::error::{MalformedReason, ProtocolReason};
 use crate::path::CanonicalUri;
 use crate::reach::Source;
 use crate::spec::delta::{self as spec, Action, CommitIdentity, LogFile, LogPath};
@@ -144,9 +145,12 @@ impl Session {
     }
 
     fn sweep(&mut self) -> Result<&mut DeltaSweep> {
-        self.delta
-            .as_deref_mut()
-            .ok_or_else(|| Error::protocol("Delta state used on a non-Delta session"))
+        self.delta.as_deref_mut().ok_or_else(|| {
+            Error::protocol(
+                ProtocolReason::OutOfOrder,
+                "Delta state used on a non-Delta session",
+            )
+        })
     }
 
     /// One page of the `_delta_log/` listing.
@@ -159,16 +163,19 @@ impl Session {
         let d = self.sweep()?;
         for obj in objects {
             let uri = CanonicalUri::parse(&obj.key).map_err(|e| {
-                Error::protocol(format!("listed key `{}` is not a URI: {e}", obj.key))
+                Error::protocol(
+                    ProtocolReason::BadKey,
+                    format!("listed key `{}` is not a URI: {e}", obj.key),
+                )
             })?;
             let name = location
                 .relative(&uri)
                 .and_then(|r| r.strip_prefix("_delta_log/"))
                 .ok_or_else(|| {
-                    Error::protocol(format!(
-                        "listed key `{}` is not under `{}`",
-                        obj.key, d.log_prefix
-                    ))
+                    Error::protocol(
+                        ProtocolReason::BadKey,
+                        format!("listed key `{}` is not under `{}`", obj.key, d.log_prefix),
+                    )
                 })?
                 .to_owned();
             let entry = LogEntry {
@@ -177,7 +184,10 @@ impl Session {
                 etag: obj.etag.clone(),
             };
             if d.log.files.insert(name, entry).is_some() {
-                return Err(Error::protocol(format!("key `{}` listed twice", obj.key)));
+                return Err(Error::protocol(
+                    ProtocolReason::BadKey,
+                    format!("key `{}` listed twice", obj.key),
+                ));
             }
         }
         if !is_last {
@@ -260,7 +270,9 @@ impl Session {
                 LogPath::Relative(p) => format!("{prefix}_sidecars/{p}"),
             };
             let canon = CanonicalUri::parse(&full)
-                .map_err(|e| Error::malformed(uri, format!("sidecar `{full}`: {e}")))?
+                .map_err(|e| {
+                    Error::malformed(MalformedReason::Path, uri, format!("sidecar `{full}`: {e}"))
+                })?
                 .to_uri_string();
             self.request_read(canon, Purpose::DeltaLog { order });
         }
@@ -275,6 +287,7 @@ impl Session {
             if let Some(e) = d.log.files.get(name) {
                 if e.size != bytes.len() as u64 {
                     return Err(Error::malformed(
+                        MalformedReason::PartialWrite,
                         uri,
                         format!(
                             "read {} bytes, the listing said {}: truncated or rewritten",
@@ -404,7 +417,10 @@ impl Session {
         let blobs = std::mem::take(&mut d.blobs);
         let keep_versions = d.keep_versions.clone();
         let Some(plan) = d.plan.clone() else {
-            return Err(Error::protocol("Delta replay before the log was listed"));
+            return Err(Error::protocol(
+                ProtocolReason::OutOfOrder,
+                "Delta replay before the log was listed",
+            ));
         };
         let log_uri = d.log_prefix.clone();
         if let Some(c) = &plan.checkpoint {
@@ -446,6 +462,7 @@ impl Session {
         let (Some(protocol), Some(metadata)) = (replay.protocol.clone(), replay.metadata.clone())
         else {
             return Err(Error::malformed(
+                MalformedReason::Field,
                 &log_uri,
                 "the replayed log has no protocol or no metaData action",
             ));
@@ -466,6 +483,7 @@ impl Session {
             None => spec::DEFAULT_DELETED_FILE_RETENTION_MS,
             Some(t) => spec::parse_interval(t).ok_or_else(|| {
                 Error::malformed(
+                    MalformedReason::Field,
                     &latest_uri,
                     format!("delta.deletedFileRetentionDuration `{t}` is not an interval"),
                 )
@@ -561,6 +579,7 @@ impl Session {
                     None => spec::DEFAULT_LOG_RETENTION_MS,
                     Some(t) => spec::parse_interval(t).ok_or_else(|| {
                         Error::malformed(
+                            MalformedReason::Field,
                             &latest_uri,
                             format!("delta.logRetentionDuration `{t}` is not an interval"),
                         )

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::codec::parquet::{Column, ParquetError, ParquetFile};
+use crate::error::MalformedReason;
 use crate::error::{Error, Result};
 
 /// Default `delta.deletedFileRetentionDuration`: 7 days, in milliseconds.
@@ -225,6 +226,7 @@ pub fn parse_json_actions(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
 pub fn parse_commit(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
     if bytes.is_empty() {
         return Err(Error::malformed(
+            MalformedReason::PartialWrite,
             uri,
             "the commit file is empty (0 bytes): a partial or failed write, not a Delta version",
         ));
@@ -232,6 +234,7 @@ pub fn parse_commit(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
     let (actions, action_lines) = parse_json_lines(uri, bytes)?;
     if action_lines == 0 {
         return Err(Error::malformed(
+            MalformedReason::PartialWrite,
             uri,
             "the commit file holds no action: a partial or failed write, not a Delta version",
         ));
@@ -242,8 +245,8 @@ pub fn parse_commit(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
 /// Parses JSON lines; also counts the lines that hold an action (a JSON
 /// object with at least one key, known to this parser or not).
 fn parse_json_lines(uri: &str, bytes: &[u8]) -> Result<(Vec<Action>, u64)> {
-    let text =
-        std::str::from_utf8(bytes).map_err(|e| Error::malformed(uri, format!("not UTF-8: {e}")))?;
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| Error::malformed(MalformedReason::Encoding, uri, format!("not UTF-8: {e}")))?;
     let mut out = Vec::new();
     let mut action_lines = 0u64;
     for (n, line) in text.lines().enumerate() {
@@ -251,8 +254,13 @@ fn parse_json_lines(uri: &str, bytes: &[u8]) -> Result<(Vec<Action>, u64)> {
         if line.is_empty() {
             continue;
         }
-        let l: Line = serde_json::from_str(line)
-            .map_err(|e| Error::malformed(uri, format!("line {}: {e}", n + 1)))?;
+        let l: Line = serde_json::from_str(line).map_err(|e| {
+            Error::malformed(
+                MalformedReason::Encoding,
+                uri,
+                format!("line {}: {e}", n + 1),
+            )
+        })?;
         let before = out.len();
         if let Some(a) = l.add {
             out.push(Action::Add {
@@ -301,7 +309,9 @@ fn parse_json_lines(uri: &str, bytes: &[u8]) -> Result<(Vec<Action>, u64)> {
 
 fn pq_err(uri: &str, e: ParquetError) -> Error {
     match e {
-        ParquetError::Corrupt(d) => Error::malformed(uri, format!("parquet: {d}")),
+        ParquetError::Corrupt(d) => {
+            Error::malformed(MalformedReason::Encoding, uri, format!("parquet: {d}"))
+        }
         ParquetError::Unsupported(f) => Error::unsupported(f, uri),
     }
 }
@@ -312,7 +322,11 @@ pub fn parse_parquet_actions(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
     let f = ParquetFile::open(bytes).map_err(|e| pq_err(uri, e))?;
     let col = |p: &[&str]| f.column(p).map_err(|e| pq_err(uri, e));
     let bad = |what: &str, row: usize| {
-        Error::malformed(uri, format!("{what} of row {row} is not a UTF-8 string"))
+        Error::malformed(
+            MalformedReason::Encoding,
+            uri,
+            format!("{what} of row {row} is not a UTF-8 string"),
+        )
     };
     // A present value that is not a valid string is an error, never "absent".
     let s = |c: &Column, row: usize, what: &str| -> Result<Option<String>> {
@@ -335,6 +349,7 @@ pub fn parse_parquet_actions(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
     for required in [["add", "path"], ["remove", "path"]] {
         if !v2_top && !f.has_column(&required) {
             return Err(Error::malformed(
+                MalformedReason::Field,
                 uri,
                 format!(
                     "no `{}` column: not a Delta checkpoint (adds or tombstones would be lost)",
@@ -380,6 +395,7 @@ pub fn parse_parquet_actions(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
                 offset: i(&cols[2], row),
             })),
             _ => Err(Error::malformed(
+                MalformedReason::Field,
                 uri,
                 format!("{what}.deletionVector of row {row} is half empty"),
             )),
@@ -423,6 +439,7 @@ pub fn parse_parquet_actions(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
             let vals = strings(&m_vals, row, "metaData.configuration")?;
             if keys.len() != vals.len() {
                 return Err(Error::malformed(
+                    MalformedReason::Inconsistent,
                     uri,
                     "metaData.configuration keys and values differ in number",
                 ));
@@ -430,7 +447,11 @@ pub fn parse_parquet_actions(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
             let mut configuration = BTreeMap::new();
             for (k, v) in keys.into_iter().zip(vals) {
                 let Some(k) = k else {
-                    return Err(Error::malformed(uri, "null configuration key"));
+                    return Err(Error::malformed(
+                        MalformedReason::Field,
+                        uri,
+                        "null configuration key",
+                    ));
                 };
                 configuration.insert(k, v);
             }
@@ -488,6 +509,7 @@ pub fn decode_path(uri: &str, raw: &str) -> Result<String> {
             });
             let Some(v) = hex else {
                 return Err(Error::malformed(
+                    MalformedReason::Path,
                     uri,
                     format!("path `{raw}` has an invalid percent escape"),
                 ));
@@ -499,8 +521,13 @@ pub fn decode_path(uri: &str, raw: &str) -> Result<String> {
             i += 1;
         }
     }
-    String::from_utf8(out)
-        .map_err(|_| Error::malformed(uri, format!("path `{raw}` decodes to invalid UTF-8")))
+    String::from_utf8(out).map_err(|_| {
+        Error::malformed(
+            MalformedReason::Path,
+            uri,
+            format!("path `{raw}` decodes to invalid UTF-8"),
+        )
+    })
 }
 
 /// True when a log path, **as written** (still encoded), is absolute: it
@@ -580,7 +607,7 @@ pub fn dv_file(uri: &str, dv: &DeletionVector) -> Result<Option<LogPath>> {
         "i" => Ok(None),
         "p" => {
             if !is_absolute(&dv.path_or_inline_dv) {
-                return Err(Error::malformed(
+                return Err(Error::malformed(MalformedReason::Path,
                     uri,
                     format!(
                         "deletion vector of storage type p names `{}`, which is not an absolute path",
@@ -594,6 +621,7 @@ pub fn dv_file(uri: &str, dv: &DeletionVector) -> Result<Option<LogPath>> {
             let s = &dv.path_or_inline_dv;
             if s.len() < 20 || !s.is_char_boundary(s.len() - 20) {
                 return Err(Error::malformed(
+                    MalformedReason::Path,
                     uri,
                     format!("deletion vector `{s}` is shorter than a Z85 UUID"),
                 ));
@@ -601,6 +629,7 @@ pub fn dv_file(uri: &str, dv: &DeletionVector) -> Result<Option<LogPath>> {
             let (prefix, id) = s.split_at(s.len() - 20);
             let Some(bytes) = z85_decode(id) else {
                 return Err(Error::malformed(
+                    MalformedReason::Path,
                     uri,
                     format!("deletion vector `{s}`: invalid Z85 UUID"),
                 ));

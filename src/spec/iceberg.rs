@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use crate::codec::avro::{AvroError, Container, Projection, Value};
 use crate::codec::gzip;
+use crate::error::MalformedReason;
 use crate::error::{Error, Result};
 
 /// Largest metadata JSON accepted after decompression, in bytes.
@@ -222,7 +223,7 @@ pub(crate) fn maybe_gunzip<'a>(uri: &str, bytes: &'a [u8]) -> Result<std::borrow
     if gzip::is_gzip(bytes) {
         gzip::gunzip(bytes, MAX_METADATA_BYTES)
             .map(std::borrow::Cow::Owned)
-            .map_err(|e| Error::malformed(uri, e))
+            .map_err(|e| Error::malformed(MalformedReason::Encoding, uri, e))
     } else {
         Ok(std::borrow::Cow::Borrowed(bytes))
     }
@@ -241,8 +242,13 @@ impl TableMetadata {
     /// Parses a metadata JSON document (plain or gzip).
     pub fn parse(uri: &str, bytes: &[u8]) -> Result<TableMetadata> {
         let bytes = maybe_gunzip(uri, bytes)?;
-        let raw: RawMetadata = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::malformed(uri, format!("not Iceberg table metadata: {e}")))?;
+        let raw: RawMetadata = serde_json::from_slice(&bytes).map_err(|e| {
+            Error::malformed(
+                MalformedReason::Encoding,
+                uri,
+                format!("not Iceberg table metadata: {e}"),
+            )
+        })?;
         if !(1..=3).contains(&raw.format_version) {
             return Err(Error::unsupported(
                 format!("iceberg format-version {}", raw.format_version),
@@ -251,6 +257,7 @@ impl TableMetadata {
         }
         if raw.format_version >= 2 && raw.table_uuid.is_none() {
             return Err(Error::malformed(
+                MalformedReason::Field,
                 uri,
                 "format v2+ metadata without table-uuid",
             ));
@@ -270,6 +277,7 @@ impl TableMetadata {
             }
             if !ids.insert(s.snapshot_id) {
                 return Err(Error::malformed(
+                    MalformedReason::Inconsistent,
                     uri,
                     format!("snapshot {} appears twice", s.snapshot_id),
                 ));
@@ -280,6 +288,7 @@ impl TableMetadata {
                 // really has no manifests; v2+ must name a manifest list.
                 if raw.format_version >= 2 {
                     return Err(Error::malformed(
+                        MalformedReason::Field,
                         uri,
                         format!("snapshot {} has no manifest-list", s.snapshot_id),
                     ));
@@ -307,6 +316,7 @@ impl TableMetadata {
                         "tag" => RefKind::Tag,
                         other => {
                             return Err(Error::malformed(
+                                MalformedReason::Field,
                                 uri,
                                 format!("ref `{name}` has unknown type `{other}`"),
                             ))
@@ -314,6 +324,7 @@ impl TableMetadata {
                     };
                     if !ids.contains(&r.snapshot_id) {
                         return Err(Error::malformed(
+                            MalformedReason::Inconsistent,
                             uri,
                             format!(
                                 "ref `{name}` points at snapshot {} which is not in the metadata",
@@ -351,6 +362,7 @@ impl TableMetadata {
         if let Some(id) = current {
             if !ids.contains(&id) {
                 return Err(Error::malformed(
+                    MalformedReason::Inconsistent,
                     uri,
                     format!("current-snapshot-id {id} is not in the metadata"),
                 ));
@@ -414,8 +426,13 @@ impl TableMetadata {
             metadata_log: Vec<RawLogEntry>,
         }
         let bytes = maybe_gunzip(uri, bytes)?;
-        let p: Probe = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::malformed(uri, format!("not Iceberg table metadata: {e}")))?;
+        let p: Probe = serde_json::from_slice(&bytes).map_err(|e| {
+            Error::malformed(
+                MalformedReason::Encoding,
+                uri,
+                format!("not Iceberg table metadata: {e}"),
+            )
+        })?;
         Ok(Lineage {
             table_uuid: p.table_uuid,
             last_sequence_number: p.last_sequence_number,
@@ -437,8 +454,13 @@ impl TableMetadata {
             location: Option<String>,
         }
         let bytes = maybe_gunzip(uri, bytes)?;
-        let p: Probe = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::malformed(uri, format!("not Iceberg table metadata: {e}")))?;
+        let p: Probe = serde_json::from_slice(&bytes).map_err(|e| {
+            Error::malformed(
+                MalformedReason::Encoding,
+                uri,
+                format!("not Iceberg table metadata: {e}"),
+            )
+        })?;
         Ok((p.table_uuid, p.location))
     }
 
@@ -450,13 +472,19 @@ impl TableMetadata {
 
 fn avro_err(uri: &str, e: AvroError) -> Error {
     match e {
-        AvroError::Corrupt(d) => Error::malformed(uri, d),
+        AvroError::Corrupt(d) => Error::malformed(MalformedReason::Encoding, uri, d),
         AvroError::Unsupported(f) => Error::unsupported(f, uri),
     }
 }
 
 fn utf8<'a>(uri: &str, field: &str, b: &'a [u8]) -> Result<&'a str> {
-    std::str::from_utf8(b).map_err(|_| Error::malformed(uri, format!("{field} is not UTF-8")))
+    std::str::from_utf8(b).map_err(|_| {
+        Error::malformed(
+            MalformedReason::Encoding,
+            uri,
+            format!("{field} is not UTF-8"),
+        )
+    })
 }
 
 /// One entry of a manifest list.
@@ -527,7 +555,13 @@ pub fn read_manifest_list(uri: &str, bytes: &[u8]) -> Result<Vec<ManifestFile>> 
                     _ => None,
                 },
             }),
-            Err(_) => failure = Some(Error::malformed(uri, "manifest_path is not UTF-8")),
+            Err(_) => {
+                failure = Some(Error::malformed(
+                    MalformedReason::Encoding,
+                    uri,
+                    "manifest_path is not UTF-8",
+                ))
+            }
         }
         Ok(())
     })

@@ -480,9 +480,18 @@ pub fn trap(e: wasmtime::Error) -> String {
 /// One line for a planner error.
 pub fn describe(e: &wt::Error) -> String {
     match e {
-        wt::Error::Malformed(m) => format!("malformed input {}: {}", m.uri, m.detail),
+        wt::Error::Malformed(m) => format!(
+            "malformed input ({}) {}: {}",
+            malformed_name(m.reason),
+            m.uri,
+            m.detail
+        ),
         wt::Error::Unsupported(u) => format!("unsupported: {} (in {})", u.feature, u.uri),
-        wt::Error::Protocol(d) => format!("host protocol error: {d}"),
+        wt::Error::Protocol(p) => format!(
+            "host protocol error ({}): {}",
+            protocol_name(p.reason),
+            p.detail
+        ),
         wt::Error::InvalidOptions(i) => format!("invalid option {}: {}", i.field, i.detail),
         wt::Error::Unsafe(u) => format!("unsafe to proceed ({:?}): {}", u.reason, u.detail),
     }
@@ -539,4 +548,25 @@ pub fn result_name(r: wt::DeleteResult) -> &'static str {
 pub fn version_json(v: &wt::ObjectVersion) -> serde_json::Value {
     serde_json::json!({"size": v.size, "last_modified_ms": v.last_modified_ms,
                        "etag": v.etag, "version_id": v.version_id})
+}
+
+/// A malformed-reason's name, as the core spells it.
+fn malformed_name(r: wt::MalformedReason) -> &'static str {
+    match r {
+        wt::MalformedReason::Encoding => "encoding",
+        wt::MalformedReason::Field => "field",
+        wt::MalformedReason::Inconsistent => "inconsistent",
+        wt::MalformedReason::Path => "path",
+        wt::MalformedReason::PartialWrite => "partial-write",
+    }
+}
+
+/// A protocol-reason's name, as the core spells it.
+fn protocol_name(r: wt::ProtocolReason) -> &'static str {
+    match r {
+        wt::ProtocolReason::UnexpectedAnswer => "unexpected-answer",
+        wt::ProtocolReason::BadKey => "bad-key",
+        wt::ProtocolReason::OutOfOrder => "out-of-order",
+        wt::ProtocolReason::BadInput => "bad-input",
+    }
 }
