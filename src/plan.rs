@@ -364,14 +364,22 @@ enum Purpose {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a session stands; each phase carries what only it needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Phase {
     /// Delta: listing `_delta_log/` before anything is read.
     LogListing,
-    Reading,
-    Listing,
+    /// Reading blobs. `recheck`: the pointer moved; once the new snapshots
+    /// are read, their files demote candidates and the pointer is read again.
+    Reading { recheck: bool },
+    /// Listing a prefix; `last_page_seen`: its last page was handled.
+    Listing { last_page_seen: bool },
+    /// Waiting for the pointer (Delta: the next commit) to be read again.
     AwaitPointer,
+    /// The plan can be sealed.
     Done,
+    /// The session failed: it plans nothing, and every later call says why.
+    Failed(Error),
 }
 
 /// Role name of content files in the metadata graph.
@@ -408,11 +416,8 @@ pub struct Session {
     snapshots: BTreeSet<i64>,
     metadata_location: String,
     refs: BTreeMap<String, i64>,
-    listing_done: bool,
     matched: u64,
     rechecks: u32,
-    recheck_pending: bool,
-    failed: Option<Error>,
     /// Delta-only state (the log listing and replay).
     delta: Option<Box<delta::DeltaSweep>>,
     /// `last-sequence-number` of the metadata the pointer names now.
@@ -578,7 +583,7 @@ impl Session {
             policy,
             config,
             classifier,
-            phase: Phase::Reading,
+            phase: Phase::Reading { recheck: false },
             outbox: VecDeque::new(),
             decisions: Vec::new(),
             pending: HashMap::new(),
@@ -589,11 +594,8 @@ impl Session {
             snapshots: BTreeSet::new(),
             metadata_location: pointer.clone(),
             refs: BTreeMap::new(),
-            listing_done: false,
             matched: 0,
             rechecks: 0,
-            recheck_pending: false,
-            failed: None,
             delta: None,
             pointer_sequence: None,
             stray_documents: Vec::new(),
@@ -621,7 +623,7 @@ impl Session {
 
     /// The next request for the host, if any. Requests may be served in any order.
     pub fn poll_request(&mut self) -> Option<Request> {
-        if self.failed.is_some() {
+        if matches!(self.phase, Phase::Failed(_)) {
             return None;
         }
         self.outbox.pop_front()
@@ -634,7 +636,7 @@ impl Session {
 
     /// True once the plan can be sealed with [`Session::finish`].
     pub fn is_done(&self) -> bool {
-        self.failed.is_none() && self.phase == Phase::Done
+        self.phase == Phase::Done
     }
 
     /// Answers a `ReadBlob` request with the object's bytes.
@@ -664,7 +666,11 @@ impl Session {
                 s.delta_log_page(objects, is_last)?;
                 return s.advance();
             }
-            if s.phase != Phase::Listing || s.listing_done {
+            if s.phase
+                != (Phase::Listing {
+                    last_page_seen: false,
+                })
+            {
                 return Err(Error::protocol(
                     ProtocolReason::UnexpectedAnswer,
                     "listing page sent when no listing was requested (or after the last page)",
@@ -695,7 +701,9 @@ impl Session {
                 }
             }
             if is_last {
-                s.listing_done = true;
+                s.phase = Phase::Listing {
+                    last_page_seen: true,
+                };
             }
             s.advance()
         })
@@ -733,8 +741,7 @@ impl Session {
                 ));
             }
             s.metadata_location = loc.clone();
-            s.recheck_pending = true;
-            s.phase = Phase::Reading;
+            s.phase = Phase::Reading { recheck: true };
             s.request_read(loc, Purpose::Metadata);
             Ok(())
         })
@@ -743,7 +750,7 @@ impl Session {
     /// Exports the finished keep set (plus the options verdicts depend on) for
     /// the stateless page mode. Available once the listing was requested.
     pub fn export_keep_set(&self) -> Result<Vec<u8>> {
-        if let Some(e) = &self.failed {
+        if let Phase::Failed(e) = &self.phase {
             return Err(e.clone());
         }
         if !self.listing_requested() {
@@ -761,13 +768,16 @@ impl Session {
     fn listing_requested(&self) -> bool {
         matches!(
             self.phase,
-            Phase::Listing | Phase::AwaitPointer | Phase::Done
-        ) || self.recheck_pending
+            Phase::Listing { .. }
+                | Phase::AwaitPointer
+                | Phase::Done
+                | Phase::Reading { recheck: true }
+        )
     }
 
     /// Seals the plan. Fails unless the session is done.
     pub fn finish(&self) -> Result<SealedPlan> {
-        if let Some(e) = &self.failed {
+        if let Phase::Failed(e) = &self.phase {
             return Err(e.clone());
         }
         if self.phase != Phase::Done {
@@ -878,12 +888,12 @@ impl Session {
     }
 
     fn guard(&mut self, f: impl FnOnce(&mut Self) -> Result<()>) -> Result<()> {
-        if let Some(e) = &self.failed {
+        if let Phase::Failed(e) = &self.phase {
             return Err(e.clone());
         }
         let r = f(self);
         if let Err(e) = &r {
-            self.failed = Some(e.clone());
+            self.phase = Phase::Failed(e.clone());
             self.outbox.clear();
             self.candidates.clear();
         }
@@ -1599,43 +1609,50 @@ impl Session {
         if !self.pending.is_empty() {
             return Ok(());
         }
-        match self.phase {
-            Phase::Reading if self.delta.as_ref().is_some_and(|d| !d.replayed) => {
+        match self.phase.clone() {
+            Phase::Reading { .. } if self.delta.as_ref().is_some_and(|d| !d.replayed) => {
                 self.delta_replay()?;
                 // Log cleanup may first read the checkpoint it stops at.
                 if self.pending.is_empty() {
                     self.delta_start_listing()?;
                 }
             }
-            Phase::Reading if self.delta.as_ref().is_some_and(|d| d.validating.is_some()) => {
+            Phase::Reading { .. }
+                if self.delta.as_ref().is_some_and(|d| d.validating.is_some()) =>
+            {
                 self.delta_finish_validation()?;
                 self.delta_start_listing()?;
             }
-            Phase::Reading if self.recheck_pending => {
+            Phase::Reading { recheck: true } => {
                 self.check_summaries()?;
-                self.recheck_pending = false;
                 self.demote();
                 self.phase = Phase::AwaitPointer;
                 self.outbox.push_back(Request::ResolvePointer);
             }
-            Phase::Reading => {
+            Phase::Reading { recheck: false } => {
                 self.check_summaries()?;
                 self.check_protections()?;
                 self.classifier.keep.freeze();
-                self.phase = Phase::Listing;
+                self.phase = Phase::Listing {
+                    last_page_seen: false,
+                };
                 self.outbox.push_back(Request::List {
                     prefix: self.classifier.location.prefix(),
                 });
             }
-            Phase::Listing
-                if self.listing_done && self.roots_listed < self.classifier.roots.len() =>
-            {
+            Phase::Listing {
+                last_page_seen: true,
+            } if self.roots_listed < self.classifier.roots.len() => {
                 let prefix = self.classifier.roots[self.roots_listed].prefix();
                 self.roots_listed += 1;
-                self.listing_done = false;
+                self.phase = Phase::Listing {
+                    last_page_seen: false,
+                };
                 self.outbox.push_back(Request::List { prefix });
             }
-            Phase::Listing if self.listing_done => {
+            Phase::Listing {
+                last_page_seen: true,
+            } => {
                 let referenced = self.classifier.keep.len() as u64;
                 if self.summary.listed.count > 0
                     && referenced > 0
@@ -1837,7 +1854,7 @@ impl Session {
     /// Whether the keep set is complete (the table listing was requested):
     /// from then on [`Session::referenced`] answers.
     pub fn keep_set_complete(&self) -> bool {
-        self.failed.is_none() && self.listing_requested()
+        !matches!(self.phase, Phase::Failed(_)) && self.listing_requested()
     }
 
     /// Which of `keys` (relative to the table location) the keep set
@@ -1845,7 +1862,7 @@ impl Session {
     /// from the pointer read again: a deleted key the table references now
     /// is damage. Available once the keep set is complete.
     pub fn referenced(&self, keys: Vec<String>) -> Result<Vec<(String, String)>> {
-        if let Some(e) = &self.failed {
+        if let Phase::Failed(e) = &self.phase {
             return Err(e.clone());
         }
         if !self.listing_requested() {

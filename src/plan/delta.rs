@@ -228,7 +228,7 @@ impl Session {
         });
         d.plan = Some(plan);
         self.metadata_location = latest_uri;
-        self.phase = Phase::Reading;
+        self.phase = Phase::Reading { recheck: false };
         for (uri, order) in reads {
             self.request_read(uri, Purpose::DeltaLog { order });
         }
@@ -320,7 +320,9 @@ impl Session {
     pub(super) fn delta_start_listing(&mut self) -> Result<()> {
         self.check_protections()?;
         self.classifier.keep.freeze();
-        self.phase = Phase::Listing;
+        self.phase = Phase::Listing {
+            last_page_seen: false,
+        };
         self.outbox.push_back(Request::List {
             prefix: self.classifier.location.prefix(),
         });
