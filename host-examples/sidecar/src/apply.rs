@@ -16,6 +16,7 @@ use std::io::Write;
 use crate::component::{wasm_path, wt, Planner};
 use crate::context::ContextFiles;
 use crate::deletion::{self, Batching, Item, LiveSource};
+use crate::error::HostError;
 use crate::pointer::Pointer;
 use crate::store::Store;
 
@@ -70,7 +71,7 @@ pub struct Applied {
 }
 
 /// Runs `apply`. `Err` means refused: nothing was deleted.
-pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
+pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
     let text = std::fs::read_to_string(&input.plan_path)
         .map_err(|e| format!("read {}: {e}", input.plan_path))?;
     let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
@@ -97,10 +98,10 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
     let facts = source.facts(&mut planner, &table).await?;
     let acc = planner.accept(&text, &facts)?;
     if !acc.granted {
-        return Err(format!(
+        return Err(HostError::Refused(format!(
             "the plan cannot be applied now: {} (make a new plan)",
             acc.differences.join("; ")
-        ));
+        )));
     }
     let items: Vec<Item> = plan
         .delete
@@ -127,9 +128,9 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, String> {
     let mut sink = |r: &crate::deletion::Line| {
         written += 1;
         writeln!(receipts, "{}", r.to_json()).map_err(|e| {
-            format!(
-                "STOPPED after deletes began: cannot write receipts to {receipts_path}: {e}; reconcile by listing"
-            )
+            HostError::Stopped(format!(
+                "cannot write receipts to {receipts_path}: {e}; reconcile by listing"
+            ))
         })
     };
     let opts = Batching {

@@ -1,84 +1,20 @@
-//! Command-line parsing, durations and times.
+//! The command line: clap (derive) parses it into option groups shared by
+//! the commands (pointer, context, location map, the planner), which become
+//! the commands' arguments; durations are humantime's (`72h`, `3d`), times
+//! RFC 3339 (jiff) or epoch milliseconds.
+
+use clap::{Args, Parser, Subcommand};
 
 use crate::context::ContextFiles;
 use crate::plan::Format;
 use crate::pointer::Pointer;
 
-/// Usage text.
-pub const USAGE: &str = "usage:
-  lakesweep plan TABLE [POINTER] [--format iceberg|delta|auto] [--older-than DURATION]
-                 [--now TIME] [--location-map FROM=TO]... [--json] [--out PLAN.json]
-                 [--keep-version N]... [--log-cleanup] [--allow-short-retention]
-  lakesweep explain TABLE KEY [same options as plan]
-  lakesweep apply PLAN.json [POINTER] [--location-map FROM=TO]... [--dry-run]
-                 [--concurrency N] [--batch N] [--receipts FILE] [CONTEXT]
-                 [--allow-future-now]
-  lakesweep compare PLAN.json OTHER.txt [--json]
-  lakesweep expire TABLE [POINTER] [--policy FILE] [CONTEXT] [--now TIME]
-                 [--expire-id ID]... [--location-map FROM=TO]... [--json] [--commit]
-  lakesweep policy check FILE [--json]
-  lakesweep sweep TABLE [--ledger URI] [--quarantine DURATION] [same options as plan]
-                 [--concurrency N] [--batch N] [--allow-future-now] [--new-ledger]
-  lakesweep reconcile TABLE [--ledger URI] [--json]
-  lakesweep drill TABLE [--sample N] [--seed S] [--ledger URI] [--location-map FROM=TO]... [--json]
-  lakesweep ledger show TABLE [--ledger URI] [--json]
-  lakesweep restore TABLE --bundle ID [POINTER] [--location-map FROM=TO]... [--commit]
-
-  TABLE            table location: a local path, file://, s3://, s3a://, gs://, az:// URI
-  POINTER          where the current metadata is, checked again before anything is deleted:
-    --metadata URI                 the current metadata file, fixed
-    --catalog sqlite:PATH --table NS.NAME
-                                   an Iceberg SQL catalog (pyiceberg, Java JDBC schema)
-                   (default: TABLE/metadata/version-hint.text)
-  --format F       iceberg, delta, or auto (default: a _delta_log/ folder means delta)
-  --older-than D   file-retention window, like 72h or 3d (default: 3d for Iceberg, as
-                   Iceberg's own; 7d for Delta, delta.deletedFileRetentionDuration's default)
-  --keep-version N Delta: keep every file version N reads (repeatable)
-  --log-cleanup    Delta: also plan _delta_log entries past delta.logRetentionDuration
-                   (30d by default) and below a checkpoint older than that
-  --new-ledger     sweep: start a new ledger although quarantine bundles of an earlier one
-                   remain (a missing ledger is otherwise refused)
-  --memory-budget SIZE
-                   memory the planner may use (default 1GiB); a file that would need
-                   more is refused by name, never half-read
-  --allow-short-retention
-                   accept a window under 1h or under the Delta table's
-                   delta.deletedFileRetentionDuration (the plan says so)
-  --now TIME       evaluation time, RFC 3339 (2026-11-30T12:00:00Z) or epoch milliseconds
-                   (default: the clock)
-  --location-map   rewrite a path prefix found in the metadata (relocated or restored tables)
-  --json           print one JSON object instead of the report
-  --out FILE       write the sealed plan (the input of apply and compare) to FILE
-  --dry-run        apply: check every key, delete nothing
-  --concurrency N  apply, sweep: deletes in flight (default 16)
-  --batch N        apply, sweep: keys per batch; the pointer and context are read again
-                   and the planner asked again before each batch (default 256)
-  --receipts FILE  apply: receipt lines (default PLAN.json.receipts.jsonl)
-  --policy FILE    a lakehouseRetentionPolicy.v1 document (plan, explain, expire)
-  CONTEXT          what is true right now (plan, explain, expire):
-    --context FILE   a whole context document {leases, holds, writers, drCheckpoints}
-    --leases FILE    a JSON array of {snapshotId, owner, purpose, expiresAtMs, readerGeneration}
-    --holds FILE     a JSON array of {scope: \"table\" | {ref} | {snapshot} | {pathPrefix}, generation, reason}
-    --writers FILE   a JSON array of {stagingPrefix, startedAtMs}
-  --expire-id ID   expire: also expire this snapshot (refused while a ref points at it)
-  --bundle ID      restore: the quarantine bundle `expire --commit` sealed
-                   (TABLE/_lakesweep/bundles/ID), verified before anything is written
-  --commit         expire: carry the expiry out (SQL catalog compare-and-set, or the next
-                   vN.metadata.json and version-hint.text); without it, expire only prints
-  --allow-future-now  apply, expire --commit: accept a --now ahead of the clock (tests,
-                   what-if runs); otherwise refused, since young files would look old
-  --ledger URI     sweep, reconcile, ledger show: the ledger document (default
-                   TABLE/_lakesweep/ledger.json, under a hidden prefix no sweep deletes)
-  --sample N       drill: quarantine bundles to verify (default 30; all when fewer)
-  --seed S         drill: the sample's seed (default: drawn from the clock, reported)
-  --quarantine D   sweep: how long an object waits in quarantine before its restore
-                   check (default 1d; fixed when the ledger is created)
-  --wasm PATH      the component (default: $LAKESWEEP_WASM or target/lakesweep.wasm)
-
-Stores: credentials and endpoints come from the environment (AWS_ACCESS_KEY_ID,
+/// Shown after every command's `--help`.
+const ENVIRONMENT: &str =
+    "Stores: credentials and endpoints come from the environment (AWS_ACCESS_KEY_ID,
 AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL, AWS_ALLOW_HTTP; GOOGLE_*; AZURE_*).
-Exit status: 0 done, 1 apply finished but some keys failed or changed, 2 refused
-(nothing deleted), 64 bad usage.";
+Exit status: 0 done, 1 finished but some keys failed, changed or stayed unknown,
+2 refused (nothing deleted), 3 damage found after deleting, 64 bad usage.";
 
 /// A parsed command.
 pub enum Command {
@@ -101,6 +37,7 @@ pub enum Command {
         plan: String,
         other: String,
         json: bool,
+        wasm: Option<String>,
     },
     /// `sweep`: one two-phase deletion step.
     Sweep(SweepArgs),
@@ -130,8 +67,6 @@ pub enum Command {
         json: bool,
         wasm: Option<String>,
     },
-    /// `help`.
-    Help,
 }
 
 /// Arguments of `restore`.
@@ -207,490 +142,604 @@ pub struct ApplyArgs {
     pub inputs: ContextFiles,
 }
 
-/// Every option any command takes; each command checks what it accepts.
-#[derive(Default)]
-struct Opts {
-    positional: Vec<String>,
+/// `lakesweep`: plans and carries out garbage collection of lakehouse tables.
+#[derive(Parser, Debug)]
+#[command(
+    name = "lakesweep",
+    version,
+    about,
+    arg_required_else_help = true,
+    after_help = ENVIRONMENT
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Plans a sweep: every object's verdict and why; deletes nothing.
+    Plan {
+        #[command(flatten)]
+        plan: PlanOpts,
+        /// Writes the sealed plan (the input of apply and compare) to FILE.
+        #[arg(long, value_name = "FILE")]
+        out: Option<String>,
+    },
+    /// One object's verdict, with its evidence.
+    Explain {
+        #[command(flatten)]
+        plan: PlanOpts,
+        /// The key (relative to the table, or its whole URI).
+        key: String,
+    },
+    /// Deletes exactly the keys of a sealed plan, each batch accepted by the
+    /// planner against the live table first.
+    Apply {
+        /// The sealed plan (`plan --out`).
+        #[arg(value_name = "PLAN.json")]
+        plan: String,
+        #[command(flatten)]
+        pointer: PointerOpts,
+        #[command(flatten)]
+        map: MapOpts,
+        #[command(flatten)]
+        context: ContextOpts,
+        #[command(flatten)]
+        deletes: DeleteOpts,
+        /// Checks every key, deletes nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Receipt lines (default PLAN.json.receipts.jsonl).
+        #[arg(long, value_name = "FILE")]
+        receipts: Option<String>,
+        /// Accepts a plan judged ahead of the clock (tests, what-if runs).
+        #[arg(long)]
+        allow_future_now: bool,
+        #[command(flatten)]
+        planner: PlannerOpts,
+    },
+    /// Diffs a plan's delete list with another tool's candidate list.
+    Compare {
+        /// The sealed plan.
+        #[arg(value_name = "PLAN.json")]
+        plan: String,
+        /// One key or URI per line (remove_orphan_files, VACUUM DRY RUN, ...).
+        #[arg(value_name = "OTHER.txt")]
+        other: String,
+        /// Prints one JSON object instead of the report.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        planner: PlannerOpts,
+    },
+    /// Plans snapshot expiry (and with --commit carries it out).
+    Expire {
+        /// The table location.
+        table: String,
+        #[command(flatten)]
+        pointer: PointerOpts,
+        #[command(flatten)]
+        policy: PolicyOpt,
+        #[command(flatten)]
+        context: ContextOpts,
+        #[command(flatten)]
+        when: NowOpts,
+        #[command(flatten)]
+        map: MapOpts,
+        /// Also expires this snapshot (refused while a ref points at it).
+        #[arg(long = "expire-id", value_name = "ID")]
+        expire_ids: Vec<i64>,
+        /// Prints one JSON object instead of the report.
+        #[arg(long)]
+        json: bool,
+        /// Carries the expiry out (SQL catalog compare-and-set, or the next
+        /// vN.metadata.json and version-hint.text).
+        #[arg(long)]
+        commit: bool,
+        #[command(flatten)]
+        planner: PlannerOpts,
+    },
+    /// Retention policy documents.
+    #[command(subcommand)]
+    Policy(PolicyCmd),
+    /// One two-phase deletion step (run it on a schedule).
+    Sweep {
+        #[command(flatten)]
+        plan: PlanOpts,
+        /// The ledger (default TABLE/_lakesweep/ledger.json).
+        #[arg(long, value_name = "URI")]
+        ledger: Option<String>,
+        /// How long an object waits in quarantine before its restore check
+        /// (fixed when the ledger is created).
+        #[arg(long, value_name = "DURATION", default_value = "1d", value_parser = duration_ms)]
+        quarantine: i64,
+        #[command(flatten)]
+        deletes: DeleteOpts,
+        /// Starts a new ledger although quarantine bundles of an earlier one
+        /// remain (a missing ledger is otherwise refused).
+        #[arg(long)]
+        new_ledger: bool,
+    },
+    /// HEADs every unconfirmed delete of the ledger and records the answers.
+    Reconcile {
+        /// The table location.
+        table: String,
+        #[command(flatten)]
+        ledger: LedgerOpt,
+        /// Prints one JSON object instead of the report.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        planner: PlannerOpts,
+    },
+    /// Proves that a seeded sample of quarantine bundles would restore.
+    Drill {
+        /// The table location.
+        table: String,
+        #[command(flatten)]
+        ledger: LedgerOpt,
+        #[command(flatten)]
+        map: MapOpts,
+        /// Bundles to verify (all when fewer).
+        #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
+        sample: u32,
+        /// The sample's seed (default: drawn from the clock, reported).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Prints one JSON object instead of the report.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        planner: PlannerOpts,
+    },
+    /// The deletion ledger.
+    #[command(subcommand)]
+    Ledger(LedgerCmd),
+    /// Brings quarantined snapshots back from their bundle.
+    Restore {
+        /// The table location.
+        table: String,
+        /// The quarantine bundle `expire --commit` sealed
+        /// (TABLE/_lakesweep/bundles/ID).
+        #[arg(long, value_name = "ID")]
+        bundle: String,
+        #[command(flatten)]
+        pointer: PointerOpts,
+        #[command(flatten)]
+        map: MapOpts,
+        #[command(flatten)]
+        when: NowOpts,
+        /// Carries the restore out; without it, only says what it would do.
+        #[arg(long)]
+        commit: bool,
+        #[command(flatten)]
+        planner: PlannerOpts,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum PolicyCmd {
+    /// Validates a lakehouseRetentionPolicy.v1 document.
+    Check {
+        /// The policy document.
+        file: String,
+        /// Prints one JSON object instead of the report.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        planner: PlannerOpts,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum LedgerCmd {
+    /// Prints every object's state and the gates.
+    Show {
+        /// The table location.
+        table: String,
+        #[command(flatten)]
+        ledger: LedgerOpt,
+        /// Prints one JSON object instead of the report.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        planner: PlannerOpts,
+    },
+}
+
+/// Where the current metadata is, checked again before anything is deleted
+/// (default: TABLE/metadata/version-hint.text).
+#[derive(Args, Debug, Clone)]
+struct PointerOpts {
+    /// The current metadata file, fixed.
+    #[arg(long, value_name = "URI")]
     metadata: Option<String>,
+    /// An Iceberg SQL catalog in sqlite (pyiceberg, Java JDBC schema).
+    #[arg(long, value_name = "sqlite:PATH", requires = "catalog_table")]
     catalog: Option<String>,
-    table: Option<String>,
-    format: Option<Format>,
-    retention_ms: Option<i64>,
-    now_ms: Option<i64>,
-    location_map: Vec<(String, String)>,
-    json: bool,
-    out: Option<String>,
-    wasm: Option<String>,
-    dry_run: bool,
-    concurrency: Option<usize>,
-    batch: Option<usize>,
-    memory_budget: Option<u64>,
-    new_ledger: bool,
-    receipts: Option<String>,
-    inputs: ContextFiles,
-    expire_ids: Vec<i64>,
-    commit: bool,
-    allow_future_now: bool,
-    keep_versions: Vec<i64>,
-    log_cleanup: bool,
-    allow_short_retention: bool,
-    ledger: Option<String>,
-    quarantine_ms: Option<i64>,
-    bundle: Option<String>,
-    sample: Option<u32>,
-    seed: Option<u64>,
-    given: Vec<&'static str>,
+    /// The table's name in the catalog.
+    #[arg(
+        long = "table",
+        id = "catalog_table",
+        value_name = "NS.NAME",
+        requires = "catalog"
+    )]
+    catalog_table: Option<String>,
 }
 
-fn opts(args: &[String]) -> Result<Opts, String> {
-    let mut o = Opts::default();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut val = |name: &str| {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
-        let name: &'static str =
-            match a.as_str() {
-                "--metadata" => {
-                    o.metadata = Some(val(a)?);
-                    "--metadata"
-                }
-                "--catalog" => {
-                    o.catalog = Some(val(a)?);
-                    "--catalog"
-                }
-                "--table" => {
-                    o.table = Some(val(a)?);
-                    "--table"
-                }
-                "--format" => {
-                    o.format = Some(match val(a)?.as_str() {
-                        "iceberg" => Format::Iceberg,
-                        "delta" => Format::Delta,
-                        "auto" => Format::Auto,
-                        f => return Err(format!("--format `{f}`: iceberg, delta or auto")),
-                    });
-                    "--format"
-                }
-                "--older-than" => {
-                    o.retention_ms = Some(duration_ms(&val(a)?)?);
-                    "--older-than"
-                }
-                "--now" => {
-                    o.now_ms = Some(time_ms(&val(a)?)?);
-                    "--now"
-                }
-                "--location-map" => {
-                    let v = val(a)?;
-                    let (f, t) = v.split_once('=').ok_or("--location-map takes FROM=TO")?;
-                    o.location_map.push((f.to_owned(), t.to_owned()));
-                    "--location-map"
-                }
-                "--json" => {
-                    o.json = true;
-                    "--json"
-                }
-                "--out" => {
-                    o.out = Some(val(a)?);
-                    "--out"
-                }
-                "--wasm" => {
-                    o.wasm = Some(val(a)?);
-                    "--wasm"
-                }
-                "--dry-run" => {
-                    o.dry_run = true;
-                    "--dry-run"
-                }
-                "--concurrency" => {
-                    o.concurrency = Some(positive("--concurrency", &val(a)?)?);
-                    "--concurrency"
-                }
-                "--batch" => {
-                    o.batch = Some(positive("--batch", &val(a)?)?);
-                    "--batch"
-                }
-                "--receipts" => {
-                    o.receipts = Some(val(a)?);
-                    "--receipts"
-                }
-                "--policy" => {
-                    o.inputs.policy = Some(val(a)?);
-                    "--policy"
-                }
-                "--context" => {
-                    o.inputs.context = Some(val(a)?);
-                    "--context"
-                }
-                "--leases" => {
-                    o.inputs.leases = Some(val(a)?);
-                    "--leases"
-                }
-                "--holds" => {
-                    o.inputs.holds = Some(val(a)?);
-                    "--holds"
-                }
-                "--writers" => {
-                    o.inputs.writers = Some(val(a)?);
-                    "--writers"
-                }
-                "--sample" => {
-                    let v = val(a)?;
-                    o.sample =
-                        Some(v.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                            format!("--sample `{v}`: a positive count of bundles")
-                        })?);
-                    "--sample"
-                }
-                "--seed" => {
-                    let v = val(a)?;
-                    o.seed = Some(
-                        v.parse()
-                            .map_err(|_| format!("--seed `{v}`: an unsigned 64-bit number"))?,
-                    );
-                    "--seed"
-                }
-                "--expire-id" => {
-                    let v = val(a)?;
-                    o.expire_ids.push(
-                        v.parse()
-                            .map_err(|_| format!("--expire-id `{v}`: a snapshot id"))?,
-                    );
-                    "--expire-id"
-                }
-                "--commit" => {
-                    o.commit = true;
-                    "--commit"
-                }
-                "--allow-future-now" => {
-                    o.allow_future_now = true;
-                    "--allow-future-now"
-                }
-                "--keep-version" => {
-                    let v = val(a)?;
-                    o.keep_versions.push(
-                        v.parse()
-                            .ok()
-                            .filter(|n| *n >= 0)
-                            .ok_or_else(|| format!("--keep-version `{v}`: a table version"))?,
-                    );
-                    "--keep-version"
-                }
-                "--bundle" => {
-                    o.bundle = Some(val(a)?);
-                    "--bundle"
-                }
-                "--ledger" => {
-                    o.ledger = Some(val(a)?);
-                    "--ledger"
-                }
-                "--quarantine" => {
-                    o.quarantine_ms = Some(duration_ms(&val(a)?)?);
-                    "--quarantine"
-                }
-                "--log-cleanup" => {
-                    o.log_cleanup = true;
-                    "--log-cleanup"
-                }
-                "--allow-short-retention" => {
-                    o.allow_short_retention = true;
-                    "--allow-short-retention"
-                }
-                "--new-ledger" => {
-                    o.new_ledger = true;
-                    "--new-ledger"
-                }
-                "--memory-budget" => {
-                    let v = val(a)?;
-                    o.memory_budget = Some(size_bytes(&v)?);
-                    "--memory-budget"
-                }
-                s if s.starts_with('-') => return Err(format!("unknown option `{s}`")),
-                s => {
-                    o.positional.push(s.to_owned());
-                    continue;
-                }
-            };
-        o.given.push(name);
-    }
-    Ok(o)
-}
-
-impl Opts {
-    fn only(&self, cmd: &str, allowed: &[&str]) -> Result<(), String> {
-        match self.given.iter().find(|g| !allowed.contains(g)) {
-            Some(g) => Err(format!("{cmd} does not take {g}")),
-            None => Ok(()),
-        }
-    }
+impl PointerOpts {
     fn pointer(&self) -> Result<Pointer, String> {
         Pointer::from_args(
             self.metadata.as_deref(),
             self.catalog.as_deref(),
-            self.table.as_deref(),
+            self.catalog_table.as_deref(),
         )
     }
 }
 
-const POINTER: [&str; 3] = ["--metadata", "--catalog", "--table"];
-const CONTEXT: [&str; 5] = ["--policy", "--context", "--leases", "--holds", "--writers"];
-const PLAN: [&str; 18] = [
-    "--memory-budget",
-    "--keep-version",
-    "--log-cleanup",
-    "--allow-short-retention",
-    "--metadata",
-    "--catalog",
-    "--table",
-    "--format",
-    "--older-than",
-    "--now",
-    "--location-map",
-    "--json",
-    "--out",
-    "--policy",
-    "--context",
-    "--leases",
-    "--holds",
-    "--writers",
-];
+/// Path rewrites.
+#[derive(Args, Debug, Clone)]
+struct MapOpts {
+    /// Rewrites a path prefix found in the metadata (relocated or restored tables).
+    #[arg(long = "location-map", value_name = "FROM=TO", value_parser = mapping)]
+    location_map: Vec<(String, String)>,
+}
 
-pub fn parse(argv: &[String]) -> Result<Command, String> {
-    let Some(cmd) = argv.first() else {
-        return Ok(Command::Help);
-    };
-    let o = opts(&argv[1..])?;
-    let plan_args = |o: &Opts, table: &str| -> Result<PlanArgs, String> {
-        Ok(PlanArgs {
-            table: table.to_owned(),
-            pointer: o.pointer()?,
-            format: o.format.unwrap_or(Format::Auto),
-            retention_ms: o.retention_ms,
-            now_ms: o.now_ms.unwrap_or_else(crate::store::clock_ms),
-            location_map: o.location_map.clone(),
-            json: o.json,
-            out: o.out.clone(),
-            wasm: o.wasm.clone(),
-            inputs: o.inputs.clone(),
-            keep_versions: o.keep_versions.clone(),
-            log_cleanup: o.log_cleanup,
-            allow_short_retention: o.allow_short_retention,
-            memory_budget: o.memory_budget,
-        })
-    };
-    let with_wasm = |list: &[&'static str]| {
-        let mut v = list.to_vec();
-        v.push("--wasm");
-        v
-    };
-    match cmd.as_str() {
-        "-h" | "--help" | "help" => Ok(Command::Help),
-        "plan" => {
-            o.only("plan", &with_wasm(&PLAN))?;
-            match o.positional.as_slice() {
-                [table] => Ok(Command::Plan(plan_args(&o, table)?)),
-                [] => Err("plan needs a TABLE location".into()),
-                more => Err(format!("unexpected argument `{}`", more[1])),
-            }
+/// The retention policy.
+#[derive(Args, Debug, Clone)]
+struct PolicyOpt {
+    /// A lakehouseRetentionPolicy.v1 document.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<String>,
+}
+
+/// What is true right now.
+#[derive(Args, Debug, Clone)]
+struct ContextOpts {
+    /// A whole context document {leases, holds, writers, drCheckpoints}.
+    #[arg(long, value_name = "FILE")]
+    context: Option<String>,
+    /// A JSON array of {snapshotId, owner, purpose, expiresAtMs, readerGeneration}.
+    #[arg(long, value_name = "FILE")]
+    leases: Option<String>,
+    /// A JSON array of {scope, generation, reason}.
+    #[arg(long, value_name = "FILE")]
+    holds: Option<String>,
+    /// A JSON array of {stagingPrefix, startedAtMs}.
+    #[arg(long, value_name = "FILE")]
+    writers: Option<String>,
+}
+
+impl ContextOpts {
+    fn files(&self, policy: Option<&PolicyOpt>) -> ContextFiles {
+        ContextFiles {
+            policy: policy.and_then(|p| p.policy.clone()),
+            context: self.context.clone(),
+            leases: self.leases.clone(),
+            holds: self.holds.clone(),
+            writers: self.writers.clone(),
         }
-        "sweep" => {
-            let mut allowed = with_wasm(&PLAN);
-            allowed.extend([
-                "--ledger",
-                "--quarantine",
-                "--concurrency",
-                "--batch",
-                "--allow-future-now",
-                "--new-ledger",
-            ]);
-            allowed.retain(|a| *a != "--out");
-            o.only("sweep", &allowed)?;
-            match o.positional.as_slice() {
-                [table] => Ok(Command::Sweep(SweepArgs {
-                    plan: plan_args(&o, table)?,
-                    ledger: o.ledger.clone(),
-                    quarantine_ms: o.quarantine_ms.unwrap_or(86_400_000),
-                    concurrency: o.concurrency.unwrap_or(16),
-                    batch: o.batch.unwrap_or(crate::deletion::DEFAULT_BATCH),
-                    allow_future_now: o.allow_future_now,
-                    new_ledger: o.new_ledger,
-                })),
-                _ => Err("sweep needs exactly one TABLE".into()),
-            }
-        }
-        "restore" => {
-            let mut allowed = with_wasm(&POINTER);
-            allowed.extend([
-                "--bundle",
-                "--location-map",
-                "--now",
-                "--commit",
-                "--allow-future-now",
-            ]);
-            o.only("restore", &allowed)?;
-            match (o.positional.as_slice(), &o.bundle) {
-                ([table], Some(b)) => Ok(Command::Restore(RestoreArgs {
-                    table: table.clone(),
-                    bundle: b.clone(),
-                    pointer: o.pointer()?,
-                    location_map: o.location_map.clone(),
-                    now_ms: o.now_ms.unwrap_or_else(crate::store::clock_ms),
-                    commit: o.commit,
-                    allow_future_now: o.allow_future_now,
-                    wasm: o.wasm.clone(),
-                })),
-                _ => Err("restore needs TABLE and --bundle ID".into()),
-            }
-        }
-        "drill" => {
-            o.only(
-                "drill",
-                &[
-                    "--ledger",
-                    "--json",
-                    "--wasm",
-                    "--sample",
-                    "--seed",
-                    "--location-map",
-                ],
-            )?;
-            match o.positional.as_slice() {
-                [table] => Ok(Command::Drill {
-                    table: table.clone(),
-                    ledger: o.ledger.clone(),
-                    location_map: o.location_map.clone(),
-                    sample: o.sample.unwrap_or(30),
-                    seed: o.seed,
-                    json: o.json,
-                    wasm: o.wasm.clone(),
-                }),
-                _ => Err("drill needs exactly one TABLE".into()),
-            }
-        }
-        "reconcile" => {
-            o.only("reconcile", &["--ledger", "--json", "--wasm"])?;
-            match o.positional.as_slice() {
-                [table] => Ok(Command::Reconcile {
-                    table: table.clone(),
-                    ledger: o.ledger.clone(),
-                    json: o.json,
-                    wasm: o.wasm.clone(),
-                }),
-                _ => Err("reconcile needs exactly one TABLE".into()),
-            }
-        }
-        "ledger" => {
-            o.only("ledger", &["--ledger", "--json", "--wasm"])?;
-            match o.positional.as_slice() {
-                [sub, table] if sub == "show" => Ok(Command::LedgerShow {
-                    table: table.clone(),
-                    ledger: o.ledger.clone(),
-                    json: o.json,
-                    wasm: o.wasm.clone(),
-                }),
-                _ => Err("usage: lakesweep ledger show TABLE [--ledger URI]".into()),
-            }
-        }
-        "explain" => {
-            o.only("explain", &with_wasm(&PLAN))?;
-            match o.positional.as_slice() {
-                [table, key] => Ok(Command::Explain(plan_args(&o, table)?, key.clone())),
-                _ => Err("explain needs TABLE and KEY".into()),
-            }
-        }
-        "apply" => {
-            let mut allowed = with_wasm(&POINTER);
-            allowed.extend(["--location-map", "--dry-run", "--concurrency", "--batch"]);
-            allowed.extend([
-                "--receipts",
-                "--context",
-                "--holds",
-                "--leases",
-                "--writers",
-            ]);
-            allowed.push("--allow-future-now");
-            o.only("apply", &allowed)?;
-            match o.positional.as_slice() {
-                [plan] => Ok(Command::Apply(ApplyArgs {
-                    plan: plan.clone(),
-                    pointer: o.pointer()?,
-                    location_map: o.location_map.clone(),
-                    dry_run: o.dry_run,
-                    concurrency: o.concurrency.unwrap_or(16),
-                    batch: o.batch.unwrap_or(crate::deletion::DEFAULT_BATCH),
-                    receipts: o.receipts.clone(),
-                    allow_future_now: o.allow_future_now,
-                    wasm: o.wasm.clone(),
-                    inputs: o.inputs.clone(),
-                })),
-                _ => Err("apply needs exactly one PLAN.json".into()),
-            }
-        }
-        "expire" => {
-            let mut allowed = with_wasm(&POINTER);
-            allowed.extend(CONTEXT);
-            allowed.extend([
-                "--now",
-                "--location-map",
-                "--expire-id",
-                "--json",
-                "--commit",
-                "--allow-future-now",
-            ]);
-            o.only("expire", &allowed)?;
-            match o.positional.as_slice() {
-                [table] => Ok(Command::Expire(ExpireArgs {
-                    table: table.clone(),
-                    pointer: o.pointer()?,
-                    now_ms: o.now_ms.unwrap_or_else(crate::store::clock_ms),
-                    location_map: o.location_map.clone(),
-                    expire_ids: o.expire_ids.clone(),
-                    json: o.json,
-                    commit: o.commit,
-                    allow_future_now: o.allow_future_now,
-                    wasm: o.wasm.clone(),
-                    inputs: o.inputs.clone(),
-                })),
-                _ => Err("expire needs a TABLE location".into()),
-            }
-        }
-        "policy" => {
-            o.only("policy", &["--json", "--wasm"])?;
-            match o.positional.as_slice() {
-                [sub, file] if sub == "check" => Ok(Command::PolicyCheck {
-                    file: file.clone(),
-                    json: o.json,
-                    wasm: o.wasm.clone(),
-                }),
-                _ => Err("usage: lakesweep policy check FILE".into()),
-            }
-        }
-        "compare" => {
-            o.only("compare", &["--json"])?;
-            match o.positional.as_slice() {
-                [plan, other] => Ok(Command::Compare {
-                    plan: plan.clone(),
-                    other: other.clone(),
-                    json: o.json,
-                }),
-                _ => Err("compare needs PLAN.json and OTHER.txt".into()),
-            }
-        }
-        other => Err(format!(
-            "unknown command `{other}` (plan, explain, apply, compare, expire, policy)"
-        )),
     }
 }
 
-/// `72h`, `3d`, `90m`, `30s`, `1500ms` -> milliseconds. Bare numbers are refused.
-/// A whole number above zero, for `flag`.
-fn positive(flag: &str, v: &str) -> Result<usize, String> {
+/// The evaluation time.
+#[derive(Args, Debug, Clone)]
+struct NowOpts {
+    /// Evaluation time, RFC 3339 (2026-11-30T12:00:00Z) or epoch milliseconds
+    /// (default: the clock).
+    #[arg(long, value_name = "TIME", value_parser = time_ms)]
+    now: Option<i64>,
+    /// Accepts a --now ahead of the clock (tests, what-if runs); otherwise
+    /// refused, since young files would look old.
+    #[arg(long)]
+    allow_future_now: bool,
+}
+
+impl NowOpts {
+    fn now_ms(&self) -> i64 {
+        self.now.unwrap_or_else(crate::store::clock_ms)
+    }
+}
+
+/// How deletes run.
+#[derive(Args, Debug, Clone)]
+struct DeleteOpts {
+    /// Deletes in flight.
+    #[arg(long, default_value_t = 16, value_parser = positive)]
+    concurrency: usize,
+    /// Keys per batch; the pointer and context are read again and the
+    /// planner asked again before each batch.
+    #[arg(long, default_value_t = crate::deletion::DEFAULT_BATCH, value_parser = positive)]
+    batch: usize,
+}
+
+/// The ledger's location.
+#[derive(Args, Debug, Clone)]
+struct LedgerOpt {
+    /// The ledger (default TABLE/_lakesweep/ledger.json, under a hidden
+    /// prefix no sweep deletes).
+    #[arg(long, value_name = "URI")]
+    ledger: Option<String>,
+}
+
+/// The component.
+#[derive(Args, Debug, Clone)]
+struct PlannerOpts {
+    /// The component (default: $LAKESWEEP_WASM or target/lakesweep.wasm).
+    #[arg(long, value_name = "PATH")]
+    wasm: Option<String>,
+}
+
+/// What a plan is made from (plan, explain, sweep).
+#[derive(Args, Debug, Clone)]
+struct PlanOpts {
+    /// The table location: a local path, file://, s3://, s3a://, gs://, az:// URI.
+    table: String,
+    #[command(flatten)]
+    pointer: PointerOpts,
+    /// iceberg, delta, or auto (a _delta_log/ folder means delta).
+    #[arg(long, value_enum, default_value = "auto")]
+    format: FormatArg,
+    /// File-retention window, like 72h or 3d (default: 3d for Iceberg, as
+    /// Iceberg's own; 7d for Delta, delta.deletedFileRetentionDuration's).
+    #[arg(long, value_name = "DURATION", value_parser = duration_ms)]
+    older_than: Option<i64>,
+    #[command(flatten)]
+    when: NowOpts,
+    #[command(flatten)]
+    map: MapOpts,
+    /// Prints one JSON object instead of the report.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    policy: PolicyOpt,
+    #[command(flatten)]
+    context: ContextOpts,
+    /// Delta: keeps every file version N reads (repeatable).
+    #[arg(long = "keep-version", value_name = "N", value_parser = clap::value_parser!(i64).range(0..))]
+    keep_versions: Vec<i64>,
+    /// Delta: also plans _delta_log entries past delta.logRetentionDuration
+    /// (30d by default) and below a checkpoint older than that.
+    #[arg(long)]
+    log_cleanup: bool,
+    /// Accepts a window under 1h or under the Delta table's
+    /// delta.deletedFileRetentionDuration (the plan says so).
+    #[arg(long)]
+    allow_short_retention: bool,
+    /// Memory the planner may use (default 1GiB); a file that would need
+    /// more is refused by name, never half-read.
+    #[arg(long, value_name = "SIZE", value_parser = size_bytes)]
+    memory_budget: Option<u64>,
+    #[command(flatten)]
+    planner: PlannerOpts,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy)]
+enum FormatArg {
+    Iceberg,
+    Delta,
+    Auto,
+}
+
+impl PlanOpts {
+    fn args(&self, out: Option<String>) -> Result<PlanArgs, String> {
+        Ok(PlanArgs {
+            table: self.table.clone(),
+            pointer: self.pointer.pointer()?,
+            format: match self.format {
+                FormatArg::Iceberg => Format::Iceberg,
+                FormatArg::Delta => Format::Delta,
+                FormatArg::Auto => Format::Auto,
+            },
+            retention_ms: self.older_than,
+            now_ms: self.when.now_ms(),
+            location_map: self.map.location_map.clone(),
+            json: self.json,
+            out,
+            wasm: self.planner.wasm.clone(),
+            inputs: self.context.files(Some(&self.policy)),
+            keep_versions: self.keep_versions.clone(),
+            log_cleanup: self.log_cleanup,
+            allow_short_retention: self.allow_short_retention,
+            memory_budget: self.memory_budget,
+        })
+    }
+}
+
+/// Why the command line gave no command.
+#[derive(Debug)]
+pub enum Usage {
+    /// `--help` or `--version`: print this, exit 0.
+    Shown(String),
+    /// Bad usage: print this, exit 64.
+    Bad(String),
+}
+
+/// Parses the arguments after the program name.
+pub fn parse(argv: &[String]) -> Result<Command, Usage> {
+    use clap::error::ErrorKind;
+    use clap::{CommandFactory, FromArgMatches};
+    // A repeated option takes its last value (scripts append overrides);
+    // repeatable options (--location-map, --keep-version) keep them all.
+    let mut command = Cli::command().args_override_self(true);
+    for sub in command.get_subcommands_mut() {
+        *sub = sub.clone().args_override_self(true);
+        for inner in sub.get_subcommands_mut() {
+            *inner = inner.clone().args_override_self(true);
+        }
+    }
+    let cli = command
+        .try_get_matches_from(std::iter::once("lakesweep".to_owned()).chain(argv.iter().cloned()))
+        .and_then(|m| Cli::from_arg_matches(&m))
+        .map_err(|e| match e.kind() {
+            ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => Usage::Shown(e.to_string()),
+            _ => Usage::Bad(e.render().to_string()),
+        })?;
+    let bad = |e: String| {
+        Usage::Bad(format!(
+            "error: {e}\n\nFor more information, try '--help'.\n"
+        ))
+    };
+    Ok(match cli.command {
+        Cmd::Plan { plan, out } => Command::Plan(plan.args(out).map_err(bad)?),
+        Cmd::Explain { plan, key } => Command::Explain(plan.args(None).map_err(bad)?, key),
+        Cmd::Apply {
+            plan,
+            pointer,
+            map,
+            context,
+            deletes,
+            dry_run,
+            receipts,
+            allow_future_now,
+            planner,
+        } => Command::Apply(ApplyArgs {
+            plan,
+            pointer: pointer.pointer().map_err(bad)?,
+            location_map: map.location_map,
+            dry_run,
+            concurrency: deletes.concurrency,
+            batch: deletes.batch,
+            receipts,
+            allow_future_now,
+            wasm: planner.wasm,
+            inputs: context.files(None),
+        }),
+        Cmd::Compare {
+            plan,
+            other,
+            json,
+            planner,
+        } => Command::Compare {
+            plan,
+            other,
+            json,
+            wasm: planner.wasm,
+        },
+        Cmd::Expire {
+            table,
+            pointer,
+            policy,
+            context,
+            when,
+            map,
+            expire_ids,
+            json,
+            commit,
+            planner,
+        } => Command::Expire(ExpireArgs {
+            table,
+            pointer: pointer.pointer().map_err(bad)?,
+            now_ms: when.now_ms(),
+            location_map: map.location_map,
+            expire_ids,
+            json,
+            commit,
+            allow_future_now: when.allow_future_now,
+            wasm: planner.wasm,
+            inputs: context.files(Some(&policy)),
+        }),
+        Cmd::Policy(PolicyCmd::Check {
+            file,
+            json,
+            planner,
+        }) => Command::PolicyCheck {
+            file,
+            json,
+            wasm: planner.wasm,
+        },
+        Cmd::Sweep {
+            plan,
+            ledger,
+            quarantine,
+            deletes,
+            new_ledger,
+        } => Command::Sweep(SweepArgs {
+            allow_future_now: plan.when.allow_future_now,
+            plan: plan.args(None).map_err(bad)?,
+            ledger,
+            quarantine_ms: quarantine,
+            concurrency: deletes.concurrency,
+            batch: deletes.batch,
+            new_ledger,
+        }),
+        Cmd::Reconcile {
+            table,
+            ledger,
+            json,
+            planner,
+        } => Command::Reconcile {
+            table,
+            ledger: ledger.ledger,
+            json,
+            wasm: planner.wasm,
+        },
+        Cmd::Drill {
+            table,
+            ledger,
+            map,
+            sample,
+            seed,
+            json,
+            planner,
+        } => Command::Drill {
+            table,
+            ledger: ledger.ledger,
+            location_map: map.location_map,
+            sample,
+            seed,
+            json,
+            wasm: planner.wasm,
+        },
+        Cmd::Ledger(LedgerCmd::Show {
+            table,
+            ledger,
+            json,
+            planner,
+        }) => Command::LedgerShow {
+            table,
+            ledger: ledger.ledger,
+            json,
+            wasm: planner.wasm,
+        },
+        Cmd::Restore {
+            table,
+            bundle,
+            pointer,
+            map,
+            when,
+            commit,
+            planner,
+        } => Command::Restore(RestoreArgs {
+            table,
+            bundle,
+            pointer: pointer.pointer().map_err(bad)?,
+            location_map: map.location_map,
+            now_ms: when.now_ms(),
+            commit,
+            allow_future_now: when.allow_future_now,
+            wasm: planner.wasm,
+        }),
+    })
+}
+
+/// `FROM=TO`.
+fn mapping(v: &str) -> Result<(String, String), String> {
+    let (f, t) = v
+        .split_once('=')
+        .ok_or_else(|| format!("`{v}`: --location-map takes FROM=TO"))?;
+    Ok((f.to_owned(), t.to_owned()))
+}
+
+/// A whole number above zero.
+fn positive(v: &str) -> Result<usize, String> {
     v.parse()
         .ok()
         .filter(|n| *n > 0)
-        .ok_or_else(|| format!("{flag} `{v}`: a positive number"))
+        .ok_or_else(|| format!("`{v}`: a positive number"))
 }
 
 /// A size like `512MiB`, `2GiB`, `1GB` or plain bytes.
@@ -719,81 +768,24 @@ pub fn size_bytes(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("`{s}`: too large"))
 }
 
+/// A duration (`72h`, `3d`, `90m`, `1500ms`, `1h 30m`) in milliseconds.
+/// A bare number is refused: its unit would be a guess.
 pub fn duration_ms(s: &str) -> Result<i64, String> {
-    let split = s
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(|| format!("duration `{s}` needs a unit (ms, s, m, h, d)"))?;
-    let (n, unit) = s.split_at(split);
-    let n: i64 = n.parse().map_err(|_| format!("bad duration `{s}`"))?;
-    let mult = match unit {
-        "ms" => 1,
-        "s" => 1000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return Err(format!("duration `{s}`: unknown unit `{unit}`")),
-    };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("duration `{s}` too large"))
+    let d = humantime::parse_duration(s)
+        .map_err(|e| format!("duration `{s}`: {e} (like 72h, 3d, 90m)"))?;
+    i64::try_from(d.as_millis()).map_err(|_| format!("duration `{s}` is too large"))
 }
 
-/// RFC 3339 (`2026-11-30T12:00:00Z`, `...+02:00`, fractional seconds) or epoch milliseconds.
+/// RFC 3339 (`2026-11-30T12:00:00Z`, `...+02:00`, fractional seconds) or
+/// epoch milliseconds.
 pub fn time_ms(s: &str) -> Result<i64, String> {
     if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
         return s.parse().map_err(|_| format!("bad time `{s}`"));
     }
-    let bad = || format!("time `{s}` is neither RFC 3339 nor epoch milliseconds");
-    let b = s.as_bytes();
-    if b.len() < 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || !(b[10] == b'T' || b[10] == b't' || b[10] == b' ')
-        || b[13] != b':'
-        || b[16] != b':'
-    {
-        return Err(bad());
-    }
-    let num =
-        |r: std::ops::Range<usize>| s.get(r).and_then(|x| x.parse::<i64>().ok()).ok_or_else(bad);
-    let (y, mo, d, h, mi, sec) = (
-        num(0..4)?,
-        num(5..7)?,
-        num(8..10)?,
-        num(11..13)?,
-        num(14..16)?,
-        num(17..19)?,
-    );
-    let mut rest = &s[19..];
-    let mut frac_ms = 0;
-    if let Some(r) = rest.strip_prefix('.') {
-        let digits: String = r.chars().take_while(|c| c.is_ascii_digit()).collect();
-        frac_ms = format!("{digits:0<3}")[..3]
-            .parse::<i64>()
-            .map_err(|_| bad())?;
-        rest = &r[digits.len()..];
-    }
-    let offset_ms = match rest {
-        "Z" | "z" => 0,
-        o if o.len() == 6 && (o.starts_with('+') || o.starts_with('-')) => {
-            let sign = if o.starts_with('-') { -1 } else { 1 };
-            let oh: i64 = o[1..3].parse().map_err(|_| bad())?;
-            let om: i64 = o[4..6].parse().map_err(|_| bad())?;
-            sign * (oh * 3_600_000 + om * 60_000)
-        }
-        _ => return Err(bad()),
-    };
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return Err(bad());
-    }
-    // Days from civil (Howard Hinnant's algorithm).
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = if y2 >= 0 { y2 } else { y2 - 399 } / 400;
-    let yoe = y2 - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Ok(((days * 86_400 + h * 3600 + mi * 60 + sec) * 1000 + frac_ms) - offset_ms)
+    let t: jiff::Timestamp = s
+        .parse()
+        .map_err(|e| format!("time `{s}` is neither RFC 3339 nor epoch milliseconds: {e}"))?;
+    Ok(t.as_millisecond())
 }
 
 #[cfg(test)]
@@ -846,8 +838,55 @@ mod tests {
     fn durations_need_units() {
         assert_eq!(duration_ms("72h").unwrap(), 259_200_000);
         assert_eq!(duration_ms("3d").unwrap(), 259_200_000);
+        assert_eq!(duration_ms("1h 30m").unwrap(), 5_400_000);
+        assert_eq!(duration_ms("1500ms").unwrap(), 1_500);
         assert!(duration_ms("72").is_err());
-        assert!(duration_ms("3w").is_err());
+        assert!(duration_ms("3 fortnights").is_err());
+    }
+
+    #[test]
+    fn a_repeated_option_takes_its_last_value_and_lists_keep_every_one() {
+        let Ok(Command::Plan(p)) = parse(&argv(
+            "plan /t --now 5 --now 7 --location-map a=b --location-map c=d --keep-version 1 --keep-version 2",
+        )) else {
+            panic!("repeated options parse");
+        };
+        assert_eq!(p.now_ms, 7);
+        assert_eq!(p.location_map.len(), 2);
+        assert_eq!(p.keep_versions, vec![1, 2]);
+    }
+
+    #[test]
+    fn options_take_their_value_after_an_equals_sign() {
+        let Ok(Command::Plan(p)) = parse(&argv("plan /t --older-than=3d --now=0")) else {
+            panic!("--older-than=3d is an option with its value");
+        };
+        assert_eq!(p.retention_ms, Some(259_200_000));
+        assert_eq!(p.now_ms, 0);
+        let Ok(Command::Sweep(s)) = parse(&argv("sweep /t --quarantine=2d")) else {
+            panic!("--quarantine=2d");
+        };
+        assert_eq!(s.quarantine_ms, 2 * 86_400_000);
+    }
+
+    #[test]
+    fn help_is_shown_per_command_and_usage_errors_name_the_option() {
+        for cmd in [
+            "plan", "apply", "sweep", "expire", "drill", "restore", "compare",
+        ] {
+            match parse(&argv(&format!("{cmd} --help"))) {
+                Err(Usage::Shown(text)) => assert!(text.contains("Usage: lakesweep"), "{text}"),
+                _ => panic!("{cmd} --help shows its help"),
+            }
+        }
+        match parse(&argv("plan /t --dry-run")) {
+            Err(Usage::Bad(text)) => assert!(text.contains("--dry-run"), "{text}"),
+            _ => panic!("plan does not take --dry-run"),
+        }
+        assert!(
+            matches!(parse(&[]), Err(Usage::Shown(_))),
+            "no command: the help"
+        );
     }
 
     #[test]
@@ -860,5 +899,9 @@ mod tests {
         );
         assert_eq!(time_ms("1796040000000").unwrap(), 1_796_040_000_000);
         assert!(time_ms("yesterday").is_err());
+        assert!(
+            time_ms("2026-11-30T12:00:00").is_err(),
+            "a time without offset is ambiguous"
+        );
     }
 }

@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 
 use crate::component::{result_name, version_json, wt, LedgerHandle, Planner};
 use crate::context::ContextFiles;
+use crate::error::HostError;
 use crate::plan::{self, Format, PlanInput};
 use crate::pointer::Pointer;
 use crate::store::{clock_ms, Object, Store};
@@ -193,8 +194,8 @@ pub async fn run(
     source: &LiveSource,
     items: Vec<Item>,
     opts: &Batching,
-    sink: &mut dyn FnMut(&Line) -> Result<(), String>,
-) -> Result<Deleted, String> {
+    sink: &mut dyn FnMut(&Line) -> Result<(), HostError>,
+) -> Result<Deleted, HostError> {
     let plan = planner.verify_plan(plan_json)?;
     let canonical = plan.table_location.clone();
     let mut out = Deleted::default();

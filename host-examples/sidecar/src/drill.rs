@@ -38,7 +38,7 @@ pub async fn run(
     sample: u32,
     seed: Option<u64>,
     wasm: Option<&str>,
-) -> Result<Drilled, String> {
+) -> Result<Drilled, crate::error::HostError> {
     let ledger_uri = ledger
         .map(str::to_owned)
         .unwrap_or_else(|| default_ledger(table));
@@ -55,7 +55,7 @@ async fn locked(
     sample: u32,
     seed: Option<u64>,
     wasm: Option<&str>,
-) -> Result<Drilled, String> {
+) -> Result<Drilled, crate::error::HostError> {
     let store = Store::for_uri(table)?;
     let lstore = store.holding(ledger_uri)?;
     let text = lstore.read(ledger_uri).await?.ok_or_else(|| {

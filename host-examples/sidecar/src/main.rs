@@ -4,7 +4,8 @@
 //! every read, list and delete for it through `object_store` (local disk, S3
 //! and S3-compatible stores, GCS, Azure). `plan` and `explain` never delete;
 //! `apply` deletes exactly the keys of a sealed plan after checking that the
-//! table and every key are as they were when planned. See `args::USAGE`.
+//! table and every key are as they were when planned. `lakesweep --help` and
+//! `lakesweep COMMAND --help` describe every command and option.
 
 mod apply;
 mod args;
@@ -14,6 +15,7 @@ mod component;
 mod context;
 mod deletion;
 mod drill;
+mod error;
 mod expire;
 mod plan;
 mod pointer;
@@ -52,7 +54,7 @@ fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, String> {
 }
 
 /// Prints a sweep or reconcile run; exit 1 while outcomes stay unknown.
-fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, String> {
+fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, error::HostError> {
     if json {
         let v = serde_json::json!({
             "moves": s.moves.iter().map(sweep::move_json).collect::<Vec<_>>(),
@@ -81,12 +83,8 @@ fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, String> {
     })
 }
 
-async fn run(cmd: Command) -> Result<ExitCode, String> {
+async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
     match cmd {
-        Command::Help => {
-            println!("{}", args::USAGE);
-            Ok(ExitCode::SUCCESS)
-        }
         Command::Plan(a) => {
             let o = plan::run(&plan_input(&a, a.json)?).await?;
             if let Some(out) = &a.out {
@@ -326,9 +324,14 @@ async fn run(cmd: Command) -> Result<ExitCode, String> {
                 ExitCode::SUCCESS
             })
         }
-        Command::Compare { plan, other, json } => {
+        Command::Compare {
+            plan,
+            other,
+            json,
+            wasm,
+        } => {
             let text = std::fs::read_to_string(&plan).map_err(|e| format!("read {plan}: {e}"))?;
-            let mut planner = component::Planner::load(&component::wasm_path(None))?;
+            let mut planner = component::Planner::load(&component::wasm_path(wasm.as_deref()))?;
             let sealed = planner
                 .verify_plan(&text)
                 .map_err(|e| format!("{plan}: {e}"))?;
@@ -350,8 +353,12 @@ fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let cmd = match args::parse(&argv) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("lakesweep: {e}\n\n{}", args::USAGE);
+        Err(args::Usage::Shown(text)) => {
+            print!("{text}");
+            return ExitCode::SUCCESS;
+        }
+        Err(args::Usage::Bad(text)) => {
+            eprint!("{text}");
             return ExitCode::from(USAGE);
         }
     };
@@ -368,13 +375,9 @@ fn main() -> ExitCode {
     };
     match rt.block_on(run(cmd)) {
         Ok(code) => code,
-        Err(e) if e.starts_with("STOPPED") => {
-            eprintln!("lakesweep: {}", report::esc(&e));
-            ExitCode::from(1)
-        }
         Err(e) => {
-            eprintln!("lakesweep: refused, nothing deleted: {}", report::esc(&e));
-            ExitCode::from(REFUSED)
+            eprintln!("lakesweep: {}", report::esc(&e.to_string()));
+            ExitCode::from(e.exit_code())
         }
     }
 }

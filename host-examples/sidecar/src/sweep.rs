@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use crate::component::{state_name, wasm_path, wt, LedgerHandle, Planner};
 use crate::context::ContextFiles;
+use crate::error::HostError;
 use crate::plan::{self, PlanInput};
 use crate::store::{clock_ms as now_ms, Object, Store};
 
@@ -70,12 +71,12 @@ pub(crate) async fn save(
     ledger: LedgerHandle,
     store: &Store,
     uri: &str,
-) -> Result<(), String> {
+) -> Result<(), HostError> {
     let text = planner.ledger_document(ledger)?;
     store
         .overwrite(uri, text.into_bytes())
         .await
-        .map_err(|e| format!("STOPPED: cannot save the ledger to {uri}: {e}"))?;
+        .map_err(|e| HostError::Stopped(format!("cannot save the ledger to {uri}: {e}")))?;
     match store
         .create(
             &mark(uri),
@@ -84,9 +85,9 @@ pub(crate) async fn save(
         .await
     {
         Ok(()) | Err(crate::store::CreateError::Exists) => Ok(()),
-        Err(crate::store::CreateError::Other(e)) => {
-            Err(format!("STOPPED: cannot mark the ledger {uri}: {e}"))
-        }
+        Err(crate::store::CreateError::Other(e)) => Err(HostError::Stopped(format!(
+            "cannot mark the ledger {uri}: {e}"
+        ))),
     }
 }
 
@@ -176,7 +177,7 @@ impl Lock {
 }
 
 /// One run of `sweep`, under the ledger's lock.
-pub async fn run(input: &SweepInput) -> Result<Swept, String> {
+pub async fn run(input: &SweepInput) -> Result<Swept, HostError> {
     if matches!(input.plan.pointer, crate::pointer::Pointer::Explicit(_)) {
         return Err(
             "sweep needs a live pointer to see commits made before approval: pass --catalog, or let it read version-hint.text (a fixed --metadata proves nothing)"
@@ -193,7 +194,7 @@ pub async fn run(input: &SweepInput) -> Result<Swept, String> {
     r
 }
 
-async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, String> {
+async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostError> {
     let table = input.plan.table.clone();
     let store = Store::for_uri(&table)?;
     let ledger_uri = ledger_uri.to_owned();
@@ -348,7 +349,7 @@ pub async fn reconcile(
     table: &str,
     ledger: Option<&str>,
     wasm: Option<&str>,
-) -> Result<Swept, String> {
+) -> Result<Swept, HostError> {
     let store = Store::for_uri(table)?;
     let ledger_uri = ledger
         .map(str::to_owned)
@@ -366,7 +367,7 @@ async fn reconcile_locked(
     lstore: &Store,
     ledger_uri: &str,
     wasm: Option<&str>,
-) -> Result<Swept, String> {
+) -> Result<Swept, HostError> {
     let ledger_uri = ledger_uri.to_owned();
     let text = lstore
         .read(&ledger_uri)
