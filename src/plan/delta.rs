@@ -412,8 +412,45 @@ impl Session {
         Ok(())
     }
 
-    /// Replays every file read, in version order, into the keep set.
+    /// Replays every file read, in version order, into the keep set; then
+    /// the retention check, the tombstones and change data inside the
+    /// window, a UniForm table's Iceberg metadata, and log cleanup.
     pub(super) fn delta_replay(&mut self) -> Result<()> {
+        let (plan, replay) = self.replay_log()?;
+        let log_uri = self.sweep()?.log_prefix.clone();
+        let (Some(protocol), Some(metadata)) = (replay.protocol.clone(), replay.metadata.clone())
+        else {
+            return Err(Error::malformed(
+                MalformedReason::Field,
+                &log_uri,
+                "the replayed log has no protocol or no metaData action",
+            ));
+        };
+        let latest_uri = self.metadata_location.clone();
+        self.keep_state(&latest_uri, replay.live_files(), plan.latest)?;
+        self.snapshots = (plan.checkpoint.as_ref().map(|c| c.version).unwrap_or(0)..=plan.latest)
+            .map(|v| v as i64)
+            .collect();
+        self.refs = BTreeMap::from([("version".to_owned(), plan.latest as i64)]);
+        self.classifier.table_uuid = Some(metadata.id.clone()).filter(|s| !s.is_empty());
+        self.classifier
+            .partition_names
+            .extend(metadata.partition_columns.iter().cloned());
+        let window = self.check_retention(&metadata, &latest_uri)?;
+        let cutoff = self.config.now_ms.saturating_sub(window);
+        self.keep_recent_tombstones(&replay, cutoff, &latest_uri)?;
+        self.keep_recent_change_data(replay, cutoff, &latest_uri)?;
+        self.reserve_uniform_metadata(&metadata, &protocol);
+        if self.config.log_cleanup {
+            self.start_log_cleanup(&metadata, &protocol, &plan, &latest_uri)?;
+        }
+        self.sweep()?.latest = plan.latest;
+        Ok(())
+    }
+
+    /// Replays the checkpoint and the commits after it in version order,
+    /// keeping the files of every kept version on the way.
+    fn replay_log(&mut self) -> Result<(ReadPlan, Replay)> {
         let d = self.sweep()?;
         d.replayed = true;
         let blobs = std::mem::take(&mut d.blobs);
@@ -461,32 +498,19 @@ impl Session {
                 self.keep_state(&log_uri, replay.live_files(), c.version)?;
             }
         }
-        let (Some(protocol), Some(metadata)) = (replay.protocol.clone(), replay.metadata.clone())
-        else {
-            return Err(Error::malformed(
-                MalformedReason::Field,
-                &log_uri,
-                "the replayed log has no protocol or no metaData action",
-            ));
-        };
-        let latest_uri = self.metadata_location.clone();
-        self.keep_state(&latest_uri, replay.live_files(), plan.latest)?;
-        self.snapshots = (plan.checkpoint.as_ref().map(|c| c.version).unwrap_or(0)..=plan.latest)
-            .map(|v| v as i64)
-            .collect();
-        self.refs = BTreeMap::from([("version".to_owned(), plan.latest as i64)]);
-        self.classifier.table_uuid = Some(metadata.id.clone()).filter(|s| !s.is_empty());
-        self.classifier
-            .partition_names
-            .extend(metadata.partition_columns.iter().cloned());
+        Ok((plan, replay))
+    }
 
-        // Retention check, as Delta's retentionDurationCheck.
+    /// Delta's `retentionDurationCheck`: a window shorter than the table's
+    /// `delta.deletedFileRetentionDuration` is refused unless overridden
+    /// (then the plan warns). Returns the window, ms.
+    fn check_retention(&mut self, metadata: &spec::Metadata, latest_uri: &str) -> Result<i64> {
         let table_retention = match metadata.property("delta.deletedFileRetentionDuration") {
             None => spec::DEFAULT_DELETED_FILE_RETENTION_MS,
             Some(t) => spec::parse_interval(t).ok_or_else(|| {
                 Error::malformed(
                     MalformedReason::Field,
-                    &latest_uri,
+                    latest_uri,
                     format!("delta.deletedFileRetentionDuration `{t}` is not an interval"),
                 )
             })?,
@@ -509,9 +533,17 @@ impl Session {
                 human_ms(table_retention)
             ));
         }
+        Ok(window)
+    }
 
-        // Tombstones inside the window (or undated) and their deletion vectors.
-        let cutoff = self.config.now_ms.saturating_sub(window);
+    /// Tombstones removed after `cutoff` (or undated) keep their files and
+    /// deletion vectors.
+    fn keep_recent_tombstones(
+        &mut self,
+        replay: &Replay,
+        cutoff: i64,
+        latest_uri: &str,
+    ) -> Result<()> {
         let mut undated = 0u64;
         let tombstones: Vec<(LogPath, Option<i64>, Option<LogPath>)> = replay
             .tombstones
@@ -528,9 +560,9 @@ impl Session {
                 Some(_) => None,
             };
             if let Some(src) = keep {
-                self.keep_log_path(&latest_uri, &path, src.clone())?;
+                self.keep_log_path(latest_uri, &path, src.clone())?;
                 if let Some(f) = dv {
-                    self.keep_log_path(&latest_uri, &f, src)?;
+                    self.keep_log_path(latest_uri, &f, src)?;
                 }
             }
         }
@@ -539,7 +571,16 @@ impl Session {
                 "{undated} removed files have no deletionTimestamp: kept (a missing time is not time zero)"
             ));
         }
-        // Change data of commits inside the window.
+        Ok(())
+    }
+
+    /// Change-data files of commits made after `cutoff` stay.
+    fn keep_recent_change_data(
+        &mut self,
+        mut replay: Replay,
+        cutoff: i64,
+        latest_uri: &str,
+    ) -> Result<()> {
         let commit_times: BTreeMap<u64, i64> = self
             .sweep()?
             .log
@@ -553,11 +594,14 @@ impl Session {
         for (path, v) in std::mem::take(&mut replay.cdc) {
             let recent = commit_times.get(&v).is_none_or(|&t| t > cutoff);
             if recent {
-                self.keep_log_path(&latest_uri, &path, Source::DeltaChangeData { version: v })?;
+                self.keep_log_path(latest_uri, &path, Source::DeltaChangeData { version: v })?;
             }
         }
+        Ok(())
+    }
 
-        // UniForm tables keep Iceberg metadata under metadata/.
+    /// UniForm tables keep Iceberg metadata under `metadata/`: reserved.
+    fn reserve_uniform_metadata(&mut self, metadata: &spec::Metadata, protocol: &spec::Protocol) {
         let uniform = metadata
             .property("delta.universalFormat.enabledFormats")
             .is_some_and(|f| f.split(',').any(|x| x.trim() == "iceberg"))
@@ -569,58 +613,64 @@ impl Session {
                 "Iceberg metadata of a UniForm table: sweep it as an Iceberg table".into(),
             ));
         }
+    }
 
-        // Log cleanup, when asked for.
-        if self.config.log_cleanup {
-            if protocol.has_writer_feature("checkpointProtection") {
-                self.warnings.insert(
-                    "log cleanup skipped: the table has checkpointProtection, which restricts who may remove checkpoints".into(),
-                );
-            } else {
-                let log_retention = match metadata.property("delta.logRetentionDuration") {
-                    None => spec::DEFAULT_LOG_RETENTION_MS,
-                    Some(t) => spec::parse_interval(t).ok_or_else(|| {
-                        Error::malformed(
-                            MalformedReason::Field,
-                            &latest_uri,
-                            format!("delta.logRetentionDuration `{t}` is not an interval"),
-                        )
-                    })?,
-                };
-                let log_cutoff = self.config.now_ms.saturating_sub(log_retention);
-                // Ages are judged on commit times made monotonic by version;
-                // every version from the one current at the cutoff to the
-                // newest, and every kept version, must stay readable.
-                let d = self.sweep()?;
-                let must = d.log.must_stay(log_cutoff, plan.latest, &keep_versions);
-                let boundary = must
-                    .as_ref()
-                    .and_then(|m| d.log.cleanup_boundary(log_cutoff, m));
-                d.cleanup_must = must;
-                match boundary {
-                    None => {}
-                    // The checkpoint just replayed was validated already.
-                    Some(b) if plan.checkpoint.as_ref() == Some(&b) => {
-                        self.delta_plan_cleanup(&b, log_cutoff)?;
-                    }
-                    // Any other is read and validated before anything below it goes.
-                    Some(b) => {
-                        let prefix = self.sweep()?.log_prefix.clone();
-                        for f in &b.files {
-                            self.request_read(
-                                format!("{prefix}{f}"),
-                                Purpose::DeltaLog {
-                                    order: (VALIDATE, b.version),
-                                },
-                            );
-                        }
-                        self.sweep()?.validating = Some((b, log_cutoff));
-                    }
+    /// Log cleanup: finds the checkpoint below which log retention allows
+    /// removing entries, and plans them now (the checkpoint just replayed)
+    /// or once that checkpoint was read and validated.
+    fn start_log_cleanup(
+        &mut self,
+        metadata: &spec::Metadata,
+        protocol: &spec::Protocol,
+        plan: &ReadPlan,
+        latest_uri: &str,
+    ) -> Result<()> {
+        if protocol.has_writer_feature("checkpointProtection") {
+            self.warnings.insert(
+                "log cleanup skipped: the table has checkpointProtection, which restricts who may remove checkpoints".into(),
+            );
+            return Ok(());
+        }
+        let log_retention = match metadata.property("delta.logRetentionDuration") {
+            None => spec::DEFAULT_LOG_RETENTION_MS,
+            Some(t) => spec::parse_interval(t).ok_or_else(|| {
+                Error::malformed(
+                    MalformedReason::Field,
+                    latest_uri,
+                    format!("delta.logRetentionDuration `{t}` is not an interval"),
+                )
+            })?,
+        };
+        let log_cutoff = self.config.now_ms.saturating_sub(log_retention);
+        // Ages are judged on commit times made monotonic by version;
+        // every version from the one current at the cutoff to the
+        // newest, and every kept version, must stay readable.
+        let d = self.sweep()?;
+        let must = d.log.must_stay(log_cutoff, plan.latest, &d.keep_versions);
+        let boundary = must
+            .as_ref()
+            .and_then(|m| d.log.cleanup_boundary(log_cutoff, m));
+        d.cleanup_must = must;
+        match boundary {
+            None => {}
+            // The checkpoint just replayed was validated already.
+            Some(b) if plan.checkpoint.as_ref() == Some(&b) => {
+                self.delta_plan_cleanup(&b, log_cutoff)?;
+            }
+            // Any other is read and validated before anything below it goes.
+            Some(b) => {
+                let prefix = self.sweep()?.log_prefix.clone();
+                for f in &b.files {
+                    self.request_read(
+                        format!("{prefix}{f}"),
+                        Purpose::DeltaLog {
+                            order: (VALIDATE, b.version),
+                        },
+                    );
                 }
+                self.sweep()?.validating = Some((b, log_cutoff));
             }
         }
-        let d = self.sweep()?;
-        d.latest = plan.latest;
         Ok(())
     }
 
