@@ -416,11 +416,8 @@ impl wp::Guest for Component {
         table_location: String,
         log_listing: Vec<wt::ListedObject>,
     ) -> Result<Option<wt::LogHead>, wt::Error> {
-        let head = core::acceptance::delta_head(
-            &table_location,
-            log_listing.into_iter().map(obj).collect(),
-        )
-        .map_err(err)?;
+        let head = core::delta_head(&table_location, log_listing.into_iter().map(obj).collect())
+            .map_err(err)?;
         Ok(head.map(|(uri, v)| wt::LogHead {
             uri,
             version: version_out(v),
@@ -428,14 +425,14 @@ impl wp::Guest for Component {
     }
 
     fn check_clock(judged_at_ms: i64, clock_ms: i64, allow_future: bool) -> Result<(), wt::Error> {
-        core::acceptance::check_clock(judged_at_ms, clock_ms, allow_future).map_err(err)
+        core::check_clock(judged_at_ms, clock_ms, allow_future).map_err(err)
     }
 
     fn canonical_pointer(
         pointer: String,
         location_map: Vec<wt::PathMapping>,
     ) -> Result<String, wt::Error> {
-        core::plan::canonical_pointer(&pointer, &maps(location_map)).map_err(err)
+        core::canonical_pointer(&pointer, &maps(location_map)).map_err(err)
     }
 
     fn verify_plan(plan: String) -> Result<wt::SealedPlan, wt::Error> {

@@ -40,39 +40,50 @@
 //! page size or order; a plan is sealed with a digest and the tokens it was
 //! judged on.
 
-pub mod acceptance;
+// The nouns a host names by path: the stored documents' types, the
+// formats' parsers (fuzz targets and tests read them) and the errors.
 pub mod bundle;
 pub mod codec;
 pub mod context;
-pub mod delta_log;
-mod digest;
-pub mod duration;
 pub mod error;
-pub mod expire;
-pub mod format;
 pub mod ledger;
-pub mod page;
 pub mod path;
-pub mod plan;
 pub mod policy;
-pub mod reach;
 pub mod spec;
-pub mod verdict;
-pub mod version;
+
+// The machinery: reached through the re-exports below.
+mod acceptance;
+mod delta_log;
+mod digest;
+mod duration;
+mod expire;
+mod format;
+mod page;
+mod plan;
+mod reach;
+mod verdict;
+mod version;
 
 #[cfg(feature = "component")]
 mod bindings;
 
-pub use acceptance::{accept, Acceptance, LiveFacts};
+pub use acceptance::{accept, check_clock, delta_head, Acceptance, LiveFacts, MAX_CLOCK_SKEW_MS};
 pub use context::Context;
+pub use delta_log::rebuildable_versions;
+pub use duration::{human_ms, parse_duration, DurationMs, MIN_FILE_RETENTION_MS};
 pub use error::{Error, MalformedReason, ProtocolReason, Result, UnsafeReason};
-pub use expire::{plan_expiry, ExpiryPlan, ExpiryRequest};
+pub use expire::{
+    plan_expiry, Expired, ExpiryPlan, ExpiryRequest, Retained, DEFAULT_MAX_SNAPSHOT_AGE_MS,
+    EXPIRY_SCHEMA,
+};
+pub use format::TableFormat;
 pub use ledger::{Ledger, ObjectState};
 pub use page::PageClassifier;
 pub use path::PathMapping;
 pub use plan::{
-    PlanTokens, PlannedDelete, Request, SealedPlan, Session, SessionConfig, Summary, TableFormat,
-    Tally,
+    canonical_pointer, PlanTokens, PlannedDelete, Request, SealedPlan, Session, SessionConfig,
+    Summary, Tally, DEFAULT_MEMORY_BUDGET, PLAN_SCHEMA,
 };
 pub use policy::Policy;
 pub use verdict::{Decision, ListedObject, Verdict};
+pub use version::ObjectVersion;

@@ -271,11 +271,6 @@ impl KeepSet {
         self.frozen_keys.len() + self.building.len() - shadowed
     }
 
-    /// True when nothing is referenced.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Moves everything into sorted arrays (28 bytes per key) and frees the maps.
     pub fn freeze(&mut self) {
         if self.building.is_empty() && self.loose_building.is_empty() {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
-use lakesweep::delta_log::rebuildable_versions;
+use lakesweep::rebuildable_versions;
 use lakesweep::{
     Decision, Error, ListedObject, Request, Session, SessionConfig, TableFormat, Verdict,
 };
