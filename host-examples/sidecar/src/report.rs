@@ -13,7 +13,7 @@ pub fn json(o: &Outcome) -> Value {
     let keep: Vec<Value> = o
         .decisions
         .values()
-        .filter(|d| d.verdict != wt::Verdict::Candidate)
+        .filter(|d| !deletable(d.verdict))
         .map(|d| json!({"key": d.relative_key, "reason": verdict_name(d.verdict), "detail": d.detail}))
         .collect();
     let p = &o.plan;
@@ -24,6 +24,12 @@ pub fn json(o: &Outcome) -> Value {
         "digest": p.digest, "tokens": tokens_json(&p.tokens),
         "unrepresentable": o.unrepresentable, "store_notes": o.store_notes,
     })
+}
+
+/// Verdicts whose objects the sealed plan deletes (an unreferenced object
+/// old enough, and `_delta_log/` entries past log retention).
+fn deletable(v: wt::Verdict) -> bool {
+    matches!(v, wt::Verdict::Candidate | wt::Verdict::ExpiredLog)
 }
 
 /// The table format's name.
@@ -174,18 +180,21 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
         }
     }
     line(String::new());
-    let by = |v: wt::Verdict| -> Vec<&wt::Decision> {
-        o.decisions.values().filter(|d| d.verdict == v).collect()
-    };
-    let cands = by(wt::Verdict::Candidate);
-    if cands.is_empty() {
+    // What goes is the sealed plan's delete list, exactly: the report is
+    // the plan seen another way.
+    if plan.delete.is_empty() {
         line("nothing to delete".into());
     } else {
-        line(format!("would delete ({}):", cands.len()));
-        for d in cands {
+        line(format!("would delete ({}):", plan.delete.len()));
+        for d in &plan.delete {
+            let why = o
+                .decisions
+                .get(&d.key)
+                .filter(|x| x.verdict == wt::Verdict::ExpiredLog)
+                .map_or("", |_| "  [expired-log]");
             line(format!(
-                "  {}  ({})",
-                esc(&d.relative_key),
+                "  {}  ({}){why}",
+                esc(&d.key),
                 bytes(d.version.size)
             ));
         }
@@ -193,7 +202,7 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
     let kept: Vec<&wt::Decision> = o
         .decisions
         .values()
-        .filter(|d| !matches!(d.verdict, wt::Verdict::Candidate | wt::Verdict::Referenced))
+        .filter(|d| !deletable(d.verdict) && d.verdict != wt::Verdict::Referenced)
         .collect();
     if !kept.is_empty() {
         line(format!("kept although unreferenced ({}):", kept.len()));
