@@ -21,10 +21,11 @@ use crate::error::{Error, Result, UnsafeReason};
 use crate::error::{MalformedReason, ProtocolReason};
 use crate::path::{apply_mappings, CanonicalUri, PathMapping, TableLocation};
 use crate::reach::{KeepSet, Source};
-use crate::spec::iceberg::{self, TableMetadata};
+use crate::spec::iceberg::{self as ispec, TableMetadata};
 use crate::verdict::{object_kind, Classifier, Decision, Judged, ListedObject, Verdict};
 
 mod delta;
+mod iceberg;
 
 pub use crate::duration::MIN_FILE_RETENTION_MS;
 /// How many times the pointer may move during one session before it gives up.
@@ -418,24 +419,8 @@ pub struct Session {
     refs: BTreeMap<String, i64>,
     matched: u64,
     rechecks: u32,
-    /// Delta-only state (the log listing and replay).
-    delta: Option<Box<delta::DeltaSweep>>,
-    /// `last-sequence-number` of the metadata the pointer names now.
-    pointer_sequence: Option<i64>,
-    /// Unreferenced metadata documents of this table found in the listing,
-    /// judged against the final pointer before the plan is done.
-    stray_documents: Vec<StrayDocument>,
-    /// Per snapshot walked: its manifest list (or embedded manifests) and
-    /// what its summary says they hold; checked once every blob is read.
-    summary_checks: Vec<SummaryCheck>,
-    /// Manifest URIs each manifest list named, by list URI.
-    list_manifests: HashMap<String, Vec<String>>,
-    /// Per manifest URI: its live (ADDED or EXISTING) data and delete
-    /// entries, and per snapshot id the entries that snapshot added or
-    /// deleted (`[added data, deleted data, added deletes, deleted deletes]`).
-    manifest_live: HashMap<String, ManifestCounts>,
-    /// Snapshots whose summary could not be checked (no totals recorded).
-    unchecked_summaries: u64,
+    /// The format's own half of the session and its state.
+    machine: Machine,
     /// Other write roots listed so far (after the table's own listing).
     roots_listed: usize,
     /// Per path-prefix legal hold: listed keys under it exactly, and keys
@@ -458,35 +443,14 @@ pub struct Session {
     ambiguous_references: u64,
 }
 
-/// What one manifest holds, counted while it is read.
-#[derive(Debug, Clone, Default)]
-struct ManifestCounts {
-    live_data: u64,
-    live_deletes: u64,
-    changes: BTreeMap<i64, [u64; 4]>,
-}
-
-/// A snapshot whose manifests must add up to its summary's totals.
-#[derive(Debug, Clone)]
-struct SummaryCheck {
-    snapshot_id: i64,
-    /// Canonical manifest-list URI (`None`: v1 embedded manifests).
-    list: Option<String>,
-    /// Canonical URIs of v1 embedded manifests.
-    embedded: Vec<String>,
-    totals: iceberg::SummaryTotals,
-}
-
-/// An unreferenced `*.metadata.json` of this table (same `table-uuid`) and
-/// where it stands in the table's history.
-#[derive(Debug, Clone)]
-struct StrayDocument {
-    /// Key relative to the table location.
-    rel: String,
-    /// Its `metadata-log` entries, mapped and canonical.
-    log: BTreeSet<String>,
-    /// Its `last-sequence-number`.
-    sequence: Option<i64>,
+/// The format's own half of a session: Iceberg's snapshot walk or Delta's
+/// log replay, each with the state only it needs.
+#[derive(Debug)]
+enum Machine {
+    /// An Iceberg table: metadata, manifest lists, manifests.
+    Iceberg(Box<iceberg::IcebergSweep>),
+    /// A Delta table: the log listing, checkpoint and commits.
+    Delta(Box<delta::DeltaSweep>),
 }
 
 impl Session {
@@ -596,13 +560,7 @@ impl Session {
             refs: BTreeMap::new(),
             matched: 0,
             rechecks: 0,
-            delta: None,
-            pointer_sequence: None,
-            stray_documents: Vec::new(),
-            summary_checks: Vec::new(),
-            list_manifests: HashMap::new(),
-            manifest_live: HashMap::new(),
-            unchecked_summaries: 0,
+            machine: Machine::Iceberg(Box::default()),
             roots_listed: 0,
             hold_hits: BTreeMap::new(),
             graph: HashMap::new(),
@@ -787,7 +745,7 @@ impl Session {
             ));
         }
         let mut summary = self.summary.clone();
-        summary.snapshots = match &self.delta {
+        summary.snapshots = match self.delta() {
             // The latest version and every version kept on purpose.
             Some(d) => 1 + d.kept_versions(),
             None => self.snapshots.len() as u64,
@@ -839,10 +797,10 @@ impl Session {
                 }
             }
         }
-        if self.unchecked_summaries > 0 {
+        let unchecked = self.iceberg().map_or(0, |i| i.unchecked_summaries);
+        if unchecked > 0 {
             warnings.insert(format!(
-                "{} snapshots record no totals in their summary (total-data-files, total-delete-files): a manifest list of theirs cut at an Avro block boundary could not be told from a shorter one",
-                self.unchecked_summaries
+                "{unchecked} snapshots record no totals in their summary (total-data-files, total-delete-files): a manifest list of theirs cut at an Avro block boundary could not be told from a shorter one"
             ));
         }
         if summary.referenced_not_listed > 0 {
@@ -876,7 +834,7 @@ impl Session {
                 hold_generation: self.classifier.protections.hold_generation(),
                 lease_watermark: self.classifier.protections.lease_watermark(),
                 context_digest: self.classifier.protections.digest(),
-                head: self.delta.as_ref().and_then(|d| d.head_identity()),
+                head: self.delta().and_then(|d| d.head_identity()),
             },
             delete: self.candidates.values().cloned().collect(),
             summary,
@@ -898,6 +856,82 @@ impl Session {
             self.candidates.clear();
         }
         r
+    }
+
+    /// Every snapshot or ref the context protects must be one the keep set
+    /// covers; otherwise its files cannot be told apart from garbage.
+    fn check_protections(&self) -> Result<()> {
+        use crate::context::{DrCheckpoint, HoldScope};
+        let ctx = &self.classifier.protections;
+        let now = self.config.now_ms;
+        let missing = |what: String| {
+            Err(Error::unsafe_(
+                UnsafeReason::ProtectedSnapshotMissing,
+                format!("{what}, which the table no longer has: its files cannot be identified, nothing is deleted"),
+            ))
+        };
+        for l in ctx.leases.iter().filter(|l| l.expires_at_ms > now) {
+            if !self.snapshots.contains(&l.snapshot_id) {
+                return missing(format!(
+                    "a live lease of {} protects snapshot {}",
+                    l.owner, l.snapshot_id
+                ));
+            }
+        }
+        for h in &ctx.holds {
+            match &h.scope {
+                HoldScope::Snapshot(id) if !self.snapshots.contains(id) => {
+                    return missing(format!("a legal hold protects snapshot {id}"));
+                }
+                HoldScope::Ref(r) if !self.refs.contains_key(r) => {
+                    return missing(format!("a legal hold protects ref `{r}`"));
+                }
+                _ => {}
+            }
+        }
+        for d in &ctx.dr_checkpoints {
+            if let DrCheckpoint::SnapshotId(id) = d {
+                if !self.snapshots.contains(id) {
+                    return missing(format!("a DR checkpoint names snapshot {id}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Delta's state, in a Delta session.
+    fn delta(&self) -> Option<&delta::DeltaSweep> {
+        match &self.machine {
+            Machine::Delta(d) => Some(d),
+            Machine::Iceberg(_) => None,
+        }
+    }
+
+    /// Delta's state, in a Delta session.
+    fn delta_mut(&mut self) -> Option<&mut delta::DeltaSweep> {
+        match &mut self.machine {
+            Machine::Delta(d) => Some(d),
+            Machine::Iceberg(_) => None,
+        }
+    }
+
+    /// Iceberg's state, in an Iceberg session.
+    fn iceberg(&self) -> Option<&iceberg::IcebergSweep> {
+        match &self.machine {
+            Machine::Iceberg(i) => Some(i),
+            Machine::Delta(_) => None,
+        }
+    }
+
+    /// Iceberg's state; a protocol error in a Delta session.
+    fn ice(&mut self) -> Result<&mut iceberg::IcebergSweep> {
+        match &mut self.machine {
+            Machine::Iceberg(i) => Ok(i),
+            Machine::Delta(_) => Err(Error::protocol(
+                ProtocolReason::OutOfOrder,
+                "Iceberg state used on a Delta session",
+            )),
+        }
     }
 
     fn take_pending(&mut self, uri: &str) -> Result<Purpose> {
@@ -1279,7 +1313,7 @@ impl Session {
                 self.walk_snapshots(uri, &md)
             }
             Purpose::ManifestList { .. } => {
-                let entries = iceberg::read_manifest_list(uri, bytes)?;
+                let entries = ispec::read_manifest_list(uri, bytes)?;
                 let list_short = self.short(uri);
                 let mut named = Vec::with_capacity(entries.len());
                 for m in entries {
@@ -1299,7 +1333,7 @@ impl Session {
                         },
                     );
                 }
-                self.list_manifests.insert(uri.to_owned(), named);
+                self.ice()?.list_manifests.insert(uri.to_owned(), named);
                 Ok(())
             }
             Purpose::Manifest {
@@ -1317,13 +1351,13 @@ impl Session {
                 let keep_deleted = self.config.keep_deleted_entries;
                 let manifest_short = self.short(uri);
                 let mut paths: Vec<(i64, i64, String)> = Vec::new();
-                let mut counts = ManifestCounts::default();
-                iceberg::for_each_manifest_entry_with_snapshot(
+                let mut counts = iceberg::ManifestCounts::default();
+                ispec::for_each_manifest_entry_with_snapshot(
                     uri,
                     bytes,
                     |status, content, snap, path| {
                         let data = content == 0;
-                        if status != iceberg::STATUS_DELETED {
+                        if status != ispec::STATUS_DELETED {
                             if data {
                                 counts.live_data += 1;
                             } else {
@@ -1332,22 +1366,22 @@ impl Session {
                         }
                         if let Some(by) = snap.or(added_by) {
                             let slot = match (status, data) {
-                                (iceberg::STATUS_ADDED, true) => Some(0),
-                                (iceberg::STATUS_DELETED, true) => Some(1),
-                                (iceberg::STATUS_ADDED, false) => Some(2),
-                                (iceberg::STATUS_DELETED, false) => Some(3),
+                                (ispec::STATUS_ADDED, true) => Some(0),
+                                (ispec::STATUS_DELETED, true) => Some(1),
+                                (ispec::STATUS_ADDED, false) => Some(2),
+                                (ispec::STATUS_DELETED, false) => Some(3),
                                 _ => None,
                             };
                             if let Some(i) = slot {
                                 counts.changes.entry(by).or_default()[i] += 1;
                             }
                         }
-                        if status != iceberg::STATUS_DELETED || keep_deleted {
+                        if status != ispec::STATUS_DELETED || keep_deleted {
                             paths.push((status, content, path.to_owned()));
                         }
                     },
                 )?;
-                self.manifest_live.insert(uri.to_owned(), counts);
+                self.ice()?.manifest_live.insert(uri.to_owned(), counts);
                 for (status, content, path) in paths {
                     self.reference(
                         uri,
@@ -1366,260 +1400,20 @@ impl Session {
         }
     }
 
-    fn process_metadata(&mut self, uri: &str, bytes: &[u8]) -> Result<()> {
-        let md = TableMetadata::parse(uri, bytes)?;
-        let mapped_loc = apply_mappings(&md.location, &self.config.location_map);
-        let loc = TableLocation::parse(&mapped_loc)
-            .map_err(|e| Error::malformed(MalformedReason::Field, uri, format!("location: {e}")))?;
-        if loc != self.classifier.location {
-            return Err(Error::unsafe_(
-                UnsafeReason::LocationMismatch,
-                format!(
-                    "metadata `{uri}` says the table lives at `{}`, the sweep was started for `{}` (use a location mapping for relocated tables)",
-                    loc.as_uri(),
-                    self.classifier.location.as_uri()
-                ),
-            ));
-        }
-        match (&self.classifier.table_uuid, &md.table_uuid) {
-            (Some(a), Some(b)) if a != b => {
-                return Err(Error::unsafe_(
-                    UnsafeReason::ForeignTable,
-                    format!("the pointer now names table {b}, the sweep started on table {a} (table replaced?)"),
-                ))
-            }
-            (None, Some(b)) => self.classifier.table_uuid = Some(b.clone()),
-            _ => {}
-        }
-        if let Some(p) = &self.policy {
-            p.ensure_binds(&md)?;
-        }
-        self.pointer_sequence = md.last_sequence_number;
-        self.set_roots(&md);
-        if !md.gc_enabled() {
-            return Err(Error::unsafe_(
-                UnsafeReason::GcDisabled,
-                "table property gc.enabled=false forbids deleting files",
-            ));
-        }
-        self.reference_mapped(uri, uri, uri, Source::CurrentMetadata)?;
-        for f in &md.metadata_log {
-            self.reference(uri, f, Source::MetadataLog)?;
-        }
-        self.classifier
-            .partition_names
-            .extend(md.partition_field_names.iter().cloned());
-        self.refs = md
-            .refs
-            .iter()
-            .map(|(k, r)| (k.clone(), r.snapshot_id))
-            .collect();
-        let dr_files: Vec<String> = self
-            .classifier
-            .protections
-            .dr_checkpoints
-            .iter()
-            .filter_map(|d| match d {
-                crate::context::DrCheckpoint::MetadataFile(f) => Some(f.clone()),
-                _ => None,
-            })
-            .collect();
-        for f in dr_files {
-            let canon = self.reference_blob(uri, &f, Source::DrCheckpoint)?;
-            self.request_read(canon, Purpose::DrMetadata);
-        }
-        self.walk_snapshots(uri, &md)
-    }
-
-    /// Every snapshot or ref the context protects must be one the keep set
-    /// covers; otherwise its files cannot be told apart from garbage.
-    fn check_protections(&self) -> Result<()> {
-        use crate::context::{DrCheckpoint, HoldScope};
-        let ctx = &self.classifier.protections;
-        let now = self.config.now_ms;
-        let missing = |what: String| {
-            Err(Error::unsafe_(
-                UnsafeReason::ProtectedSnapshotMissing,
-                format!("{what}, which the table no longer has: its files cannot be identified, nothing is deleted"),
-            ))
-        };
-        for l in ctx.leases.iter().filter(|l| l.expires_at_ms > now) {
-            if !self.snapshots.contains(&l.snapshot_id) {
-                return missing(format!(
-                    "a live lease of {} protects snapshot {}",
-                    l.owner, l.snapshot_id
-                ));
-            }
-        }
-        for h in &ctx.holds {
-            match &h.scope {
-                HoldScope::Snapshot(id) if !self.snapshots.contains(id) => {
-                    return missing(format!("a legal hold protects snapshot {id}"));
-                }
-                HoldScope::Ref(r) if !self.refs.contains_key(r) => {
-                    return missing(format!("a legal hold protects ref `{r}`"));
-                }
-                _ => {}
-            }
-        }
-        for d in &ctx.dr_checkpoints {
-            if let DrCheckpoint::SnapshotId(id) = d {
-                if !self.snapshots.contains(id) {
-                    return missing(format!("a DR checkpoint names snapshot {id}"));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Requests every manifest list (or v1 manifest) of `md`'s snapshots.
-    fn walk_snapshots(&mut self, uri: &str, md: &TableMetadata) -> Result<()> {
-        for (id, p) in &md.statistics {
-            self.reference(uri, p, Source::Statistics { snapshot_id: *id })?;
-        }
-        for (id, p) in &md.partition_statistics {
-            self.reference(uri, p, Source::PartitionStatistics { snapshot_id: *id })?;
-        }
-        for snap in &md.snapshots {
-            self.snapshots.insert(snap.snapshot_id);
-            let mut check = SummaryCheck {
-                snapshot_id: snap.snapshot_id,
-                list: None,
-                embedded: Vec::new(),
-                totals: snap.totals,
-            };
-            if let Some(list) = &snap.manifest_list {
-                let canon = self.reference_blob(
-                    uri,
-                    list,
-                    Source::ManifestList {
-                        snapshot_id: snap.snapshot_id,
-                    },
-                )?;
-                check.list = Some(canon.clone());
-                self.request_read(
-                    canon,
-                    Purpose::ManifestList {
-                        snapshot_id: snap.snapshot_id,
-                    },
-                );
-            }
-            for m in &snap.manifests {
-                let canon = self.reference_blob(
-                    uri,
-                    m,
-                    Source::Manifest {
-                        listed_in: format!("snapshot {} (v1 embedded list)", snap.snapshot_id),
-                    },
-                )?;
-                check.embedded.push(canon.clone());
-                self.request_read(
-                    canon,
-                    Purpose::Manifest {
-                        expected_len: None,
-                        added_by: None,
-                    },
-                );
-            }
-            self.summary_checks.push(check);
-        }
-        Ok(())
-    }
-
-    /// Every snapshot walked since the last check: its manifests' live
-    /// entries must add up to what its summary records (a manifest list cut
-    /// at an Avro block boundary parses as a shorter, valid list; only the
-    /// summary can tell). A snapshot without totals is counted and said.
-    fn check_summaries(&mut self) -> Result<()> {
-        for c in std::mem::take(&mut self.summary_checks) {
-            let t = c.totals;
-            if t.data_files.is_none()
-                && t.delete_files.is_none()
-                && t.manifests.is_none()
-                && t.changes.iter().all(Option::is_none)
-            {
-                self.unchecked_summaries += 1;
-                continue;
-            }
-            let (what, manifests): (String, Vec<String>) = match &c.list {
-                Some(l) => (
-                    format!("manifest list `{l}`"),
-                    self.list_manifests.get(l).cloned().unwrap_or_default(),
-                ),
-                None => ("embedded manifest list".into(), c.embedded.clone()),
-            };
-            let mut data = 0u64;
-            let mut deletes = 0u64;
-            let mut changes = [0u64; 4];
-            for m in &manifests {
-                if let Some(n) = self.manifest_live.get(m) {
-                    data = data.saturating_add(n.live_data);
-                    deletes = deletes.saturating_add(n.live_deletes);
-                    if let Some(own) = n.changes.get(&c.snapshot_id) {
-                        for (sum, x) in changes.iter_mut().zip(own) {
-                            *sum = sum.saturating_add(*x);
-                        }
-                    }
-                }
-            }
-            let blob = c.list.as_deref().unwrap_or(self.metadata_location.as_str());
-            let mismatch = |field: &str, found: u64, says: u64| {
-                Error::malformed(MalformedReason::Inconsistent,
-                    blob,
-                    format!(
-                        "snapshot {}: the {what} and its manifests hold {found} {field}, the snapshot summary says {says} (a list or manifest cut short, or rewritten): the keep set would be incomplete",
-                        c.snapshot_id
-                    ),
-                )
-            };
-            if let Some(n) = t.manifests {
-                if c.list.is_some() && n != manifests.len() as u64 {
-                    return Err(mismatch("manifests", manifests.len() as u64, n));
-                }
-            }
-            if let Some(n) = t.data_files {
-                if n != data {
-                    return Err(mismatch("live data files", data, n));
-                }
-            }
-            if let Some(n) = t.delete_files {
-                if n != deletes {
-                    return Err(mismatch("live delete files", deletes, n));
-                }
-            }
-            let names = [
-                "data files it added",
-                "data files it deleted",
-                "delete files it added",
-                "delete files it removed",
-            ];
-            for ((says, found), name) in t.changes.iter().zip(changes).zip(names) {
-                if let Some(n) = *says {
-                    if n != found {
-                        return Err(mismatch(name, found, n));
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Moves the state machine forward once no reads are pending.
     fn advance(&mut self) -> Result<()> {
         if !self.pending.is_empty() {
             return Ok(());
         }
         match self.phase.clone() {
-            Phase::Reading { .. } if self.delta.as_ref().is_some_and(|d| !d.replayed) => {
+            Phase::Reading { .. } if self.delta().is_some_and(|d| !d.replayed) => {
                 self.delta_replay()?;
                 // Log cleanup may first read the checkpoint it stops at.
                 if self.pending.is_empty() {
                     self.delta_start_listing()?;
                 }
             }
-            Phase::Reading { .. }
-                if self.delta.as_ref().is_some_and(|d| d.validating.is_some()) =>
-            {
+            Phase::Reading { .. } if self.delta().is_some_and(|d| d.validating.is_some()) => {
                 self.delta_finish_validation()?;
                 self.delta_start_listing()?;
             }
@@ -1668,7 +1462,7 @@ impl Session {
                     ));
                 }
                 self.phase = Phase::AwaitPointer;
-                if self.delta.is_some() {
+                if self.delta().is_some() {
                     self.request_next_commit();
                 } else {
                     self.outbox.push_back(Request::ResolvePointer);
@@ -1677,55 +1471,6 @@ impl Session {
             _ => {}
         }
         Ok(())
-    }
-
-    /// The table's other write roots (`write.data.path`, `write.metadata.path`,
-    /// `write.folder-storage.path`, `write.object-storage.path`) outside its
-    /// location: listed and swept with the same rules. Set once, from the
-    /// first metadata read; a root that is a bucket root, or that contains
-    /// the table location (other tables live there), is not listed, and the
-    /// plan says so.
-    fn set_roots(&mut self, md: &TableMetadata) {
-        if !self.classifier.roots.is_empty() || self.listing_requested() {
-            return;
-        }
-        let mut roots: Vec<TableLocation> = Vec::new();
-        for key in [
-            "write.data.path",
-            "write.metadata.path",
-            "write.folder-storage.path",
-            "write.object-storage.path",
-        ] {
-            let Some(v) = md.properties.get(key) else {
-                continue;
-            };
-            let mapped = apply_mappings(v, &self.config.location_map);
-            let Ok(root) = TableLocation::parse(&mapped) else {
-                self.warnings.insert(format!(
-                    "table property {key} = `{v}` is not a location that can be swept (a bucket root?): objects there are kept and not listed"
-                ));
-                continue;
-            };
-            let loc = &self.classifier.location;
-            if root == *loc || loc.relative(root.canonical()).is_some() {
-                continue; // inside the table: listed with it
-            }
-            if root.relative(loc.canonical()).is_some() {
-                self.warnings.insert(format!(
-                    "table property {key} = `{v}` contains the table location (other tables may live there): objects there are kept and not listed"
-                ));
-                continue;
-            }
-            if roots
-                .iter()
-                .any(|r| *r == root || r.relative(root.canonical()).is_some())
-            {
-                continue;
-            }
-            roots.retain(|r| root.relative(r.canonical()).is_none());
-            roots.push(root);
-        }
-        self.classifier.roots = roots;
     }
 
     /// Refuses a blob whose decoding would take the session over its memory
@@ -1773,79 +1518,6 @@ impl Session {
                     budget >> 20
                 ),
                 uri,
-            ));
-        }
-        Ok(())
-    }
-
-    /// Records an unreferenced metadata document of this table (the owner
-    /// check passed) with its place in the table's history.
-    fn note_stray_document(&mut self, uri: &str, rel: &str, bytes: &[u8]) {
-        // A document that does not parse was kept as `unverified` already.
-        let Ok(l) = TableMetadata::probe_lineage(uri, bytes) else {
-            return;
-        };
-        // The owner check passed: the same `table-uuid`, or (v1 documents
-        // without one, on both sides) the same location.
-        if l.table_uuid != self.classifier.table_uuid {
-            return;
-        }
-        let log = l
-            .metadata_log
-            .iter()
-            .filter_map(|f| {
-                CanonicalUri::parse(&apply_mappings(f, &self.config.location_map))
-                    .ok()
-                    .map(|c| c.to_uri_string())
-            })
-            .collect();
-        self.stray_documents.push(StrayDocument {
-            rel: rel.to_owned(),
-            log,
-            sequence: l.last_sequence_number,
-        });
-    }
-
-    /// A same-table document that descends from the final pointer (its
-    /// `metadata-log` names the pointer, or its `last-sequence-number` is
-    /// higher) means the pointer lags behind the table: everything only the
-    /// newer commits reference would look like garbage. Refused, unless the
-    /// pointer is an authoritative catalog's, where such a document is a
-    /// failed commit's leftover (kept while young, like any object).
-    fn check_stray_documents(&mut self) -> Result<()> {
-        let pointer = self.metadata_location.clone();
-        for doc in &self.stray_documents {
-            if self.classifier.keep.lookup(&doc.rel).is_some() {
-                continue; // referenced by the final metadata after a re-check
-            }
-            let names_pointer = doc.log.contains(&pointer);
-            let newer =
-                matches!((doc.sequence, self.pointer_sequence), (Some(a), Some(b)) if a > b);
-            if !(names_pointer || newer) {
-                continue;
-            }
-            let how = if names_pointer {
-                "its metadata-log names the pointer's document".to_owned()
-            } else {
-                format!(
-                    "its last-sequence-number {} is higher than the pointer's {}",
-                    doc.sequence.unwrap_or_default(),
-                    self.pointer_sequence.unwrap_or_default()
-                )
-            };
-            if self.config.pointer_authoritative {
-                self.warnings.insert(format!(
-                    "`{}` descends from the catalog's current metadata ({how}): a failed commit's leftover; planned like any unreferenced object",
-                    doc.rel
-                ));
-                continue;
-            }
-            return Err(Error::unsafe_(
-                UnsafeReason::StalePointer,
-                format!(
-                    "`{}` is a newer metadata document of this table than the pointer `{pointer}` ({how}): the pointer lags (version-hint.text not yet rewritten?); planning from it would call newer commits' files garbage. Point at the newest metadata or use the catalog",
-                    doc.rel
-                ),
             ));
         }
         Ok(())

@@ -95,7 +95,7 @@ impl Session {
     /// For a log holding only a checkpoint, its first file. `None` before the
     /// log was listed, and for Iceberg sessions.
     pub fn delta_newest_commit(&self) -> Option<&CommitIdentity> {
-        self.delta.as_deref().and_then(|d| d.newest.as_ref())
+        self.delta().and_then(|d| d.newest.as_ref())
     }
 
     pub(super) fn start_delta(&mut self, log_prefix: String) -> Result<()> {
@@ -133,7 +133,7 @@ impl Session {
                 }
             }
         }
-        self.delta = Some(Box::new(DeltaSweep {
+        self.machine = super::Machine::Delta(Box::new(DeltaSweep {
             log_prefix: log_prefix.clone(),
             keep_versions: keep,
             ..DeltaSweep::default()
@@ -145,7 +145,7 @@ impl Session {
     }
 
     fn sweep(&mut self) -> Result<&mut DeltaSweep> {
-        self.delta.as_deref_mut().ok_or_else(|| {
+        self.delta_mut().ok_or_else(|| {
             Error::protocol(
                 ProtocolReason::OutOfOrder,
                 "Delta state used on a non-Delta session",
@@ -676,7 +676,7 @@ impl Session {
 
     /// Asks for the commit after the newest one replayed.
     pub(super) fn request_next_commit(&mut self) {
-        let Some(d) = self.delta.as_deref() else {
+        let Some(d) = self.delta() else {
             return;
         };
         let next = d.latest + 1;
@@ -727,7 +727,7 @@ impl Session {
         self.demote();
         self.metadata_location = uri.to_owned();
         self.refs = BTreeMap::from([("version".to_owned(), version as i64)]);
-        if let Some(d) = self.delta.as_deref_mut() {
+        if let Some(d) = self.delta_mut() {
             d.latest = version;
             d.newest = Some(CommitIdentity {
                 version,
