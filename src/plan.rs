@@ -21,7 +21,7 @@ use crate::error::{Error, Result, UnsafeReason};
 use crate::error::{MalformedReason, ProtocolReason};
 use crate::path::{apply_mappings, CanonicalUri, PathMapping, TableLocation};
 use crate::reach::{KeepSet, Source};
-use crate::spec::iceberg::{self as ispec, TableMetadata};
+use crate::spec::iceberg::{self as ispec, ContentType, ManifestStatus, TableMetadata};
 use crate::verdict::{object_kind, Classifier, Decision, Judged, ListedObject, Verdict};
 
 mod delta;
@@ -1350,14 +1350,14 @@ impl Session {
                 }
                 let keep_deleted = self.config.keep_deleted_entries;
                 let manifest_short = self.short(uri);
-                let mut paths: Vec<(i64, i64, String)> = Vec::new();
+                let mut paths: Vec<(ManifestStatus, ContentType, String)> = Vec::new();
                 let mut counts = iceberg::ManifestCounts::default();
                 ispec::for_each_manifest_entry_with_snapshot(
                     uri,
                     bytes,
                     |status, content, snap, path| {
-                        let data = content == 0;
-                        if status != ispec::STATUS_DELETED {
+                        let data = content == ContentType::Data;
+                        if status.is_live() {
                             if data {
                                 counts.live_data += 1;
                             } else {
@@ -1366,17 +1366,17 @@ impl Session {
                         }
                         if let Some(by) = snap.or(added_by) {
                             let slot = match (status, data) {
-                                (ispec::STATUS_ADDED, true) => Some(0),
-                                (ispec::STATUS_DELETED, true) => Some(1),
-                                (ispec::STATUS_ADDED, false) => Some(2),
-                                (ispec::STATUS_DELETED, false) => Some(3),
+                                (ManifestStatus::Added, true) => Some(0),
+                                (ManifestStatus::Deleted, true) => Some(1),
+                                (ManifestStatus::Added, false) => Some(2),
+                                (ManifestStatus::Deleted, false) => Some(3),
                                 _ => None,
                             };
                             if let Some(i) = slot {
                                 counts.changes.entry(by).or_default()[i] += 1;
                             }
                         }
-                        if status != ispec::STATUS_DELETED || keep_deleted {
+                        if status.is_live() || keep_deleted {
                             paths.push((status, content, path.to_owned()));
                         }
                     },

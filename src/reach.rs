@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
+use crate::spec::iceberg::{ContentType, ManifestStatus};
 
 /// Why a key is referenced. Ordered: when several sources reference the same
 /// key, the smallest is reported, so reasons do not depend on read order.
@@ -57,10 +58,10 @@ pub enum Source {
     ContentFile {
         /// The manifest (URI).
         manifest: String,
-        /// 0 data, 1 position deletes / deletion vectors, 2 equality deletes.
-        content: i64,
-        /// Entry status: 0 existing, 1 added, 2 deleted (tombstone kept by option).
-        status: i64,
+        /// What the file holds.
+        content: ContentType,
+        /// Its entry's status (a DELETED entry is kept by option).
+        status: ManifestStatus,
     },
     /// A live file of a Delta table version (the latest, or one kept on purpose).
     DeltaActive {
@@ -111,14 +112,14 @@ impl Source {
                 status,
             } => {
                 let what = match content {
-                    0 => "data file",
-                    1 => "position delete file / deletion vector",
-                    _ => "equality delete file",
+                    ContentType::Data => "data file",
+                    ContentType::PositionDeletes => "position delete file / deletion vector",
+                    ContentType::EqualityDeletes => "equality delete file",
                 };
                 let st = match status {
-                    0 => "EXISTING",
-                    1 => "ADDED",
-                    _ => "DELETED entry, kept for changelog readers",
+                    ManifestStatus::Existing => "EXISTING",
+                    ManifestStatus::Added => "ADDED",
+                    ManifestStatus::Deleted => "DELETED entry, kept for changelog readers",
                 };
                 format!("{what} ({st}) in manifest {manifest}")
             }
@@ -446,8 +447,8 @@ mod tests {
         let a = Source::ManifestList { snapshot_id: 1 };
         let b = Source::ContentFile {
             manifest: "m".into(),
-            content: 0,
-            status: 1,
+            content: ContentType::Data,
+            status: ManifestStatus::Added,
         };
         let mut k1 = KeepSet::new();
         k1.insert("x", b.clone());
@@ -476,8 +477,8 @@ mod tests {
         let small = Source::ManifestList { snapshot_id: 1 };
         let big = Source::ContentFile {
             manifest: "m".into(),
-            content: 0,
-            status: 1,
+            content: ContentType::Data,
+            status: ManifestStatus::Added,
         };
         let mut k = KeepSet::new();
         k.insert("x", big);
@@ -521,8 +522,8 @@ mod tests {
                 &format!("data/f{i}.parquet"),
                 Source::ContentFile {
                     manifest: "m".into(),
-                    content: 0,
-                    status: 1,
+                    content: ContentType::Data,
+                    status: ManifestStatus::Added,
                 },
             );
             k.insert_loose(&format!("data/f{i}.parquet"));

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::codec::avro::{AvroError, Container, Projection, Value};
 use crate::codec::gzip;
@@ -487,13 +487,23 @@ fn utf8<'a>(uri: &str, field: &str, b: &'a [u8]) -> Result<&'a str> {
     })
 }
 
+/// What a manifest's entries hold (`content` of a manifest-list entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ManifestContent {
+    /// 0: data files.
+    Data,
+    /// 1: delete files.
+    Deletes,
+}
+
 /// One entry of a manifest list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ManifestFile {
     /// `manifest_path`, as written.
     pub path: String,
-    /// `content`: 0 data, 1 deletes (v1 has no such field: 0).
-    pub content: i64,
+    /// `content`: what the manifest's entries hold (v1 has no such field:
+    /// data).
+    pub content: ManifestContent,
     /// `added_snapshot_id`, when present.
     pub added_snapshot_id: Option<i64>,
     /// `manifest_length`: the manifest's size in bytes, when present. A
@@ -527,14 +537,15 @@ pub fn read_manifest_list(uri: &str, bytes: &[u8]) -> Result<Vec<ManifestFile>> 
             }
         };
         let content = match v[1] {
-            Value::Int(i) => i,
-            _ => 0,
+            Value::Int(0) => ManifestContent::Data,
+            Value::Int(1) => ManifestContent::Deletes,
+            Value::Int(c) => {
+                return Err(AvroError::Corrupt(format!(
+                    "manifest content {c} is neither data (0) nor deletes (1)"
+                )))
+            }
+            _ => ManifestContent::Data,
         };
-        if !(0..=1).contains(&content) {
-            return Err(AvroError::Corrupt(format!(
-                "manifest content {content} is neither data (0) nor deletes (1)"
-            )));
-        }
         if let Value::Str(k) = v[3] {
             if !k.is_empty() {
                 return Err(AvroError::Unsupported(
@@ -572,21 +583,67 @@ pub fn read_manifest_list(uri: &str, bytes: &[u8]) -> Result<Vec<ManifestFile>> 
     }
 }
 
-/// Manifest entry status: the file was already in the table.
-pub const STATUS_EXISTING: i64 = 0;
-/// Manifest entry status: the file was added by this manifest's snapshot.
-pub const STATUS_ADDED: i64 = 1;
-/// Manifest entry status: the file was removed by this manifest's snapshot (a tombstone).
-pub const STATUS_DELETED: i64 = 2;
+/// A manifest entry's `status` (the spec's 0, 1, 2; ordered as the spec
+/// numbers them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ManifestStatus {
+    /// 0: the file was already in the table.
+    Existing,
+    /// 1: the file was added by this manifest's snapshot.
+    Added,
+    /// 2: the file was removed by this manifest's snapshot (a tombstone).
+    Deleted,
+}
+
+impl ManifestStatus {
+    /// The status the spec numbers `n`, if any.
+    pub fn from_spec(n: i64) -> Option<ManifestStatus> {
+        match n {
+            0 => Some(ManifestStatus::Existing),
+            1 => Some(ManifestStatus::Added),
+            2 => Some(ManifestStatus::Deleted),
+            _ => None,
+        }
+    }
+
+    /// Whether the entry's file is live in its snapshot (ADDED or EXISTING).
+    pub fn is_live(self) -> bool {
+        self != ManifestStatus::Deleted
+    }
+}
+
+/// What a manifest entry's file holds (`data_file.content`; ordered as the
+/// spec numbers them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ContentType {
+    /// 0: data.
+    Data,
+    /// 1: position deletes (including v3 deletion vectors in Puffin files).
+    PositionDeletes,
+    /// 2: equality deletes.
+    EqualityDeletes,
+}
+
+impl ContentType {
+    /// The content type the spec numbers `n`, if any.
+    pub fn from_spec(n: i64) -> Option<ContentType> {
+        match n {
+            0 => Some(ContentType::Data),
+            1 => Some(ContentType::PositionDeletes),
+            2 => Some(ContentType::EqualityDeletes),
+            _ => None,
+        }
+    }
+}
 
 /// Calls `f(status, content, file_path)` for every entry of a manifest.
-///
-/// `content` is 0 data, 1 position deletes (including v3 deletion vectors in
-/// Puffin files), 2 equality deletes. Column statistics are skipped undecoded.
+/// Column statistics are skipped undecoded.
 pub fn for_each_manifest_entry(
     uri: &str,
     bytes: &[u8],
-    mut f: impl FnMut(i64, i64, &str),
+    mut f: impl FnMut(ManifestStatus, ContentType, &str),
 ) -> Result<()> {
     for_each_manifest_entry_with_snapshot(uri, bytes, |status, content, _, path| {
         f(status, content, path)
@@ -599,7 +656,7 @@ pub fn for_each_manifest_entry(
 pub fn for_each_manifest_entry_with_snapshot(
     uri: &str,
     bytes: &[u8],
-    mut f: impl FnMut(i64, i64, Option<i64>, &str),
+    mut f: impl FnMut(ManifestStatus, ContentType, Option<i64>, &str),
 ) -> Result<()> {
     let c = Container::open(bytes).map_err(|e| avro_err(uri, e))?;
     let p = Projection::compile(
@@ -615,14 +672,14 @@ pub fn for_each_manifest_entry_with_snapshot(
     let mut failure = None;
     c.for_each_record(&p, |v| {
         let status = match v[0] {
-            Value::Int(s) if (0..=2).contains(&s) => s,
-            Value::Int(s) => return Err(AvroError::Corrupt(format!("manifest entry status {s}"))),
+            Value::Int(s) => ManifestStatus::from_spec(s)
+                .ok_or_else(|| AvroError::Corrupt(format!("manifest entry status {s}")))?,
             _ => return Err(AvroError::Corrupt("manifest entry without status".into())),
         };
         let content = match v[1] {
-            Value::Int(c) if (0..=2).contains(&c) => c,
-            Value::Int(c) => return Err(AvroError::Corrupt(format!("data_file content {c}"))),
-            _ => 0,
+            Value::Int(c) => ContentType::from_spec(c)
+                .ok_or_else(|| AvroError::Corrupt(format!("data_file content {c}")))?,
+            _ => ContentType::Data,
         };
         let Value::Str(path) = v[2] else {
             return Err(AvroError::Corrupt(
