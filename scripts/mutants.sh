@@ -22,9 +22,9 @@ command -v cargo-mutants >/dev/null || {
 
 # Every core test target but the component test (it loads the wasm build,
 # which mutants do not rebuild) and the ../shared conformance suite.
-ALL="--lib --test acceptance --test bundle --test delta_fixtures --test delta_log --test expire --test iceberg_fixtures --test ledger --test parsers --test safety --test spellings"
-ICEBERG="--lib --test acceptance --test iceberg_fixtures --test parsers --test safety --test spellings"
-DELTA="--lib --test delta_fixtures --test delta_log --test spellings"
+ALL="--lib --test acceptance --test bundle --test delta_fixtures --test delta_log --test expire --test golden --test iceberg_fixtures --test ledger --test parsers --test safety --test spellings"
+ICEBERG="--lib --test acceptance --test golden --test iceberg_fixtures --test parsers --test safety --test spellings"
+DELTA="--lib --test delta_fixtures --test delta_log --test golden --test spellings"
 
 # module key | file | test targets | functions whose mutants are tested
 # ('|'-separated; `.*`: every function of the file)
@@ -34,11 +34,11 @@ MODULES=(
     "path|src/path.rs|$ALL|CanonicalUri::parse|remove_dot_segments|TableLocation::relative|TableLocation::loose_relative|loose|spellings|apply_mappings|apply_mappings::strip|collapse_slashes|has_dot_or_empty_segment|unaddressable|percent_decode"
     "context|src/context.rs|$ALL|.*"
     "acceptance|src/acceptance.rs|--lib --test acceptance --test ledger|.*"
-    "recheck|src/plan.rs|$ICEBERG|Session::demote|Session::handle_missing|Session::referenced|Session::check_summaries|Session::check_stray_documents|Session::check_protections|Session::map_reference|Session::reference_mapped"
-    "delta-replay|src/plan/delta.rs|$DELTA|Session::delta_replay|Session::delta_next_commit|DeltaSweep::kept_versions|DeltaSweep::head_identity"
+    "recheck|src/plan{.rs,/iceberg.rs}|$ICEBERG|Session::demote|Session::handle_missing|Session::referenced|Session::check_summaries|Session::check_stray_documents|Session::check_protections|Session::map_reference|Session::reference_mapped"
+    "delta-replay|src/plan/delta.rs|$DELTA|Session::delta_replay|Session::replay_log|Session::check_retention|Session::keep_recent_tombstones|Session::keep_recent_change_data|Session::reserve_uniform_metadata|Session::start_log_cleanup|Session::delta_next_commit|DeltaSweep::kept_versions|DeltaSweep::head_identity"
     "delta-log|src/delta_log.rs|$DELTA|Replay::apply|Replay::live_files|LogListing::expired_below|LogListing::cleanup_boundary|LogListing::must_stay|LogListing::prove_rebuildable|validate_checkpoint|dv_key|dv_path"
-    "expire|src/expire.rs|--lib --test expire --test bundle|plan_expiry"
-    "ledger|src/ledger.rs|--lib --test ledger --test acceptance|Ledger::approve|Ledger::begin_step|Ledger::reconcile_step|Ledger::observe|Ledger::record|ObjectVersion::matches|ObjectState::can_move_to|Ledger::gates|Ledger::parse"
+    "expire|src/expire/*.rs|--lib --test expire --test bundle --test golden|plan_expiry|Retention::of|Retention::expire_explicitly|Holds::of|reasons|Defaults::of|more_retentive|History::ancestors|History::keep"
+    "ledger|src/{ledger/*.rs,version.rs}|--lib --test ledger --test acceptance|Ledger::approve|Ledger::begin_step|Ledger::reconcile_step|Ledger::observe|Ledger::record|ObjectVersion::matches|ObjectState::can_move_to|Ledger::gates|Ledger::parse"
 )
 SMOKE="ObjectVersion::matches"
 
@@ -72,7 +72,7 @@ sidecar() {
 mkdir -p mutants.out
 want=${1:-all}
 if [ "$want" = --smoke ]; then
-    run smoke src/ledger.rs "--lib --test ledger" "$SMOKE"
+    run smoke src/version.rs "--lib --test ledger" "$SMOKE"
     exit 0
 fi
 # One or more module keys (or none: all of them).

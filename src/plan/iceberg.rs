@@ -137,7 +137,7 @@ impl Session {
         }
         for snap in &md.snapshots {
             self.snapshots.insert(snap.snapshot_id);
-            let mut check = iceberg::SummaryCheck {
+            let mut check = SummaryCheck {
                 snapshot_id: snap.snapshot_id,
                 list: None,
                 embedded: Vec::new(),
@@ -340,7 +340,7 @@ impl Session {
             .collect();
         // Only an Iceberg session judges stray documents against its pointer.
         if let Machine::Iceberg(i) = &mut self.machine {
-            i.stray_documents.push(iceberg::StrayDocument {
+            i.stray_documents.push(StrayDocument {
                 rel: rel.to_owned(),
                 log,
                 sequence: l.last_sequence_number,
