@@ -127,57 +127,25 @@ impl Session {
         self.walk_snapshots(uri, &md)
     }
 
-    /// Requests every manifest list (or v1 manifest) of `md`'s snapshots.
+    /// Records what `md` (read from `uri`) references and requests every
+    /// manifest list (or v1 manifest) of its snapshots, as [`walk`] says.
     pub(super) fn walk_snapshots(&mut self, uri: &str, md: &TableMetadata) -> Result<()> {
-        for (id, p) in &md.statistics {
-            self.reference(uri, p, Source::Statistics { snapshot_id: *id })?;
+        let w = walk(md);
+        for (raw, source) in w.references {
+            self.reference(uri, &raw, source)?;
         }
-        for (id, p) in &md.partition_statistics {
-            self.reference(uri, p, Source::PartitionStatistics { snapshot_id: *id })?;
-        }
-        for snap in &md.snapshots {
-            self.snapshots.insert(snap.snapshot_id);
-            let mut check = SummaryCheck {
-                snapshot_id: snap.snapshot_id,
-                list: None,
-                embedded: Vec::new(),
-                totals: snap.totals,
-            };
-            if let Some(list) = &snap.manifest_list {
-                let canon = self.reference_blob(
-                    uri,
-                    list,
-                    Source::ManifestList {
-                        snapshot_id: snap.snapshot_id,
-                    },
-                )?;
-                check.list = Some(canon.clone());
-                self.request_read(
-                    canon,
-                    Purpose::ManifestList {
-                        snapshot_id: snap.snapshot_id,
-                    },
-                );
+        self.snapshots.extend(w.snapshots);
+        let mut checks = w.checks;
+        for r in w.reads {
+            let canon = self.reference_blob(uri, &r.raw, r.source)?;
+            let check = &mut checks[r.check];
+            match r.purpose {
+                Purpose::ManifestList { .. } => check.list = Some(canon.clone()),
+                _ => check.embedded.push(canon.clone()),
             }
-            for m in &snap.manifests {
-                let canon = self.reference_blob(
-                    uri,
-                    m,
-                    Source::Manifest {
-                        listed_in: format!("snapshot {} (v1 embedded list)", snap.snapshot_id),
-                    },
-                )?;
-                check.embedded.push(canon.clone());
-                self.request_read(
-                    canon,
-                    Purpose::Manifest {
-                        expected_len: None,
-                        added_by: None,
-                    },
-                );
-            }
-            self.ice()?.summary_checks.push(check);
+            self.request_read(canon, r.purpose);
         }
+        self.ice()?.summary_checks.extend(checks);
         Ok(())
     }
 
@@ -394,5 +362,143 @@ impl Session {
             ));
         }
         Ok(())
+    }
+}
+
+/// What the walk of one metadata document asks of the session: references
+/// to record, blobs to read, and the snapshot totals to check once those
+/// are read. Computed from the document alone.
+pub(super) struct Walk {
+    /// Paths as written (statistics files), with why they are kept.
+    pub(super) references: Vec<(String, Source)>,
+    /// Manifest lists and v1 manifests: kept, and read.
+    pub(super) reads: Vec<WalkRead>,
+    /// Every snapshot of the document.
+    pub(super) snapshots: Vec<i64>,
+    /// One per snapshot; the session fills in each read's canonical URI.
+    pub(super) checks: Vec<SummaryCheck>,
+}
+
+/// A blob the walk needs the contents of.
+pub(super) struct WalkRead {
+    /// The path as written in the document.
+    pub(super) raw: String,
+    /// Why it is kept.
+    pub(super) source: Source,
+    /// What it is read for.
+    pub(super) purpose: Purpose,
+    /// Index of its snapshot's check in [`Walk::checks`].
+    pub(super) check: usize,
+}
+
+/// The Iceberg walk of a metadata document: statistics files, and each
+/// snapshot's manifest list (or v1 embedded manifests), in document order.
+pub(super) fn walk(md: &TableMetadata) -> Walk {
+    let mut w = Walk {
+        references: Vec::new(),
+        reads: Vec::new(),
+        snapshots: Vec::new(),
+        checks: Vec::new(),
+    };
+    for (id, p) in &md.statistics {
+        w.references
+            .push((p.clone(), Source::Statistics { snapshot_id: *id }));
+    }
+    for (id, p) in &md.partition_statistics {
+        w.references
+            .push((p.clone(), Source::PartitionStatistics { snapshot_id: *id }));
+    }
+    for snap in &md.snapshots {
+        w.snapshots.push(snap.snapshot_id);
+        let check = w.checks.len();
+        w.checks.push(SummaryCheck {
+            snapshot_id: snap.snapshot_id,
+            list: None,
+            embedded: Vec::new(),
+            totals: snap.totals,
+        });
+        if let Some(list) = &snap.manifest_list {
+            w.reads.push(WalkRead {
+                raw: list.clone(),
+                source: Source::ManifestList {
+                    snapshot_id: snap.snapshot_id,
+                },
+                purpose: Purpose::ManifestList {
+                    snapshot_id: snap.snapshot_id,
+                },
+                check,
+            });
+        }
+        for m in &snap.manifests {
+            w.reads.push(WalkRead {
+                raw: m.clone(),
+                source: Source::Manifest {
+                    listed_in: format!("snapshot {} (v1 embedded list)", snap.snapshot_id),
+                },
+                purpose: Purpose::Manifest {
+                    expected_len: None,
+                    added_by: None,
+                },
+                check,
+            });
+        }
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The walk reads only the document: every snapshot's list (or v1
+    /// manifests) becomes a read tied to that snapshot's check, statistics
+    /// become references.
+    #[test]
+    fn the_walk_of_a_document_names_its_lists_manifests_and_statistics() {
+        let md = serde_json::json!({
+            "format-version": 2, "table-uuid": "0f0e0d0c-0000-4000-8000-00000000e1e1",
+            "location": "s3://b/t", "last-sequence-number": 2, "last-updated-ms": 1,
+            "last-column-id": 1, "current-schema-id": 0,
+            "schemas": [{"type": "struct", "schema-id": 0, "fields": []}],
+            "default-spec-id": 0, "partition-specs": [{"spec-id": 0, "fields": []}],
+            "last-partition-id": 999, "default-sort-order-id": 0, "sort-orders": [],
+            "properties": {}, "current-snapshot-id": 2,
+            "snapshots": [
+                {"snapshot-id": 1, "timestamp-ms": 1, "manifest-list": "s3://b/t/metadata/snap-1.avro",
+                 "summary": {"operation": "append"}},
+                {"snapshot-id": 2, "parent-snapshot-id": 1, "timestamp-ms": 2,
+                 "manifest-list": "s3://b/t/metadata/snap-2.avro", "summary": {"operation": "append"}}
+            ],
+            "statistics": [{"snapshot-id": 2, "statistics-path": "s3://b/t/metadata/2.stats",
+                            "file-size-in-bytes": 1, "file-footer-size-in-bytes": 1, "blob-metadata": []}],
+            "snapshot-log": [], "metadata-log": []
+        });
+        let md = TableMetadata::parse(
+            "s3://b/t/metadata/v2.metadata.json",
+            md.to_string().as_bytes(),
+        )
+        .expect("the document parses");
+        let w = walk(&md);
+        assert_eq!(w.snapshots, vec![1, 2]);
+        assert_eq!(w.checks.len(), 2);
+        let reads: Vec<(&str, i64)> = w
+            .reads
+            .iter()
+            .map(|r| (r.raw.as_str(), w.checks[r.check].snapshot_id))
+            .collect();
+        assert_eq!(
+            reads,
+            vec![
+                ("s3://b/t/metadata/snap-1.avro", 1),
+                ("s3://b/t/metadata/snap-2.avro", 2)
+            ]
+        );
+        assert_eq!(
+            w.references,
+            vec![(
+                "s3://b/t/metadata/2.stats".to_owned(),
+                Source::Statistics { snapshot_id: 2 }
+            )]
+        );
     }
 }
