@@ -35,7 +35,7 @@ MODULES=(
     "context|src/context.rs|$ALL|.*"
     "acceptance|src/acceptance.rs|--lib --test acceptance --test ledger|.*"
     "recheck|src/plan{.rs,/iceberg.rs}|$ICEBERG|Session::demote|Session::handle_missing|Session::referenced|Session::check_summaries|Session::check_stray_documents|Session::check_protections|Session::map_reference|Session::reference_mapped"
-    "delta-replay|src/plan/delta.rs|$DELTA|Session::delta_replay|Session::replay_log|Session::check_retention|Session::keep_recent_tombstones|Session::keep_recent_change_data|Session::reserve_uniform_metadata|Session::start_log_cleanup|Session::delta_next_commit|DeltaSweep::kept_versions|DeltaSweep::head_identity"
+    "delta-replay|src/plan/delta.rs|$DELTA|Session::delta_replay|Session::replay_log|Session::check_retention|Session::keep_recent_removals|recent_tombstones|recent_change_data|Session::reserve_uniform_metadata|Session::start_log_cleanup|Session::delta_next_commit|DeltaSweep::kept_versions|DeltaSweep::head_identity"
     "delta-log|src/delta_log.rs|$DELTA|Replay::apply|Replay::live_files|LogListing::expired_below|LogListing::cleanup_boundary|LogListing::must_stay|LogListing::prove_rebuildable|validate_checkpoint|dv_key|dv_path"
     "expire|src/expire/*.rs|--lib --test expire --test bundle --test golden|plan_expiry|Retention::of|Retention::expire_explicitly|Holds::of|reasons|Defaults::of|more_retentive|History::ancestors|History::keep"
     "ledger|src/{ledger/*.rs,version.rs}|--lib --test ledger --test acceptance|Ledger::approve|Ledger::begin_step|Ledger::reconcile_step|Ledger::observe|Ledger::record|ObjectVersion::matches|ObjectState::can_move_to|Ledger::gates|Ledger::parse"

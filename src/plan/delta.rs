@@ -438,8 +438,7 @@ impl Session {
             .extend(metadata.partition_columns.iter().cloned());
         let window = self.check_retention(&metadata, &latest_uri)?;
         let cutoff = self.config.now_ms.saturating_sub(window);
-        self.keep_recent_tombstones(&replay, cutoff, &latest_uri)?;
-        self.keep_recent_change_data(replay, cutoff, &latest_uri)?;
+        self.keep_recent_removals(replay, cutoff, &latest_uri)?;
         self.reserve_uniform_metadata(&metadata, &protocol);
         if self.config.log_cleanup {
             self.start_log_cleanup(&metadata, &protocol, &plan, &latest_uri)?;
@@ -536,66 +535,22 @@ impl Session {
         Ok(window)
     }
 
-    /// Tombstones removed after `cutoff` (or undated) keep their files and
-    /// deletion vectors.
-    fn keep_recent_tombstones(
+    /// Keeps what [`recent_tombstones`] and [`recent_change_data`] name.
+    fn keep_recent_removals(
         &mut self,
-        replay: &Replay,
+        replay: Replay,
         cutoff: i64,
         latest_uri: &str,
     ) -> Result<()> {
-        let mut undated = 0u64;
-        let tombstones: Vec<(LogPath, Option<i64>, Option<LogPath>)> = replay
-            .tombstones
-            .iter()
-            .map(|((p, _), (ts, dv))| (p.clone(), *ts, dv.clone()))
-            .collect();
-        for (path, ts, dv) in tombstones {
-            let keep = match ts {
-                None => {
-                    undated += 1;
-                    Some(Source::DeltaTombstone { dated: false })
-                }
-                Some(t) if t > cutoff => Some(Source::DeltaTombstone { dated: true }),
-                Some(_) => None,
-            };
-            if let Some(src) = keep {
-                self.keep_log_path(latest_uri, &path, src.clone())?;
-                if let Some(f) = dv {
-                    self.keep_log_path(latest_uri, &f, src)?;
-                }
-            }
-        }
+        let (kept, undated) = recent_tombstones(&replay, cutoff);
         if undated > 0 {
             self.warnings.insert(format!(
                 "{undated} removed files have no deletionTimestamp: kept (a missing time is not time zero)"
             ));
         }
-        Ok(())
-    }
-
-    /// Change-data files of commits made after `cutoff` stay.
-    fn keep_recent_change_data(
-        &mut self,
-        mut replay: Replay,
-        cutoff: i64,
-        latest_uri: &str,
-    ) -> Result<()> {
-        let commit_times: BTreeMap<u64, i64> = self
-            .sweep()?
-            .log
-            .files
-            .iter()
-            .filter_map(|(n, e)| match spec::log_file(n) {
-                LogFile::Commit(v) => Some((v, e.last_modified_ms)),
-                _ => None,
-            })
-            .collect();
-        for (path, v) in std::mem::take(&mut replay.cdc) {
-            let recent = commit_times.get(&v).is_none_or(|&t| t > cutoff);
-            if recent {
-                self.keep_log_path(latest_uri, &path, Source::DeltaChangeData { version: v })?;
-            }
+        let change_data = recent_change_data(replay, &self.sweep()?.log, cutoff);
+        for (path, source) in kept.into_iter().chain(change_data) {
+            self.keep_log_path(latest_uri, &path, source)?;
         }
         Ok(())
     }
@@ -740,4 +695,45 @@ impl Session {
         self.request_next_commit();
         Ok(())
     }
+}
+
+/// Tombstones removed after `cutoff`, or at an unknown time, keep their
+/// files and deletion vectors (as VACUUM does). Returns them with why, and
+/// how many had no time.
+fn recent_tombstones(replay: &Replay, cutoff: i64) -> (Vec<(LogPath, Source)>, u64) {
+    let mut undated = 0u64;
+    let mut kept = Vec::new();
+    for ((path, _), (ts, dv)) in &replay.tombstones {
+        let source = match ts {
+            None => {
+                undated += 1;
+                Source::DeltaTombstone { dated: false }
+            }
+            Some(t) if *t > cutoff => Source::DeltaTombstone { dated: true },
+            Some(_) => continue,
+        };
+        kept.push((path.clone(), source.clone()));
+        if let Some(f) = dv {
+            kept.push((f.clone(), source));
+        }
+    }
+    (kept, undated)
+}
+
+/// Change-data files of commits made after `cutoff` (or whose commit the
+/// listing does not date) stay.
+fn recent_change_data(mut replay: Replay, log: &LogListing, cutoff: i64) -> Vec<(LogPath, Source)> {
+    let commit_times: BTreeMap<u64, i64> = log
+        .files
+        .iter()
+        .filter_map(|(n, e)| match spec::log_file(n) {
+            LogFile::Commit(v) => Some((v, e.last_modified_ms)),
+            _ => None,
+        })
+        .collect();
+    std::mem::take(&mut replay.cdc)
+        .into_iter()
+        .filter(|(_, v)| commit_times.get(v).is_none_or(|&t| t > cutoff))
+        .map(|(path, v)| (path, Source::DeltaChangeData { version: v }))
+        .collect()
 }
