@@ -414,7 +414,10 @@ pub struct Session {
     candidates: BTreeMap<String, PlannedDelete>,
     summary: Summary,
     warnings: BTreeSet<String>,
-    snapshots: BTreeSet<i64>,
+    /// What the table can still read: Iceberg snapshot ids, or Delta
+    /// versions (the checkpoint's up to the newest); leases, holds and DR
+    /// checkpoints must name one of them.
+    readable: BTreeSet<i64>,
     metadata_location: String,
     refs: BTreeMap<String, i64>,
     matched: u64,
@@ -555,7 +558,7 @@ impl Session {
             candidates: BTreeMap::new(),
             summary: Summary::default(),
             warnings: BTreeSet::new(),
-            snapshots: BTreeSet::new(),
+            readable: BTreeSet::new(),
             metadata_location: pointer.clone(),
             refs: BTreeMap::new(),
             matched: 0,
@@ -748,7 +751,7 @@ impl Session {
         summary.snapshots = match self.delta() {
             // The latest version and every version kept on purpose.
             Some(d) => 1 + d.kept_versions(),
-            None => self.snapshots.len() as u64,
+            None => self.readable.len() as u64,
         };
         summary.referenced_keys = self.classifier.keep.len() as u64;
         summary.keep_set_bytes = self.classifier.keep.index_bytes() as u64;
@@ -861,6 +864,12 @@ impl Session {
     /// Every snapshot or ref the context protects must be one the keep set
     /// covers; otherwise its files cannot be told apart from garbage.
     fn check_protections(&self) -> Result<()> {
+        // Delta speaks of versions, Iceberg of snapshots.
+        let noun = if self.delta().is_some() {
+            "version"
+        } else {
+            "snapshot"
+        };
         use crate::context::{DrCheckpoint, HoldScope};
         let ctx = &self.classifier.protections;
         let now = self.config.now_ms;
@@ -871,17 +880,17 @@ impl Session {
             ))
         };
         for l in ctx.leases.iter().filter(|l| l.expires_at_ms > now) {
-            if !self.snapshots.contains(&l.snapshot_id) {
+            if !self.readable.contains(&l.snapshot_id) {
                 return missing(format!(
-                    "a live lease of {} protects snapshot {}",
+                    "a live lease of {} protects {noun} {}",
                     l.owner, l.snapshot_id
                 ));
             }
         }
         for h in &ctx.holds {
             match &h.scope {
-                HoldScope::Snapshot(id) if !self.snapshots.contains(id) => {
-                    return missing(format!("a legal hold protects snapshot {id}"));
+                HoldScope::Snapshot(id) if !self.readable.contains(id) => {
+                    return missing(format!("a legal hold protects {noun} {id}"));
                 }
                 HoldScope::Ref(r) if !self.refs.contains_key(r) => {
                     return missing(format!("a legal hold protects ref `{r}`"));
@@ -891,8 +900,8 @@ impl Session {
         }
         for d in &ctx.dr_checkpoints {
             if let DrCheckpoint::SnapshotId(id) = d {
-                if !self.snapshots.contains(id) {
-                    return missing(format!("a DR checkpoint names snapshot {id}"));
+                if !self.readable.contains(id) {
+                    return missing(format!("a DR checkpoint names {noun} {id}"));
                 }
             }
         }

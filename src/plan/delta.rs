@@ -428,7 +428,7 @@ impl Session {
         };
         let latest_uri = self.metadata_location.clone();
         self.keep_state(&latest_uri, replay.live_files(), plan.latest)?;
-        self.snapshots = (plan.checkpoint.as_ref().map(|c| c.version).unwrap_or(0)..=plan.latest)
+        self.readable = (plan.checkpoint.as_ref().map(|c| c.version).unwrap_or(0)..=plan.latest)
             .map(|v| v as i64)
             .collect();
         self.refs = BTreeMap::from([("version".to_owned(), plan.latest as i64)]);

@@ -134,7 +134,7 @@ impl Session {
         for (raw, source) in w.references {
             self.reference(uri, &raw, source)?;
         }
-        self.snapshots.extend(w.snapshots);
+        self.readable.extend(w.snapshots);
         let mut checks = w.checks;
         for r in w.reads {
             let canon = self.reference_blob(uri, &r.raw, r.source)?;
