@@ -408,17 +408,7 @@ mod tests {
     #[test]
     fn no_transition_skips_quarantine_or_verification() {
         use ObjectState::*;
-        let all = [
-            Protected,
-            Discovered,
-            UnreferencedEligible,
-            Quarantined,
-            RestoreVerified,
-            DeleteApproved,
-            Deleted,
-            Verified,
-            DeleteUnknown,
-        ];
+        let all = ObjectState::ALL;
         // Only RESTORE_VERIFIED may be approved; nothing reaches DELETED or
         // VERIFIED but from a delete.
         for s in all {

@@ -31,6 +31,19 @@ pub enum ObjectState {
 }
 
 impl ObjectState {
+    /// Every state, in lifecycle order.
+    pub const ALL: [ObjectState; 9] = [
+        ObjectState::Protected,
+        ObjectState::Discovered,
+        ObjectState::UnreferencedEligible,
+        ObjectState::Quarantined,
+        ObjectState::RestoreVerified,
+        ObjectState::DeleteApproved,
+        ObjectState::Deleted,
+        ObjectState::Verified,
+        ObjectState::DeleteUnknown,
+    ];
+
     /// The state named as ledger documents spell it (`DELETE_UNKNOWN`).
     pub fn from_name(name: &str) -> Option<ObjectState> {
         serde_json::from_value(serde_json::Value::String(name.to_owned())).ok()

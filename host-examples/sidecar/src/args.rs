@@ -262,17 +262,7 @@ enum Cmd {
         new_ledger: bool,
     },
     /// HEADs every unconfirmed delete of the ledger and records the answers.
-    Reconcile {
-        /// The table location.
-        table: String,
-        #[command(flatten)]
-        ledger: LedgerOpt,
-        /// Prints one JSON object instead of the report.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        planner: PlannerOpts,
-    },
+    Reconcile(LedgerTarget),
     /// Proves that a seeded sample of quarantine bundles would restore.
     Drill {
         /// The table location.
@@ -335,17 +325,21 @@ enum PolicyCmd {
 #[derive(Subcommand, Debug)]
 enum LedgerCmd {
     /// Prints every object's state and the gates.
-    Show {
-        /// The table location.
-        table: String,
-        #[command(flatten)]
-        ledger: LedgerOpt,
-        /// Prints one JSON object instead of the report.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        planner: PlannerOpts,
-    },
+    Show(LedgerTarget),
+}
+
+/// A table's ledger, for the commands that read or settle it.
+#[derive(Args, Debug)]
+struct LedgerTarget {
+    /// The table location.
+    table: String,
+    #[command(flatten)]
+    ledger: LedgerOpt,
+    /// Prints one JSON object instead of the report.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    planner: PlannerOpts,
 }
 
 /// Where the current metadata is, checked again before anything is deleted
@@ -666,16 +660,11 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             batch: deletes.batch,
             new_ledger,
         }),
-        Cmd::Reconcile {
-            table,
-            ledger,
-            json,
-            planner,
-        } => Command::Reconcile {
-            table,
-            ledger: ledger.ledger,
-            json,
-            wasm: planner.wasm,
+        Cmd::Reconcile(t) => Command::Reconcile {
+            table: t.table,
+            ledger: t.ledger.ledger,
+            json: t.json,
+            wasm: t.planner.wasm,
         },
         Cmd::Drill {
             table,
@@ -694,16 +683,11 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             json,
             wasm: planner.wasm,
         },
-        Cmd::Ledger(LedgerCmd::Show {
-            table,
-            ledger,
-            json,
-            planner,
-        }) => Command::LedgerShow {
-            table,
-            ledger: ledger.ledger,
-            json,
-            wasm: planner.wasm,
+        Cmd::Ledger(LedgerCmd::Show(t)) => Command::LedgerShow {
+            table: t.table,
+            ledger: t.ledger.ledger,
+            json: t.json,
+            wasm: t.planner.wasm,
         },
         Cmd::Restore {
             table,
