@@ -767,6 +767,10 @@ impl wp::GuestLedger for Ledger {
             .collect()
     }
 
+    fn consumed_keys(&self) -> Vec<String> {
+        self.0.borrow().consumed_keys()
+    }
+
     fn quarantine_ms(&self) -> i64 {
         self.0.borrow().quarantine_ms
     }

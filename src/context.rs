@@ -76,10 +76,17 @@ pub enum DrCheckpoint {
     MetadataFile(String),
 }
 
+/// The schema name a context document may carry.
+pub const CONTEXT_SCHEMA: &str = "lakesweep.context.v1";
+
 /// Everything true right now that the metadata does not say.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Context {
+    /// The document's schema name, [`CONTEXT_SCHEMA`] when given (optional:
+    /// contexts written before it existed have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
     /// Reader leases.
     #[serde(default)]
     pub leases: Vec<Lease>,
@@ -120,6 +127,12 @@ impl Context {
     pub fn parse(json: &str) -> Result<Context> {
         let c: Context = serde_json::from_str(json)
             .map_err(|e| Error::invalid("context", format!("not a valid context: {e}")))?;
+        if let Some(s) = c.schema.as_deref().filter(|s| *s != CONTEXT_SCHEMA) {
+            return Err(Error::invalid(
+                "context.schema",
+                format!("`{s}` is not {CONTEXT_SCHEMA}: a context of another version or kind"),
+            ));
+        }
         for w in &c.writers {
             if !relative_prefix(&w.staging_prefix) {
                 return Err(Error::invalid(
@@ -302,6 +315,24 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_context_may_name_its_schema_but_not_another() {
+        let named = r#"{"schema": "lakesweep.context.v1", "leases": []}"#;
+        assert_eq!(
+            Context::parse(named).unwrap().schema.as_deref(),
+            Some(CONTEXT_SCHEMA)
+        );
+        assert!(Context::parse(r#"{"leases": []}"#)
+            .unwrap()
+            .schema
+            .is_none());
+        let other = Context::parse(r#"{"schema": "lakesweep.context.v2"}"#);
+        assert!(
+            matches!(other, Err(Error::InvalidOptions { ref field, .. }) if field == "context.schema"),
+            "{other:?}"
+        );
+    }
 
     #[test]
     fn parses_every_kind_and_refuses_unknown_fields() {

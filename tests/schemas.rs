@@ -994,8 +994,8 @@ fn the_tests_contexts_match_the_context_schema() {
     let c = json_of("a context", &docs[docs.len() - 2]);
     let spoiled = [
         (
-            "a schema name (the context has none)",
-            edited(&c, "/schema", Some(json!("lakesweep.context.v1"))),
+            "another schema name",
+            edited(&c, "/schema", Some(json!("lakesweep.context.v2"))),
         ),
         (
             "a lease without expiresAtMs",

@@ -216,6 +216,17 @@ impl Ledger {
         serde_json::to_string_pretty(&self.sealed()).unwrap_or_default()
     }
 
+    /// Keys the ledger deleted, or may have (approved, deleted, unknown,
+    /// verified): a quarantine bundle counts them as consumed, not lost.
+    pub fn consumed_keys(&self) -> Vec<String> {
+        use ObjectState::*;
+        self.objects
+            .iter()
+            .filter(|(_, o)| matches!(o.state, DeleteApproved | Deleted | DeleteUnknown | Verified))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
     /// Refuses a plan of another table.
     pub fn ensure_table(&self, plan: &SealedPlan) -> Result<()> {
         if plan.table_location != self.table_location
@@ -453,6 +464,30 @@ mod tests {
             assert_eq!(o.state, ObjectState::Discovered, "size {size}");
             assert!(o.why.contains("starting over"), "{}", o.why);
             assert_eq!(o.version.size, size);
+        }
+    }
+
+    /// Approved, deleted, unknown and verified keys are consumed (a bundle
+    /// must not wait for them); every other state is not.
+    #[test]
+    fn consumed_keys_are_those_a_delete_was_approved_for() {
+        let p = sealed(&[("data/a.parquet", 10), ("data/b.parquet", 10)], None);
+        let mut l = verified(&p);
+        assert!(
+            l.consumed_keys().is_empty(),
+            "restore-verified is not consumed"
+        );
+        let (a, _) = l.approve(&p, &live(None), T).unwrap();
+        assert!(a.granted);
+        assert_eq!(l.consumed_keys(), vec!["data/a.parquet", "data/b.parquet"]);
+        for (state, consumed) in ObjectState::ALL.iter().map(|s| {
+            let mut m = l.clone();
+            m.objects.get_mut("data/a.parquet").unwrap().state = *s;
+            (*s, m.consumed_keys().contains(&"data/a.parquet".to_owned()))
+        }) {
+            use ObjectState::*;
+            let want = matches!(state, DeleteApproved | Deleted | DeleteUnknown | Verified);
+            assert_eq!(consumed, want, "{state:?}");
         }
     }
 
