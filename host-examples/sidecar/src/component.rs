@@ -423,6 +423,12 @@ impl Planner {
         api.call_objects(&mut self.store, l.0).map_err(trap)
     }
 
+    /// `ledger.consumed-keys`.
+    pub fn ledger_consumed_keys(&mut self, l: LedgerHandle) -> Result<Vec<String>, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_consumed_keys(&mut self.store, l.0).map_err(trap)
+    }
+
     /// `ledger.quarantine-ms`.
     pub fn ledger_quarantine_ms(&mut self, l: LedgerHandle) -> Result<i64, String> {
         let api = self.api.lakesweep_planner_planner().ledger();

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::component::{wasm_path, wt, Planner};
 use crate::store::{clock_ms, Store};
-use crate::sweep::{consumed_keys, default_ledger, save, Lock};
+use crate::sweep::{default_ledger, save, Lock};
 
 /// What a drill found.
 pub struct Drilled {
@@ -64,7 +64,7 @@ async fn locked(
     let text = String::from_utf8(text).map_err(|_| format!("{ledger_uri} is not UTF-8"))?;
     let mut planner = Planner::load(&wasm_path(wasm))?;
     let ledger = planner.ledger_load(&text)?;
-    let consumed = consumed_keys(&planner.ledger_objects(ledger)?);
+    let consumed = planner.ledger_consumed_keys(ledger)?.into_iter().collect();
     let dirs = crate::bundle::dirs(&store, table).await?;
     let ids: Vec<String> = dirs
         .keys()

@@ -113,22 +113,6 @@ async fn observe(
     Ok(out)
 }
 
-/// Keys the ledger deleted, or may have (their bundles count them as
-/// consumed, not as lost).
-pub(crate) fn consumed_keys(objects: &[wt::LedgerObject]) -> std::collections::BTreeSet<String> {
-    use wt::ObjectState as S;
-    objects
-        .iter()
-        .filter(|o| {
-            matches!(
-                o.state,
-                S::DeleteApproved | S::Deleted | S::DeleteUnknown | S::Verified
-            )
-        })
-        .map(|o| o.key.clone())
-        .collect()
-}
-
 /// The mark a saved ledger leaves beside it (`ledger.json.mark`).
 fn mark(ledger_uri: &str) -> String {
     format!("{ledger_uri}.mark")
@@ -238,7 +222,7 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
     // snapshot pass their restore check, and are approved, only while its
     // bundle walks completely (one that broke since an earlier restore
     // check blocks the approval too).
-    let consumed = consumed_keys(&planner.ledger_objects(ledger)?);
+    let consumed = planner.ledger_consumed_keys(ledger)?.into_iter().collect();
     let blocked = crate::bundle::blocked_keys(
         &mut planner,
         &store,
