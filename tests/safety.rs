@@ -216,10 +216,18 @@ fn location_checks() {
         NOW,
         RETENTION,
     );
-    assert_eq!(
-        unsafe_reason(run_native(wrong, &o).err().unwrap()),
-        UnsafeReason::LocationMismatch
+    let e = run_native(wrong, &o).err().unwrap();
+    // The refusal names the exact mapping that would plan a moved table.
+    let Error::Unsafe { detail, .. } = &e else {
+        panic!("{e:?}")
+    };
+    assert!(
+        detail.contains(&format!(
+            "location_map {LOC}=file:///lakesweep-fixtures/synthetic/db/t2"
+        )),
+        "{detail}"
     );
+    assert_eq!(unsafe_reason(e), UnsafeReason::LocationMismatch);
     // `startsWith` without the slash: a sibling table's file is a host error, never a candidate.
     let mut o2 = o.clone();
     o2.extra

@@ -71,8 +71,10 @@ impl Session {
             return Err(Error::unsafe_(
                 UnsafeReason::LocationMismatch,
                 format!(
-                    "metadata `{uri}` says the table lives at `{}`, the sweep was started for `{}` (use a location mapping for relocated tables)",
+                    "metadata `{uri}` says the table lives at `{}`, the sweep was started for `{}`; if the table was moved or restored there, map its old location: location_map {}={}",
                     loc.as_uri(),
+                    self.classifier.location.as_uri(),
+                    md.location.trim_end_matches('/'),
                     self.classifier.location.as_uri()
                 ),
             ));

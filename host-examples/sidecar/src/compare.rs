@@ -51,9 +51,19 @@ pub fn diff(table_location: &str, ours: BTreeSet<String>, other: &str) -> Diff {
     let table = canonical(table_location);
     let mut d = Diff::default();
     let mut theirs = BTreeSet::new();
+    let mut first = true;
     for line in other.lines() {
-        let l = line.trim();
+        let mut l = line.trim();
         if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        // A CSV export's quoting (`"s3://b/t/x"`).
+        if let Some(q) = l.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+            l = q;
+        }
+        // A CSV export's header line (Spark's `orphan_file_location`): a
+        // first line that names no key (no `/`, no `.`).
+        if std::mem::take(&mut first) && !l.contains('/') && !l.contains('.') {
             continue;
         }
         if l.contains("://") || l.starts_with('/') || l.starts_with("file:") {
@@ -140,6 +150,19 @@ mod tests {
         assert_eq!(d.only_ours, BTreeSet::from(["data/b.parquet".to_owned()]));
         assert_eq!(d.only_theirs, BTreeSet::from(["data/c.parquet".to_owned()]));
         assert_eq!(d.outside, BTreeSet::from(["s3://b/other/x".to_owned()]));
+    }
+
+    #[test]
+    fn a_csv_export_with_a_header_and_quotes_compares_like_a_list() {
+        let ours = keys(&["data/a.parquet", "data/b.parquet"]);
+        let csv = "orphan_file_location\n\"s3://b/t/data/a.parquet\"\ns3://b/t/data/c.parquet\n";
+        let d = diff("s3://b/t", ours.clone(), csv);
+        assert_eq!(d.both, keys(&["data/a.parquet"]));
+        assert_eq!(d.only_theirs, keys(&["data/c.parquet"]));
+        assert!(d.outside.is_empty(), "{:?}", d.outside);
+        // Only a first line can be a header; a key is never one.
+        let d = diff("s3://b/t", ours, "data/a.parquet\nheaderish\n");
+        assert_eq!(d.only_theirs, keys(&["headerish"]));
     }
 
     #[test]

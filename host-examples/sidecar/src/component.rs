@@ -492,14 +492,24 @@ pub fn describe(e: &wt::Error) -> String {
             m.uri,
             m.detail
         ),
-        wt::Error::Unsupported(u) => format!("unsupported: {} (in {})", u.feature, u.uri),
+        wt::Error::Unsupported(u) => {
+            format!("unsupported: {} (in {})", option_words(&u.feature), u.uri)
+        }
         wt::Error::Protocol(p) => format!(
             "host protocol error ({}): {}",
             protocol_name(p.reason),
             p.detail
         ),
-        wt::Error::InvalidOptions(i) => format!("invalid option {}: {}", i.field, i.detail),
-        wt::Error::Unsafe(u) => format!("unsafe to proceed ({:?}): {}", u.reason, u.detail),
+        wt::Error::InvalidOptions(i) => format!(
+            "invalid option {}: {}",
+            option_words(&i.field),
+            option_words(&i.detail)
+        ),
+        wt::Error::Unsafe(u) => format!(
+            "unsafe to proceed ({:?}): {}",
+            u.reason,
+            option_words(&u.detail)
+        ),
     }
 }
 
@@ -574,5 +584,50 @@ fn protocol_name(r: wt::ProtocolReason) -> &'static str {
         wt::ProtocolReason::BadKey => "bad-key",
         wt::ProtocolReason::OutOfOrder => "out-of-order",
         wt::ProtocolReason::BadInput => "bad-input",
+    }
+}
+
+/// The planner's option names as this command line spells them: an error
+/// names the option to use (`--older-than`), not a field of the planner's
+/// configuration (`file_retention_ms`).
+const OPTIONS: [(&str, &str); 9] = [
+    ("location_map", "--location-map"),
+    ("allow_short_retention", "--allow-short-retention"),
+    ("file_retention_ms", "--older-than"),
+    ("memory_budget_bytes", "--memory-budget"),
+    ("metadata_location", "--metadata"),
+    ("keep_versions", "--keep-version"),
+    ("quarantine_ms", "--quarantine"),
+    ("expire_ids", "--expire-id"),
+    ("table_location", "TABLE"),
+];
+
+/// `text` with every planner option name replaced by its command-line name.
+pub fn option_words(text: &str) -> String {
+    OPTIONS.iter().fold(text.to_owned(), |t, (field, option)| {
+        t.replace(field, option)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_option_to_use() {
+        let e = wt::Error::InvalidOptions(wt::InvalidOptionsError {
+            field: "file_retention_ms".into(),
+            detail: "1h is shorter than the table's delta.deletedFileRetentionDuration (7d): VACUUM refuses this too (override with allow_short_retention)".into(),
+        });
+        let text = describe(&e);
+        assert!(text.starts_with("invalid option --older-than: "), "{text}");
+        assert!(
+            text.contains("override with --allow-short-retention"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("_ms") && !text.contains("allow_short"),
+            "{text}"
+        );
     }
 }

@@ -245,14 +245,17 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                 );
             } else {
                 println!(
-                    "ledger of {} (revision {}, quarantine {} ms)",
-                    shown.table_location, shown.revision, shown.quarantine_ms
+                    "ledger of {} (revision {}, quarantine {})",
+                    shown.table_location,
+                    shown.revision,
+                    report::duration(shown.quarantine_ms)
                 );
                 for o in &shown.objects {
                     println!(
-                        "  {:<22} {}  {}",
+                        "  {:<22} {}  since {}  {}",
                         component::state_name(o.state),
                         report::esc(&o.key),
+                        report::time(o.since_ms),
                         report::esc(&o.why)
                     );
                 }

@@ -96,6 +96,20 @@ pub fn esc(s: &str) -> String {
     out
 }
 
+/// A time in milliseconds since the epoch as RFC 3339 (UTC).
+pub fn time(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|_| format!("{ms} ms since the epoch"))
+}
+
+/// A duration in milliseconds, for people (`1day 2h`).
+pub fn duration(ms: i64) -> String {
+    u64::try_from(ms)
+        .map(|m| humantime::format_duration(std::time::Duration::from_millis(m)).to_string())
+        .unwrap_or_else(|_| format!("{ms} ms"))
+}
+
 /// Bytes in binary units (`12.3 MiB`).
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -206,7 +220,29 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
         .collect();
     if !kept.is_empty() {
         line(format!("kept although unreferenced ({}):", kept.len()));
-        for d in kept {
+        // The table's log and lakesweep's own files are hidden by design:
+        // one line each, not one per file.
+        let folded = ["_delta_log/", "_lakesweep/"];
+        for prefix in folded {
+            let n = kept
+                .iter()
+                .filter(|d| d.verdict == wt::Verdict::Hidden && d.relative_key.starts_with(prefix))
+                .count();
+            if n > 0 {
+                line(format!(
+                    "  {prefix}  [hidden] {n} objects: {}",
+                    if prefix == "_delta_log/" {
+                        "the table's transaction log (--log-cleanup plans what log retention allows)"
+                    } else {
+                        "lakesweep's ledger and quarantine bundles"
+                    }
+                ));
+            }
+        }
+        for d in kept.iter().filter(|d| {
+            !(d.verdict == wt::Verdict::Hidden
+                && folded.iter().any(|p| d.relative_key.starts_with(p)))
+        }) {
             line(format!(
                 "  {}  [{}] {}",
                 esc(&d.relative_key),
@@ -247,11 +283,14 @@ pub fn explain(d: &wt::Decision) -> String {
     m.insert("verdict", verdict_name(d.verdict).into());
     m.insert("why", esc(&d.detail));
     m.insert("size", bytes(d.version.size));
+    m.insert("last-modified", time(d.version.last_modified_ms));
     m.insert("last-modified-ms", d.version.last_modified_ms.to_string());
-    let deletable = if d.verdict == wt::Verdict::Candidate {
-        "yes: unreferenced by every snapshot in the metadata and older than the window"
-    } else {
-        "no"
+    let deletable = match d.verdict {
+        wt::Verdict::Candidate => {
+            "yes: unreferenced by every snapshot in the metadata and older than the window"
+        }
+        wt::Verdict::ExpiredLog => "yes: a _delta_log entry past log retention (--log-cleanup)",
+        _ => "no",
     };
     m.insert("deletable", deletable.into());
     m.iter()
