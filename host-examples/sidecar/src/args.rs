@@ -226,6 +226,8 @@ enum Cmd {
         #[command(flatten)]
         when: NowOpts,
         #[command(flatten)]
+        future: FutureOpt,
+        #[command(flatten)]
         map: MapOpts,
         /// Also expires this snapshot (refused while a ref points at it).
         #[arg(long = "expire-id", value_name = "ID")]
@@ -256,6 +258,8 @@ enum Cmd {
         quarantine: i64,
         #[command(flatten)]
         deletes: DeleteOpts,
+        #[command(flatten)]
+        future: FutureOpt,
         /// Starts a new ledger although quarantine bundles of an earlier one
         /// remain (a missing ledger is otherwise refused).
         #[arg(long)]
@@ -300,6 +304,8 @@ enum Cmd {
         map: MapOpts,
         #[command(flatten)]
         when: NowOpts,
+        #[command(flatten)]
+        future: FutureOpt,
         /// Carries the restore out; without it, only says what it would do.
         #[arg(long)]
         commit: bool,
@@ -424,6 +430,11 @@ struct NowOpts {
     /// (default: the clock).
     #[arg(long, value_name = "TIME", value_parser = time_ms)]
     now: Option<i64>,
+}
+
+/// For the commands that act: a plan judged ahead of the clock.
+#[derive(Args, Debug, Clone)]
+struct FutureOpt {
     /// Accepts a --now ahead of the clock (tests, what-if runs); otherwise
     /// refused, since young files would look old.
     #[arg(long)]
@@ -619,6 +630,7 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             policy,
             context,
             when,
+            future,
             map,
             expire_ids,
             json,
@@ -632,7 +644,7 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             expire_ids,
             json,
             commit,
-            allow_future_now: when.allow_future_now,
+            allow_future_now: future.allow_future_now,
             wasm: planner.wasm,
             inputs: context.files(Some(&policy)),
         }),
@@ -650,9 +662,10 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             ledger,
             quarantine,
             deletes,
+            future,
             new_ledger,
         } => Command::Sweep(SweepArgs {
-            allow_future_now: plan.when.allow_future_now,
+            allow_future_now: future.allow_future_now,
             plan: plan.args(None).map_err(bad)?,
             ledger,
             quarantine_ms: quarantine,
@@ -695,6 +708,7 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             pointer,
             map,
             when,
+            future,
             commit,
             planner,
         } => Command::Restore(RestoreArgs {
@@ -704,7 +718,7 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             location_map: map.location_map,
             now_ms: when.now_ms(),
             commit,
-            allow_future_now: when.allow_future_now,
+            allow_future_now: future.allow_future_now,
             wasm: planner.wasm,
         }),
     })
@@ -863,6 +877,13 @@ mod tests {
                 _ => panic!("{cmd} --help shows its help"),
             }
         }
+        assert!(
+            matches!(
+                parse(&argv("plan /t --allow-future-now")),
+                Err(Usage::Bad(_))
+            ),
+            "plan judges nothing against the clock: the flag would do nothing there"
+        );
         match parse(&argv("plan /t --dry-run")) {
             Err(Usage::Bad(text)) => assert!(text.contains("--dry-run"), "{text}"),
             _ => panic!("plan does not take --dry-run"),
