@@ -140,9 +140,11 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
         wasm: input.wasm.clone(),
     };
     let out = deletion::run(&mut planner, &text, &source, items, &opts, &mut sink).await?;
-    receipts
-        .flush()
-        .map_err(|e| format!("write {receipts_path}: {e}"))?;
+    receipts.flush().map_err(|e| {
+        HostError::Stopped(format!(
+            "cannot write receipts to {receipts_path}: {e}; reconcile by listing"
+        ))
+    })?;
     let mut done = Applied {
         stopped: out.stopped,
         damage: out.damage,

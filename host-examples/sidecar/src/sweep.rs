@@ -300,7 +300,10 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
         stopped = out.stopped;
         damage = out.damage;
         damage_unchecked = out.damage_unchecked;
-        let step = planner.ledger_record(ledger, &receipts, now)?;
+        // Deletes happened: a failure from here on is a stop, not a refusal.
+        let step = planner
+            .ledger_record(ledger, &receipts, now)
+            .map_err(|e| HostError::Stopped(format!("the receipts could not be recorded: {e}")))?;
         moves.extend(step.moves);
         gates = step.gates;
     }
