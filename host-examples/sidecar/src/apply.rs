@@ -66,8 +66,11 @@ pub struct Applied {
     pub damage: Vec<crate::deletion::Line>,
     /// The damage check could not be made (why).
     pub damage_unchecked: Option<String>,
-    /// Where the receipts went.
-    pub receipts: String,
+    /// Where the receipts went (`None`: a dry run without `--receipts`
+    /// writes none).
+    pub receipts: Option<String>,
+    /// A dry run: the keys that would be deleted, in order.
+    pub would_delete: Vec<String>,
 }
 
 /// Runs `apply`. `Err` means refused: nothing was deleted.
@@ -111,27 +114,34 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
             pinned: d.version,
         })
         .collect();
-    let receipts_path = input
-        .receipts
-        .clone()
-        .unwrap_or_else(|| format!("{}.receipts.jsonl", input.plan_path));
+    // A dry run deletes nothing, so it writes no receipts unless asked to
+    // (`--receipts FILE`): the real receipts file holds real deletes only.
+    let receipts_path = match (&input.receipts, input.dry_run) {
+        (Some(p), _) => Some(p.clone()),
+        (None, true) => None,
+        (None, false) => Some(format!("{}.receipts.jsonl", input.plan_path)),
+    };
     // Appended line by line, so a crash loses at most the line in flight and
     // a second run never wipes the first run's receipts.
-    let mut receipts = std::io::LineWriter::new(
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&receipts_path)
-            .map_err(|e| format!("open receipts {receipts_path}: {e}"))?,
-    );
-    let mut written = 0usize;
-    let mut sink = |r: &crate::deletion::Line| {
-        written += 1;
-        writeln!(receipts, "{}", r.to_json()).map_err(|e| {
-            HostError::Stopped(format!(
-                "cannot write receipts to {receipts_path}: {e}; reconcile by listing"
-            ))
-        })
+    let mut receipts = match &receipts_path {
+        Some(path) => Some(std::io::LineWriter::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| format!("open receipts {path}: {e}"))?,
+        )),
+        None => None,
+    };
+    let stopped = |e: std::io::Error| {
+        HostError::Stopped(format!(
+            "cannot write receipts to {}: {e}; reconcile by listing",
+            receipts_path.as_deref().unwrap_or("?")
+        ))
+    };
+    let mut sink = |r: &crate::deletion::Line| match receipts.as_mut() {
+        Some(w) => writeln!(w, "{}", r.to_json()).map_err(stopped),
+        None => Ok(()),
     };
     let opts = Batching {
         batch: input.batch,
@@ -140,11 +150,9 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
         wasm: input.wasm.clone(),
     };
     let out = deletion::run(&mut planner, &text, &source, items, &opts, &mut sink).await?;
-    receipts.flush().map_err(|e| {
-        HostError::Stopped(format!(
-            "cannot write receipts to {receipts_path}: {e}; reconcile by listing"
-        ))
-    })?;
+    if let Some(w) = receipts.as_mut() {
+        w.flush().map_err(stopped)?;
+    }
     let mut done = Applied {
         stopped: out.stopped,
         damage: out.damage,
@@ -152,6 +160,12 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
         receipts: receipts_path.clone(),
         ..Applied::default()
     };
+    done.would_delete = out
+        .receipts
+        .iter()
+        .filter(|r| r.result() == "would-delete")
+        .map(|r| r.receipt.key.clone())
+        .collect();
     for r in &out.receipts {
         match r.result() {
             "deleted" | "would-delete" => done.deleted += 1,

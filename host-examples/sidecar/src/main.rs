@@ -136,9 +136,16 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             })
             .await?;
             let verb = if a.dry_run { "would delete" } else { "deleted" };
+            for k in &done.would_delete {
+                println!("would delete {}", report::esc(k));
+            }
             println!(
-                "{verb} {}, already absent {}, skipped (changed since planned) {}, skipped (held or staged now) {}, not attempted {}, failed {}; receipts in {}",
-                done.deleted, done.absent, done.changed, done.protected, done.not_attempted, done.failed, done.receipts
+                "{verb} {}, already absent {}, skipped (changed since planned) {}, skipped (held or staged now) {}, not attempted {}, failed {}; {}",
+                done.deleted, done.absent, done.changed, done.protected, done.not_attempted, done.failed,
+                match &done.receipts {
+                    Some(r) => format!("receipts in {r}"),
+                    None => "dry run: no receipts written (--receipts FILE writes them)".into(),
+                }
             );
             if let Some(why) = &done.stopped {
                 println!("STOPPED before the last batch: {}", why.join("; "));

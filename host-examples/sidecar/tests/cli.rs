@@ -62,6 +62,34 @@ fn plan_apply_plan_deletes_exactly_the_plan_and_the_table_still_reads() {
     let o = lakesweep(&dry);
     assert!(o.status.success(), "{}", out_text(&o));
     assert_eq!(s.files(), before);
+    // It lists what it would delete and writes no receipt into the real
+    // receipts file.
+    let listed: BTreeSet<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("would delete ")
+                .filter(|k| !k.contains(", "))
+        })
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(listed, planned, "{}", out_text(&o));
+    let receipts_file = format!("{}.receipts.jsonl", plan_path.display());
+    assert!(
+        !std::path::Path::new(&receipts_file).exists(),
+        "a dry run wrote {receipts_file}"
+    );
+    // Asked for receipts, it writes would-delete lines there.
+    let dry_receipts = s.root.join("dry.receipts.jsonl");
+    dry.extend(["--receipts".into(), dry_receipts.display().to_string()]);
+    assert!(lakesweep(&dry).status.success());
+    let dry_keys: BTreeSet<String> = std::fs::read_to_string(&dry_receipts)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["result"] == "would-delete")
+        .map(|r| r["key"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(dry_keys, planned);
 
     let o = lakesweep(&args);
     assert!(o.status.success(), "{}", out_text(&o));
@@ -72,20 +100,17 @@ fn plan_apply_plan_deletes_exactly_the_plan_and_the_table_still_reads() {
     // Receipts: one per sealed key, all deleted.
     let receipts =
         std::fs::read_to_string(format!("{}.receipts.jsonl", plan_path.display())).unwrap();
-    // Receipts are appended: the dry run's, then the real run's.
+    // The real run's receipts only: the dry runs wrote none there.
     let mut keys = BTreeSet::new();
-    let mut dry_keys = BTreeSet::new();
     for line in receipts.lines() {
         let r: serde_json::Value = serde_json::from_str(line).unwrap();
         let k = r["key"].as_str().unwrap().to_owned();
         match r["result"].as_str().unwrap() {
-            "would-delete" => dry_keys.insert(k),
             "deleted" => keys.insert(k),
             other => panic!("{other}: {r}"),
         };
     }
     assert_eq!(keys, planned);
-    assert_eq!(dry_keys, planned);
 
     // Again: nothing left to delete, and every referenced file is still there.
     let v2 = json(&s.plan(&["--json"]));
