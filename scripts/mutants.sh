@@ -57,18 +57,6 @@ run() { # key file tests regex
         "$(wc -l <"$o/unviable.txt")" "$(wc -l <"$o/timeout.txt")" | tee -a mutants.out/summary.txt
 }
 
-# The sidecar's pre-delete version check (its own workspace).
-sidecar() {
-    echo "== sidecar: host-examples/sidecar/src/store.rs (Object::is_version)"
-    (cd host-examples/sidecar && cargo mutants --in-place --no-shuffle -f src/store.rs \
-        --re "Object::is_version( |\$)" --timeout 300 \
-        --output ../../mutants.out/sidecar -- --bins) || true
-    local o="mutants.out/sidecar/mutants.out"
-    printf 'sidecar: caught %s, missed %s, unviable %s, timeout %s\n' \
-        "$(wc -l <"$o/caught.txt")" "$(wc -l <"$o/missed.txt")" \
-        "$(wc -l <"$o/unviable.txt")" "$(wc -l <"$o/timeout.txt")" | tee -a mutants.out/summary.txt
-}
-
 mkdir -p mutants.out
 want=${1:-all}
 if [ "$want" = --smoke ]; then
@@ -84,7 +72,4 @@ for want in "$@"; do
             run "$key" "$file" "$tests" "$funcs"
         fi
     done
-    if [ "$want" = all ] || [ "$want" = sidecar ]; then
-        sidecar
-    fi
 done

@@ -424,6 +424,10 @@ impl wp::Guest for Component {
         }))
     }
 
+    fn same_version(pinned: wt::ObjectVersion, seen: wt::ObjectVersion) -> bool {
+        version_in(pinned).matches(&version_in(seen))
+    }
+
     fn check_clock(judged_at_ms: i64, clock_ms: i64, allow_future: bool) -> Result<(), wt::Error> {
         core::check_clock(judged_at_ms, clock_ms, allow_future).map_err(err)
     }

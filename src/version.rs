@@ -44,3 +44,59 @@ fn etag_core(e: &Option<String>) -> Option<&str> {
             .unwrap_or(t)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: i64 = 1_800_000_000_000;
+
+    /// A HEAD answer of 100 bytes.
+    fn seen(ms: i64, etag: Option<&str>, version_id: Option<&str>) -> ObjectVersion {
+        ObjectVersion {
+            size: 100,
+            last_modified_ms: ms,
+            etag: etag.map(str::to_owned),
+            version_id: version_id.map(str::to_owned),
+        }
+    }
+
+    /// The check before every delete: another ETag in the same second is a
+    /// rewrite; without an ETag in the answer nothing proves the content.
+    #[test]
+    fn another_etag_in_the_same_second_is_not_the_pinned_version() {
+        let pinned = seen(T + 123, Some("\"a\""), None);
+        // HEAD dates are whole seconds: with an ETag the second is enough.
+        assert!(pinned.matches(&seen(T, Some("\"a\""), None)));
+        assert!(pinned.matches(&seen(T + 999, Some("\"a\""), None)));
+        assert!(!pinned.matches(&seen(T + 123, Some("\"b\""), None)));
+        assert!(!pinned.matches(&seen(T, Some("\"b\""), None)));
+        assert!(!pinned.matches(&seen(T + 123, None, None)));
+        let mut bigger = seen(T + 123, Some("\"a\""), None);
+        bigger.size += 1;
+        assert!(!pinned.matches(&bigger));
+        assert!(!pinned.matches(&seen(T + 1000, Some("\"a\""), None)));
+    }
+
+    /// The same bytes uploaded again: same ETag, a new version id.
+    #[test]
+    fn the_same_etag_with_another_version_id_is_not_the_pinned_version() {
+        let pinned = seen(T, Some("\"a\""), Some("v1"));
+        assert!(pinned.matches(&seen(T + 500, Some("\"a\""), Some("v1"))));
+        assert!(!pinned.matches(&seen(T, Some("\"a\""), Some("v2"))));
+        assert!(!pinned.matches(&seen(T, Some("\"a\""), None)));
+    }
+
+    /// Without a tag (local files) only the exact millisecond and size say
+    /// it is the same version.
+    #[test]
+    fn a_version_pinned_without_tags_needs_the_exact_millisecond() {
+        let pinned = seen(T + 123, None, None);
+        assert!(pinned.matches(&seen(T + 123, None, None)));
+        assert!(!pinned.matches(&seen(T + 124, None, None)));
+        assert!(!pinned.matches(&seen(T, None, None)));
+        let mut smaller = seen(T + 123, None, None);
+        smaller.size -= 1;
+        assert!(!pinned.matches(&smaller));
+    }
+}

@@ -149,6 +149,18 @@ impl Planner {
         done(api.call_delta_head(&mut self.store, &table.to_owned(), log))
     }
 
+    /// `same-version`: whether a HEAD answer is the pinned version (the
+    /// check before every delete).
+    pub fn same_version(
+        &mut self,
+        pinned: &wt::ObjectVersion,
+        seen: &wt::ObjectVersion,
+    ) -> Result<bool, String> {
+        let api = self.api.lakesweep_planner_planner();
+        api.call_same_version(&mut self.store, pinned, seen)
+            .map_err(trap)
+    }
+
     /// `check-clock` against this machine's clock: `judged_at_ms` may not
     /// lie ahead of it (what-if runs say `allow_future`).
     pub fn check_clock(&mut self, judged_at_ms: i64, allow_future: bool) -> Result<(), String> {

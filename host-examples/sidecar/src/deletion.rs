@@ -6,7 +6,8 @@
 //! the component's `accept-plan`; the first refusal stops the run (the keys
 //! left get `skipped-stopped` receipts saying why), keys a live hold or
 //! writer covers get `skipped-protected`. Within a batch every key is HEADed
-//! and deleted only if it is still the planned version. After the last
+//! and deleted only if the core's `same-version` says the answer is still
+//! the planned version. After the last
 //! batch the facts are read once more: if the core still accepts them,
 //! nothing can reference what was deleted (metadata is immutable); if not,
 //! a planner session on the live pointer says which deleted keys the table
@@ -253,17 +254,27 @@ pub async fn run(
                 None => todo.push(it),
             }
         }
+        // The deletes run concurrently on this task; each asks the planner,
+        // between its HEAD and its DELETE, whether the object is still the
+        // pinned version (a synchronous call: no borrow spans an await).
+        let judge = std::cell::RefCell::new(&mut *planner);
         let mut results = futures::stream::iter(todo)
             .map(|it| {
                 let store = source.store.clone();
                 let table = source.table.clone();
                 let dry = opts.dry_run;
+                let judge = &judge;
                 async move {
-                    let r = delete_one(&store, &table, &it, dry).await;
+                    let same = |pinned: &wt::ObjectVersion, seen: &wt::ObjectVersion| {
+                        judge.borrow_mut().same_version(pinned, seen)
+                    };
+                    let r = delete_one(&store, &table, &it, dry, &same).await;
                     (it, r)
                 }
             })
             .buffer_unordered(opts.concurrency.max(1));
+        // Each receipt is written as its delete ends: a crash loses at most
+        // the lines in flight.
         while let Some((it, r)) = results.next().await {
             if r.label.is_none() && r.receipt.result == wt::DeleteResult::Deleted {
                 deleted_keys.push((it.key.clone(), it.pinned.clone()));
@@ -418,8 +429,15 @@ fn receipt(
     }
 }
 
-/// HEAD, compare with the pinned version, delete; the receipt.
-async fn delete_one(store: &Store, table: &str, it: &Item, dry: bool) -> Line {
+/// HEAD, ask the planner whether it is still the pinned version (`same`),
+/// delete; the receipt.
+async fn delete_one(
+    store: &Store,
+    table: &str,
+    it: &Item,
+    dry: bool,
+    same: &dyn Fn(&wt::ObjectVersion, &wt::ObjectVersion) -> Result<bool, String>,
+) -> Line {
     use wt::DeleteResult as R;
     let uri = crate::store::object_uri(table, &it.key);
     // A key under another write root may live in another bucket.
@@ -450,8 +468,10 @@ async fn delete_one(store: &Store, table: &str, it: &Item, dry: bool) -> Line {
         Ok(None) => return done(R::AlreadyAbsent, None, false, None),
         Ok(Some(o)) => o,
     };
-    if !seen.is_version(&it.pinned) {
-        return done(R::SkippedChanged, Some(&seen), false, None);
+    match same(&it.pinned, &seen.version()) {
+        Ok(true) => {}
+        Ok(false) => return done(R::SkippedChanged, Some(&seen), false, None),
+        Err(e) => return done(R::Failed, Some(&seen), false, Some(e)),
     }
     if dry {
         let mut l = done(R::Deleted, Some(&seen), false, None);

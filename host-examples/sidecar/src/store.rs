@@ -116,33 +116,6 @@ impl Object {
             version_id: self.version_id.clone(),
         }
     }
-
-    /// Whether this HEAD answer is the version `planned` (in the form of
-    /// [`Object::version`]) names. Object stores list milliseconds but
-    /// HEAD answers HTTP dates (whole seconds): with an ETag or version id
-    /// the second is enough and the tag pins the content; without either
-    /// (local files), times must match to the millisecond. A recorded
-    /// version id must be the one HEAD reports.
-    pub fn is_version(&self, planned: &crate::component::wt::ObjectVersion) -> bool {
-        let secs = |ms: i64| ms.div_euclid(1000);
-        // Pinned without a tag: only the exact millisecond identifies it
-        // (a same-size rewrite in the same second is another version), as
-        // the core's `ObjectVersion::matches` rules.
-        let exact = planned.etag.is_none() && planned.version_id.is_none();
-        let time_same = if exact {
-            planned.last_modified_ms == self.last_modified_ms
-        } else {
-            secs(planned.last_modified_ms) == secs(self.last_modified_ms)
-        };
-        // Quoted or not, the same tag (plans written before ETags had one form).
-        let tag = |e: &str| etag_form(e.to_owned());
-        planned.size == self.size
-            && time_same
-            && (planned.etag.is_none()
-                || planned.etag.as_deref().map(tag) == self.etag.as_deref().map(tag))
-            && (planned.version_id.is_none()
-                || planned.version_id.as_deref() == self.version_id.as_deref())
-    }
 }
 
 /// An ETag in its one quoted form (`"x"`, or `W/"x"` for a weak tag):
@@ -741,65 +714,6 @@ mod tests {
         assert_eq!(p.as_ref(), "t/c=a%20b/x");
         assert_eq!(s.uri(&p), "s3://b/t/c=a%20b/x");
         assert!(s.path("s3://other/t/x").is_err());
-    }
-
-    fn head_answer(ms: i64, etag: Option<&str>, version_id: Option<&str>) -> Object {
-        Object {
-            uri: "s3://b/t/data/x.parquet".into(),
-            size: 100,
-            last_modified_ms: ms,
-            etag: etag.map(str::to_owned),
-            version_id: version_id.map(str::to_owned),
-        }
-    }
-
-    /// Kills: dropping the ETag comparison in `is_version`, or comparing
-    /// ETags only when HEAD gives one.
-    #[test]
-    fn another_etag_in_the_same_second_is_not_the_planned_version() {
-        const T: i64 = 1_800_000_000_000;
-        let planned = head_answer(T + 123, Some("\"a\""), None).version();
-        // HEAD dates are whole seconds: with an ETag the second is enough.
-        assert!(head_answer(T, Some("\"a\""), None).is_version(&planned));
-        assert!(head_answer(T + 999, Some("\"a\""), None).is_version(&planned));
-        // Same size, same second, another ETag: a rewrite, not ours.
-        assert!(!head_answer(T + 123, Some("\"b\""), None).is_version(&planned));
-        assert!(!head_answer(T, Some("\"b\""), None).is_version(&planned));
-        // No ETag in the answer: nothing proves the content.
-        assert!(!head_answer(T + 123, None, None).is_version(&planned));
-        // Size and second still count.
-        let mut bigger = head_answer(T + 123, Some("\"a\""), None);
-        bigger.size += 1;
-        assert!(!bigger.is_version(&planned));
-        assert!(!head_answer(T + 1000, Some("\"a\""), None).is_version(&planned));
-    }
-
-    /// Kills: dropping the version-id comparison in `is_version`.
-    #[test]
-    fn the_same_etag_with_another_version_id_is_not_the_planned_version() {
-        const T: i64 = 1_800_000_000_000;
-        let planned = head_answer(T, Some("\"a\""), Some("v1")).version();
-        assert!(head_answer(T + 500, Some("\"a\""), Some("v1")).is_version(&planned));
-        // The same bytes uploaded again: same ETag, a new version id.
-        assert!(!head_answer(T, Some("\"a\""), Some("v2")).is_version(&planned));
-        assert!(!head_answer(T, Some("\"a\""), None).is_version(&planned));
-    }
-
-    /// Kills: comparing whole seconds when neither side has a tag (`exact`
-    /// forced false), or ignoring the size.
-    /// (Not asserted here: a plan without tags against a HEAD answer *with*
-    /// an ETag is compared to the second by `is_version` but to the
-    /// millisecond by the core's `ObjectVersion::matches`.)
-    #[test]
-    fn a_version_planned_without_tags_needs_the_exact_millisecond() {
-        const T: i64 = 1_800_000_000_000;
-        let planned = head_answer(T + 123, None, None).version();
-        assert!(head_answer(T + 123, None, None).is_version(&planned));
-        assert!(!head_answer(T + 124, None, None).is_version(&planned));
-        assert!(!head_answer(T, None, None).is_version(&planned));
-        let mut smaller = head_answer(T + 123, None, None);
-        smaller.size -= 1;
-        assert!(!smaller.is_version(&planned));
     }
 
     #[test]
