@@ -503,6 +503,17 @@ impl wp::Guest for Component {
             dr_metadata: dr_metadata.into_iter().map(|b| (b.key, b.bytes)).collect(),
         };
         let p = core::plan_expiry(&req, &metadata).map_err(err)?;
+        // Never an empty document in place of the next metadata: a failure
+        // to write it is an error, and nothing is committed.
+        let new_metadata = match p.new_metadata.is_null() {
+            true => None,
+            false => Some(serde_json::to_vec_pretty(&p.new_metadata).map_err(|e| {
+                wt::Error::Unsupported(wt::UnsupportedError {
+                    feature: format!("writing the next metadata document: {e}"),
+                    uri: p.metadata_location.clone(),
+                })
+            })?),
+        };
         Ok(wt::ExpiryPlan {
             document: p.to_json(),
             table_uuid: p.table_uuid,
@@ -529,8 +540,7 @@ impl wp::Guest for Component {
             remove_refs: p.remove_refs,
             warnings: p.warnings,
             rest_commit: (!p.commit.is_null()).then(|| p.commit.to_string()),
-            new_metadata: (!p.new_metadata.is_null())
-                .then(|| serde_json::to_vec_pretty(&p.new_metadata).unwrap_or_default()),
+            new_metadata,
         })
     }
 

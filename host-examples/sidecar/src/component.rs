@@ -616,9 +616,27 @@ const OPTIONS: [(&str, &str); 9] = [
 
 /// `text` with every planner option name replaced by its command-line name.
 pub fn option_words(text: &str) -> String {
-    OPTIONS.iter().fold(text.to_owned(), |t, (field, option)| {
-        t.replace(field, option)
-    })
+    // Whole words only: a key or URI that happens to contain a field's name
+    // (`s3://b/table_location/x`) is printed as it is.
+    let word = |c: char| c.is_ascii_alphanumeric() || "_/.:-".contains(c);
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    'scan: while let Some(c) = rest.chars().next() {
+        for (field, option) in OPTIONS {
+            if let Some(after) = rest.strip_prefix(field) {
+                let before_ok = !out.chars().last().is_some_and(word);
+                let after_ok = !after.chars().next().is_some_and(word);
+                if before_ok && after_ok {
+                    out.push_str(option);
+                    rest = after;
+                    continue 'scan;
+                }
+            }
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
 }
 
 #[cfg(test)]
@@ -640,6 +658,11 @@ mod tests {
         assert!(
             !text.contains("_ms") && !text.contains("allow_short"),
             "{text}"
+        );
+        // A path that contains a field's name is not rewritten.
+        assert_eq!(
+            option_words("s3://b/table_location/x and table_location"),
+            "s3://b/table_location/x and TABLE"
         );
     }
 }
