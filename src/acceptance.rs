@@ -38,6 +38,7 @@ pub const MAX_CLOCK_SKEW_MS: i64 = 5 * 60_000;
 
 /// What the host read just now, to be compared with a sealed plan.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct LiveFacts {
     /// The live pointer (Iceberg: metadata location; Delta: the newest
     /// commit's URI), canonical and mapped like the plan's (see
@@ -58,6 +59,7 @@ pub struct LiveFacts {
 
 /// The answer for a run: granted only when nothing differs.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Acceptance {
     /// True when no difference was found (keys may still be denied).
     pub granted: bool,

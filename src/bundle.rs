@@ -27,7 +27,12 @@ use crate::spec::iceberg::{self, TableMetadata};
 use crate::version::ObjectVersion;
 
 /// Schema name of bundle documents.
-pub const BUNDLE_SCHEMA: &str = "lakesweep.bundle.v1";
+pub const BUNDLE_SCHEMA: &str = "lakesweep.bundle.v2";
+
+/// Schema name of the snake_case bundles lakesweep 0.1 sealed: still read
+/// (their root covers the entries, whatever the key spelling) and carried
+/// on as [`BUNDLE_SCHEMA`].
+const BUNDLE_V1: &str = "lakesweep.bundle.v1";
 
 /// Which layer of the chain an entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -45,6 +50,7 @@ pub enum Layer {
 
 /// One object of a bundle.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct BundleEntry {
     /// Key relative to the table location.
     pub key: String,
@@ -58,20 +64,27 @@ pub struct BundleEntry {
 
 /// A sealed bundle.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Bundle {
     /// Always [`BUNDLE_SCHEMA`].
     pub schema: String,
     /// Canonical table location.
+    #[serde(alias = "table_location")]
     pub table_location: String,
     /// The table's UUID.
+    #[serde(alias = "table_uuid")]
     pub table_uuid: Option<String>,
     /// The quarantine candidate id (names the bundle and the quarantine).
+    #[serde(alias = "candidate_id")]
     pub candidate_id: String,
     /// The snapshots it can restore.
+    #[serde(alias = "snapshot_ids")]
     pub snapshot_ids: Vec<i64>,
     /// Key of the metadata document (relative to the table).
+    #[serde(alias = "metadata_key")]
     pub metadata_key: String,
     /// When it was sealed, ms since the epoch.
+    #[serde(alias = "created_ms")]
     pub created_ms: i64,
     /// Every object, sorted by key.
     pub entries: Vec<BundleEntry>,
@@ -81,6 +94,7 @@ pub struct Bundle {
 
 /// What [`chain`] found so far.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Chain {
     /// Keys (relative) still to be read: lists and manifests.
     pub wanted: Vec<String>,
@@ -193,6 +207,7 @@ fn root_of(entries: &[BundleEntry]) -> String {
 
 /// What [`seal`] needs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SealRequest {
     /// Table location.
     pub table_location: String,
@@ -285,8 +300,11 @@ impl Bundle {
 
     /// Parses a bundle; a damaged one (root mismatch) or an unknown schema is refused.
     pub fn parse(text: &str) -> Result<Bundle> {
-        let b: Bundle = serde_json::from_str(text)
+        let mut b: Bundle = serde_json::from_str(text)
             .map_err(|e| Error::invalid("bundle", format!("not a bundle: {e}")))?;
+        if b.schema == BUNDLE_V1 {
+            b.schema = BUNDLE_SCHEMA.into();
+        }
         if b.schema != BUNDLE_SCHEMA {
             return Err(Error::invalid(
                 "bundle",
@@ -314,6 +332,7 @@ impl Bundle {
 
 /// The outcome of a restore verification.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Verification {
     /// True only when the walk was complete and every object confirmed.
     pub complete: bool,

@@ -115,7 +115,11 @@ impl ProtocolReason {
 /// The variants are grouped by who must act, and map one-to-one onto the
 /// WIT `error` variant.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[serde(
+    tag = "kind",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
 #[non_exhaustive]
 pub enum Error {
     /// The table's own files are broken (truncated Avro, malformed JSON, a

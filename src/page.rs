@@ -22,6 +22,7 @@ use crate::reach::KeepSet;
 use crate::verdict::{Classifier, Decision, Judged, ListedObject, Verdict};
 
 #[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct Header {
     schema: String,
     table_location: String,
@@ -45,7 +46,7 @@ fn iceberg() -> crate::format::TableFormat {
     crate::format::TableFormat::Iceberg
 }
 
-const KEEPSET_SCHEMA: &str = "lakesweep.keepset.v1";
+const KEEPSET_SCHEMA: &str = "lakesweep.keepset.v2";
 
 pub(crate) fn export(c: &Classifier, metadata_location: &str) -> Vec<u8> {
     let header = Header {
@@ -80,14 +81,25 @@ impl PageClassifier {
     /// foreign bytes are refused.
     pub fn load(keep_set: Vec<u8>) -> Result<PageClassifier> {
         let (keep, header) = KeepSet::decode(&keep_set)?;
-        let h: Header = serde_json::from_slice(&header)
+        let v: serde_json::Value = serde_json::from_slice(&header)
             .map_err(|e| Error::invalid("keep-set", format!("bad keep set header: {e}")))?;
-        if h.schema != KEEPSET_SCHEMA {
-            return Err(Error::invalid(
-                "keep-set",
-                format!("unknown keep set schema `{}`", h.schema),
-            ));
+        match v.get("schema").and_then(|s| s.as_str()) {
+            Some(KEEPSET_SCHEMA) => {}
+            Some("lakesweep.keepset.v1") => {
+                return Err(Error::invalid(
+                    "keep-set",
+                    "a keep set exported by an earlier lakesweep (lakesweep.keepset.v1): export it again from a new plan",
+                ))
+            }
+            other => {
+                return Err(Error::invalid(
+                    "keep-set",
+                    format!("unknown keep set schema {other:?}"),
+                ))
+            }
         }
+        let h: Header = serde_json::from_value(v)
+            .map_err(|e| Error::invalid("keep-set", format!("bad keep set header: {e}")))?;
         let location =
             TableLocation::parse(&h.table_location).map_err(|e| Error::invalid("keep-set", e))?;
         Ok(PageClassifier {
@@ -143,5 +155,32 @@ impl PageClassifier {
             .settle_owner(&object, &rel, bytes.as_deref())?;
         debug_assert_ne!(d.verdict, Verdict::OwnerCheck);
         Ok(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exported(header: &str) -> Vec<u8> {
+        let mut k = KeepSet::new();
+        k.freeze();
+        let mut out = Vec::new();
+        k.encode(header.as_bytes(), &mut out);
+        out
+    }
+
+    #[test]
+    fn a_keep_set_of_an_earlier_schema_is_refused_with_advice() {
+        let Err(e) = PageClassifier::load(exported(
+            r#"{"schema":"lakesweep.keepset.v1","table_location":"s3://b/t"}"#,
+        )) else {
+            panic!("refused")
+        };
+        assert!(e.to_string().contains("export it again"), "{e}");
+        let Err(e) = PageClassifier::load(exported(r#"{"schema":"other"}"#)) else {
+            panic!("refused")
+        };
+        assert!(e.to_string().contains("unknown keep set schema"), "{e}");
     }
 }

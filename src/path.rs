@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 /// before it is canonicalised (restored backups, tables copied elsewhere,
 /// fixtures written under another root).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PathMapping {
     /// Prefix as it appears in the metadata, e.g. `s3://old-bucket/warehouse`.
     pub from: String,

@@ -36,12 +36,13 @@ pub const DEFAULT_MEMORY_BUDGET: u64 = 1 << 30;
 pub const MIN_MEMORY_BUDGET: u64 = 16 << 20;
 
 /// Schema name of sealed plan documents.
-pub const PLAN_SCHEMA: &str = "lakesweep.plan.v1";
+pub const PLAN_SCHEMA: &str = "lakesweep.plan.v2";
 
 pub use crate::format::TableFormat;
 
 /// What a session is started with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SessionConfig {
     /// Table location (URI or absolute path); only keys strictly under
     /// `location + "/"` can ever be deleted.
@@ -126,7 +127,11 @@ impl SessionConfig {
 
 /// Something the host must do and answer.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[serde(
+    tag = "kind",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
 pub enum Request {
     /// Read the whole object at `uri`; answer with `handle_blob` or `handle_missing`.
     ReadBlob {
@@ -145,6 +150,7 @@ pub enum Request {
 
 /// Count and bytes of a class of objects.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Tally {
     /// Number of objects.
     pub count: u64,
@@ -165,6 +171,7 @@ impl Tally {
 
 /// What the session saw and decided, in numbers.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Summary {
     /// Every listed object.
     pub listed: Tally,
@@ -199,6 +206,7 @@ pub struct Summary {
 
 /// The state a plan was judged on. A plan may only be applied while these still hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PlanTokens {
     /// The metadata document the final keep set was built from.
     pub metadata_location: String,
@@ -240,6 +248,7 @@ pub struct PlanTokens {
 
 /// One object the plan deletes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PlannedDelete {
     /// Key relative to the table location.
     pub key: String,
@@ -256,6 +265,7 @@ pub struct PlannedDelete {
 /// The outcome of a session: the exact objects to delete, sealed with a
 /// digest over them and the tokens they were judged on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SealedPlan {
     /// Always [`PLAN_SCHEMA`].
     pub schema: String,
@@ -282,6 +292,7 @@ impl SealedPlan {
     /// The digest the plan should carry, recomputed from its content.
     pub fn compute_digest(&self) -> String {
         #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
         struct Sealed<'a> {
             schema: &'a str,
             format: TableFormat,
@@ -309,6 +320,16 @@ impl SealedPlan {
 
     /// Parses a plan document and checks its digest; an edited plan is refused.
     pub fn from_json(text: &str) -> Result<SealedPlan> {
+        if serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(|v| v.get("schema")?.as_str().map(str::to_owned))
+            .is_some_and(|s| s == "lakesweep.plan.v1")
+        {
+            return Err(Error::invalid(
+                "plan",
+                "a plan made by an earlier lakesweep (lakesweep.plan.v1, snake_case): plan again; a plan only holds while its table is unchanged anyway",
+            ));
+        }
         let plan: SealedPlan = serde_json::from_str(text)
             .map_err(|e| Error::invalid("plan", format!("not a lakesweep plan: {e}")))?;
         if plan.schema != PLAN_SCHEMA {

@@ -160,6 +160,7 @@ impl RestoreDrill {
 
 /// A restore-drill gate as sealed into a plan's tokens (plain numbers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DrillGate {
     /// Bundles a drill must verify (or every bundle, when fewer).
     pub min_bundles: u32,
@@ -169,6 +170,7 @@ pub struct DrillGate {
 
 /// One finding of [`Policy::check`], naming the field at fault.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Finding {
     /// Dotted field path, e.g. `fileRetention.orphanSafetyInterval`.
     pub field: String,
@@ -178,6 +180,7 @@ pub struct Finding {
 
 /// The result of validating a policy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PolicyReport {
     /// Refuse to use the policy while any error remains.
     pub errors: Vec<Finding>,

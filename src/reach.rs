@@ -24,7 +24,11 @@ use crate::spec::iceberg::{ContentType, ManifestStatus};
 /// Why a key is referenced. Ordered: when several sources reference the same
 /// key, the smallest is reported, so reasons do not depend on read order.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(tag = "role", rename_all = "kebab-case")]
+#[serde(
+    tag = "role",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
 pub enum Source {
     /// The current metadata file.
     CurrentMetadata,

@@ -13,6 +13,7 @@ use crate::reach::KeepSet;
 
 /// One object of a listing page, as the store reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ListedObject {
     /// Full URI of the object (`s3://bucket/t/data/x.parquet`, `file:///t/x`).
     pub key: String,
@@ -86,6 +87,7 @@ impl Verdict {
 
 /// A verdict on one object, with the evidence it was judged on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Decision {
     /// Full URI, as listed.
     pub key: String,

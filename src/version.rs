@@ -5,14 +5,17 @@ use serde::{Deserialize, Serialize};
 /// One exact version of an object: what a listing, a HEAD, a plan, a
 /// ledger, a receipt and a bundle record of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ObjectVersion {
     /// Size in bytes.
     pub size: u64,
     /// Last-modified time, milliseconds since the epoch.
+    #[serde(alias = "last_modified_ms")]
     pub last_modified_ms: i64,
     /// Entity tag, where the store gives one.
     pub etag: Option<String>,
     /// Version id, in versioned buckets.
+    #[serde(alias = "version_id")]
     pub version_id: Option<String>,
 }
 

@@ -283,3 +283,46 @@ fn a_rewritten_layer_refuses_the_restore_and_a_missing_one_is_put_back() {
     let v = bundle::verify(&b, &mappings(), &copies, &heads);
     assert!(!v.complete);
 }
+
+#[test]
+fn a_bundle_an_earlier_lakesweep_sealed_still_verifies_and_restores() {
+    // `tests/golden/legacy/bundle.v1.json`: a bundle of every snapshot of
+    // `simple_v1`, as lakesweep 0.1 stored it (snake_case keys).
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/legacy/bundle.v1.json");
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains("\"last_modified_ms\""));
+    let b = Bundle::parse(&text).expect("a v1 bundle is read");
+    assert_eq!(
+        b.schema,
+        bundle::BUNDLE_SCHEMA,
+        "carried on as the current schema"
+    );
+    let t = tables()
+        .into_iter()
+        .find(|t| t.name == "simple_v1")
+        .unwrap();
+    assert_eq!(b.table_location, t.location);
+    assert!(b.entries.iter().all(|e| e.version.last_modified_ms > 0));
+    // Its copies are the fixture's own files: it verifies against the store now.
+    let copies: BTreeMap<String, Vec<u8>> = b
+        .entries
+        .iter()
+        .filter(|e| e.sha256.is_some())
+        .map(|e| {
+            (
+                e.key.clone(),
+                std::fs::read(vpath(&rel(&t, &e.key)).unwrap()).unwrap(),
+            )
+        })
+        .collect();
+    let v = bundle::verify(&b, &mappings(), &copies, &heads_now(&t, &b));
+    assert!(v.complete, "{:?}", v.problems);
+    // Saved again, it is the current spelling, and reads back the same.
+    let again = Bundle::parse(&b.to_json()).unwrap();
+    assert_eq!(again, b);
+    assert!(b.to_json().contains("\"lastModifiedMs\""));
+    // An edited v1 bundle is refused like any other.
+    let tampered = text.replacen("\"size\":", "\"size\":1", 1);
+    assert!(Bundle::parse(&tampered).is_err());
+}

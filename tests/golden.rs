@@ -138,3 +138,76 @@ fn expiry_plans_are_pinned() {
         );
     }
 }
+
+/// `s` with its `snake_case` words joined in camelCase.
+fn camel(s: &str) -> String {
+    let mut out = String::new();
+    let mut up = false;
+    for c in s.chars() {
+        if c == '_' {
+            up = true;
+        } else if up {
+            out.extend(c.to_uppercase());
+            up = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A v1 plan's keys spelt as v2 spells them: field names in camelCase; the
+/// keys of the maps (ref names, verdicts, object kinds) as they were.
+fn respelt(v: &Value) -> Value {
+    const MAPS: [&str; 3] = ["refs", "verdicts", "reclaimable"];
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, x)| {
+                    let x = if MAPS.contains(&k.as_str()) {
+                        let inner = x
+                            .as_object()
+                            .map(|o| o.iter().map(|(kk, xx)| (kk.clone(), respelt(xx))).collect());
+                        inner.map(Value::Object).unwrap_or_else(|| x.clone())
+                    } else {
+                        respelt(x)
+                    };
+                    (camel(k), x)
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(respelt).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The plans lakesweep 0.1 pinned (`tests/golden/legacy/plans/`, schema
+/// `lakesweep.plan.v1`, snake_case) hold the same content as today's,
+/// field for field and value for value: only the spelling of the keys, the
+/// schema name and so the digest changed. A v1 plan is refused with the
+/// advice to plan again.
+#[test]
+fn plans_differ_from_their_v1_pins_in_key_spelling_only() {
+    let dir = golden_dir().join("legacy/plans");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).expect("tests/golden/legacy/plans") {
+        let path = e.unwrap().path();
+        let v1_text = std::fs::read_to_string(&path).unwrap();
+        let v2_text = std::fs::read_to_string(golden_dir().join(path.file_name().unwrap()))
+            .expect("every v1 pin has its v2 pin");
+        let err = lakesweep::SealedPlan::from_json(&v1_text).unwrap_err();
+        assert!(err.to_string().contains("plan again"), "{err}");
+        let mut v1: Value = serde_json::from_str(&v1_text).unwrap();
+        let mut v2: Value = serde_json::from_str(&v2_text).unwrap();
+        assert_eq!(v1["schema"], "lakesweep.plan.v1");
+        assert_eq!(v2["schema"], "lakesweep.plan.v2");
+        for v in [&mut v1, &mut v2] {
+            let o = v.as_object_mut().unwrap();
+            o.remove("schema");
+            o.remove("digest");
+        }
+        assert_eq!(respelt(&v1), v2, "{}", path.display());
+        n += 1;
+    }
+    assert_eq!(n, 9);
+}

@@ -844,7 +844,7 @@ fn a_ledger_of_another_table_or_a_newer_schema_is_refused() {
     ));
     let text = l
         .to_json()
-        .replace("lakesweep.ledger.v2", "lakesweep.ledger.v3");
+        .replace("lakesweep.ledger.v3", "lakesweep.ledger.v4");
     let e = Ledger::parse(&text).unwrap_err();
     assert!(e.to_string().contains("newer"), "{e}");
     assert!(Ledger::parse("{}").is_err());
@@ -854,8 +854,8 @@ fn a_ledger_of_another_table_or_a_newer_schema_is_refused() {
     assert_eq!(back.objects, l.objects);
     // A ledger edited by hand is refused: a shorter quarantine, a state.
     let edited = l.to_json().replace(
-        &format!("\"quarantine_ms\": {}", l.quarantine_ms),
-        "\"quarantine_ms\": 0",
+        &format!("\"quarantineMs\": {}", l.quarantine_ms),
+        "\"quarantineMs\": 0",
     );
     assert_ne!(edited, l.to_json());
     let e = Ledger::parse(&edited).unwrap_err();
@@ -863,11 +863,86 @@ fn a_ledger_of_another_table_or_a_newer_schema_is_refused() {
     // A sealed-before ledger (v1) cannot be told from an edited one.
     let v1 = l
         .to_json()
-        .replace("lakesweep.ledger.v2", "lakesweep.ledger.v1");
+        .replace("lakesweep.ledger.v3", "lakesweep.ledger.v1");
     assert!(Ledger::parse(&v1)
         .unwrap_err()
         .to_string()
         .contains("--new-ledger"));
+}
+
+/// A ledger lakesweep 0.1 sealed (`lakesweep.ledger.v2`, snake_case keys),
+/// as it stored it: `tests/golden/legacy/ledger.v2.json`.
+fn ledger_v2() -> String {
+    let p =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/legacy/ledger.v2.json");
+    std::fs::read_to_string(p).expect("the stored v2 ledger")
+}
+
+#[test]
+fn a_ledger_an_earlier_lakesweep_sealed_is_read_checked_and_carried_on() {
+    let text = ledger_v2();
+    let stored: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let l = Ledger::parse(&text).expect("a v2 ledger is read");
+    // Every object and its pinned version, read through the old spellings.
+    let objects = stored["objects"].as_object().unwrap();
+    assert!(objects.len() >= 5);
+    assert_eq!(l.objects.len(), objects.len());
+    for (key, o) in objects {
+        let v = &l.objects[key].version;
+        assert_eq!(
+            v.last_modified_ms,
+            o["version"]["last_modified_ms"].as_i64().unwrap(),
+            "{key}"
+        );
+        assert_eq!(
+            l.objects[key].since_revision,
+            o["since_revision"].as_u64().unwrap(),
+            "{key}"
+        );
+    }
+    assert_eq!(l.quarantine_ms, stored["quarantine_ms"].as_i64().unwrap());
+    assert_eq!(
+        l.receipts.len(),
+        stored["receipts"].as_array().unwrap().len()
+    );
+    assert!(!l.receipts.is_empty() && !l.approvals.is_empty() && !l.drills.is_empty());
+    // Chained to the digest it was sealed with, and saved as the current schema.
+    assert_eq!(
+        l.previous_integrity.as_deref(),
+        stored["integrity"].as_str()
+    );
+    let saved = l.to_json();
+    assert!(
+        saved.contains("\"schema\": \"lakesweep.ledger.v3\""),
+        "{saved}"
+    );
+    assert!(saved.contains("\"quarantineMs\"") && !saved.contains("quarantine_ms"));
+    let again = Ledger::parse(&saved).expect("the carried-on ledger reads back");
+    assert_eq!(again.objects, l.objects);
+    // Laid out differently, the same content still verifies.
+    let flat: String = text.lines().map(str::trim_start).collect();
+    assert_ne!(flat, text);
+    Ledger::parse(&flat).expect("the layout is not part of the digest");
+    // Edited by hand, it is refused: a shorter quarantine, a state moved on.
+    for (from, to) in [
+        (
+            format!("\"quarantine_ms\": {}", l.quarantine_ms),
+            "\"quarantine_ms\": 1".to_owned(),
+        ),
+        (
+            "\"QUARANTINED\"".to_owned(),
+            "\"UNREFERENCED_ELIGIBLE\"".to_owned(),
+        ),
+        ("\"revision\": ".to_owned(), "\"revision\": 1".to_owned()),
+    ] {
+        let edited = text.replacen(&from, &to, 1);
+        assert_ne!(edited, text, "{from} is in the stored ledger");
+        let e = Ledger::parse(&edited).unwrap_err();
+        assert!(e.to_string().contains("integrity"), "{from}: {e}");
+    }
+    // Its integrity field moved away from the end: not as v2 sealed it.
+    let moved = text.replacen("{\n", "{\n  \"integrity\": \"00\",\n", 1);
+    assert!(Ledger::parse(&moved).is_err());
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! The JSON Schemas of `schema/` (draft 2020-12) against real documents.
 //!
 //! Each stored document of the core has a schema: the sealed plan
-//! (`plan.v1.json`), the deletion ledger (`ledger.v2.json`), the metadata
-//! bundle (`bundle.v1.json`), the expiry plan (`expiry.v1.json`), the
+//! (`plan.v2.json`), the deletion ledger (`ledger.v3.json`), the metadata
+//! bundle (`bundle.v2.json`), the expiry plan (`expiry.v1.json`), the
 //! retention policy (`policy.v1.json`) and the live context
 //! (`context.v1.json`). Every schema is compiled with `boon` (which checks
 //! it against the draft's metaschema), then:
@@ -207,7 +207,7 @@ fn fresh_plans() -> Vec<(String, String)> {
 
 #[test]
 fn golden_and_fresh_plans_match_the_plan_schema() {
-    let schema = Schema::load("plan.v1.json");
+    let schema = Schema::load("plan.v2.json");
     let mut golden = Vec::new();
     let dir = repo().join("tests/golden");
     for entry in std::fs::read_dir(&dir).expect("tests/golden exists") {
@@ -238,13 +238,13 @@ fn golden_and_fresh_plans_match_the_plan_schema() {
         .iter()
         .map(|(_, text)| json_of("a plan", text))
         .find(|p| {
-            p["tokens"]["restore_drill"].is_object() && p["tokens"]["policy_digest"].is_string()
+            p["tokens"]["restoreDrill"].is_object() && p["tokens"]["policyDigest"].is_string()
         })
         .expect("a plan made under a policy carries its digest and drill gate");
-    assert_eq!(governed["tokens"]["hold_generation"], 3);
-    assert_eq!(governed["tokens"]["lease_watermark"], 2);
+    assert_eq!(governed["tokens"]["holdGeneration"], 3);
+    assert_eq!(governed["tokens"]["leaseWatermark"], 2);
     println!(
-        "plan.v1.json: {} golden + {} fresh plans valid",
+        "plan.v2.json: {} golden + {} fresh plans valid",
         golden.len(),
         fresh.len()
     );
@@ -263,16 +263,16 @@ fn golden_and_fresh_plans_match_the_plan_schema() {
     schema.rejects("no digest", &edited(p, "/digest", None));
     schema.rejects(
         "no tokens.context_digest",
-        &edited(p, "/tokens/context_digest", None),
+        &edited(p, "/tokens/contextDigest", None),
     );
     schema.rejects(
         "no summary.swept_prefixes",
-        &edited(p, "/summary/swept_prefixes", None),
+        &edited(p, "/summary/sweptPrefixes", None),
     );
     schema.rejects("no delete[0].etag", &edited(p, "/delete/0/etag", None));
     schema.rejects(
         "a string now_ms",
-        &edited(p, "/tokens/now_ms", Some(json!("1"))),
+        &edited(p, "/tokens/nowMs", Some(json!("1"))),
     );
     schema.rejects(
         "a negative size",
@@ -288,7 +288,7 @@ fn golden_and_fresh_plans_match_the_plan_schema() {
     );
     schema.rejects(
         "another schema name",
-        &edited(p, "/schema", Some(json!("lakesweep.plan.v2"))),
+        &edited(p, "/schema", Some(json!("lakesweep.plan.v1"))),
     );
     schema.rejects("a short digest", &edited(p, "/digest", Some(json!("abc"))));
     schema.rejects(
@@ -320,11 +320,11 @@ fn golden_and_fresh_plans_match_the_plan_schema() {
         &edited(&delta, "/tokens/head/size", None),
     );
     schema.rejects(
-        "a camelCase drill gate",
+        "a snake_case drill gate",
         &edited(
             &governed,
-            "/tokens/restore_drill",
-            Some(json!({"minBundles": 1, "maxAgeMs": 1})),
+            "/tokens/restoreDrill",
+            Some(json!({"min_bundles": 1, "max_age_ms": 1})),
         ),
     );
 }
@@ -469,7 +469,7 @@ fn walk_ledger(plan: &SealedPlan) -> Vec<String> {
 
 #[test]
 fn ledgers_walked_through_every_step_match_the_ledger_schema() {
-    let schema = Schema::load("ledger.v2.json");
+    let schema = Schema::load("ledger.v3.json");
     let mut count = 0;
     let mut last = None;
     for t in tables() {
@@ -484,7 +484,7 @@ fn ledgers_walked_through_every_step_match_the_ledger_schema() {
             last = Some(json_of("a ledger", text));
         }
     }
-    println!("ledger.v2.json: {count} ledgers valid");
+    println!("ledger.v3.json: {count} ledgers valid");
     assert!(count >= 16);
 
     let l = last.expect("at least one ledger");
@@ -495,10 +495,10 @@ fn ledgers_walked_through_every_step_match_the_ledger_schema() {
         .expect("the walked ledger holds objects");
     let object = format!("/objects/{key}");
     schema.rejects("no integrity", &edited(&l, "/integrity", None));
-    schema.rejects("no unknown_ever", &edited(&l, "/unknown_ever", None));
+    schema.rejects("no unknownEver", &edited(&l, "/unknownEver", None));
     schema.rejects(
-        "no previous_integrity",
-        &edited(&l, "/previous_integrity", None),
+        "no previousIntegrity",
+        &edited(&l, "/previousIntegrity", None),
     );
     schema.rejects(
         "an object without its version",
@@ -514,7 +514,7 @@ fn ledgers_walked_through_every_step_match_the_ledger_schema() {
     );
     schema.rejects(
         "a negative quarantine",
-        &edited(&l, "/quarantine_ms", Some(json!(-5))),
+        &edited(&l, "/quarantineMs", Some(json!(-5))),
     );
     schema.rejects(
         "an unknown state",
@@ -635,7 +635,7 @@ fn snapshot_ids(t: &Table) -> Vec<i64> {
 
 #[test]
 fn sealed_bundles_match_the_bundle_schema() {
-    let schema = Schema::load("bundle.v1.json");
+    let schema = Schema::load("bundle.v2.json");
     let mut count = 0;
     let mut sample = None;
     for t in tables() {
@@ -659,7 +659,7 @@ fn sealed_bundles_match_the_bundle_schema() {
             sample = Some(json_of("a bundle", &text));
         }
     }
-    println!("bundle.v1.json: {count} bundles valid");
+    println!("bundle.v2.json: {count} bundles valid");
 
     let b = sample.expect("at least one bundle");
     let content = b["entries"]
@@ -678,7 +678,7 @@ fn sealed_bundles_match_the_bundle_schema() {
     );
     schema.rejects(
         "a string snapshot id",
-        &edited(&b, "/snapshot_ids/0", Some(json!("1"))),
+        &edited(&b, "/snapshotIds/0", Some(json!("1"))),
     );
     schema.rejects(
         "a content entry with a non-hex digest",
@@ -1092,6 +1092,32 @@ fn the_tests_contexts_match_the_context_schema() {
     }
 }
 
+/// The ledger and the bundle an earlier lakesweep stored, which this one
+/// still reads (`tests/golden/legacy/`), match the schemas of their version.
+#[test]
+fn documents_an_earlier_lakesweep_stored_match_their_schemas() {
+    for (doc, schema, now) in [
+        ("ledger.v2.json", "ledger.v2.json", "ledger.v3.json"),
+        ("bundle.v1.json", "bundle.v1.json", "bundle.v2.json"),
+    ] {
+        let text = std::fs::read_to_string(repo().join("tests/golden/legacy").join(doc))
+            .expect("a stored legacy document");
+        let schema = Schema::load(schema);
+        schema.accepts(doc, &text);
+        let current = if doc.starts_with("ledger") {
+            Ledger::parse(&text).map(|l| l.to_json())
+        } else {
+            Bundle::parse(&text).map(|b| b.to_json())
+        }
+        .unwrap_or_else(|e| panic!("{doc} is not read: {e}"));
+        schema.rejects(
+            &format!("{doc} saved on as the current version"),
+            &json_of(doc, &current),
+        );
+        Schema::load(now).accepts(&format!("{doc} saved on as {now}"), &current);
+    }
+}
+
 #[test]
 fn every_schema_file_is_tested() {
     let mut names: Vec<PathBuf> = std::fs::read_dir(repo().join("schema"))
@@ -1107,10 +1133,12 @@ fn every_schema_file_is_tested() {
         names,
         [
             "bundle.v1.json",
+            "bundle.v2.json",
             "context.v1.json",
             "expiry.v1.json",
             "ledger.v2.json",
-            "plan.v1.json",
+            "ledger.v3.json",
+            "plan.v2.json",
             "policy.v1.json"
         ],
         "a schema without a test here (or a test without its schema)"

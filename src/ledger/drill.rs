@@ -11,13 +11,16 @@ use super::*;
 /// each verified (every layer and pinned version against the bundle)
 /// without committing anything.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Drill {
     /// When, ms since the epoch.
+    #[serde(alias = "at_ms")]
     pub at_ms: i64,
     /// The seed the sample was drawn with ([`drill_sample`]): the same seed
     /// over the same bundles draws the same sample.
     pub seed: u64,
     /// Bundles the table had.
+    #[serde(alias = "bundles_total")]
     pub bundles_total: u64,
     /// The bundles verified (ids).
     pub sampled: Vec<String>,

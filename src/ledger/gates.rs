@@ -8,6 +8,7 @@ use super::{state_name, DeleteResult, Ledger, ObjectState};
 
 /// The run report's gates: each must read 0 (or 100 %) for a clean run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Gates {
     /// Receipts of deleted objects that no granted approval listed.
     pub deleted_outside_approval: u64,

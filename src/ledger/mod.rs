@@ -34,6 +34,7 @@
 
 mod drill;
 mod gates;
+mod legacy;
 mod state;
 mod steps;
 mod wire;
@@ -59,7 +60,7 @@ pub use wire::{
 };
 
 /// Schema name of ledger documents.
-pub const LEDGER_SCHEMA: &str = "lakesweep.ledger.v2";
+pub const LEDGER_SCHEMA: &str = "lakesweep.ledger.v3";
 
 pub use crate::version::ObjectVersion;
 
@@ -75,16 +76,20 @@ pub(crate) fn version_of(d: &PlannedDelete) -> ObjectVersion {
 
 /// The ledger document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Ledger {
     /// Always [`LEDGER_SCHEMA`].
     pub schema: String,
     /// Canonical table location.
+    #[serde(alias = "table_location")]
     pub table_location: String,
     /// The table's UUID (Iceberg) or id (Delta), when known.
+    #[serde(alias = "table_uuid")]
     pub table_uuid: Option<String>,
     /// Incremented by every step.
     pub revision: u64,
     /// Quarantine interval, milliseconds.
+    #[serde(alias = "quarantine_ms")]
     pub quarantine_ms: i64,
     /// Objects by key relative to the table location.
     pub objects: BTreeMap<String, LedgerObject>,
@@ -96,6 +101,7 @@ pub struct Ledger {
     pub history: Vec<Move>,
     /// Keys that ever entered `DELETE_UNKNOWN`.
     #[serde(default)]
+    #[serde(alias = "unknown_ever")]
     pub unknown_ever: Vec<String>,
     /// Every restore drill recorded, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -103,6 +109,7 @@ pub struct Ledger {
     /// The integrity digest of the ledger this one was made from (each step
     /// chains to the one before; `None` for a new ledger).
     #[serde(default)]
+    #[serde(alias = "previous_integrity")]
     pub previous_integrity: Option<String>,
     /// SHA-256 (hex) over the previous digest and this ledger's content: a
     /// ledger edited by hand (a shorter quarantine, a state moved on) no
@@ -170,8 +177,9 @@ impl Ledger {
     pub fn parse(text: &str) -> Result<Ledger> {
         let v: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| Error::invalid("ledger", format!("not JSON: {e}")))?;
-        match v.get("schema").and_then(|s| s.as_str()) {
-            Some(LEDGER_SCHEMA) => {}
+        let v2 = match v.get("schema").and_then(|s| s.as_str()) {
+            Some(LEDGER_SCHEMA) => false,
+            Some(legacy::LEDGER_V2) => true,
             Some("lakesweep.ledger.v1") => {
                 return Err(Error::invalid(
                     "ledger",
@@ -190,10 +198,18 @@ impl Ledger {
                     format!("not a lakesweep ledger (schema {other:?})"),
                 ))
             }
-        }
+        };
         let mut l: Ledger = serde_json::from_value(v)
             .map_err(|e| Error::invalid("ledger", format!("damaged: {e}")))?;
-        if l.integrity != l.compute_integrity() {
+        let expected = if v2 {
+            // Sealed over its snake_case bytes: checked over them, then
+            // carried on (and saved next) as the current schema.
+            l.schema = LEDGER_SCHEMA.into();
+            legacy::integrity_v2(text, l.previous_integrity.as_deref())
+        } else {
+            Some(l.compute_integrity())
+        };
+        if expected.as_deref() != Some(l.integrity.as_str()) {
             return Err(Error::invalid(
                 "ledger",
                 "edited or damaged: its integrity digest does not match its content (a ledger is only ever written by lakesweep; restore the saved one, or start a new ledger with --new-ledger)",

@@ -9,6 +9,7 @@ use super::{ObjectState, ObjectVersion};
 
 /// One state change, with its reason.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Move {
     /// Key relative to the table location.
     pub key: String,
@@ -17,6 +18,7 @@ pub struct Move {
     /// State after.
     pub to: ObjectState,
     /// When, milliseconds since the epoch.
+    #[serde(alias = "at_ms")]
     pub at_ms: i64,
     /// Why, in words.
     pub why: String,
@@ -24,14 +26,17 @@ pub struct Move {
 
 /// One object of the ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct LedgerObject {
     /// Current state.
     pub state: ObjectState,
     /// The version pinned (from the newest plan that listed it as a candidate).
     pub version: ObjectVersion,
     /// When it entered its current state.
+    #[serde(alias = "since_ms")]
     pub since_ms: i64,
     /// The ledger revision in which it entered its current state.
+    #[serde(alias = "since_revision")]
     pub since_revision: u64,
     /// Why it is in its current state.
     pub why: String,
@@ -51,6 +56,7 @@ pub enum ProbePurpose {
 
 /// A HEAD the host must make.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Probe {
     /// Key relative to the table location.
     pub key: String,
@@ -62,6 +68,7 @@ pub struct Probe {
 
 /// What the store answered to a probe (`seen: None`: no such object).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Observation {
     /// Key relative to the table location.
     pub key: String,
@@ -76,6 +83,7 @@ pub struct Observation {
 
 /// The live state the host read just before approval.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct LiveState {
     /// The pointer's current metadata location (Delta: newest commit),
     /// mapped like the plan's. Metadata documents are immutable, so the same
@@ -121,6 +129,7 @@ pub enum DeleteResult {
 
 /// One delete's receipt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Receipt {
     /// Key relative to the table location.
     pub key: String,
@@ -129,12 +138,15 @@ pub struct Receipt {
     /// The version the delete was aimed at (as seen by HEAD just before).
     pub version: Option<ObjectVersion>,
     /// When the request was sent, ms since the epoch.
+    #[serde(alias = "requested_ms")]
     pub requested_ms: i64,
     /// When the store answered, ms since the epoch (`None`: no answer).
+    #[serde(alias = "confirmed_ms")]
     pub confirmed_ms: Option<i64>,
     /// Versioned buckets: a delete without a version id leaves a delete
     /// marker and keeps `version.version_id`; removing the marker undoes it.
     #[serde(default)]
+    #[serde(alias = "delete_marker")]
     pub delete_marker: bool,
     /// Versioned buckets: the version id of the delete marker the delete
     /// created, as the store answered it (with `version.version_id`, the
@@ -143,6 +155,7 @@ pub struct Receipt {
     // Left out when absent: a ledger sealed before the field existed must
     // re-serialise to the same bytes, or its integrity digest would fail.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "delete_marker_version_id")]
     pub delete_marker_version_id: Option<String>,
     /// The store's words, if any.
     #[serde(default)]
@@ -151,29 +164,38 @@ pub struct Receipt {
 
 /// The tokens one approval compared, and what it approved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Approval {
     /// Ledger revision of the approval.
     pub revision: u64,
     /// When, ms since the epoch.
+    #[serde(alias = "at_ms")]
     pub at_ms: i64,
     /// Whether it was granted.
     pub granted: bool,
     /// Why not, when refused (each difference found).
     pub differences: Vec<String>,
     /// The sealed plan's digest.
+    #[serde(alias = "plan_digest")]
     pub plan_digest: String,
     /// The sealed plan's metadata location and the live one (equal when granted).
+    #[serde(alias = "metadata_location")]
     pub metadata_location: String,
     /// Hold generation of the plan; the live one was not newer when granted.
+    #[serde(alias = "hold_generation")]
     pub hold_generation: u64,
     /// Lease watermark of the plan; the live one was equal when granted.
+    #[serde(alias = "lease_watermark")]
     pub lease_watermark: u64,
     /// The hold generation read live just before approving.
+    #[serde(alias = "live_hold_generation")]
     pub live_hold_generation: u64,
     /// The lease watermark read live just before approving.
+    #[serde(alias = "live_lease_watermark")]
     pub live_lease_watermark: u64,
     /// SHA-256 over the approved keys and their pinned versions: the exact
     /// sealed object list this approval covers (recorded for the audit).
+    #[serde(alias = "quarantine_root")]
     pub quarantine_root: String,
     /// The approved keys, exactly.
     pub keys: Vec<String>,

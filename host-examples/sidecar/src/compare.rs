@@ -100,8 +100,8 @@ impl Diff {
     /// As one JSON object.
     pub fn to_json(&self) -> Value {
         json!({
-            "only_ours": self.only_ours, "only_theirs": self.only_theirs,
-            "both": self.both, "outside_table": self.outside,
+            "onlyOurs": self.only_ours, "onlyTheirs": self.only_theirs,
+            "both": self.both, "outsideTable": self.outside,
         })
     }
 

@@ -574,8 +574,8 @@ pub fn result_name(r: wt::DeleteResult) -> &'static str {
 /// An object version as this host's own JSON outputs (receipts, reports)
 /// write it: `{size, last_modified_ms, etag, version_id}`.
 pub fn version_json(v: &wt::ObjectVersion) -> serde_json::Value {
-    serde_json::json!({"size": v.size, "last_modified_ms": v.last_modified_ms,
-                       "etag": v.etag, "version_id": v.version_id})
+    serde_json::json!({"size": v.size, "lastModifiedMs": v.last_modified_ms,
+                       "etag": v.etag, "versionId": v.version_id})
 }
 
 /// A malformed-reason's name, as the core spells it.

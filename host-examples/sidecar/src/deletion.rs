@@ -147,11 +147,11 @@ impl Line {
             "key": r.key, "uri": self.uri, "result": self.result(),
             "planned": version_json(&self.planned),
             "version": r.version.as_ref().map(version_json),
-            "requested_ms": r.requested_ms, "confirmed_ms": r.confirmed_ms,
-            "delete_marker": r.delete_marker, "detail": r.detail,
+            "requestedMs": r.requested_ms, "confirmedMs": r.confirmed_ms,
+            "deleteMarker": r.delete_marker, "detail": r.detail,
         });
         if r.delete_marker_version_id.is_some() {
-            v["delete_marker_version_id"] = json!(r.delete_marker_version_id);
+            v["deleteMarkerVersionId"] = json!(r.delete_marker_version_id);
         }
         if let Some(h) = &self.restore {
             v["restore"] = json!(h);

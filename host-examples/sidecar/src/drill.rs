@@ -23,7 +23,7 @@ pub struct Drilled {
 
 /// A drill as `drill --json` writes it.
 pub fn drill_json(d: &wt::Drill) -> Value {
-    json!({"at_ms": d.at_ms, "seed": d.seed, "bundles_total": d.bundles_total,
+    json!({"atMs": d.at_ms, "seed": d.seed, "bundlesTotal": d.bundles_total,
            "sampled": d.sampled,
            "failed": d.failed.iter().map(|f| (f.bundle_id.clone(), json!(f.why)))
                         .collect::<serde_json::Map<_, _>>(),

@@ -62,7 +62,7 @@ fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, error::HostErro
             "gates": sweep::gates_json(&s.gates), "ledger": s.ledger_uri,
             "stopped": s.stopped,
             "damage": s.damage.iter().map(deletion::Line::to_json).collect::<Vec<_>>(),
-            "damage_unchecked": s.damage_unchecked,
+            "damageUnchecked": s.damage_unchecked,
             "notes": s.notes});
         println!(
             "{}",

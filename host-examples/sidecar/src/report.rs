@@ -22,7 +22,7 @@ pub fn json(o: &Outcome) -> Value {
         "table": p.table_location, "format": format_name(p.format), "delete": delete, "keep": keep,
         "summary": summary_json(&p.summary), "warnings": p.warnings,
         "digest": p.digest, "tokens": tokens_json(&p.tokens),
-        "unrepresentable": o.unrepresentable, "store_notes": o.store_notes,
+        "unrepresentable": o.unrepresentable, "storeNotes": o.store_notes,
     })
 }
 
@@ -55,10 +55,10 @@ fn named_json(n: &[wt::NamedTally]) -> Value {
 fn summary_json(s: &wt::Summary) -> Value {
     json!({"listed": tally_json(&s.listed), "verdicts": named_json(&s.verdicts),
            "reclaimable": named_json(&s.reclaimable), "snapshots": s.snapshots,
-           "manifests_read": s.manifests_read, "referenced_keys": s.referenced_keys,
-           "external_references": s.external_references, "keep_set_bytes": s.keep_set_bytes,
-           "referenced_not_listed": s.referenced_not_listed, "rechecks": s.rechecks,
-           "memory_budget_bytes": s.memory_budget_bytes, "swept_prefixes": s.swept_prefixes})
+           "manifestsRead": s.manifests_read, "referencedKeys": s.referenced_keys,
+           "externalReferences": s.external_references, "keepSetBytes": s.keep_set_bytes,
+           "referencedNotListed": s.referenced_not_listed, "rechecks": s.rechecks,
+           "memoryBudgetBytes": s.memory_budget_bytes, "sweptPrefixes": s.swept_prefixes})
 }
 
 fn tokens_json(t: &wt::PlanTokens) -> Value {
@@ -67,13 +67,13 @@ fn tokens_json(t: &wt::PlanTokens) -> Value {
         .iter()
         .map(|r| (r.name.clone(), json!(r.snapshot_id)))
         .collect();
-    json!({"metadata_location": t.metadata_location, "refs_digest": t.refs_digest,
-           "refs": refs, "now_ms": t.now_ms, "file_retention_ms": t.file_retention_ms,
-           "keep_deleted_entries": t.keep_deleted_entries, "policy_digest": t.policy_digest,
-           "hold_generation": t.hold_generation, "lease_watermark": t.lease_watermark,
-           "context_digest": t.context_digest, "head": t.head.as_ref().map(version_json),
-           "restore_drill": t.restore_drill.map(|g| json!({"min_bundles": g.min_bundles,
-                                                            "max_age_ms": g.max_age_ms}))})
+    json!({"metadataLocation": t.metadata_location, "refsDigest": t.refs_digest,
+           "refs": refs, "nowMs": t.now_ms, "fileRetentionMs": t.file_retention_ms,
+           "keepDeletedEntries": t.keep_deleted_entries, "policyDigest": t.policy_digest,
+           "holdGeneration": t.hold_generation, "leaseWatermark": t.lease_watermark,
+           "contextDigest": t.context_digest, "head": t.head.as_ref().map(version_json),
+           "restoreDrill": t.restore_drill.map(|g| json!({"minBundles": g.min_bundles,
+                                                            "maxAgeMs": g.max_age_ms}))})
 }
 
 fn tally(t: Option<&wt::Tally>) -> (u64, u64) {

@@ -130,7 +130,7 @@ impl Lock {
     pub async fn take(ledger_uri: &str) -> Result<Lock, String> {
         let store = Store::for_uri(ledger_uri)?;
         let uri = format!("{ledger_uri}.lock");
-        let body = json!({"pid": std::process::id(), "since_ms": now_ms()}).to_string();
+        let body = json!({"pid": std::process::id(), "sinceMs": now_ms()}).to_string();
         match store.create(&uri, body.into_bytes()).await {
             Ok(()) => {}
             Err(crate::store::CreateError::Exists) => {
@@ -425,18 +425,18 @@ pub async fn show(table: &str, ledger: Option<&str>, wasm: Option<&str>) -> Resu
 /// A state move as the run report's JSON writes it.
 pub fn move_json(m: &wt::StateMove) -> Value {
     json!({"key": m.key, "from": m.from.map(state_name), "to": state_name(m.to),
-           "at_ms": m.at_ms, "why": m.why})
+           "atMs": m.at_ms, "why": m.why})
 }
 
 /// An approval as the run report's JSON writes it.
 pub fn approval_json(a: &wt::Approval) -> Value {
-    json!({"revision": a.revision, "at_ms": a.at_ms, "granted": a.granted,
-           "differences": a.differences, "plan_digest": a.plan_digest,
-           "metadata_location": a.metadata_location, "hold_generation": a.hold_generation,
-           "lease_watermark": a.lease_watermark,
-           "live_hold_generation": a.live_hold_generation,
-           "live_lease_watermark": a.live_lease_watermark,
-           "quarantine_root": a.quarantine_root, "keys": a.keys})
+    json!({"revision": a.revision, "atMs": a.at_ms, "granted": a.granted,
+           "differences": a.differences, "planDigest": a.plan_digest,
+           "metadataLocation": a.metadata_location, "holdGeneration": a.hold_generation,
+           "leaseWatermark": a.lease_watermark,
+           "liveHoldGeneration": a.live_hold_generation,
+           "liveLeaseWatermark": a.live_lease_watermark,
+           "quarantineRoot": a.quarantine_root, "keys": a.keys})
 }
 
 /// Objects per state, as a JSON object keyed by state name.
@@ -451,10 +451,10 @@ fn states_json(g: &wt::Gates) -> Value {
 
 /// The gates as the run report's JSON writes them.
 pub fn gates_json(g: &wt::Gates) -> Value {
-    json!({"deleted_outside_approval": g.deleted_outside_approval,
-           "approved_not_deleted": g.approved_not_deleted,
-           "approvals_after_newer_hold": g.approvals_after_newer_hold,
-           "unknown_total": g.unknown_total, "unknown_reconciled": g.unknown_reconciled,
+    json!({"deletedOutsideApproval": g.deleted_outside_approval,
+           "approvedNotDeleted": g.approved_not_deleted,
+           "approvalsAfterNewerHold": g.approvals_after_newer_hold,
+           "unknownTotal": g.unknown_total, "unknownReconciled": g.unknown_reconciled,
            "states": states_json(g)})
 }
 

@@ -275,7 +275,7 @@ fn a_lagging_pointer_is_refused_and_version_hint_follows_the_hadoop_rule() {
         std::fs::write(meta.join("version-hint.text"), hint).unwrap();
         let v = json(&plan(&[]));
         assert!(
-            v["tokens"]["metadata_location"]
+            v["tokens"]["metadataLocation"]
                 .as_str()
                 .unwrap()
                 .ends_with("/metadata/v2.metadata.json"),
@@ -332,7 +332,7 @@ fn a_write_data_path_outside_the_table_is_listed_and_its_orphans_go() {
     a.extend(["--out".into(), plan.display().to_string(), "--json".into()]);
     let v = json(&lakesweep(&a));
     assert_eq!(deletes(&v), orphans.iter().cloned().collect(), "{v}");
-    let prefixes = v["summary"]["swept_prefixes"].as_array().unwrap();
+    let prefixes = v["summary"]["sweptPrefixes"].as_array().unwrap();
     assert_eq!(prefixes.len(), 2, "{v}");
     assert!(prefixes[1].as_str().unwrap().ends_with("/ext/data/"));
     // Its live data files there are referenced, not deleted.
@@ -539,7 +539,7 @@ fn an_edited_or_missing_ledger_is_refused() {
     let ledger = t.root().join("_lakesweep/ledger.json");
     let text = std::fs::read_to_string(&ledger).unwrap();
     // A shorter quarantine typed in by hand: refused.
-    let edited = text.replace("\"quarantine_ms\": 86400000", "\"quarantine_ms\": 0");
+    let edited = text.replace("\"quarantineMs\": 86400000", "\"quarantineMs\": 0");
     assert_ne!(edited, text);
     std::fs::write(&ledger, &edited).unwrap();
     let o = run("sweep", &[]);
@@ -596,7 +596,7 @@ fn a_restore_drill_is_sampled_recorded_and_gates_approval() {
     let b = json(&drill(&["--sample", "2", "--seed", "7"]));
     assert_eq!(a["drill"]["sampled"], b["drill"]["sampled"], "seeded");
     assert_eq!(a["drill"]["sampled"].as_array().unwrap().len(), 2);
-    assert_eq!(a["drill"]["bundles_total"], 4);
+    assert_eq!(a["drill"]["bundlesTotal"], 4);
     assert_eq!(a["drill"]["passed"], true, "{a}");
     let seeds: BTreeSet<String> = (0..16)
         .map(|s| {

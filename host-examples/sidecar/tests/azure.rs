@@ -159,7 +159,7 @@ fn plan_apply_plan_on_azurite() {
     let mut want = planted(&t, &["candidate", "young"]);
     want.extend(extras.iter().map(|s| s.to_string()));
     assert_eq!(deletes(&v), want);
-    assert_eq!(v["summary"]["referenced_not_listed"], 0, "{}", v["summary"]);
+    assert_eq!(v["summary"]["referencedNotListed"], 0, "{}", v["summary"]);
     let o = run(
         &a,
         &[
@@ -185,7 +185,7 @@ fn plan_apply_plan_on_azurite() {
     assert_eq!(done, want);
     let v2 = plan(false);
     assert!(deletes(&v2).is_empty(), "{v2}");
-    assert_eq!(v2["summary"]["referenced_not_listed"], 0);
+    assert_eq!(v2["summary"]["referencedNotListed"], 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -28,7 +28,7 @@ fn plan_json_lists_exactly_the_old_planted_orphans() {
         assert_eq!(k["reason"], want, "{k}");
     }
     assert_eq!(v["digest"].as_str().unwrap().len(), 64);
-    assert_eq!(v["summary"]["referenced_not_listed"], 0);
+    assert_eq!(v["summary"]["referencedNotListed"], 0);
 }
 
 #[test]
@@ -115,10 +115,10 @@ fn plan_apply_plan_deletes_exactly_the_plan_and_the_table_still_reads() {
     // Again: nothing left to delete, and every referenced file is still there.
     let v2 = json(&s.plan(&["--json"]));
     assert!(deletes(&v2).is_empty(), "{v2}");
-    assert_eq!(v2["summary"]["referenced_not_listed"], 0);
+    assert_eq!(v2["summary"]["referencedNotListed"], 0);
     assert_eq!(
-        v2["summary"]["referenced_keys"],
-        v["summary"]["referenced_keys"]
+        v2["summary"]["referencedKeys"],
+        v["summary"]["referencedKeys"]
     );
 
     // Applying the same plan twice deletes nothing more.
@@ -367,11 +367,11 @@ fn compare_splits_against_another_tools_list() {
     let v = json(&o);
     assert_eq!(v["both"], serde_json::json!(["data/orphan-old-1.parquet"]));
     assert_eq!(
-        v["only_theirs"],
+        v["onlyTheirs"],
         serde_json::json!(["data/orphan-fresh.parquet"])
     );
-    assert_eq!(v["only_ours"].as_array().unwrap().len(), 2);
-    assert_eq!(v["outside_table"].as_array().unwrap().len(), 1);
+    assert_eq!(v["onlyOurs"].as_array().unwrap().len(), 2);
+    assert_eq!(v["outsideTable"].as_array().unwrap().len(), 1);
 }
 
 #[test]
@@ -441,7 +441,7 @@ fn expire_commits_through_version_hint_and_the_sweep_follows() {
         "--json".into(),
     ];
     let p = json(&lakesweep(&plan));
-    assert!(p["tokens"]["metadata_location"]
+    assert!(p["tokens"]["metadataLocation"]
         .as_str()
         .unwrap()
         .ends_with("/metadata/v3.metadata.json"));
@@ -543,7 +543,7 @@ fn expire_seals_a_bundle_fault_07_missing_layer_holds_quarantine_and_restore_bri
     let bundle: serde_json::Value =
         serde_json::from_slice(&std::fs::read(bundle_dir.join("bundle.json")).unwrap()).unwrap();
     assert_eq!(
-        bundle["snapshot_ids"].as_array().unwrap().len(),
+        bundle["snapshotIds"].as_array().unwrap().len(),
         expired.len()
     );
 

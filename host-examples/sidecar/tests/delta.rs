@@ -207,7 +207,7 @@ fn delta_plan_apply_plan_and_deltalake_still_reads_the_table() {
     );
     let again = json(&s.plan(now, &["--json"]));
     assert!(deletes(&again).is_empty(), "{again}");
-    assert_eq!(again["summary"]["referenced_not_listed"], 0);
+    assert_eq!(again["summary"]["referencedNotListed"], 0);
     let _ = std::fs::remove_file(&plan_path);
     let _ = std::fs::remove_file(format!("{}.receipts.jsonl", plan_path.display()));
 }

@@ -72,7 +72,7 @@ fn expire_commit_then_sweep_reclaims_exactly_what_only_expired_snapshots_held() 
     let plan_path = t.dir.join("plan.json");
     let after = json(&t.run("plan", &["--json", "--out", plan_path.to_str().unwrap()]));
     assert_eq!(deletes(&after), only_expired);
-    assert_eq!(after["summary"]["referenced_not_listed"], 0);
+    assert_eq!(after["summary"]["referencedNotListed"], 0);
 
     let mut apply = vec!["apply".to_owned(), plan_path.display().to_string()];
     apply.extend(t.pointer());
@@ -145,7 +145,7 @@ fn policies_are_checked_bound_and_applied() {
         .unwrap()
         .iter()
         .any(|k| k["key"] == "data/case-7/evidence.parquet" && k["reason"] == "protected"));
-    assert_eq!(v["tokens"]["hold_generation"], 4);
+    assert_eq!(v["tokens"]["holdGeneration"], 4);
     // A newer hold generation at apply time beats the plan.
     let plan_path = t.dir.join("held-plan.json");
     let o = t.run(

@@ -227,11 +227,11 @@ fn plan_apply_plan_on_an_s3_server() {
         a
     };
     let v = json(&run(&m, &plan_args(true)));
-    assert!(v["tokens"]["metadata_location"].as_str().unwrap() == meta);
+    assert!(v["tokens"]["metadataLocation"].as_str().unwrap() == meta);
     let mut want = planted(&t, &["candidate", "young"]);
     want.extend(extras.iter().cloned());
     assert_eq!(deletes(&v), want);
-    assert_eq!(v["summary"]["referenced_not_listed"], 0, "{}", v["summary"]);
+    assert_eq!(v["summary"]["referencedNotListed"], 0, "{}", v["summary"]);
     assert!(v["summary"]["listed"]["count"].as_u64().unwrap() > 1000);
 
     let o = run(
@@ -263,10 +263,10 @@ fn plan_apply_plan_on_an_s3_server() {
 
     let v2 = json(&run(&m, &plan_args(false)));
     assert!(deletes(&v2).is_empty(), "{v2}");
-    assert_eq!(v2["summary"]["referenced_not_listed"], 0);
+    assert_eq!(v2["summary"]["referencedNotListed"], 0);
     assert_eq!(
-        v2["summary"]["referenced_keys"],
-        v["summary"]["referenced_keys"]
+        v2["summary"]["referencedKeys"],
+        v["summary"]["referencedKeys"]
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -443,13 +443,13 @@ fn versioned_bucket_receipts(status: &str) {
         let r: serde_json::Value = serde_json::from_str(line).unwrap();
         assert_eq!(r["result"], "deleted", "{r}");
         // The version that was current when deleted: what an undo restores.
-        assert_eq!(r["version"]["version_id"].is_string(), kept, "{r}");
+        assert_eq!(r["version"]["versionId"].is_string(), kept, "{r}");
         assert_eq!(
-            r["delete_marker"], kept,
+            r["deleteMarker"], kept,
             "an undo only where one exists: {r}"
         );
         if kept {
-            assert!(r["delete_marker_version_id"].is_string(), "{r}");
+            assert!(r["deleteMarkerVersionId"].is_string(), "{r}");
         }
     }
     // Deleted means gone from the listing (a delete marker hides the old version).
@@ -580,13 +580,10 @@ fn two_phase_sweep_on_a_versioned_bucket_fault_10_lost_receipt_fault_11_delete_m
         .unwrap()
         .clone();
     assert_eq!(receipt["result"], "deleted");
-    assert_eq!(receipt["delete_marker"], true, "{receipt}");
-    let kept_version = receipt["version"]["version_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert_eq!(v["gates"]["deleted_outside_approval"], 0);
-    assert_eq!(v["gates"]["approved_not_deleted"], 0);
+    assert_eq!(receipt["deleteMarker"], true, "{receipt}");
+    let kept_version = receipt["version"]["versionId"].as_str().unwrap().to_owned();
+    assert_eq!(v["gates"]["deletedOutsideApproval"], 0);
+    assert_eq!(v["gates"]["approvedNotDeleted"], 0);
 
     // Fault 11: an operator removes the delete marker; the kept version is current again.
     let key = format!("warehouse/demo/events/{victim}");
@@ -692,11 +689,8 @@ fn two_phase_sweep_on_a_versioned_bucket_fault_10_lost_receipt_fault_11_delete_m
         .unwrap()
         .iter()
         .any(|m| m["key"] == late && m["to"] == "DELETE_UNKNOWN"));
-    assert!(v["gates"]["unknown_total"].as_u64().unwrap() >= 1, "{v}");
-    assert_eq!(
-        v["gates"]["unknown_total"],
-        v["gates"]["unknown_reconciled"]
-    );
+    assert!(v["gates"]["unknownTotal"].as_u64().unwrap() >= 1, "{v}");
+    assert_eq!(v["gates"]["unknownTotal"], v["gates"]["unknownReconciled"]);
     // Every referenced file of the table is still there.
     let plan = run(
         &m,
@@ -711,7 +705,7 @@ fn two_phase_sweep_on_a_versioned_bucket_fault_10_lost_receipt_fault_11_delete_m
         ],
     );
     let p = json(&plan);
-    assert_eq!(p["summary"]["referenced_not_listed"], 0, "{p}");
+    assert_eq!(p["summary"]["referencedNotListed"], 0, "{p}");
     // `ledger show` reads it back.
     let o = run(&m, &["ledger".into(), "show".into(), table.clone()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -835,7 +829,7 @@ fn odd_keys(versioned: bool) {
         .collect();
     for d in pinned.values() {
         // LIST pins the version id on a versioned bucket (none otherwise).
-        assert_eq!(d["version_id"].is_string(), versioned, "{d}");
+        assert_eq!(d["versionId"].is_string(), versioned, "{d}");
     }
 
     let o = run(
@@ -858,10 +852,10 @@ fn odd_keys(versioned: bool) {
         assert_eq!(r["result"], "deleted", "{r}");
         if versioned {
             assert_eq!(
-                r["version"]["version_id"], pinned[key]["version_id"],
+                r["version"]["versionId"], pinned[key]["versionId"],
                 "the version deleted is the one planned: {r}"
             );
-            assert!(r["delete_marker_version_id"].is_string(), "{r}");
+            assert!(r["deleteMarkerVersionId"].is_string(), "{r}");
         }
         done.insert(key.to_owned());
     }
@@ -885,9 +879,9 @@ fn odd_keys(versioned: bool) {
             );
             assert!(status.contains("200"), "{status} {body}");
             let marker = xml_after(&body, "<DeleteMarker>", "VersionId").unwrap();
-            assert_eq!(Some(marker), r["delete_marker_version_id"].as_str());
+            assert_eq!(Some(marker), r["deleteMarkerVersionId"].as_str());
             let version = xml_after(&body, "<Version>", "VersionId").unwrap();
-            assert_eq!(Some(version), r["version"]["version_id"].as_str());
+            assert_eq!(Some(version), r["version"]["versionId"].as_str());
             assert_eq!(xml_after(&body, "<Version>", "IsLatest"), Some("false"));
         }
     }
@@ -901,7 +895,7 @@ fn odd_keys(versioned: bool) {
     {
         assert!(reason(&v2, k).is_some(), "{k} still listed and kept");
     }
-    assert_eq!(v2["summary"]["referenced_not_listed"], 0);
+    assert_eq!(v2["summary"]["referencedNotListed"], 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
