@@ -20,13 +20,15 @@
 //! } until is_done()
 //! finish()                                    the sealed plan, or the error
 //! ```
-//! Any error ends the session: it plans nothing. The stateless page mode
-//! ([`PageClassifier`]) takes a session's exported keep set.
+//! Any error ends the session: it plans nothing. [`host::drive`] is this
+//! loop written out once (the tests, fuzz targets and benches run through
+//! it). The stateless page mode ([`PageClassifier`]) takes a session's
+//! exported keep set.
 //!
 //! ## Layers (each uses only those below it; `tests/layout.rs` checks)
 //!
 //! ```text
-//! bindings · ledger · acceptance · plan, expire, bundle · policy, page ·
+//! bindings, host · ledger · acceptance · plan, expire, bundle · policy, page ·
 //! verdict, context · reach, delta_log · spec · codec ·
 //! error, path, digest, duration, version, format
 //! ```
@@ -41,11 +43,13 @@
 //! judged on.
 
 // The nouns a host names by path: the stored documents' types, the
-// formats' parsers (fuzz targets and tests read them) and the errors.
+// formats' parsers (fuzz targets and tests read them), the errors and the
+// reference host loop.
 pub mod bundle;
 pub mod codec;
 pub mod context;
 pub mod error;
+pub mod host;
 pub mod ledger;
 pub mod path;
 pub mod policy;

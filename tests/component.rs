@@ -240,6 +240,9 @@ impl Planner for Wasm {
             })
             .collect()
     }
+}
+
+impl Finish for Wasm {
     fn finish_json(&mut self) -> Result<String, Error> {
         let s = self.session;
         let api = &self.api;

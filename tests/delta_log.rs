@@ -469,6 +469,9 @@ impl Planner for Etagged {
     fn drain_decisions(&mut self) -> Vec<Decision> {
         self.0.drain_decisions()
     }
+}
+
+impl Finish for Etagged {
     fn finish_json(&mut self) -> Result<String, Error> {
         self.0.finish().map(|p| p.to_json())
     }

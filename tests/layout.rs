@@ -2,7 +2,8 @@
 //! uses only modules of a lower layer, so the picture has no cycles.
 //!
 //! ```text
-//! bindings                      the component's exports (public API only)
+//! bindings, host                the component's exports (public API only);
+//!                               the reference host loop
 //! ledger                        two-phase deletion
 //! acceptance                    the one acceptance path
 //! plan (+ plan/delta), expire, bundle
@@ -42,6 +43,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("acceptance", 7),
     ("ledger", 8),
     ("bindings", 9),
+    ("host", 9),
 ];
 
 /// The top-level module a source file belongs to (`src/spec/delta.rs` ->

@@ -119,6 +119,9 @@ impl Planner for Tagged<'_> {
     fn drain_decisions(&mut self) -> Vec<Decision> {
         self.session.drain_decisions()
     }
+}
+
+impl Finish for Tagged<'_> {
     fn finish_json(&mut self) -> Result<String, Error> {
         self.session.finish().map(|p| p.to_json())
     }

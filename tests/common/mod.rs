@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use lakesweep::{Decision, Error, ListedObject, Request, SealedPlan, Session, SessionConfig};
+use lakesweep::{Decision, Error, ListedObject, SealedPlan, Session, SessionConfig};
 use serde_json::Value;
 
 pub const VROOT: &str = "file:///lakesweep-fixtures";
@@ -108,37 +108,17 @@ impl HostOptions {
     }
 }
 
-/// The planner surface both the native crate and the component offer.
-pub trait Planner {
-    fn poll_request(&mut self) -> Option<Request>;
-    fn handle_blob(&mut self, uri: String, bytes: Vec<u8>) -> Result<(), Error>;
-    fn handle_missing(&mut self, uri: String) -> Result<(), Error>;
-    fn handle_page(&mut self, objects: Vec<ListedObject>, is_last: bool) -> Result<(), Error>;
-    fn handle_pointer(&mut self, loc: Option<String>) -> Result<(), Error>;
-    fn drain_decisions(&mut self) -> Vec<Decision>;
+/// The planner surface both the native crate and the component offer: the
+/// core's [`Planner`] (the reference loop drives it) and the sealed plan.
+pub use lakesweep::host::Planner;
+
+/// A planner that can also hand over its sealed plan.
+pub trait Finish: Planner {
     /// The sealed plan as its canonical JSON text.
     fn finish_json(&mut self) -> Result<String, Error>;
 }
 
-impl Planner for Session {
-    fn poll_request(&mut self) -> Option<Request> {
-        Session::poll_request(self)
-    }
-    fn handle_blob(&mut self, uri: String, bytes: Vec<u8>) -> Result<(), Error> {
-        Session::handle_blob(self, uri, bytes)
-    }
-    fn handle_missing(&mut self, uri: String) -> Result<(), Error> {
-        Session::handle_missing(self, uri)
-    }
-    fn handle_page(&mut self, objects: Vec<ListedObject>, is_last: bool) -> Result<(), Error> {
-        Session::handle_page(self, objects, is_last)
-    }
-    fn handle_pointer(&mut self, loc: Option<String>) -> Result<(), Error> {
-        Session::handle_pointer(self, loc)
-    }
-    fn drain_decisions(&mut self) -> Vec<Decision> {
-        Session::drain_decisions(self)
-    }
+impl Finish for Session {
     fn finish_json(&mut self) -> Result<String, Error> {
         self.finish().map(|p| p.to_json())
     }
@@ -254,58 +234,53 @@ impl Run {
     }
 }
 
-/// Drives `p` to the end, like a real host, with pages split and ordered as asked.
-pub fn drive(p: &mut dyn Planner, start_pointer: &str, opts: &HostOptions) -> Result<Run, Error> {
-    let mut decisions = Vec::new();
-    let mut pointers = opts.pointers.clone().into_iter();
-    // Requests are served newest-first to exercise "answers in any order".
-    let mut queue: Vec<Request> = Vec::new();
-    loop {
-        while let Some(r) = p.poll_request() {
-            queue.push(r);
-        }
-        let Some(req) = (if opts.shuffle % 2 == 1 {
-            queue.pop()
-        } else if queue.is_empty() {
-            None
-        } else {
-            Some(queue.remove(0))
-        }) else {
-            break;
-        };
-        match req {
-            Request::ReadBlob { uri } => match read(&uri, opts) {
-                Some(b) => p.handle_blob(uri, b)?,
-                None => p.handle_missing(uri)?,
-            },
-            Request::List { prefix } => {
-                let objs = list(prefix.trim_end_matches('/'), opts);
-                let mut pages: Vec<Vec<ListedObject>> = objs
-                    .chunks(opts.page_size.max(1))
-                    .map(|c| c.to_vec())
-                    .collect();
-                if pages.is_empty() {
-                    pages.push(vec![]);
-                }
-                permute(&mut pages, opts.shuffle);
-                let n = pages.len();
-                for (i, page) in pages.into_iter().enumerate() {
-                    p.handle_page(page, i + 1 == n)?;
-                    decisions.extend(p.drain_decisions());
-                }
-            }
-            Request::ResolvePointer => {
-                let ptr = pointers.next().unwrap_or_else(|| {
-                    opts.pointers
-                        .last()
-                        .cloned()
-                        .unwrap_or_else(|| start_pointer.to_owned())
-                });
-                p.handle_pointer(Some(ptr))?;
-            }
-        }
-        decisions.extend(p.drain_decisions());
+/// The fixtures (and `opts`' changes to them) as the reference host's
+/// store: pages split and ordered as `opts` asks, pointers answered in turn.
+struct Fixtures<'a> {
+    opts: &'a HostOptions,
+    pointers: std::vec::IntoIter<String>,
+    start_pointer: &'a str,
+}
+
+impl lakesweep::host::Store for Fixtures<'_> {
+    fn read(&mut self, uri: &str) -> Option<Vec<u8>> {
+        read(uri, self.opts)
     }
+    fn list(&mut self, prefix: &str) -> Vec<Vec<ListedObject>> {
+        let objs = list(prefix.trim_end_matches('/'), self.opts);
+        let mut pages: Vec<Vec<ListedObject>> = objs
+            .chunks(self.opts.page_size.max(1))
+            .map(|c| c.to_vec())
+            .collect();
+        permute(&mut pages, self.opts.shuffle);
+        pages
+    }
+    fn pointer(&mut self) -> Option<String> {
+        Some(self.pointers.next().unwrap_or_else(|| {
+            self.opts
+                .pointers
+                .last()
+                .cloned()
+                .unwrap_or_else(|| self.start_pointer.to_owned())
+        }))
+    }
+}
+
+/// Drives `p` to the end through the core's reference loop
+/// ([`lakesweep::host::drive`]), with pages split and ordered as asked;
+/// an odd `shuffle` answers the newest request first.
+pub fn drive(p: &mut dyn Finish, start_pointer: &str, opts: &HostOptions) -> Result<Run, Error> {
+    let mut store = Fixtures {
+        opts,
+        pointers: opts.pointers.clone().into_iter(),
+        start_pointer,
+    };
+    let order = if opts.shuffle % 2 == 1 {
+        lakesweep::host::Order::NewestFirst
+    } else {
+        lakesweep::host::Order::AsAsked
+    };
+    let decisions = lakesweep::host::drive(p, &mut store, order)?;
     let plan_json = p.finish_json()?;
     Ok(Run {
         plan_json,
