@@ -21,7 +21,7 @@ use crate::delta_log::{
 use crate::duration::human_ms;
 use crate::error::{Error, Result};
 use crate::error::{MalformedReason, ProtocolReason};
-use crate::path::CanonicalUri;
+use crate::path::{CanonicalUri, TableLocation};
 use crate::reach::Source;
 use crate::spec::delta::{self as spec, Action, CommitIdentity, LogFile, LogPath};
 use crate::verdict::ListedObject;
@@ -88,29 +88,102 @@ fn version_of(what: &str, id: i64) -> Result<u64> {
     })
 }
 
-impl Session {
-    /// Delta only: the identity (version, URI, size, last-modified time and
-    /// entity tag as listed) of the newest commit the session planned on,
-    /// after the re-check (a commit found then has no listed time or tag).
-    /// For a log holding only a checkpoint, its first file. `None` before the
-    /// log was listed, and for Iceberg sessions.
-    pub fn delta_newest_commit(&self) -> Option<&CommitIdentity> {
-        self.delta().and_then(|d| d.newest.as_ref())
-    }
+/// A path the log names that the session must keep: the log file it was
+/// read from (`blob`), the path as decoded (relative to the table, or
+/// absolute), and why.
+#[derive(Debug, Clone)]
+pub(super) struct KeepPath {
+    pub(super) blob: String,
+    pub(super) path: LogPath,
+    pub(super) source: Source,
+}
 
-    pub(super) fn start_delta(&mut self, log_prefix: String) -> Result<()> {
+/// `files` of `version` as read from `blob`, to keep.
+fn keep_files(blob: &str, files: Vec<Kept>, version: u64, out: &mut Vec<KeepPath>) {
+    for k in files {
+        let (path, source) = match k {
+            Kept::Active(p) => (p, Source::DeltaActive { version }),
+            Kept::DeletionVector(p) => (p, Source::DeltaDeletionVector { version }),
+        };
+        out.push(KeepPath {
+            blob: blob.to_owned(),
+            path,
+            source,
+        });
+    }
+}
+
+/// What the session needs of the run's settings to start a Delta sweep.
+pub(super) struct Start<'a> {
+    /// URI of `_delta_log/` (with the trailing slash).
+    pub(super) log_prefix: String,
+    /// The operator's kept versions.
+    pub(super) keep_versions: &'a [i64],
+    /// Leases, holds and DR checkpoints (they name versions).
+    pub(super) context: &'a crate::Context,
+    /// Evaluation time, ms (a lease ending by then keeps nothing).
+    pub(super) now_ms: i64,
+}
+
+/// The log listing is complete: the newest commit, and what to read.
+pub(super) struct Listed {
+    /// URI of the newest commit (or checkpoint-only version's first file).
+    pub(super) latest_uri: String,
+    /// Checkpoint files and commits to read, with their replay order.
+    pub(super) reads: Vec<(String, Purpose)>,
+}
+
+/// What the session needs of the run's settings to judge the replayed log.
+pub(super) struct Rules {
+    /// Evaluation time, ms.
+    pub(super) now_ms: i64,
+    /// The file-retention window, ms.
+    pub(super) window_ms: i64,
+    /// Accept a window shorter than the table's retention (and warn).
+    pub(super) allow_short_retention: bool,
+    /// Plan log cleanup.
+    pub(super) log_cleanup: bool,
+}
+
+/// The replayed table: the state it says, and what the session records.
+pub(super) struct Replayed {
+    /// The newest version replayed.
+    pub(super) latest: u64,
+    /// Versions readable from the log: the checkpoint's to the newest.
+    pub(super) readable: BTreeSet<i64>,
+    /// The table id (`metaData.id`), when it has one.
+    pub(super) table_id: Option<String>,
+    /// Its partition columns.
+    pub(super) partition_columns: Vec<String>,
+    /// The table's metadata and protocol (retention, UniForm, cleanup).
+    pub(super) metadata: spec::Metadata,
+    pub(super) protocol: spec::Protocol,
+}
+
+/// What log cleanup decided.
+pub(super) enum Cleanup {
+    /// Nothing to plan (no log retention boundary yet).
+    Nothing,
+    /// These `_delta_log/` entries (name -> why) may go.
+    Expired(BTreeMap<String, String>),
+    /// Skipped or refused: the plan says why.
+    Skipped(String),
+    /// The boundary checkpoint must be read and validated first.
+    Read(Vec<(String, Purpose)>),
+}
+
+impl DeltaSweep {
+    /// A sweep of the log under `start.log_prefix`: the versions the
+    /// operator, live leases, holds and DR checkpoints keep.
+    pub(super) fn start(start: Start<'_>) -> Result<DeltaSweep> {
         let mut keep = BTreeSet::new();
-        for v in &self.config.keep_versions {
+        for v in start.keep_versions {
             keep.insert(u64::try_from(*v).map_err(|_| {
                 Error::invalid("keep_versions", format!("{v} is not a table version"))
             })?);
         }
-        let ctx = &self.classifier.protections;
-        for l in ctx
-            .leases
-            .iter()
-            .filter(|l| l.expires_at_ms > self.config.now_ms)
-        {
+        let ctx = start.context;
+        for l in ctx.leases.iter().filter(|l| l.expires_at_ms > start.now_ms) {
             keep.insert(version_of("a lease", l.snapshot_id)?);
         }
         for h in &ctx.holds {
@@ -133,11 +206,519 @@ impl Session {
                 }
             }
         }
-        self.machine = super::Machine::Delta(Box::new(DeltaSweep {
-            log_prefix: log_prefix.clone(),
+        Ok(DeltaSweep {
+            log_prefix: start.log_prefix,
             keep_versions: keep,
             ..DeltaSweep::default()
-        }));
+        })
+    }
+
+    /// The newest commit planned on (see [`Session::delta_newest_commit`]).
+    pub(super) fn newest(&self) -> Option<&CommitIdentity> {
+        self.newest.as_ref()
+    }
+
+    /// One page of the `_delta_log/` listing of the table at `location`;
+    /// after the last, what to read (`window_start`: the oldest time whose
+    /// versions readers may still ask for).
+    pub(super) fn log_page(
+        &mut self,
+        location: &TableLocation,
+        objects: Vec<ListedObject>,
+        is_last: bool,
+        window_start: i64,
+    ) -> Result<Option<Listed>> {
+        for obj in objects {
+            let uri = CanonicalUri::parse(&obj.key).map_err(|e| {
+                Error::protocol(
+                    ProtocolReason::BadKey,
+                    format!("listed key `{}` is not a URI: {e}", obj.key),
+                )
+            })?;
+            let name = location
+                .relative(&uri)
+                .and_then(|r| r.strip_prefix("_delta_log/"))
+                .ok_or_else(|| {
+                    Error::protocol(
+                        ProtocolReason::BadKey,
+                        format!(
+                            "listed key `{}` is not under `{}`",
+                            obj.key, self.log_prefix
+                        ),
+                    )
+                })?
+                .to_owned();
+            let entry = LogEntry {
+                size: obj.size,
+                last_modified_ms: obj.last_modified_ms,
+                etag: obj.etag.clone(),
+            };
+            if self.log.files.insert(name, entry).is_some() {
+                return Err(Error::protocol(
+                    ProtocolReason::BadKey,
+                    format!("key `{}` listed twice", obj.key),
+                ));
+            }
+        }
+        if !is_last {
+            return Ok(None);
+        }
+        let plan = self
+            .log
+            .read_plan(&self.log_prefix, &self.keep_versions, window_start)?;
+        let prefix = &self.log_prefix;
+        let read = |order: u8, version: u64, name: &str| {
+            (
+                format!("{prefix}{name}"),
+                Purpose::DeltaLog {
+                    order: (order, version),
+                },
+            )
+        };
+        let mut reads = Vec::new();
+        if let Some(c) = &plan.checkpoint {
+            for f in &c.files {
+                reads.push(read(CHECKPOINT, c.version, f));
+            }
+        }
+        for v in &plan.recent_before {
+            reads.push(read(RECENT_BEFORE, *v, &spec::commit_name(*v)));
+        }
+        for v in &plan.commits {
+            reads.push(read(COMMIT, *v, &spec::commit_name(*v)));
+        }
+        let latest_uri = format!("{prefix}{}", plan.latest_file);
+        self.latest = plan.latest;
+        self.newest = self
+            .log
+            .files
+            .get(&plan.latest_file)
+            .map(|e| CommitIdentity {
+                version: plan.latest,
+                uri: latest_uri.clone(),
+                size: e.size,
+                last_modified_ms: Some(e.last_modified_ms),
+                etag: e.etag.clone(),
+            });
+        self.plan = Some(plan);
+        Ok(Some(Listed { latest_uri, reads }))
+    }
+
+    /// A log file was read: parse it now (errors surface at once), replay
+    /// later. Returns the sidecars of a checkpoint, to read with it.
+    pub(super) fn log_blob(
+        &mut self,
+        uri: &str,
+        order: (u8, u64),
+        bytes: &[u8],
+    ) -> Result<Vec<(String, Purpose)>> {
+        let actions = match (self.parse(uri, bytes), order.0) {
+            (Ok(a), _) => a,
+            // A checkpoint read only for log cleanup: damage there skips
+            // the cleanup, it does not stop the sweep.
+            (Err(e), VALIDATE) => {
+                self.validation_failed = Some(e.to_string());
+                return Ok(Vec::new());
+            }
+            (Err(e), _) => return Err(e),
+        };
+        let mut reads = Vec::new();
+        if order.0 == CHECKPOINT || order.0 == VALIDATE {
+            for a in &actions {
+                if let Action::Sidecar { path } = a {
+                    let full = match LogPath::parse(uri, path)? {
+                        LogPath::Absolute(p) => p,
+                        LogPath::Relative(p) => format!("{}_sidecars/{p}", self.log_prefix),
+                    };
+                    let canon = CanonicalUri::parse(&full)
+                        .map_err(|e| {
+                            Error::malformed(
+                                MalformedReason::Path,
+                                uri,
+                                format!("sidecar `{full}`: {e}"),
+                            )
+                        })?
+                        .to_uri_string();
+                    reads.push((canon, Purpose::DeltaLog { order }));
+                }
+            }
+        }
+        self.blobs
+            .insert((order.0, order.1, uri.to_owned()), actions);
+        Ok(reads)
+    }
+
+    /// Parses a log file, after checking it is the size the listing said
+    /// (a file rewritten or cut since the listing is not the one planned on).
+    fn parse(&self, uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
+        if let Some(name) = uri.strip_prefix(&self.log_prefix) {
+            if let Some(e) = self.log.files.get(name) {
+                if e.size != bytes.len() as u64 {
+                    return Err(Error::malformed(
+                        MalformedReason::PartialWrite,
+                        uri,
+                        format!(
+                            "read {} bytes, the listing said {}: truncated or rewritten",
+                            bytes.len(),
+                            e.size
+                        ),
+                    ));
+                }
+            }
+        }
+        let commit = uri
+            .strip_prefix(&self.log_prefix)
+            .is_some_and(|name| matches!(spec::log_file(name), LogFile::Commit(_)));
+        if commit {
+            spec::parse_commit(uri, bytes)
+        } else if uri.ends_with(".parquet") {
+            spec::parse_parquet_actions(uri, bytes)
+        } else {
+            spec::parse_json_actions(uri, bytes)
+        }
+    }
+
+    /// A validation read for log cleanup found nothing.
+    pub(super) fn validation_missing(&mut self, uri: &str) {
+        self.validation_failed = Some(format!("`{uri}` does not exist"));
+    }
+
+    /// Log cleanup after its boundary checkpoint was read: plan it, or say why not.
+    pub(super) fn finish_validation(&mut self) -> Cleanup {
+        let Some((cp, cutoff)) = self.validating.take() else {
+            return Cleanup::Nothing;
+        };
+        let blobs = std::mem::take(&mut self.blobs);
+        let check = match self.validation_failed.take() {
+            Some(f) => Err(f),
+            None => crate::delta_log::validate_checkpoint(
+                &self.log_prefix,
+                &cp,
+                blobs
+                    .iter()
+                    .filter(|((o, _, _), _)| *o == VALIDATE)
+                    .map(|((_, _, u), a)| (u.as_str(), a.as_slice())),
+            )
+            .map_err(|e| e.to_string()),
+        };
+        match check {
+            Ok(()) => self.plan_cleanup(&cp, cutoff),
+            Err(why) => Cleanup::Skipped(format!(
+                "log cleanup skipped: checkpoint {} it would stop at is not readable ({why})",
+                cp.version
+            )),
+        }
+    }
+
+    /// Plans log cleanup below checkpoint `boundary` (read and validated),
+    /// then proves every version that must stay readable can still be
+    /// rebuilt from what remains; if not, nothing of the log goes.
+    fn plan_cleanup(&self, boundary: &Checkpoint, cutoff: i64) -> Cleanup {
+        let Some(must) = &self.cleanup_must else {
+            return Cleanup::Nothing;
+        };
+        let expired = self.log.expired_below(cutoff, boundary.version);
+        let mut trusted = BTreeSet::from([boundary.version]);
+        if let Some(c) = self.plan.as_ref().and_then(|p| p.checkpoint.as_ref()) {
+            trusted.insert(c.version);
+        }
+        match self.log.prove_rebuildable(&expired, must, &trusted) {
+            Ok(()) => Cleanup::Expired(expired),
+            Err(why) => Cleanup::Skipped(format!(
+                "log cleanup refused: {why}; nothing under _delta_log/ is deleted"
+            )),
+        }
+    }
+
+    /// Replays the checkpoint and the commits after it in version order;
+    /// returns the table they make and the files of every kept version on
+    /// the way (the latest's included), to keep.
+    pub(super) fn replay(&mut self, latest_uri: &str) -> Result<(Replayed, Replay, Vec<KeepPath>)> {
+        self.replayed = true;
+        let blobs = std::mem::take(&mut self.blobs);
+        let Some(plan) = self.plan.clone() else {
+            return Err(Error::protocol(
+                ProtocolReason::OutOfOrder,
+                "Delta replay before the log was listed",
+            ));
+        };
+        let log_uri = &self.log_prefix;
+        if let Some(c) = &plan.checkpoint {
+            crate::delta_log::validate_checkpoint(
+                log_uri,
+                c,
+                blobs
+                    .iter()
+                    .filter(|((o, _, _), _)| *o == CHECKPOINT)
+                    .map(|((_, _, u), a)| (u.as_str(), a.as_slice())),
+            )?;
+        }
+        let kept_version = |v: u64| self.keep_versions.contains(&v);
+        let mut keep = Vec::new();
+        let mut replay = Replay::default();
+        let mut done_checkpoint = false;
+        for ((order, version, uri), actions) in blobs {
+            if order != CHECKPOINT && !done_checkpoint {
+                done_checkpoint = true;
+                if let Some(c) = plan.checkpoint.as_ref().filter(|c| kept_version(c.version)) {
+                    keep_files(&uri, replay.live_files(), c.version, &mut keep);
+                }
+            }
+            let how = match order {
+                CHECKPOINT => ReplaySource::Checkpoint,
+                RECENT_BEFORE => ReplaySource::Before,
+                _ => ReplaySource::Commit,
+            };
+            replay.apply(&uri, version, actions, how)?;
+            if order == COMMIT && kept_version(version) && version != plan.latest {
+                keep_files(&uri, replay.live_files(), version, &mut keep);
+            }
+        }
+        if let Some(c) = plan.checkpoint.as_ref().filter(|_| !done_checkpoint) {
+            if kept_version(c.version) {
+                keep_files(log_uri, replay.live_files(), c.version, &mut keep);
+            }
+        }
+        let (Some(protocol), Some(metadata)) = (replay.protocol.clone(), replay.metadata.clone())
+        else {
+            return Err(Error::malformed(
+                MalformedReason::Field,
+                log_uri,
+                "the replayed log has no protocol or no metaData action",
+            ));
+        };
+        keep_files(latest_uri, replay.live_files(), plan.latest, &mut keep);
+        self.latest = plan.latest;
+        let replayed = Replayed {
+            latest: plan.latest,
+            readable: (plan.checkpoint.as_ref().map(|c| c.version).unwrap_or(0)..=plan.latest)
+                .map(|v| v as i64)
+                .collect(),
+            table_id: Some(metadata.id.clone()).filter(|s| !s.is_empty()),
+            partition_columns: metadata.partition_columns.clone(),
+            metadata,
+            protocol,
+        };
+        Ok((replayed, replay, keep))
+    }
+
+    /// Tombstones and change data inside the window (`cutoff`) of the
+    /// replayed log, to keep as named in `latest_uri`, and a warning for
+    /// removals without a time.
+    pub(super) fn recent_removals(
+        &self,
+        replay: Replay,
+        cutoff: i64,
+        latest_uri: &str,
+    ) -> (Vec<KeepPath>, Option<String>) {
+        let (kept, undated) = recent_tombstones(&replay, cutoff);
+        let warning = (undated > 0).then(|| format!(
+            "{undated} removed files have no deletionTimestamp: kept (a missing time is not time zero)"
+        ));
+        let change_data = recent_change_data(replay, &self.log, cutoff);
+        let keep = kept
+            .into_iter()
+            .chain(change_data)
+            .map(|(path, source)| KeepPath {
+                blob: latest_uri.to_owned(),
+                path,
+                source,
+            })
+            .collect();
+        (keep, warning)
+    }
+
+    /// Log cleanup: finds the checkpoint below which log retention allows
+    /// removing entries, and plans them now (the checkpoint just replayed)
+    /// or asks for that checkpoint to be read and validated first.
+    pub(super) fn start_log_cleanup(
+        &mut self,
+        replayed: &Replayed,
+        now_ms: i64,
+        latest_uri: &str,
+    ) -> Result<Cleanup> {
+        if replayed.protocol.has_writer_feature("checkpointProtection") {
+            return Ok(Cleanup::Skipped(
+                "log cleanup skipped: the table has checkpointProtection, which restricts who may remove checkpoints".into(),
+            ));
+        }
+        let log_retention = match replayed.metadata.property("delta.logRetentionDuration") {
+            None => spec::DEFAULT_LOG_RETENTION_MS,
+            Some(t) => spec::parse_interval(t).ok_or_else(|| {
+                Error::malformed(
+                    MalformedReason::Field,
+                    latest_uri,
+                    format!("delta.logRetentionDuration `{t}` is not an interval"),
+                )
+            })?,
+        };
+        let log_cutoff = now_ms.saturating_sub(log_retention);
+        // Ages are judged on commit times made monotonic by version;
+        // every version from the one current at the cutoff to the
+        // newest, and every kept version, must stay readable.
+        let must = self
+            .log
+            .must_stay(log_cutoff, replayed.latest, &self.keep_versions);
+        let boundary = must
+            .as_ref()
+            .and_then(|m| self.log.cleanup_boundary(log_cutoff, m));
+        self.cleanup_must = must;
+        let replayed_checkpoint = self.plan.as_ref().and_then(|p| p.checkpoint.as_ref());
+        Ok(match boundary {
+            None => Cleanup::Nothing,
+            // The checkpoint just replayed was validated already.
+            Some(b) if replayed_checkpoint == Some(&b) => self.plan_cleanup(&b, log_cutoff),
+            // Any other is read and validated before anything below it goes.
+            Some(b) => {
+                let reads = b
+                    .files
+                    .iter()
+                    .map(|f| {
+                        (
+                            format!("{}{f}", self.log_prefix),
+                            Purpose::DeltaLog {
+                                order: (VALIDATE, b.version),
+                            },
+                        )
+                    })
+                    .collect();
+                self.validating = Some((b, log_cutoff));
+                Cleanup::Read(reads)
+            }
+        })
+    }
+
+    /// The commit after the newest one replayed, to read (the re-check).
+    pub(super) fn next_commit(&self) -> (String, Purpose) {
+        let next = self.latest + 1;
+        (
+            format!("{}{}", self.log_prefix, spec::commit_name(next)),
+            Purpose::DeltaNextCommit { version: next },
+        )
+    }
+
+    /// A commit that landed during the sweep (`uri`, `version`, read as
+    /// `bytes`): it becomes the newest, and every file it adds, removes or
+    /// records as change data is kept.
+    pub(super) fn landed_commit(
+        &mut self,
+        uri: &str,
+        version: u64,
+        bytes: &[u8],
+    ) -> Result<Vec<KeepPath>> {
+        let mut replay = Replay::default();
+        replay.apply(
+            uri,
+            version,
+            spec::parse_commit(uri, bytes)?,
+            ReplaySource::Commit,
+        )?;
+        let mut keep = Vec::new();
+        keep_files(uri, replay.live_files(), version, &mut keep);
+        let keep_path = |path: LogPath, source: Source| KeepPath {
+            blob: uri.to_owned(),
+            path,
+            source,
+        };
+        for (path, v) in std::mem::take(&mut replay.cdc) {
+            keep.push(keep_path(path, Source::DeltaChangeData { version: v }));
+        }
+        for ((p, _), (_, dv)) in &replay.tombstones {
+            keep.push(keep_path(p.clone(), Source::DeltaTombstone { dated: true }));
+            if let Some(f) = dv {
+                keep.push(keep_path(f.clone(), Source::DeltaTombstone { dated: true }));
+            }
+        }
+        self.latest = version;
+        self.newest = Some(CommitIdentity {
+            version,
+            uri: uri.to_owned(),
+            size: bytes.len() as u64,
+            last_modified_ms: None,
+            etag: None,
+        });
+        Ok(keep)
+    }
+}
+
+/// Delta's `retentionDurationCheck`: a window shorter than the table's
+/// `delta.deletedFileRetentionDuration` is refused unless overridden (then
+/// the plan warns, the returned warning).
+fn check_retention(
+    metadata: &spec::Metadata,
+    rules: &Rules,
+    latest_uri: &str,
+) -> Result<Option<String>> {
+    let table_retention = match metadata.property("delta.deletedFileRetentionDuration") {
+        None => spec::DEFAULT_DELETED_FILE_RETENTION_MS,
+        Some(t) => spec::parse_interval(t).ok_or_else(|| {
+            Error::malformed(
+                MalformedReason::Field,
+                latest_uri,
+                format!("delta.deletedFileRetentionDuration `{t}` is not an interval"),
+            )
+        })?,
+    };
+    let window = rules.window_ms;
+    if window >= table_retention {
+        return Ok(None);
+    }
+    if !rules.allow_short_retention {
+        return Err(Error::invalid(
+            "file_retention_ms",
+            format!(
+                "{} is shorter than the table's delta.deletedFileRetentionDuration ({}): readers of recent versions would lose files; VACUUM refuses this too (override with allow_short_retention)",
+                human_ms(window),
+                human_ms(table_retention)
+            ),
+        ));
+    }
+    Ok(Some(format!(
+        "retention check overridden: window {} is shorter than the table's delta.deletedFileRetentionDuration ({})",
+        human_ms(window),
+        human_ms(table_retention)
+    )))
+}
+
+/// UniForm tables keep Iceberg metadata under `metadata/`: a reserved
+/// prefix, with why.
+fn uniform_metadata(
+    metadata: &spec::Metadata,
+    protocol: &spec::Protocol,
+) -> Option<(String, String)> {
+    let uniform = metadata
+        .property("delta.universalFormat.enabledFormats")
+        .is_some_and(|f| f.split(',').any(|x| x.trim() == "iceberg"))
+        || protocol.has_writer_feature("icebergCompatV1")
+        || protocol.has_writer_feature("icebergCompatV2");
+    uniform.then(|| {
+        (
+            "metadata/".into(),
+            "Iceberg metadata of a UniForm table: sweep it as an Iceberg table".into(),
+        )
+    })
+}
+
+/// The session's side: it owns the phase, the requests, the keep set and
+/// the plan's records, and applies what [`DeltaSweep`] returns.
+impl Session {
+    /// Delta only: the identity (version, URI, size, last-modified time and
+    /// entity tag as listed) of the newest commit the session planned on,
+    /// after the re-check (a commit found then has no listed time or tag).
+    /// For a log holding only a checkpoint, its first file. `None` before the
+    /// log was listed, and for Iceberg sessions.
+    pub fn delta_newest_commit(&self) -> Option<&CommitIdentity> {
+        self.delta().and_then(DeltaSweep::newest)
+    }
+
+    pub(super) fn start_delta(&mut self, log_prefix: String) -> Result<()> {
+        let sweep = DeltaSweep::start(Start {
+            log_prefix: log_prefix.clone(),
+            keep_versions: &self.config.keep_versions,
+            context: &self.classifier.protections,
+            now_ms: self.config.now_ms,
+        })?;
+        self.machine = super::Machine::Delta(Box::new(sweep));
         self.metadata_location = log_prefix.clone();
         self.phase = Phase::LogListing;
         self.outbox.push_back(Request::List { prefix: log_prefix });
@@ -153,6 +734,37 @@ impl Session {
         })
     }
 
+    fn request_reads(&mut self, reads: Vec<(String, Purpose)>) {
+        for (uri, purpose) in reads {
+            self.request_read(uri, purpose);
+        }
+    }
+
+    /// Keeps what the log names (relative to the table, or absolute).
+    fn keep_paths(&mut self, keep: Vec<KeepPath>) -> Result<()> {
+        for k in keep {
+            match &k.path {
+                LogPath::Absolute(p) => self.reference(&k.blob, p, k.source)?,
+                LogPath::Relative(p) => {
+                    let full = format!("{}{p}", self.classifier.location.prefix());
+                    self.reference_mapped(&k.blob, p, &full, k.source)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_cleanup(&mut self, cleanup: Cleanup) {
+        match cleanup {
+            Cleanup::Nothing => {}
+            Cleanup::Expired(expired) => self.classifier.expired_log = expired,
+            Cleanup::Skipped(why) => {
+                self.warnings.insert(why);
+            }
+            Cleanup::Read(reads) => self.request_reads(reads),
+        }
+    }
+
     /// One page of the `_delta_log/` listing.
     pub(super) fn delta_log_page(
         &mut self,
@@ -160,159 +772,37 @@ impl Session {
         is_last: bool,
     ) -> Result<()> {
         let location = self.classifier.location.clone();
-        let d = self.sweep()?;
-        for obj in objects {
-            let uri = CanonicalUri::parse(&obj.key).map_err(|e| {
-                Error::protocol(
-                    ProtocolReason::BadKey,
-                    format!("listed key `{}` is not a URI: {e}", obj.key),
-                )
-            })?;
-            let name = location
-                .relative(&uri)
-                .and_then(|r| r.strip_prefix("_delta_log/"))
-                .ok_or_else(|| {
-                    Error::protocol(
-                        ProtocolReason::BadKey,
-                        format!("listed key `{}` is not under `{}`", obj.key, d.log_prefix),
-                    )
-                })?
-                .to_owned();
-            let entry = LogEntry {
-                size: obj.size,
-                last_modified_ms: obj.last_modified_ms,
-                etag: obj.etag.clone(),
-            };
-            if d.log.files.insert(name, entry).is_some() {
-                return Err(Error::protocol(
-                    ProtocolReason::BadKey,
-                    format!("key `{}` listed twice", obj.key),
-                ));
-            }
-        }
-        if !is_last {
-            return Ok(());
-        }
         let window_start = self
             .config
             .now_ms
             .saturating_sub(self.classifier.file_retention_ms);
-        let d = self.sweep()?;
-        let plan = d
-            .log
-            .read_plan(&d.log_prefix, &d.keep_versions, window_start)?;
-        let prefix = d.log_prefix.clone();
-        let mut reads: Vec<(String, (u8, u64))> = Vec::new();
-        if let Some(c) = &plan.checkpoint {
-            for f in &c.files {
-                reads.push((format!("{prefix}{f}"), (CHECKPOINT, c.version)));
-            }
-        }
-        for v in &plan.recent_before {
-            reads.push((
-                format!("{prefix}{}", spec::commit_name(*v)),
-                (RECENT_BEFORE, *v),
-            ));
-        }
-        for v in &plan.commits {
-            reads.push((format!("{prefix}{}", spec::commit_name(*v)), (COMMIT, *v)));
-        }
-        d.latest = plan.latest;
-        let latest_uri = format!("{prefix}{}", plan.latest_file);
-        d.newest = d.log.files.get(&plan.latest_file).map(|e| CommitIdentity {
-            version: plan.latest,
-            uri: latest_uri.clone(),
-            size: e.size,
-            last_modified_ms: Some(e.last_modified_ms),
-            etag: e.etag.clone(),
-        });
-        d.plan = Some(plan);
-        self.metadata_location = latest_uri;
+        let Some(listed) = self
+            .sweep()?
+            .log_page(&location, objects, is_last, window_start)?
+        else {
+            return Ok(());
+        };
+        self.metadata_location = listed.latest_uri;
         self.phase = Phase::Reading { recheck: false };
-        for (uri, order) in reads {
-            self.request_read(uri, Purpose::DeltaLog { order });
-        }
+        self.request_reads(listed.reads);
         Ok(())
     }
 
-    /// A log file was read: parse it now (errors surface at once), replay later.
+    /// A log file was read.
     pub(super) fn delta_log_blob(
         &mut self,
         uri: &str,
         order: (u8, u64),
         bytes: &[u8],
     ) -> Result<()> {
-        let parsed = self.delta_log_parse(uri, bytes);
-        let actions = match (parsed, order.0) {
-            (Ok(a), _) => a,
-            // A checkpoint read only for log cleanup: damage there skips
-            // the cleanup, it does not stop the sweep.
-            (Err(e), VALIDATE) => {
-                self.sweep()?.validation_failed = Some(e.to_string());
-                return Ok(());
-            }
-            (Err(e), _) => return Err(e),
-        };
-        let mut sidecars = Vec::new();
-        if order.0 == CHECKPOINT || order.0 == VALIDATE {
-            for a in &actions {
-                if let Action::Sidecar { path } = a {
-                    sidecars.push(LogPath::parse(uri, path)?);
-                }
-            }
-        }
-        let d = self.sweep()?;
-        let prefix = d.log_prefix.clone();
-        d.blobs.insert((order.0, order.1, uri.to_owned()), actions);
-        for p in sidecars {
-            let full = match p {
-                LogPath::Absolute(p) => p,
-                LogPath::Relative(p) => format!("{prefix}_sidecars/{p}"),
-            };
-            let canon = CanonicalUri::parse(&full)
-                .map_err(|e| {
-                    Error::malformed(MalformedReason::Path, uri, format!("sidecar `{full}`: {e}"))
-                })?
-                .to_uri_string();
-            self.request_read(canon, Purpose::DeltaLog { order });
-        }
+        let sidecars = self.sweep()?.log_blob(uri, order, bytes)?;
+        self.request_reads(sidecars);
         Ok(())
-    }
-
-    /// Parses a log file, after checking it is the size the listing said
-    /// (a file rewritten or cut since the listing is not the one planned on).
-    fn delta_log_parse(&mut self, uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
-        let d = self.sweep()?;
-        if let Some(name) = uri.strip_prefix(&d.log_prefix) {
-            if let Some(e) = d.log.files.get(name) {
-                if e.size != bytes.len() as u64 {
-                    return Err(Error::malformed(
-                        MalformedReason::PartialWrite,
-                        uri,
-                        format!(
-                            "read {} bytes, the listing said {}: truncated or rewritten",
-                            bytes.len(),
-                            e.size
-                        ),
-                    ));
-                }
-            }
-        }
-        let commit = uri
-            .strip_prefix(&d.log_prefix)
-            .is_some_and(|name| matches!(spec::log_file(name), LogFile::Commit(_)));
-        if commit {
-            spec::parse_commit(uri, bytes)
-        } else if uri.ends_with(".parquet") {
-            spec::parse_parquet_actions(uri, bytes)
-        } else {
-            spec::parse_json_actions(uri, bytes)
-        }
     }
 
     /// A validation read for log cleanup found nothing.
     pub(super) fn delta_validation_missing(&mut self, uri: &str) -> Result<()> {
-        self.sweep()?.validation_failed = Some(format!("`{uri}` does not exist"));
+        self.sweep()?.validation_missing(uri);
         Ok(())
     }
 
@@ -329,86 +819,10 @@ impl Session {
         Ok(())
     }
 
-    /// Log cleanup after its boundary checkpoint was read: plan it, or say why not.
+    /// Log cleanup after its boundary checkpoint was read.
     pub(super) fn delta_finish_validation(&mut self) -> Result<()> {
-        let d = self.sweep()?;
-        let Some((cp, cutoff)) = d.validating.take() else {
-            return Ok(());
-        };
-        let log_uri = d.log_prefix.clone();
-        let failed = d.validation_failed.take();
-        let blobs = std::mem::take(&mut d.blobs);
-        let check = match failed {
-            Some(f) => Err(f),
-            None => crate::delta_log::validate_checkpoint(
-                &log_uri,
-                &cp,
-                blobs
-                    .iter()
-                    .filter(|((o, _, _), _)| *o == VALIDATE)
-                    .map(|((_, _, u), a)| (u.as_str(), a.as_slice())),
-            )
-            .map_err(|e| e.to_string()),
-        };
-        match check {
-            Ok(()) => self.delta_plan_cleanup(&cp, cutoff)?,
-            Err(why) => {
-                self.warnings.insert(format!(
-                    "log cleanup skipped: checkpoint {} it would stop at is not readable ({why})",
-                    cp.version
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Plans log cleanup below checkpoint `boundary` (read and validated),
-    /// then proves every version that must stay readable can still be
-    /// rebuilt from what remains; if not, nothing of the log goes.
-    fn delta_plan_cleanup(&mut self, boundary: &Checkpoint, cutoff: i64) -> Result<()> {
-        let d = self.sweep()?;
-        let Some(must) = d.cleanup_must.clone() else {
-            return Ok(());
-        };
-        let expired = d.log.expired_below(cutoff, boundary.version);
-        let mut trusted = BTreeSet::from([boundary.version]);
-        if let Some(c) = d.plan.as_ref().and_then(|p| p.checkpoint.as_ref()) {
-            trusted.insert(c.version);
-        }
-        match d.log.prove_rebuildable(&expired, &must, &trusted) {
-            Ok(()) => self.classifier.expired_log = expired,
-            Err(why) => {
-                self.warnings.insert(format!(
-                    "log cleanup refused: {why}; nothing under _delta_log/ is deleted"
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Keeps a decoded log path (relative to the table, or absolute).
-    fn keep_log_path(&mut self, blob: &str, path: &LogPath, source: Source) -> Result<()> {
-        match path {
-            LogPath::Absolute(p) => {
-                self.reference(blob, p, source)?;
-            }
-            LogPath::Relative(p) => {
-                let full = format!("{}{p}", self.classifier.location.prefix());
-                self.reference_mapped(blob, p, &full, source)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn keep_state(&mut self, blob: &str, files: Vec<Kept>, version: u64) -> Result<()> {
-        for k in files {
-            match k {
-                Kept::Active(p) => self.keep_log_path(blob, &p, Source::DeltaActive { version })?,
-                Kept::DeletionVector(p) => {
-                    self.keep_log_path(blob, &p, Source::DeltaDeletionVector { version })?
-                }
-            }
-        }
+        let cleanup = self.sweep()?.finish_validation();
+        self.apply_cleanup(cleanup);
         Ok(())
     }
 
@@ -416,227 +830,45 @@ impl Session {
     /// the retention check, the tombstones and change data inside the
     /// window, a UniForm table's Iceberg metadata, and log cleanup.
     pub(super) fn delta_replay(&mut self) -> Result<()> {
-        let (plan, replay) = self.replay_log()?;
-        let log_uri = self.sweep()?.log_prefix.clone();
-        let (Some(protocol), Some(metadata)) = (replay.protocol.clone(), replay.metadata.clone())
-        else {
-            return Err(Error::malformed(
-                MalformedReason::Field,
-                &log_uri,
-                "the replayed log has no protocol or no metaData action",
-            ));
-        };
         let latest_uri = self.metadata_location.clone();
-        self.keep_state(&latest_uri, replay.live_files(), plan.latest)?;
-        self.readable = (plan.checkpoint.as_ref().map(|c| c.version).unwrap_or(0)..=plan.latest)
-            .map(|v| v as i64)
-            .collect();
-        self.refs = BTreeMap::from([("version".to_owned(), plan.latest as i64)]);
-        self.classifier.table_uuid = Some(metadata.id.clone()).filter(|s| !s.is_empty());
+        let (replayed, replay, keep) = self.sweep()?.replay(&latest_uri)?;
+        self.keep_paths(keep)?;
+        self.readable.clone_from(&replayed.readable);
+        self.refs = BTreeMap::from([("version".to_owned(), replayed.latest as i64)]);
+        self.classifier.table_uuid = replayed.table_id.clone();
         self.classifier
             .partition_names
-            .extend(metadata.partition_columns.iter().cloned());
-        let window = self.check_retention(&metadata, &latest_uri)?;
-        let cutoff = self.config.now_ms.saturating_sub(window);
-        self.keep_recent_removals(replay, cutoff, &latest_uri)?;
-        self.reserve_uniform_metadata(&metadata, &protocol);
-        if self.config.log_cleanup {
-            self.start_log_cleanup(&metadata, &protocol, &plan, &latest_uri)?;
-        }
-        self.sweep()?.latest = plan.latest;
-        Ok(())
-    }
-
-    /// Replays the checkpoint and the commits after it in version order,
-    /// keeping the files of every kept version on the way.
-    fn replay_log(&mut self) -> Result<(ReadPlan, Replay)> {
-        let d = self.sweep()?;
-        d.replayed = true;
-        let blobs = std::mem::take(&mut d.blobs);
-        let keep_versions = d.keep_versions.clone();
-        let Some(plan) = d.plan.clone() else {
-            return Err(Error::protocol(
-                ProtocolReason::OutOfOrder,
-                "Delta replay before the log was listed",
-            ));
+            .extend(replayed.partition_columns.iter().cloned());
+        let rules = Rules {
+            now_ms: self.config.now_ms,
+            window_ms: self.classifier.file_retention_ms,
+            allow_short_retention: self.config.allow_short_retention,
+            log_cleanup: self.config.log_cleanup,
         };
-        let log_uri = d.log_prefix.clone();
-        if let Some(c) = &plan.checkpoint {
-            crate::delta_log::validate_checkpoint(
-                &log_uri,
-                c,
-                blobs
-                    .iter()
-                    .filter(|((o, _, _), _)| *o == CHECKPOINT)
-                    .map(|((_, _, u), a)| (u.as_str(), a.as_slice())),
-            )?;
+        if let Some(w) = check_retention(&replayed.metadata, &rules, &latest_uri)? {
+            self.warnings.insert(w);
         }
-        let mut replay = Replay::default();
-        let mut done_checkpoint = false;
-        for ((order, version, uri), actions) in blobs {
-            if order != CHECKPOINT && !done_checkpoint {
-                done_checkpoint = true;
-                if let Some(c) = &plan.checkpoint {
-                    if keep_versions.contains(&c.version) {
-                        self.keep_state(&uri, replay.live_files(), c.version)?;
-                    }
-                }
-            }
-            let how = match order {
-                CHECKPOINT => ReplaySource::Checkpoint,
-                RECENT_BEFORE => ReplaySource::Before,
-                _ => ReplaySource::Commit,
-            };
-            replay.apply(&uri, version, actions, how)?;
-            if order == COMMIT && keep_versions.contains(&version) && version != plan.latest {
-                self.keep_state(&uri, replay.live_files(), version)?;
-            }
-        }
-        if let Some(c) = plan.checkpoint.as_ref().filter(|_| !done_checkpoint) {
-            if keep_versions.contains(&c.version) {
-                self.keep_state(&log_uri, replay.live_files(), c.version)?;
-            }
-        }
-        Ok((plan, replay))
-    }
-
-    /// Delta's `retentionDurationCheck`: a window shorter than the table's
-    /// `delta.deletedFileRetentionDuration` is refused unless overridden
-    /// (then the plan warns). Returns the window, ms.
-    fn check_retention(&mut self, metadata: &spec::Metadata, latest_uri: &str) -> Result<i64> {
-        let table_retention = match metadata.property("delta.deletedFileRetentionDuration") {
-            None => spec::DEFAULT_DELETED_FILE_RETENTION_MS,
-            Some(t) => spec::parse_interval(t).ok_or_else(|| {
-                Error::malformed(
-                    MalformedReason::Field,
-                    latest_uri,
-                    format!("delta.deletedFileRetentionDuration `{t}` is not an interval"),
-                )
-            })?,
-        };
-        let window = self.classifier.file_retention_ms;
-        if window < table_retention {
-            if !self.config.allow_short_retention {
-                return Err(Error::invalid(
-                    "file_retention_ms",
-                    format!(
-                        "{} is shorter than the table's delta.deletedFileRetentionDuration ({}): readers of recent versions would lose files; VACUUM refuses this too (override with allow_short_retention)",
-                        human_ms(window),
-                        human_ms(table_retention)
-                    ),
-                ));
-            }
-            self.warnings.insert(format!(
-                "retention check overridden: window {} is shorter than the table's delta.deletedFileRetentionDuration ({})",
-                human_ms(window),
-                human_ms(table_retention)
-            ));
-        }
-        Ok(window)
-    }
-
-    /// Keeps what [`recent_tombstones`] and [`recent_change_data`] name.
-    fn keep_recent_removals(
-        &mut self,
-        replay: Replay,
-        cutoff: i64,
-        latest_uri: &str,
-    ) -> Result<()> {
-        let (kept, undated) = recent_tombstones(&replay, cutoff);
-        if undated > 0 {
-            self.warnings.insert(format!(
-                "{undated} removed files have no deletionTimestamp: kept (a missing time is not time zero)"
-            ));
-        }
-        let change_data = recent_change_data(replay, &self.sweep()?.log, cutoff);
-        for (path, source) in kept.into_iter().chain(change_data) {
-            self.keep_log_path(latest_uri, &path, source)?;
-        }
-        Ok(())
-    }
-
-    /// UniForm tables keep Iceberg metadata under `metadata/`: reserved.
-    fn reserve_uniform_metadata(&mut self, metadata: &spec::Metadata, protocol: &spec::Protocol) {
-        let uniform = metadata
-            .property("delta.universalFormat.enabledFormats")
-            .is_some_and(|f| f.split(',').any(|x| x.trim() == "iceberg"))
-            || protocol.has_writer_feature("icebergCompatV1")
-            || protocol.has_writer_feature("icebergCompatV2");
-        if uniform {
-            self.classifier.reserved.push((
-                "metadata/".into(),
-                "Iceberg metadata of a UniForm table: sweep it as an Iceberg table".into(),
-            ));
-        }
-    }
-
-    /// Log cleanup: finds the checkpoint below which log retention allows
-    /// removing entries, and plans them now (the checkpoint just replayed)
-    /// or once that checkpoint was read and validated.
-    fn start_log_cleanup(
-        &mut self,
-        metadata: &spec::Metadata,
-        protocol: &spec::Protocol,
-        plan: &ReadPlan,
-        latest_uri: &str,
-    ) -> Result<()> {
-        if protocol.has_writer_feature("checkpointProtection") {
-            self.warnings.insert(
-                "log cleanup skipped: the table has checkpointProtection, which restricts who may remove checkpoints".into(),
-            );
-            return Ok(());
-        }
-        let log_retention = match metadata.property("delta.logRetentionDuration") {
-            None => spec::DEFAULT_LOG_RETENTION_MS,
-            Some(t) => spec::parse_interval(t).ok_or_else(|| {
-                Error::malformed(
-                    MalformedReason::Field,
-                    latest_uri,
-                    format!("delta.logRetentionDuration `{t}` is not an interval"),
-                )
-            })?,
-        };
-        let log_cutoff = self.config.now_ms.saturating_sub(log_retention);
-        // Ages are judged on commit times made monotonic by version;
-        // every version from the one current at the cutoff to the
-        // newest, and every kept version, must stay readable.
-        let d = self.sweep()?;
-        let must = d.log.must_stay(log_cutoff, plan.latest, &d.keep_versions);
-        let boundary = must
-            .as_ref()
-            .and_then(|m| d.log.cleanup_boundary(log_cutoff, m));
-        d.cleanup_must = must;
-        match boundary {
-            None => {}
-            // The checkpoint just replayed was validated already.
-            Some(b) if plan.checkpoint.as_ref() == Some(&b) => {
-                self.delta_plan_cleanup(&b, log_cutoff)?;
-            }
-            // Any other is read and validated before anything below it goes.
-            Some(b) => {
-                let prefix = self.sweep()?.log_prefix.clone();
-                for f in &b.files {
-                    self.request_read(
-                        format!("{prefix}{f}"),
-                        Purpose::DeltaLog {
-                            order: (VALIDATE, b.version),
-                        },
-                    );
-                }
-                self.sweep()?.validating = Some((b, log_cutoff));
-            }
+        let cutoff = rules.now_ms.saturating_sub(rules.window_ms);
+        let (keep, warning) = self.sweep()?.recent_removals(replay, cutoff, &latest_uri);
+        self.warnings.extend(warning);
+        self.keep_paths(keep)?;
+        self.classifier
+            .reserved
+            .extend(uniform_metadata(&replayed.metadata, &replayed.protocol));
+        if rules.log_cleanup {
+            let cleanup = self
+                .sweep()?
+                .start_log_cleanup(&replayed, rules.now_ms, &latest_uri)?;
+            self.apply_cleanup(cleanup);
         }
         Ok(())
     }
 
     /// Asks for the commit after the newest one replayed.
     pub(super) fn request_next_commit(&mut self) {
-        let Some(d) = self.delta() else {
-            return;
-        };
-        let next = d.latest + 1;
-        let uri = format!("{}{}", d.log_prefix, spec::commit_name(next));
-        self.request_read(uri, Purpose::DeltaNextCommit { version: next });
+        if let Some((uri, purpose)) = self.delta().map(DeltaSweep::next_commit) {
+            self.request_read(uri, purpose);
+        }
     }
 
     /// The re-check: a commit that landed during the sweep keeps its files.
@@ -657,41 +889,11 @@ impl Session {
                 format!("{} commits landed during one sweep", self.rechecks),
             ));
         }
-        let mut replay = Replay::default();
-        replay.apply(
-            uri,
-            version,
-            spec::parse_commit(uri, bytes)?,
-            ReplaySource::Commit,
-        )?;
-        self.keep_state(uri, replay.live_files(), version)?;
-        for (path, v) in std::mem::take(&mut replay.cdc) {
-            self.keep_log_path(uri, &path, Source::DeltaChangeData { version: v })?;
-        }
-        let removed: Vec<(LogPath, Option<LogPath>)> = replay
-            .tombstones
-            .iter()
-            .map(|((p, _), (_, dv))| (p.clone(), dv.clone()))
-            .collect();
-        for (p, dv) in removed {
-            self.keep_log_path(uri, &p, Source::DeltaTombstone { dated: true })?;
-            if let Some(f) = dv {
-                self.keep_log_path(uri, &f, Source::DeltaTombstone { dated: true })?;
-            }
-        }
+        let keep = self.sweep()?.landed_commit(uri, version, bytes)?;
+        self.keep_paths(keep)?;
         self.demote();
         self.metadata_location = uri.to_owned();
         self.refs = BTreeMap::from([("version".to_owned(), version as i64)]);
-        if let Some(d) = self.delta_mut() {
-            d.latest = version;
-            d.newest = Some(CommitIdentity {
-                version,
-                uri: uri.to_owned(),
-                size: bytes.len() as u64,
-                last_modified_ms: None,
-                etag: None,
-            });
-        }
         self.request_next_commit();
         Ok(())
     }
@@ -736,4 +938,140 @@ fn recent_change_data(mut replay: Replay, log: &LogListing, cutoff: i64) -> Vec<
         .filter(|(_, v)| commit_times.get(v).is_none_or(|&t| t > cutoff))
         .map(|(path, v)| (path, Source::DeltaChangeData { version: v }))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = "s3://b/t/_delta_log/";
+
+    fn listed(name: &str, size: usize, t: i64) -> ListedObject {
+        ListedObject {
+            key: format!("{LOG}{name}"),
+            size: size as u64,
+            last_modified_ms: t,
+            etag: None,
+            version_id: None,
+        }
+    }
+
+    fn commit(lines: &[serde_json::Value]) -> Vec<u8> {
+        let mut out = String::new();
+        for l in lines {
+            out.push_str(&l.to_string());
+            out.push('\n');
+        }
+        out.into_bytes()
+    }
+
+    fn add(path: &str) -> serde_json::Value {
+        serde_json::json!({"add": {"path": path, "partitionValues": {}, "size": 1,
+            "modificationTime": 1, "dataChange": true}})
+    }
+
+    /// The Delta half runs without a session: it returns what to read and
+    /// what to keep, and never touches the session's records.
+    #[test]
+    fn the_log_half_returns_reads_and_keeps_on_its_own() {
+        let ctx = crate::Context::default();
+        let mut d = DeltaSweep::start(Start {
+            log_prefix: LOG.into(),
+            keep_versions: &[0],
+            context: &ctx,
+            now_ms: 10_000,
+        })
+        .unwrap();
+        let c0 = commit(&[
+            serde_json::json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
+            serde_json::json!({"metaData": {"id": "t-1", "format": {"provider": "parquet", "options": {}},
+                "schemaString": "{\"type\":\"struct\",\"fields\":[]}", "partitionColumns": ["day"],
+                "configuration": {}, "createdTime": 1}}),
+            add("day=1/a.parquet"),
+        ]);
+        let c1 = commit(&[
+            serde_json::json!({"remove": {"path": "day=1/a.parquet", "deletionTimestamp": 9_000,
+                "dataChange": true}}),
+            add("day=1/b.parquet"),
+        ]);
+        let location = TableLocation::parse("s3://b/t").unwrap();
+        let pages = [
+            vec![listed(&spec::commit_name(0), c0.len(), 1_000)],
+            vec![listed(&spec::commit_name(1), c1.len(), 9_000)],
+        ];
+        assert!(d
+            .log_page(&location, pages[0].clone(), false, 0)
+            .unwrap()
+            .is_none());
+        let l = d
+            .log_page(&location, pages[1].clone(), true, 0)
+            .unwrap()
+            .unwrap();
+        assert_eq!(l.latest_uri, format!("{LOG}{}", spec::commit_name(1)));
+        let wanted: Vec<&str> = l.reads.iter().map(|(u, _)| u.as_str()).collect();
+        assert_eq!(
+            wanted,
+            [
+                format!("{LOG}{}", spec::commit_name(0)),
+                format!("{LOG}{}", spec::commit_name(1))
+            ]
+        );
+        for ((uri, purpose), bytes) in l.reads.iter().zip([&c0, &c1]) {
+            let Purpose::DeltaLog { order } = purpose else {
+                panic!("a log read")
+            };
+            assert!(d.log_blob(uri, *order, bytes).unwrap().is_empty());
+        }
+        let (replayed, replay, keep) = d.replay(&l.latest_uri).unwrap();
+        assert_eq!(replayed.latest, 1);
+        assert_eq!(replayed.table_id.as_deref(), Some("t-1"));
+        assert_eq!(replayed.partition_columns, ["day"]);
+        let kept: Vec<(String, Source)> = keep
+            .iter()
+            .map(|k| (format!("{:?}", k.path), k.source.clone()))
+            .collect();
+        // Version 0 is kept whole; the latest keeps its live file.
+        assert!(kept
+            .iter()
+            .any(|(p, s)| p.contains("a.parquet") && *s == Source::DeltaActive { version: 0 }));
+        assert!(kept
+            .iter()
+            .any(|(p, s)| p.contains("b.parquet") && *s == Source::DeltaActive { version: 1 }));
+        // The removal at 9 000 is inside a window starting at 5 000.
+        let (recent, warning) = d.recent_removals(replay, 5_000, &l.latest_uri);
+        assert!(warning.is_none());
+        assert!(recent
+            .iter()
+            .any(|k| format!("{:?}", k.path).contains("a.parquet")
+                && k.source == Source::DeltaTombstone { dated: true }));
+        // The re-check asks for version 2, and a landed commit becomes the newest.
+        let (next, _) = d.next_commit();
+        assert_eq!(next, format!("{LOG}{}", spec::commit_name(2)));
+        let c2 = commit(&[add("day=2/c.parquet")]);
+        let landed = d.landed_commit(&next, 2, &c2).unwrap();
+        assert_eq!(landed.len(), 1);
+        assert_eq!(d.newest().map(|n| n.version), Some(2));
+        assert_eq!(d.next_commit().0, format!("{LOG}{}", spec::commit_name(3)));
+    }
+
+    #[test]
+    fn a_short_window_is_refused_or_warned() {
+        let md: spec::Metadata = serde_json::from_value(serde_json::json!({
+            "id": "t", "format": {"provider": "parquet", "options": {}},
+            "schemaString": "{}", "partitionColumns": [],
+            "configuration": {"delta.deletedFileRetentionDuration": "interval 2 days"}
+        }))
+        .unwrap();
+        let mut rules = Rules {
+            now_ms: 0,
+            window_ms: 86_400_000,
+            allow_short_retention: false,
+            log_cleanup: false,
+        };
+        assert!(check_retention(&md, &rules, "u").is_err());
+        rules.allow_short_retention = true;
+        assert!(check_retention(&md, &rules, "u").unwrap().is_some());
+        rules.window_ms = 2 * 86_400_000;
+        assert!(check_retention(&md, &rules, "u").unwrap().is_none());
+    }
 }
