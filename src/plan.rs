@@ -1342,89 +1342,11 @@ impl Session {
                 // Everything the checkpoint's snapshots read stays, so it can be restored.
                 self.walk_snapshots(uri, &md)
             }
-            Purpose::ManifestList { .. } => {
-                let entries = ispec::read_manifest_list(uri, bytes)?;
-                let list_short = self.short(uri);
-                let mut named = Vec::with_capacity(entries.len());
-                for m in entries {
-                    let canon = self.reference_blob(
-                        uri,
-                        &m.path,
-                        Source::Manifest {
-                            listed_in: list_short.clone(),
-                        },
-                    )?;
-                    named.push(canon.clone());
-                    self.request_read(
-                        canon,
-                        Purpose::Manifest {
-                            expected_len: m.length,
-                            added_by: m.added_snapshot_id,
-                        },
-                    );
-                }
-                self.ice()?.list_manifests.insert(uri.to_owned(), named);
-                Ok(())
-            }
+            Purpose::ManifestList { .. } => self.process_manifest_list(uri, bytes),
             Purpose::Manifest {
                 expected_len,
                 added_by,
-            } => {
-                if let Some(want) = expected_len {
-                    if want != bytes.len() as u64 {
-                        return Err(Error::malformed(MalformedReason::PartialWrite,
-                            uri,
-                            format!("manifest is {} bytes but its manifest list says {want} (truncated or replaced)", bytes.len()),
-                        ));
-                    }
-                }
-                let keep_deleted = self.config.keep_deleted_entries;
-                let manifest_short = self.short(uri);
-                let mut paths: Vec<(ManifestStatus, ContentType, String)> = Vec::new();
-                let mut counts = iceberg::ManifestCounts::default();
-                ispec::for_each_manifest_entry_with_snapshot(
-                    uri,
-                    bytes,
-                    |status, content, snap, path| {
-                        let data = content == ContentType::Data;
-                        if status.is_live() {
-                            if data {
-                                counts.live_data += 1;
-                            } else {
-                                counts.live_deletes += 1;
-                            }
-                        }
-                        if let Some(by) = snap.or(added_by) {
-                            let slot = match (status, data) {
-                                (ManifestStatus::Added, true) => Some(0),
-                                (ManifestStatus::Deleted, true) => Some(1),
-                                (ManifestStatus::Added, false) => Some(2),
-                                (ManifestStatus::Deleted, false) => Some(3),
-                                _ => None,
-                            };
-                            if let Some(i) = slot {
-                                counts.changes.entry(by).or_default()[i] += 1;
-                            }
-                        }
-                        if status.is_live() || keep_deleted {
-                            paths.push((status, content, path.to_owned()));
-                        }
-                    },
-                )?;
-                self.ice()?.manifest_live.insert(uri.to_owned(), counts);
-                for (status, content, path) in paths {
-                    self.reference(
-                        uri,
-                        &path,
-                        Source::ContentFile {
-                            manifest: manifest_short.clone(),
-                            content,
-                            status,
-                        },
-                    )?;
-                }
-                Ok(())
-            }
+            } => self.process_manifest(uri, bytes, expected_len, added_by),
             // Settled at the top of this function.
             Purpose::OwnerCheck { .. } => Ok(()),
         }

@@ -61,39 +61,357 @@ pub(super) struct StrayDocument {
     pub(super) sequence: Option<i64>,
 }
 
-impl Session {
-    pub(super) fn process_metadata(&mut self, uri: &str, bytes: &[u8]) -> Result<()> {
-        let md = TableMetadata::parse(uri, bytes)?;
-        let mapped_loc = apply_mappings(&md.location, &self.config.location_map);
-        let loc = TableLocation::parse(&mapped_loc)
-            .map_err(|e| Error::malformed(MalformedReason::Field, uri, format!("location: {e}")))?;
-        if loc != self.classifier.location {
-            return Err(Error::unsafe_(
-                UnsafeReason::LocationMismatch,
+/// What one manifest holds: its entry counts, and the files to keep with
+/// their status and content (DELETED entries only when they are kept).
+pub(super) struct ManifestRead {
+    pub(super) counts: ManifestCounts,
+    pub(super) files: Vec<(ManifestStatus, ContentType, String)>,
+}
+
+/// Reads a manifest: its size must be what its list says; every entry is
+/// counted (live data and deletes, and what each snapshot added or
+/// deleted; entries without a snapshot id inherit `added_by`), and its
+/// files are named (`keep_deleted`: DELETED entries too).
+pub(super) fn read_manifest(
+    uri: &str,
+    bytes: &[u8],
+    expected_len: Option<u64>,
+    added_by: Option<i64>,
+    keep_deleted: bool,
+) -> Result<ManifestRead> {
+    if let Some(want) = expected_len {
+        if want != bytes.len() as u64 {
+            return Err(Error::malformed(
+                MalformedReason::PartialWrite,
+                uri,
                 format!(
-                    "metadata `{uri}` says the table lives at `{}`, the sweep was started for `{}`; if the table was moved or restored there, map its old location: location_map {}={}",
-                    loc.as_uri(),
-                    self.classifier.location.as_uri(),
-                    md.location.trim_end_matches('/'),
-                    self.classifier.location.as_uri()
+                    "manifest is {} bytes but its manifest list says {want} (truncated or replaced)",
+                    bytes.len()
                 ),
             ));
         }
-        match (&self.classifier.table_uuid, &md.table_uuid) {
-            (Some(a), Some(b)) if a != b => {
-                return Err(Error::unsafe_(
-                    UnsafeReason::ForeignTable,
-                    format!("the pointer now names table {b}, the sweep started on table {a} (table replaced?)"),
-                ))
+    }
+    let mut files = Vec::new();
+    let mut counts = ManifestCounts::default();
+    ispec::for_each_manifest_entry_with_snapshot(uri, bytes, |status, content, snap, path| {
+        let data = content == ContentType::Data;
+        if status.is_live() {
+            if data {
+                counts.live_data += 1;
+            } else {
+                counts.live_deletes += 1;
             }
-            (None, Some(b)) => self.classifier.table_uuid = Some(b.clone()),
-            _ => {}
+        }
+        if let Some(by) = snap.or(added_by) {
+            let slot = match (status, data) {
+                (ManifestStatus::Added, true) => Some(0),
+                (ManifestStatus::Deleted, true) => Some(1),
+                (ManifestStatus::Added, false) => Some(2),
+                (ManifestStatus::Deleted, false) => Some(3),
+                _ => None,
+            };
+            if let Some(i) = slot {
+                counts.changes.entry(by).or_default()[i] += 1;
+            }
+        }
+        if status.is_live() || keep_deleted {
+            files.push((status, content, path.to_owned()));
+        }
+    })?;
+    Ok(ManifestRead { counts, files })
+}
+
+/// Checks that metadata `md` (read from `uri`) is the swept table: its
+/// location (after `maps`) is `location`, and its `table-uuid` the one
+/// seen so far. Returns the uuid to adopt when none was known.
+pub(super) fn identify(
+    uri: &str,
+    md: &TableMetadata,
+    location: &TableLocation,
+    maps: &[PathMapping],
+    known_uuid: Option<&str>,
+) -> Result<Option<String>> {
+    let mapped_loc = apply_mappings(&md.location, maps);
+    let loc = TableLocation::parse(&mapped_loc)
+        .map_err(|e| Error::malformed(MalformedReason::Field, uri, format!("location: {e}")))?;
+    if loc != *location {
+        return Err(Error::unsafe_(
+            UnsafeReason::LocationMismatch,
+            format!(
+                "metadata `{uri}` says the table lives at `{}`, the sweep was started for `{}`; if the table was moved or restored there, map its old location: location_map {}={}",
+                loc.as_uri(),
+                location.as_uri(),
+                md.location.trim_end_matches('/'),
+                location.as_uri()
+            ),
+        ));
+    }
+    match (known_uuid, &md.table_uuid) {
+        (Some(a), Some(b)) if a != b => Err(Error::unsafe_(
+            UnsafeReason::ForeignTable,
+            format!(
+                "the pointer now names table {b}, the sweep started on table {a} (table replaced?)"
+            ),
+        )),
+        (None, Some(b)) => Ok(Some(b.clone())),
+        _ => Ok(None),
+    }
+}
+
+/// The table's other write roots (`write.data.path`, `write.metadata.path`,
+/// `write.folder-storage.path`, `write.object-storage.path`) outside its
+/// `location`: listed and swept with the same rules. A root that is a
+/// bucket root, or that contains the table location (other tables live
+/// there), is not listed, and a warning says so.
+pub(super) fn write_roots(
+    md: &TableMetadata,
+    location: &TableLocation,
+    maps: &[PathMapping],
+) -> (Vec<TableLocation>, Vec<String>) {
+    let mut roots: Vec<TableLocation> = Vec::new();
+    let mut warnings = Vec::new();
+    for key in [
+        "write.data.path",
+        "write.metadata.path",
+        "write.folder-storage.path",
+        "write.object-storage.path",
+    ] {
+        let Some(v) = md.properties.get(key) else {
+            continue;
+        };
+        let mapped = apply_mappings(v, maps);
+        let Ok(root) = TableLocation::parse(&mapped) else {
+            warnings.push(format!(
+                "table property {key} = `{v}` is not a location that can be swept (a bucket root?): objects there are kept and not listed"
+            ));
+            continue;
+        };
+        if root == *location || location.relative(root.canonical()).is_some() {
+            continue; // inside the table: listed with it
+        }
+        if root.relative(location.canonical()).is_some() {
+            warnings.push(format!(
+                "table property {key} = `{v}` contains the table location (other tables may live there): objects there are kept and not listed"
+            ));
+            continue;
+        }
+        if roots
+            .iter()
+            .any(|r| *r == root || r.relative(root.canonical()).is_some())
+        {
+            continue;
+        }
+        roots.retain(|r| root.relative(r.canonical()).is_none());
+        roots.push(root);
+    }
+    (roots, warnings)
+}
+
+impl IcebergSweep {
+    /// A manifest list was read: the canonical URIs of the manifests it names.
+    pub(super) fn record_list(&mut self, uri: &str, manifests: Vec<String>) {
+        self.list_manifests.insert(uri.to_owned(), manifests);
+    }
+
+    /// A manifest was read: what it holds.
+    pub(super) fn record_manifest(&mut self, uri: &str, counts: ManifestCounts) {
+        self.manifest_live.insert(uri.to_owned(), counts);
+    }
+
+    /// Every snapshot walked since the last check: its manifests' live
+    /// entries must add up to what its summary records (a manifest list cut
+    /// at an Avro block boundary parses as a shorter, valid list; only the
+    /// summary can tell). A snapshot without totals is counted.
+    /// `metadata_location` names the blob of v1 embedded lists.
+    pub(super) fn check_summaries(&mut self, metadata_location: &str) -> Result<()> {
+        for c in std::mem::take(&mut self.summary_checks) {
+            let t = c.totals;
+            if t.data_files.is_none()
+                && t.delete_files.is_none()
+                && t.manifests.is_none()
+                && t.changes.iter().all(Option::is_none)
+            {
+                self.unchecked_summaries += 1;
+                continue;
+            }
+            let (what, manifests): (String, &[String]) = match &c.list {
+                Some(l) => (
+                    format!("manifest list `{l}`"),
+                    self.list_manifests.get(l).map_or(&[], Vec::as_slice),
+                ),
+                None => ("embedded manifest list".into(), &c.embedded),
+            };
+            let mut data = 0u64;
+            let mut deletes = 0u64;
+            let mut changes = [0u64; 4];
+            for n in manifests.iter().filter_map(|m| self.manifest_live.get(m)) {
+                data = data.saturating_add(n.live_data);
+                deletes = deletes.saturating_add(n.live_deletes);
+                if let Some(own) = n.changes.get(&c.snapshot_id) {
+                    for (sum, x) in changes.iter_mut().zip(own) {
+                        *sum = sum.saturating_add(*x);
+                    }
+                }
+            }
+            let blob = c.list.as_deref().unwrap_or(metadata_location);
+            let mismatch = |field: &str, found: u64, says: u64| {
+                Error::malformed(MalformedReason::Inconsistent,
+                    blob,
+                    format!(
+                        "snapshot {}: the {what} and its manifests hold {found} {field}, the snapshot summary says {says} (a list or manifest cut short, or rewritten): the keep set would be incomplete",
+                        c.snapshot_id
+                    ),
+                )
+            };
+            if let Some(n) = t.manifests {
+                if c.list.is_some() && n != manifests.len() as u64 {
+                    return Err(mismatch("manifests", manifests.len() as u64, n));
+                }
+            }
+            if let Some(n) = t.data_files {
+                if n != data {
+                    return Err(mismatch("live data files", data, n));
+                }
+            }
+            if let Some(n) = t.delete_files {
+                if n != deletes {
+                    return Err(mismatch("live delete files", deletes, n));
+                }
+            }
+            let names = [
+                "data files it added",
+                "data files it deleted",
+                "delete files it added",
+                "delete files it removed",
+            ];
+            for ((says, found), name) in t.changes.iter().zip(changes).zip(names) {
+                if let Some(n) = *says {
+                    if n != found {
+                        return Err(mismatch(name, found, n));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records an unreferenced metadata document (`uri`, `rel` relative to
+    /// the table) whose owner check passed, when it is of table
+    /// `table_uuid`, with its place in the table's history (its log mapped
+    /// by `maps`).
+    pub(super) fn note_stray_document(
+        &mut self,
+        uri: &str,
+        rel: &str,
+        bytes: &[u8],
+        table_uuid: Option<&str>,
+        maps: &[PathMapping],
+    ) {
+        // A document that does not parse was kept as `unverified` already.
+        let Ok(l) = TableMetadata::probe_lineage(uri, bytes) else {
+            return;
+        };
+        // The owner check passed: the same `table-uuid`, or (v1 documents
+        // without one, on both sides) the same location.
+        if l.table_uuid.as_deref() != table_uuid {
+            return;
+        }
+        let log = l
+            .metadata_log
+            .iter()
+            .filter_map(|f| {
+                CanonicalUri::parse(&apply_mappings(f, maps))
+                    .ok()
+                    .map(|c| c.to_uri_string())
+            })
+            .collect();
+        self.stray_documents.push(StrayDocument {
+            rel: rel.to_owned(),
+            log,
+            sequence: l.last_sequence_number,
+        });
+    }
+
+    /// A same-table document that descends from the final `pointer` (its
+    /// `metadata-log` names the pointer, or its `last-sequence-number` is
+    /// higher) means the pointer lags behind the table: everything only the
+    /// newer commits reference would look like garbage. Refused, unless the
+    /// pointer is an `authoritative` catalog's, where such a document is a
+    /// failed commit's leftover (kept while young, like any object; the
+    /// returned warnings say so). Documents the final keep set references
+    /// (`referenced`) are not strays.
+    pub(super) fn judge_stray_documents(
+        &self,
+        pointer: &str,
+        referenced: impl Fn(&str) -> bool,
+        authoritative: bool,
+    ) -> Result<Vec<String>> {
+        let mut warnings = Vec::new();
+        for doc in &self.stray_documents {
+            if referenced(&doc.rel) {
+                continue; // referenced by the final metadata after a re-check
+            }
+            let names_pointer = doc.log.contains(pointer);
+            let newer =
+                matches!((doc.sequence, self.pointer_sequence), (Some(a), Some(b)) if a > b);
+            if !(names_pointer || newer) {
+                continue;
+            }
+            let how = if names_pointer {
+                "its metadata-log names the pointer's document".to_owned()
+            } else {
+                format!(
+                    "its last-sequence-number {} is higher than the pointer's {}",
+                    doc.sequence.unwrap_or_default(),
+                    self.pointer_sequence.unwrap_or_default()
+                )
+            };
+            if authoritative {
+                warnings.push(format!(
+                    "`{}` descends from the catalog's current metadata ({how}): a failed commit's leftover; planned like any unreferenced object",
+                    doc.rel
+                ));
+                continue;
+            }
+            return Err(Error::unsafe_(
+                UnsafeReason::StalePointer,
+                format!(
+                    "`{}` is a newer metadata document of this table than the pointer `{pointer}` ({how}): the pointer lags (version-hint.text not yet rewritten?); planning from it would call newer commits' files garbage. Point at the newest metadata or use the catalog",
+                    doc.rel
+                ),
+            ));
+        }
+        Ok(warnings)
+    }
+}
+
+/// The session's side: it owns the references, requests and the plan's
+/// records, and applies what the functions above and [`IcebergSweep`]
+/// return.
+impl Session {
+    pub(super) fn process_metadata(&mut self, uri: &str, bytes: &[u8]) -> Result<()> {
+        let md = TableMetadata::parse(uri, bytes)?;
+        let adopt = identify(
+            uri,
+            &md,
+            &self.classifier.location,
+            &self.config.location_map,
+            self.classifier.table_uuid.as_deref(),
+        )?;
+        if adopt.is_some() {
+            self.classifier.table_uuid = adopt;
         }
         if let Some(p) = &self.policy {
             p.ensure_binds(&md)?;
         }
         self.ice()?.pointer_sequence = md.last_sequence_number;
-        self.set_roots(&md);
+        // Set once, from the first metadata read, before anything is listed.
+        if self.classifier.roots.is_empty() && !self.listing_requested() {
+            let (roots, warnings) =
+                write_roots(&md, &self.classifier.location, &self.config.location_map);
+            self.classifier.roots = roots;
+            self.warnings.extend(warnings);
+        }
         if !md.gc_enabled() {
             return Err(Error::unsafe_(
                 UnsafeReason::GcDisabled,
@@ -151,218 +469,98 @@ impl Session {
         Ok(())
     }
 
-    /// Every snapshot walked since the last check: its manifests' live
-    /// entries must add up to what its summary records (a manifest list cut
-    /// at an Avro block boundary parses as a shorter, valid list; only the
-    /// summary can tell). A snapshot without totals is counted and said.
-    pub(super) fn check_summaries(&mut self) -> Result<()> {
-        // A Delta session has no snapshot summaries to check.
-        let Machine::Iceberg(i) = &mut self.machine else {
-            return Ok(());
-        };
-        let checks = std::mem::take(&mut i.summary_checks);
-        for c in checks {
-            let t = c.totals;
-            if t.data_files.is_none()
-                && t.delete_files.is_none()
-                && t.manifests.is_none()
-                && t.changes.iter().all(Option::is_none)
-            {
-                self.ice()?.unchecked_summaries += 1;
-                continue;
-            }
-            let (what, manifests): (String, Vec<String>) = match &c.list {
-                Some(l) => (
-                    format!("manifest list `{l}`"),
-                    self.ice()?
-                        .list_manifests
-                        .get(l)
-                        .cloned()
-                        .unwrap_or_default(),
-                ),
-                None => ("embedded manifest list".into(), c.embedded.clone()),
-            };
-            let mut data = 0u64;
-            let mut deletes = 0u64;
-            let mut changes = [0u64; 4];
-            for m in &manifests {
-                if let Some(n) = self.iceberg().and_then(|i| i.manifest_live.get(m)) {
-                    data = data.saturating_add(n.live_data);
-                    deletes = deletes.saturating_add(n.live_deletes);
-                    if let Some(own) = n.changes.get(&c.snapshot_id) {
-                        for (sum, x) in changes.iter_mut().zip(own) {
-                            *sum = sum.saturating_add(*x);
-                        }
-                    }
-                }
-            }
-            let blob = c.list.as_deref().unwrap_or(self.metadata_location.as_str());
-            let mismatch = |field: &str, found: u64, says: u64| {
-                Error::malformed(MalformedReason::Inconsistent,
-                    blob,
-                    format!(
-                        "snapshot {}: the {what} and its manifests hold {found} {field}, the snapshot summary says {says} (a list or manifest cut short, or rewritten): the keep set would be incomplete",
-                        c.snapshot_id
-                    ),
-                )
-            };
-            if let Some(n) = t.manifests {
-                if c.list.is_some() && n != manifests.len() as u64 {
-                    return Err(mismatch("manifests", manifests.len() as u64, n));
-                }
-            }
-            if let Some(n) = t.data_files {
-                if n != data {
-                    return Err(mismatch("live data files", data, n));
-                }
-            }
-            if let Some(n) = t.delete_files {
-                if n != deletes {
-                    return Err(mismatch("live delete files", deletes, n));
-                }
-            }
-            let names = [
-                "data files it added",
-                "data files it deleted",
-                "delete files it added",
-                "delete files it removed",
-            ];
-            for ((says, found), name) in t.changes.iter().zip(changes).zip(names) {
-                if let Some(n) = *says {
-                    if n != found {
-                        return Err(mismatch(name, found, n));
-                    }
-                }
-            }
+    /// A manifest list was read: its manifests are kept and read.
+    pub(super) fn process_manifest_list(&mut self, uri: &str, bytes: &[u8]) -> Result<()> {
+        let entries = ispec::read_manifest_list(uri, bytes)?;
+        let list_short = self.short(uri);
+        let mut named = Vec::with_capacity(entries.len());
+        for m in entries {
+            let canon = self.reference_blob(
+                uri,
+                &m.path,
+                Source::Manifest {
+                    listed_in: list_short.clone(),
+                },
+            )?;
+            named.push(canon.clone());
+            self.request_read(
+                canon,
+                Purpose::Manifest {
+                    expected_len: m.length,
+                    added_by: m.added_snapshot_id,
+                },
+            );
+        }
+        self.ice()?.record_list(uri, named);
+        Ok(())
+    }
+
+    /// A manifest was read: its files are kept, its counts recorded.
+    pub(super) fn process_manifest(
+        &mut self,
+        uri: &str,
+        bytes: &[u8],
+        expected_len: Option<u64>,
+        added_by: Option<i64>,
+    ) -> Result<()> {
+        let read = read_manifest(
+            uri,
+            bytes,
+            expected_len,
+            added_by,
+            self.config.keep_deleted_entries,
+        )?;
+        let manifest_short = self.short(uri);
+        self.ice()?.record_manifest(uri, read.counts);
+        for (status, content, path) in read.files {
+            self.reference(
+                uri,
+                &path,
+                Source::ContentFile {
+                    manifest: manifest_short.clone(),
+                    content,
+                    status,
+                },
+            )?;
         }
         Ok(())
     }
 
-    /// The table's other write roots (`write.data.path`, `write.metadata.path`,
-    /// `write.folder-storage.path`, `write.object-storage.path`) outside its
-    /// location: listed and swept with the same rules. Set once, from the
-    /// first metadata read; a root that is a bucket root, or that contains
-    /// the table location (other tables live there), is not listed, and the
-    /// plan says so.
-    pub(super) fn set_roots(&mut self, md: &TableMetadata) {
-        if !self.classifier.roots.is_empty() || self.listing_requested() {
-            return;
+    /// See [`IcebergSweep::check_summaries`] (a Delta session has none).
+    pub(super) fn check_summaries(&mut self) -> Result<()> {
+        let metadata_location = self.metadata_location.clone();
+        match &mut self.machine {
+            Machine::Iceberg(i) => i.check_summaries(&metadata_location),
+            Machine::Delta(_) => Ok(()),
         }
-        let mut roots: Vec<TableLocation> = Vec::new();
-        for key in [
-            "write.data.path",
-            "write.metadata.path",
-            "write.folder-storage.path",
-            "write.object-storage.path",
-        ] {
-            let Some(v) = md.properties.get(key) else {
-                continue;
-            };
-            let mapped = apply_mappings(v, &self.config.location_map);
-            let Ok(root) = TableLocation::parse(&mapped) else {
-                self.warnings.insert(format!(
-                    "table property {key} = `{v}` is not a location that can be swept (a bucket root?): objects there are kept and not listed"
-                ));
-                continue;
-            };
-            let loc = &self.classifier.location;
-            if root == *loc || loc.relative(root.canonical()).is_some() {
-                continue; // inside the table: listed with it
-            }
-            if root.relative(loc.canonical()).is_some() {
-                self.warnings.insert(format!(
-                    "table property {key} = `{v}` contains the table location (other tables may live there): objects there are kept and not listed"
-                ));
-                continue;
-            }
-            if roots
-                .iter()
-                .any(|r| *r == root || r.relative(root.canonical()).is_some())
-            {
-                continue;
-            }
-            roots.retain(|r| root.relative(r.canonical()).is_none());
-            roots.push(root);
-        }
-        self.classifier.roots = roots;
     }
 
-    /// Records an unreferenced metadata document of this table (the owner
-    /// check passed) with its place in the table's history.
+    /// See [`IcebergSweep::note_stray_document`] (only an Iceberg session
+    /// judges stray documents against its pointer).
     pub(super) fn note_stray_document(&mut self, uri: &str, rel: &str, bytes: &[u8]) {
-        // A document that does not parse was kept as `unverified` already.
-        let Ok(l) = TableMetadata::probe_lineage(uri, bytes) else {
-            return;
-        };
-        // The owner check passed: the same `table-uuid`, or (v1 documents
-        // without one, on both sides) the same location.
-        if l.table_uuid != self.classifier.table_uuid {
-            return;
-        }
-        let log = l
-            .metadata_log
-            .iter()
-            .filter_map(|f| {
-                CanonicalUri::parse(&apply_mappings(f, &self.config.location_map))
-                    .ok()
-                    .map(|c| c.to_uri_string())
-            })
-            .collect();
-        // Only an Iceberg session judges stray documents against its pointer.
         if let Machine::Iceberg(i) = &mut self.machine {
-            i.stray_documents.push(StrayDocument {
-                rel: rel.to_owned(),
-                log,
-                sequence: l.last_sequence_number,
-            });
+            i.note_stray_document(
+                uri,
+                rel,
+                bytes,
+                self.classifier.table_uuid.as_deref(),
+                &self.config.location_map,
+            );
         }
     }
 
-    /// A same-table document that descends from the final pointer (its
-    /// `metadata-log` names the pointer, or its `last-sequence-number` is
-    /// higher) means the pointer lags behind the table: everything only the
-    /// newer commits reference would look like garbage. Refused, unless the
-    /// pointer is an authoritative catalog's, where such a document is a
-    /// failed commit's leftover (kept while young, like any object).
+    /// See [`IcebergSweep::judge_stray_documents`].
     pub(super) fn check_stray_documents(&mut self) -> Result<()> {
-        let pointer = self.metadata_location.clone();
-        let (docs, pointer_sequence) = match self.iceberg() {
-            Some(i) => (i.stray_documents.clone(), i.pointer_sequence),
-            None => (Vec::new(), None),
+        let Some(i) = self.iceberg() else {
+            return Ok(());
         };
-        for doc in &docs {
-            if self.classifier.keep.lookup(&doc.rel).is_some() {
-                continue; // referenced by the final metadata after a re-check
-            }
-            let names_pointer = doc.log.contains(&pointer);
-            let newer = matches!((doc.sequence, pointer_sequence), (Some(a), Some(b)) if a > b);
-            if !(names_pointer || newer) {
-                continue;
-            }
-            let how = if names_pointer {
-                "its metadata-log names the pointer's document".to_owned()
-            } else {
-                format!(
-                    "its last-sequence-number {} is higher than the pointer's {}",
-                    doc.sequence.unwrap_or_default(),
-                    pointer_sequence.unwrap_or_default()
-                )
-            };
-            if self.config.pointer_authoritative {
-                self.warnings.insert(format!(
-                    "`{}` descends from the catalog's current metadata ({how}): a failed commit's leftover; planned like any unreferenced object",
-                    doc.rel
-                ));
-                continue;
-            }
-            return Err(Error::unsafe_(
-                UnsafeReason::StalePointer,
-                format!(
-                    "`{}` is a newer metadata document of this table than the pointer `{pointer}` ({how}): the pointer lags (version-hint.text not yet rewritten?); planning from it would call newer commits' files garbage. Point at the newest metadata or use the catalog",
-                    doc.rel
-                ),
-            ));
-        }
+        let keep = &self.classifier.keep;
+        let warnings = i.judge_stray_documents(
+            &self.metadata_location,
+            |rel| keep.lookup(rel).is_some(),
+            self.config.pointer_authoritative,
+        )?;
+        self.warnings.extend(warnings);
         Ok(())
     }
 }
@@ -501,6 +699,88 @@ mod tests {
                 "s3://b/t/metadata/2.stats".to_owned(),
                 Source::Statistics { snapshot_id: 2 }
             )]
+        );
+    }
+
+    /// The Iceberg half runs without a session: a snapshot's summary is
+    /// checked from what its list and manifests recorded, and a stray
+    /// document is judged against a pointer, returning what to warn.
+    #[test]
+    fn summaries_and_stray_documents_are_judged_by_the_half_alone() {
+        let mut i = IcebergSweep::default();
+        let list = "s3://b/t/metadata/snap-1.avro";
+        i.summary_checks.push(SummaryCheck {
+            snapshot_id: 1,
+            list: Some(list.into()),
+            embedded: Vec::new(),
+            totals: SummaryTotals {
+                data_files: Some(2),
+                ..SummaryTotals::default()
+            },
+        });
+        i.record_list(list, vec!["m1".into()]);
+        i.record_manifest(
+            "m1",
+            ManifestCounts {
+                live_data: 1,
+                ..ManifestCounts::default()
+            },
+        );
+        let checks = i.summary_checks.clone();
+        let e = i.check_summaries("s3://b/t/metadata/v1.metadata.json");
+        assert!(e.unwrap_err().to_string().contains("summary says 2"));
+        i.summary_checks = checks;
+        i.record_manifest(
+            "m1",
+            ManifestCounts {
+                live_data: 2,
+                ..ManifestCounts::default()
+            },
+        );
+        assert!(i.check_summaries("unused").is_ok());
+        assert!(i.summary_checks.is_empty());
+
+        let pointer = "s3://b/t/metadata/v1.metadata.json";
+        i.pointer_sequence = Some(1);
+        i.stray_documents.push(StrayDocument {
+            rel: "metadata/v2.metadata.json".into(),
+            log: BTreeSet::from([pointer.to_owned()]),
+            sequence: Some(2),
+        });
+        let e = i.judge_stray_documents(pointer, |_| false, false);
+        assert!(e.unwrap_err().to_string().contains("pointer lags"));
+        let w = i.judge_stray_documents(pointer, |_| false, true).unwrap();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(i
+            .judge_stray_documents(pointer, |rel| rel == "metadata/v2.metadata.json", false)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn write_roots_outside_the_table_are_swept_and_others_said() {
+        let md = serde_json::json!({
+            "format-version": 2, "table-uuid": "0f0e0d0c-0000-4000-8000-00000000e1e2",
+            "location": "s3://b/t", "last-sequence-number": 0, "last-updated-ms": 1,
+            "last-column-id": 0, "current-schema-id": 0,
+            "schemas": [{"type": "struct", "schema-id": 0, "fields": []}],
+            "default-spec-id": 0, "partition-specs": [{"spec-id": 0, "fields": []}],
+            "last-partition-id": 999, "default-sort-order-id": 0, "sort-orders": [],
+            "properties": {"write.data.path": "s3://other/data", "write.metadata.path": "s3://b"},
+            "snapshots": [], "metadata-log": []
+        });
+        let md = TableMetadata::parse("s3://b/t/m.json", md.to_string().as_bytes()).unwrap();
+        let loc = TableLocation::parse("s3://b/t").unwrap();
+        let (roots, warnings) = write_roots(&md, &loc, &[]);
+        assert_eq!(roots.len(), 1);
+        assert_eq!(roots[0].as_uri(), "s3://other/data");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(identify("m", &md, &loc, &[], Some("another")).is_err());
+        let moved = TableLocation::parse("s3://b/u").unwrap();
+        assert!(identify("m", &md, &moved, &[], None).is_err());
+        assert_eq!(
+            identify("m", &md, &loc, &[], None).unwrap().as_deref(),
+            Some("0f0e0d0c-0000-4000-8000-00000000e1e2")
         );
     }
 }
