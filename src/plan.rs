@@ -468,7 +468,10 @@ pub struct Session {
 }
 
 /// The format's own half of a session: Iceberg's snapshot walk or Delta's
-/// log replay, each with the state only it needs.
+/// log replay, each with the state only it needs. A half never reaches
+/// into the session: its steps take what they need and return what to
+/// keep, read and warn (`delta::KeepPath`, `delta::Cleanup`,
+/// `iceberg::ManifestRead`, ...), and the session applies it.
 #[derive(Debug)]
 enum Machine {
     /// An Iceberg table: metadata, manifest lists, manifests.
