@@ -1074,4 +1074,42 @@ mod tests {
         rules.window_ms = 2 * 86_400_000;
         assert!(check_retention(&md, &rules, "u").unwrap().is_none());
     }
+
+    /// The versions a sweep keeps: the operator's, live leases' (a lease
+    /// ending exactly now keeps nothing, as for Iceberg), holds' and DR
+    /// checkpoints'; a DR metadata file or a negative version is refused.
+    #[test]
+    fn the_kept_versions_come_from_the_operator_and_the_live_context() {
+        let ctx = crate::Context::parse(
+            r#"{"leases": [{"snapshotId": 3, "expiresAtMs": 1001},
+                            {"snapshotId": 4, "expiresAtMs": 1000}],
+                "holds": [{"scope": {"snapshot": 5}, "generation": 1},
+                          {"scope": {"pathPrefix": "x/"}, "generation": 1}],
+                "drCheckpoints": [{"snapshotId": 6}]}"#,
+        )
+        .unwrap();
+        let start = |keep: &'static [i64], ctx: &crate::Context| {
+            DeltaSweep::start(Start {
+                log_prefix: LOG.into(),
+                keep_versions: keep,
+                context: ctx,
+                now_ms: 1000,
+            })
+        };
+        let d = start(&[1], &ctx).unwrap();
+        assert_eq!(d.keep_versions, BTreeSet::from([1, 3, 5, 6]));
+        assert!(start(&[-1], &ctx).is_err());
+        let dr =
+            crate::Context::parse(r#"{"drCheckpoints": [{"metadataFile": "s3://b/t/m.json"}]}"#)
+                .unwrap();
+        let e = start(&[], &dr)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("name versions"), "{e}");
+        let negative =
+            crate::Context::parse(r#"{"leases": [{"snapshotId": -2, "expiresAtMs": 5000}]}"#)
+                .unwrap();
+        assert!(start(&[], &negative).is_err());
+    }
 }
