@@ -149,7 +149,19 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         if !input.keep_versions.is_empty() || input.log_cleanup {
             return Err("--keep-version and --log-cleanup apply to Delta tables".into());
         }
-        input.pointer.resolve(&store, &input.table).await?
+        match input.pointer.resolve(&store, &input.table).await {
+            Ok(p) => p,
+            // Told it is Iceberg, but it has a Delta log: say so.
+            Err(e) if input.pointer == Pointer::VersionHint
+                && detect(&store, &input.table).await? == Format::Delta =>
+            {
+                return Err(format!(
+                    "{e}; `{}/_delta_log/` was found: this is a Delta table (drop --format iceberg)",
+                    input.table
+                ))
+            }
+            Err(e) => return Err(e),
+        }
     };
     let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
     let cfg = wt::SessionConfig {

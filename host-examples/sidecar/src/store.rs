@@ -217,12 +217,45 @@ pub fn local_uri(arg: &str) -> Result<String, String> {
 }
 
 /// The URI of a table argument: remote URIs unchanged (trailing slash
-/// dropped), anything else a local path.
+/// dropped), anything else a local path. A file of a table given in its
+/// place (a metadata document, the version hint, a Delta log entry, or any
+/// local file) is refused with the location to give instead.
 pub fn table_uri(arg: &str) -> Result<String, String> {
-    match split_uri(arg) {
-        Some(("file", _, _)) | None => local_uri(arg),
-        Some(_) => Ok(arg.trim_end_matches('/').to_owned()),
+    let uri = match split_uri(arg) {
+        Some(("file", _, _)) | None => local_uri(arg)?,
+        Some(_) => arg.trim_end_matches('/').to_owned(),
+    };
+    not_a_table_file(arg, &uri)?;
+    Ok(uri)
+}
+
+/// Refuses a table argument that names one of a table's files.
+fn not_a_table_file(arg: &str, uri: &str) -> Result<(), String> {
+    let (parent, name) = uri.rsplit_once('/').unwrap_or(("", uri));
+    let table_of_metadata = parent.strip_suffix("/metadata").unwrap_or(parent);
+    if name.ends_with(".metadata.json") || name.ends_with(".metadata.json.gz") {
+        return Err(format!(
+            "`{arg}` is a metadata file, not a table: give the table's location and name the file with --metadata (lakesweep plan {table_of_metadata} --metadata {arg})"
+        ));
     }
+    if name == "version-hint.text" {
+        return Err(format!(
+            "`{arg}` is the table's version hint, not the table: give the table's location ({table_of_metadata})"
+        ));
+    }
+    if let Some((table, _)) = uri.split_once("/_delta_log") {
+        return Err(format!(
+            "`{arg}` is inside a Delta log, not a table: give the table's location ({table})"
+        ));
+    }
+    if let Some(path) = uri.strip_prefix("file://") {
+        if std::path::Path::new(path).is_file() {
+            return Err(format!(
+                "`{arg}` is a file, not a table folder: give the folder the table lives in"
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl Store {
@@ -728,5 +761,23 @@ mod tests {
         assert_eq!(table_uri("s3a://b/t/").unwrap(), "s3a://b/t");
         assert_eq!(table_uri("/a/./b/../c").unwrap(), "file:///a/c");
         assert_eq!(table_uri("file:///a/b").unwrap(), "file:///a/b");
+        // A table's file given in its place: refused with what to give.
+        let e = table_uri("s3://b/t/metadata/00003-x.metadata.json").unwrap_err();
+        assert!(
+            e.contains("--metadata") && e.contains("lakesweep plan s3://b/t --metadata"),
+            "{e}"
+        );
+        let e = table_uri("s3://b/t/metadata/version-hint.text").unwrap_err();
+        assert!(e.contains("(s3://b/t)"), "{e}");
+        let e = table_uri("s3://b/t/_delta_log/00000000000000000000.json").unwrap_err();
+        assert!(e.contains("Delta log") && e.contains("(s3://b/t)"), "{e}");
+        let file =
+            std::env::temp_dir().join(format!("lakesweep-not-a-table-{}", std::process::id()));
+        std::fs::write(&file, b"x").unwrap();
+        let e = table_uri(file.to_str().unwrap()).unwrap_err();
+        std::fs::remove_file(&file).unwrap();
+        assert!(e.contains("is a file, not a table folder"), "{e}");
+        // A table whose name only contains such words is a table.
+        assert!(table_uri("s3://b/metadata.json-archive/t").is_ok());
     }
 }

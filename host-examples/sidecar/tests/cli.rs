@@ -699,3 +699,45 @@ fn keys_with_control_characters_are_kept_and_printed_escaped() {
         assert_eq!(k["reason"], "unaddressable");
     }
 }
+
+/// The usual mistakes with the table argument get the command to type
+/// instead: a metadata file or a Delta log entry given as the table, and a
+/// Delta table planned as Iceberg. Nothing is read past the refusal.
+#[test]
+fn a_table_file_or_the_wrong_format_is_refused_with_what_to_type() {
+    let s = Stage::new("mistakes");
+    let cur = s.t["metadata_location"].as_str().unwrap();
+    let md = s
+        .table()
+        .join("metadata")
+        .join(cur.rsplit('/').next().unwrap());
+    let o = lakesweep(&["plan", md.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("is a metadata file, not a table")
+            && err.contains(&format!(
+                "lakesweep plan file://{} --metadata",
+                s.table().display()
+            )),
+        "{err}"
+    );
+
+    let delta = repo().join("tests/fixtures/delta/events");
+    let log_entry = delta.join("_delta_log/00000000000000000000.json");
+    let o = lakesweep(&["plan", log_entry.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("is inside a Delta log"),
+        "{}",
+        out_text(&o)
+    );
+
+    let o = lakesweep(&["plan", delta.to_str().unwrap(), "--format", "iceberg"]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("_delta_log/` was found: this is a Delta table"),
+        "{err}"
+    );
+}
