@@ -148,6 +148,32 @@ fn decision(d: core::Decision) -> wt::Decision {
     }
 }
 
+fn decision_in(d: wt::Decision) -> core::Decision {
+    core::Decision {
+        key: d.key,
+        relative_key: d.relative_key,
+        verdict: match d.verdict {
+            wt::Verdict::Referenced => core::Verdict::Referenced,
+            wt::Verdict::NearMiss => core::Verdict::NearMiss,
+            wt::Verdict::Young => core::Verdict::Young,
+            wt::Verdict::Hidden => core::Verdict::Hidden,
+            wt::Verdict::Unverified => core::Verdict::Unverified,
+            wt::Verdict::OwnerCheck => core::Verdict::OwnerCheck,
+            wt::Verdict::Protected => core::Verdict::Protected,
+            wt::Verdict::Candidate => core::Verdict::Candidate,
+            wt::Verdict::Demoted => core::Verdict::Demoted,
+            wt::Verdict::ExpiredLog => core::Verdict::ExpiredLog,
+            wt::Verdict::Unaddressable => core::Verdict::Unaddressable,
+            wt::Verdict::FolderMarker => core::Verdict::FolderMarker,
+        },
+        detail: d.detail,
+        size: d.version.size,
+        last_modified_ms: d.version.last_modified_ms,
+        etag: d.version.etag,
+        version_id: d.version.version_id,
+    }
+}
+
 fn tally(t: core::Tally) -> wt::Tally {
     wt::Tally {
         count: t.count,
@@ -441,6 +467,19 @@ impl wp::Guest for Component {
 
     fn verify_plan(plan: String) -> Result<wt::SealedPlan, wt::Error> {
         plan_in(&plan).map(sealed_plan)
+    }
+
+    fn report_plan(
+        plan: String,
+        decisions: Vec<wt::Decision>,
+        unrepresentable: Vec<String>,
+        store_notes: Vec<String>,
+    ) -> Result<String, wt::Error> {
+        let plan = plan_in(&plan)?;
+        let decisions = decisions.into_iter().map(decision_in).collect();
+        Ok(plan
+            .with_report(decisions, unrepresentable, store_notes)
+            .to_json())
     }
 
     fn check_policy(policy: String) -> Result<wt::PolicyReport, wt::Error> {

@@ -286,6 +286,39 @@ pub struct SealedPlan {
     /// SHA-256 (hex) over the canonical JSON of schema, format, location,
     /// uuid, tokens and the delete list.
     pub digest: String,
+    /// What the plan keeps and why, for people (see [`SealedPlan::with_report`]):
+    /// outside the seal, ignored when the plan is applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<PlanReport>,
+}
+
+/// An object a plan keeps, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeptObject {
+    /// Key relative to the table location.
+    pub key: String,
+    /// Its verdict.
+    pub reason: Verdict,
+    /// Why, in words.
+    pub detail: String,
+    /// Size in bytes, as listed.
+    pub size: u64,
+}
+
+/// The part of a plan document written for people: every listed object
+/// the plan does not delete, with its verdict, and what the host could not
+/// hand to the planner. Not sealed: the seal covers what is deleted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanReport {
+    /// Kept objects, sorted by key.
+    pub keep: Vec<KeptObject>,
+    /// Listed names the host cannot represent (never given to the planner,
+    /// so never deleted), as the store spelled them.
+    pub unrepresentable: Vec<String>,
+    /// What the host's store client had to say (a fallback it took).
+    pub store_notes: Vec<String>,
 }
 
 impl SealedPlan {
@@ -311,6 +344,42 @@ impl SealedPlan {
         })
         .unwrap_or_default();
         hex(&Sha256::digest(body))
+    }
+
+    /// This plan with its report: of `decisions` (the session's, in the
+    /// order drained: a later one for a key replaces an earlier one), every
+    /// key the plan does not delete, with its verdict and why; and the
+    /// host's `unrepresentable` names and `store_notes`. So the human
+    /// report, the JSON and the sealed list are one document: kept and
+    /// deleted never overlap. The digest is unchanged.
+    pub fn with_report(
+        mut self,
+        decisions: Vec<Decision>,
+        unrepresentable: Vec<String>,
+        store_notes: Vec<String>,
+    ) -> SealedPlan {
+        let deleted: std::collections::BTreeSet<&str> =
+            self.delete.iter().map(|d| d.key.as_str()).collect();
+        let mut last: BTreeMap<String, Decision> = BTreeMap::new();
+        for d in decisions {
+            last.insert(d.relative_key.clone(), d);
+        }
+        let keep = last
+            .into_values()
+            .filter(|d| !deleted.contains(d.relative_key.as_str()))
+            .map(|d| KeptObject {
+                key: d.relative_key,
+                reason: d.verdict,
+                detail: d.detail,
+                size: d.size,
+            })
+            .collect();
+        self.report = Some(PlanReport {
+            keep,
+            unrepresentable,
+            store_notes,
+        });
+        self
     }
 
     /// Canonical JSON text of the plan (compact, fields in declaration order).
@@ -867,6 +936,7 @@ impl Session {
             summary,
             warnings: warnings.into_iter().collect(),
             digest: String::new(),
+            report: None,
         };
         plan.digest = plan.compute_digest();
         Ok(plan)
@@ -1617,7 +1687,58 @@ pub(crate) fn plan_for_tests(keys: &[(&str, u64)], context: Option<&str>) -> Sea
         summary: Summary::default(),
         warnings: Vec::new(),
         digest: String::new(),
+        report: None,
     };
     p.digest = p.compute_digest();
     p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decided(key: &str, verdict: Verdict) -> Decision {
+        Decision {
+            key: format!("s3://b/t/{key}"),
+            relative_key: key.into(),
+            verdict,
+            detail: format!("{verdict:?}"),
+            size: 7,
+            last_modified_ms: 1,
+            etag: None,
+            version_id: None,
+        }
+    }
+
+    /// The report keeps every decided key the plan does not delete, with
+    /// its last verdict; the seal does not cover it.
+    #[test]
+    fn the_report_is_every_decided_key_the_plan_does_not_delete() {
+        let plan = plan_for_tests(&[("data/a", 1)], None);
+        let digest = plan.digest.clone();
+        let plan = plan.with_report(
+            vec![
+                decided("data/a", Verdict::Candidate),
+                decided("data/b", Verdict::Candidate),
+                decided("data/b", Verdict::Demoted),
+                decided("data/c", Verdict::Young),
+            ],
+            vec!["odd".into()],
+            vec!["note".into()],
+        );
+        let report = plan.report.clone().unwrap();
+        let kept: Vec<(&str, Verdict)> = report
+            .keep
+            .iter()
+            .map(|k| (k.key.as_str(), k.reason))
+            .collect();
+        assert_eq!(
+            kept,
+            [("data/b", Verdict::Demoted), ("data/c", Verdict::Young)]
+        );
+        assert_eq!(report.unrepresentable, ["odd"]);
+        assert_eq!(plan.compute_digest(), digest);
+        let back = SealedPlan::from_json(&plan.to_json()).expect("a reported plan verifies");
+        assert_eq!(back.report, plan.report);
+    }
 }

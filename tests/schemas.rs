@@ -23,7 +23,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use boon::{Compiler, Draft, SchemaIndex, Schemas};
@@ -203,6 +203,57 @@ fn fresh_plans() -> Vec<(String, String)> {
         ));
     }
     out
+}
+
+/// A plan with its report (as `plan --json` and `plan --out` write it), on
+/// every fixture a year later: it matches the schema, still verifies, and
+/// its kept keys and its deletes split the decided keys exactly.
+#[test]
+fn plans_with_their_report_match_the_plan_schema_and_split_the_listing() {
+    let schema = Schema::load("plan.v2.json");
+    let mut last = None;
+    for t in tables() {
+        let mut cfg = t.config();
+        cfg.now_ms += 365 * DAY;
+        let run = run_native(cfg, &HostOptions::for_table(&t)).unwrap();
+        let plan = run
+            .plan()
+            .with_report(run.decisions.clone(), vec!["k\u{fffd}".into()], vec![]);
+        let text = plan.to_json();
+        schema.accepts(&format!("the reported plan of {}", t.name), &text);
+        assert_eq!(
+            SealedPlan::from_json(&text)
+                .expect("a reported plan verifies")
+                .digest,
+            plan.digest
+        );
+        let report = plan.report.as_ref().unwrap();
+        let kept: BTreeSet<&str> = report.keep.iter().map(|k| k.key.as_str()).collect();
+        let deleted: BTreeSet<&str> = plan.delete.iter().map(|d| d.key.as_str()).collect();
+        let verdicts = run.verdicts();
+        let decided: BTreeSet<&str> = verdicts.keys().map(String::as_str).collect();
+        assert!(kept.is_disjoint(&deleted), "{}", t.name);
+        assert_eq!(&kept | &deleted, decided, "{}", t.name);
+        assert!(
+            !deleted.is_empty(),
+            "{}: a year later something goes",
+            t.name
+        );
+        last = Some(json_of("a reported plan", &text));
+    }
+    let p = last.expect("a plan");
+    schema.rejects(
+        "a kept object with an unknown reason",
+        &edited(&p, "/report/keep/0/reason", Some(json!("gone"))),
+    );
+    schema.rejects(
+        "a report without its notes",
+        &edited(&p, "/report/storeNotes", None),
+    );
+    schema.rejects(
+        "a report with a field of its own",
+        &edited(&p, "/report/deleted", Some(json!([]))),
+    );
 }
 
 #[test]

@@ -127,6 +127,26 @@ impl Planner {
         done(api.call_verify_plan(&mut self.store, &document.to_owned()))
     }
 
+    /// `report-plan`: the plan document with its report for people (what
+    /// it keeps and why), outside the seal; the planner decides which keys
+    /// are kept from `decisions`.
+    pub fn report_plan(
+        &mut self,
+        document: &str,
+        decisions: Vec<wt::Decision>,
+        unrepresentable: Vec<String>,
+        store_notes: Vec<String>,
+    ) -> Result<String, String> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_report_plan(
+            &mut self.store,
+            &document.to_owned(),
+            &decisions,
+            &unrepresentable,
+            &store_notes,
+        ))
+    }
+
     /// `canonical-pointer`: the metadata URI the planner reads for
     /// `pointer` (mapped by `--location-map` and canonical), so every
     /// command agrees with the planner byte for byte.

@@ -86,16 +86,32 @@ fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, error::HostErro
 async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
     match cmd {
         Command::Plan(a) => {
-            let o = plan::run(&plan_input(&a, a.json)?).await?;
+            // One document: the file `--out` writes is what `--json` prints
+            // (the sealed plan and, outside the seal, what it keeps and why).
+            let documented = a.json || a.out.is_some();
+            let o = plan::run(&plan_input(&a, documented)?).await?;
+            let document = if documented {
+                let mut planner =
+                    component::Planner::load(&component::wasm_path(a.wasm.as_deref()))?;
+                planner.report_plan(
+                    &o.plan_json,
+                    o.decisions.values().cloned().collect(),
+                    o.unrepresentable.clone(),
+                    o.store_notes.clone(),
+                )?
+            } else {
+                String::new()
+            };
             if let Some(out) = &a.out {
-                std::fs::write(out, &o.plan_json).map_err(|e| format!("write {out}: {e}"))?;
+                std::fs::write(out, &document).map_err(|e| format!("write {out}: {e}"))?;
             }
             if a.json {
-                let text =
-                    serde_json::to_string_pretty(&report::json(&o)).map_err(|e| e.to_string())?;
-                println!("{text}");
+                println!("{document}");
             } else {
                 print!("{}", report::human(&o, &a.pointer.describe()));
+                if let Some(out) = &a.out {
+                    println!("plan written to {out}; to carry it out: lakesweep apply {out} (the same pointer options)");
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

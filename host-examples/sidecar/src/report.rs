@@ -1,79 +1,15 @@
-//! Renders a plan: the human report and the `--json` document.
+//! Renders a plan for people (the `--json` document is the plan itself,
+//! with its report: `report-plan`).
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Value};
-
-use crate::component::{verdict_name, version_json, wt};
+use crate::component::{verdict_name, wt};
 use crate::plan::Outcome;
-
-/// The `--json` document: `delete` (sorted relative keys), `keep` (every
-/// other listed object with its reason), `summary`, `warnings`, digest, tokens.
-pub fn json(o: &Outcome) -> Value {
-    let keep: Vec<Value> = o
-        .decisions
-        .values()
-        .filter(|d| !deletable(d.verdict))
-        .map(|d| json!({"key": d.relative_key, "reason": verdict_name(d.verdict), "detail": d.detail}))
-        .collect();
-    let p = &o.plan;
-    let delete: Vec<&str> = p.delete.iter().map(|d| d.key.as_str()).collect();
-    json!({
-        "table": p.table_location, "format": format_name(p.format), "delete": delete, "keep": keep,
-        "summary": summary_json(&p.summary), "warnings": p.warnings,
-        "digest": p.digest, "tokens": tokens_json(&p.tokens),
-        "unrepresentable": o.unrepresentable, "storeNotes": o.store_notes,
-    })
-}
 
 /// Verdicts whose objects the sealed plan deletes (an unreferenced object
 /// old enough, and `_delta_log/` entries past log retention).
 fn deletable(v: wt::Verdict) -> bool {
     matches!(v, wt::Verdict::Candidate | wt::Verdict::ExpiredLog)
-}
-
-/// The table format's name.
-pub fn format_name(f: wt::TableFormat) -> &'static str {
-    match f {
-        wt::TableFormat::Iceberg => "iceberg",
-        wt::TableFormat::Delta => "delta",
-    }
-}
-
-fn tally_json(t: &wt::Tally) -> Value {
-    json!({"count": t.count, "bytes": t.bytes})
-}
-
-fn named_json(n: &[wt::NamedTally]) -> Value {
-    Value::Object(
-        n.iter()
-            .map(|n| (n.name.clone(), tally_json(&n.tally)))
-            .collect(),
-    )
-}
-
-fn summary_json(s: &wt::Summary) -> Value {
-    json!({"listed": tally_json(&s.listed), "verdicts": named_json(&s.verdicts),
-           "reclaimable": named_json(&s.reclaimable), "snapshots": s.snapshots,
-           "manifestsRead": s.manifests_read, "referencedKeys": s.referenced_keys,
-           "externalReferences": s.external_references, "keepSetBytes": s.keep_set_bytes,
-           "referencedNotListed": s.referenced_not_listed, "rechecks": s.rechecks,
-           "memoryBudgetBytes": s.memory_budget_bytes, "sweptPrefixes": s.swept_prefixes})
-}
-
-fn tokens_json(t: &wt::PlanTokens) -> Value {
-    let refs: serde_json::Map<String, Value> = t
-        .refs
-        .iter()
-        .map(|r| (r.name.clone(), json!(r.snapshot_id)))
-        .collect();
-    json!({"metadataLocation": t.metadata_location, "refsDigest": t.refs_digest,
-           "refs": refs, "nowMs": t.now_ms, "fileRetentionMs": t.file_retention_ms,
-           "keepDeletedEntries": t.keep_deleted_entries, "policyDigest": t.policy_digest,
-           "holdGeneration": t.hold_generation, "leaseWatermark": t.lease_watermark,
-           "contextDigest": t.context_digest, "head": t.head.as_ref().map(version_json),
-           "restoreDrill": t.restore_drill.map(|g| json!({"minBundles": g.min_bundles,
-                                                            "maxAgeMs": g.max_age_ms}))})
 }
 
 fn tally(t: Option<&wt::Tally>) -> (u64, u64) {

@@ -17,7 +17,7 @@ fn plan_json_lists_exactly_the_old_planted_orphans() {
     let s = Stage::new("ok");
     let v = json(&s.plan(&["--json"]));
     assert_eq!(deletes(&v), planted(&s.t, &["candidate"]));
-    let keep = v["keep"].as_array().unwrap();
+    let keep = v["report"]["keep"].as_array().unwrap();
     assert_eq!(
         keep.len() + deletes(&v).len(),
         s.t["mtimes"].as_object().unwrap().len()
@@ -271,7 +271,7 @@ fn broken_metadata_or_listing_refuses_the_plan() {
     let o = s.plan(&["--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let unrep = v["unrepresentable"].as_array().unwrap();
+    let unrep = v["report"]["unrepresentable"].as_array().unwrap();
     assert_eq!(unrep.len(), 1, "{v}");
     assert!(
         unrep[0]
@@ -445,7 +445,7 @@ fn expire_commits_through_version_hint_and_the_sweep_follows() {
         .as_str()
         .unwrap()
         .ends_with("/metadata/v3.metadata.json"));
-    let keep = p["keep"].as_array().unwrap();
+    let keep = p["report"]["keep"].as_array().unwrap();
     assert!(keep
         .iter()
         .any(|k| k["key"] == "metadata/v2.metadata.json" && k["reason"] == "referenced"));
@@ -690,7 +690,7 @@ fn keys_with_control_characters_are_kept_and_printed_escaped() {
     let v = json(&s.plan(&["--json"]));
     assert_eq!(deletes(&v), planted(&s.t, &["candidate"]));
     for n in names {
-        let k = v["keep"]
+        let k = v["report"]["keep"]
             .as_array()
             .unwrap()
             .iter()
@@ -740,4 +740,30 @@ fn a_table_file_or_the_wrong_format_is_refused_with_what_to_type() {
         err.contains("_delta_log/` was found: this is a Delta table"),
         "{err}"
     );
+}
+
+/// The human report, `--json` and the plan file are one document seen
+/// three ways on the Iceberg fixture: now, and a year later when every
+/// orphan goes.
+#[test]
+fn report_json_and_plan_file_agree_on_every_key() {
+    let s = Stage::new("agree");
+    let file = s.root.join("agree.json");
+    let out = file.to_str().unwrap().to_owned();
+    let year_later = (s.t["now_ms"].as_i64().unwrap() + 365 * DAY).to_string();
+    for extra in [vec![], vec!["--now", year_later.as_str()]] {
+        let mut args = vec!["--out", out.as_str()];
+        args.extend(extra.iter().copied());
+        let human = s.plan(&args);
+        args.push("--json");
+        let json = s.plan(&args);
+        let doc = one_document(&human, &json, &file, &s.files());
+        // `apply` takes the document as it is: nothing retyped but the pointer.
+        assert_eq!(doc["schema"], "lakesweep.plan.v2");
+        let text = String::from_utf8_lossy(&human.stdout);
+        assert!(
+            text.contains(&format!("lakesweep apply {out}")),
+            "the next command: {text}"
+        );
+    }
 }

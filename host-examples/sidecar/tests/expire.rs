@@ -140,7 +140,7 @@ fn policies_are_checked_bound_and_applied() {
         deletes(&v),
         BTreeSet::from(["data/orphan.parquet".to_owned()])
     );
-    assert!(v["keep"]
+    assert!(v["report"]["keep"]
         .as_array()
         .unwrap()
         .iter()

@@ -806,7 +806,7 @@ fn odd_keys(versioned: bool) {
     want.extend(odd_delete.iter().map(|s| s.to_string()));
     assert_eq!(deletes(&v), want);
     let reason = |v: &serde_json::Value, key: &str| {
-        v["keep"]
+        v["report"]["keep"]
             .as_array()
             .unwrap()
             .iter()

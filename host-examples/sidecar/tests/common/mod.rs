@@ -3,7 +3,7 @@
 //! and run the real `lakesweep` binary, which loads the real component.
 #![allow(dead_code)]
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -198,14 +198,106 @@ pub fn json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// The `delete` array of `plan --json` output.
+/// The keys of the `delete` list of a plan document (`plan --json`).
 pub fn deletes(v: &Value) -> BTreeSet<String> {
     v["delete"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|k| k.as_str().unwrap().to_owned())
+        .map(|d| d["key"].as_str().unwrap().to_owned())
         .collect()
+}
+
+/// The keys a section of the human report lists (`heading` starts it;
+/// each line is `  KEY  ...`).
+pub fn report_section(report: &str, heading: &str) -> BTreeSet<String> {
+    report
+        .lines()
+        .skip_while(|l| !l.starts_with(heading))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.trim_start().split("  ").next().map(str::to_owned))
+        .collect()
+}
+
+/// The human report (`human`, from `plan --out FILE`), `--json` (`json`,
+/// from the same plan with `--json`) and the plan file are one plan seen
+/// three ways: `--json` prints the file's document; the report's "would
+/// delete" is the sealed list; every key it shows as kept is in the
+/// document's report with the same verdict; kept and deleted split
+/// `listed` (every file of the table) exactly. Returns the document.
+pub fn one_document(
+    human: &Output,
+    json: &Output,
+    file: &Path,
+    listed: &BTreeSet<String>,
+) -> Value {
+    assert!(human.status.success(), "{}", out_text(human));
+    let report = String::from_utf8_lossy(&human.stdout).into_owned();
+    let printed = self::json(json);
+    let stored: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    let deleted = deletes(&stored);
+    assert_eq!(deletes(&printed), deleted, "--json and the file disagree");
+    assert_eq!(
+        printed["report"], stored["report"],
+        "--json and the file disagree"
+    );
+    assert_eq!(printed["digest"], stored["digest"]);
+    if deleted.is_empty() {
+        assert!(report.contains("nothing to delete"), "{report}");
+    } else {
+        assert!(
+            report.contains(&format!("would delete ({}):", deleted.len())),
+            "{report}"
+        );
+    }
+    assert_eq!(
+        report_section(&report, "would delete ("),
+        deleted,
+        "{report}"
+    );
+    let keep: BTreeMap<String, String> = stored["report"]["keep"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["key"].as_str().unwrap().to_owned(),
+                k["reason"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let kept_keys: BTreeSet<String> = keep.keys().cloned().collect();
+    assert!(kept_keys.is_disjoint(&deleted), "{stored}");
+    assert_eq!(
+        &kept_keys | &deleted,
+        *listed,
+        "kept and deleted split the listing"
+    );
+    for line in report
+        .lines()
+        .skip_while(|l| !l.starts_with("kept although unreferenced ("))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+    {
+        let mut parts = line.trim_start().splitn(2, "  ");
+        let key = parts.next().unwrap();
+        let verdict = parts
+            .next()
+            .and_then(|r| r.strip_prefix('['))
+            .and_then(|r| r.split(']').next())
+            .unwrap_or_else(|| panic!("a kept line without its verdict: {line}"));
+        if key == "_delta_log/" || key == "_lakesweep/" {
+            // One folded line for the whole prefix: every key under it is hidden.
+            assert!(keep
+                .iter()
+                .filter(|(k, _)| k.starts_with(key))
+                .all(|(_, v)| v == "hidden"));
+            continue;
+        }
+        assert_eq!(keep.get(key).map(String::as_str), Some(verdict), "{line}");
+    }
+    stored
 }
 
 /// Planted keys of the `events` table whose expected verdict is one of `verdicts`.
