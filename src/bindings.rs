@@ -805,6 +805,20 @@ impl wp::GuestLedger for Ledger {
         gates(self.0.borrow().gates())
     }
 
+    fn outlook(&self, now_ms: i64) -> Vec<wt::Waiting> {
+        self.0
+            .borrow()
+            .outlook(now_ms)
+            .into_iter()
+            .map(|w| wt::Waiting {
+                state: state(w.state),
+                count: w.count,
+                earliest_ms: w.earliest_ms,
+                next: w.next,
+            })
+            .collect()
+    }
+
     fn objects(&self) -> Vec<wt::LedgerObject> {
         self.0
             .borrow()

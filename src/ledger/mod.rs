@@ -30,11 +30,13 @@
 //! Files: `state` (the states and their transitions), `wire` (what crosses
 //! to and from the host: moves, probes, observations, live state,
 //! receipts, approvals), `steps` (one run's steps), `drill` (restore
-//! drills), `gates` (the run report's gates).
+//! drills), `gates` (the run report's gates), `outlook` (what each state
+//! waits for, and until when), `legacy` (ledgers of earlier schemas).
 
 mod drill;
 mod gates;
 mod legacy;
+mod outlook;
 mod state;
 mod steps;
 mod wire;
@@ -51,6 +53,7 @@ use crate::plan::{PlannedDelete, SealedPlan};
 
 pub use drill::{drill_sample, Drill};
 pub use gates::Gates;
+pub use outlook::Waiting;
 use state::state_name;
 pub use state::ObjectState;
 pub use steps::quarantine_root;

@@ -449,6 +449,16 @@ impl Planner {
         api.call_gates(&mut self.store, l.0).map_err(trap)
     }
 
+    /// `ledger.outlook`: per state, what waits and from when it can move.
+    pub fn ledger_outlook(
+        &mut self,
+        l: LedgerHandle,
+        now_ms: i64,
+    ) -> Result<Vec<wt::Waiting>, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_outlook(&mut self.store, l.0, now_ms).map_err(trap)
+    }
+
     /// `ledger.objects`.
     pub fn ledger_objects(&mut self, l: LedgerHandle) -> Result<Vec<wt::LedgerObject>, String> {
         let api = self.api.lakesweep_planner_planner().ledger();

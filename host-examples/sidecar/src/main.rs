@@ -63,7 +63,7 @@ fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, error::HostErro
             "stopped": s.stopped,
             "damage": s.damage.iter().map(deletion::Line::to_json).collect::<Vec<_>>(),
             "damageUnchecked": s.damage_unchecked,
-            "notes": s.notes});
+            "notes": s.notes, "outlook": sweep::outlook_json(&s.outlook)});
         println!(
             "{}",
             serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?

@@ -57,6 +57,11 @@ pub struct Swept {
     /// What the store's client told (a listing fallback taken) and the
     /// names the listing could not represent (kept), as the plan reports them.
     pub notes: Vec<String>,
+    /// What the ledger waits for after the run, and from when (the core's
+    /// `outlook`, judged at the run's time).
+    pub outlook: Vec<wt::Waiting>,
+    /// The run's time, ms since the epoch.
+    pub now_ms: i64,
 }
 
 /// The default ledger location: under the table's hidden `_lakesweep/`
@@ -308,7 +313,10 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
         gates = step.gates;
     }
     save(&mut planner, ledger, &lstore, &ledger_uri).await?;
+    let outlook = planner.ledger_outlook(ledger, now)?;
     Ok(Swept {
+        outlook,
+        now_ms: now,
         moves,
         approval: Some(approval),
         gates,
@@ -372,7 +380,10 @@ async fn reconcile_locked(
     let step = planner.ledger_observe(ledger, &obs, now)?;
     moves.extend(step.moves);
     save(&mut planner, ledger, lstore, &ledger_uri).await?;
+    let outlook = planner.ledger_outlook(ledger, now)?;
     Ok(Swept {
+        outlook,
+        now_ms: now,
         moves,
         approval: None,
         gates: step.gates,
@@ -485,7 +496,11 @@ pub fn human(s: &Swept) -> String {
         by_state.entry(rank).or_insert((to, Vec::new())).1.push(m);
     }
     if s.moves.is_empty() {
-        out.push_str("no object changed state this run\n");
+        out.push_str(if s.outlook.is_empty() {
+            "no object changed state this run, and nothing waits (no delete candidate in the ledger)\n"
+        } else {
+            "no object changed state this run (what waits, and when it can move: next steps below)\n"
+        });
     }
     for (state, ms) in by_state.values() {
         out.push_str(&format!("-> {state} ({})\n", ms.len()));
@@ -534,9 +549,48 @@ pub fn human(s: &Swept) -> String {
             d.restore.as_deref().unwrap_or("")
         ));
     }
+    if !s.outlook.is_empty() {
+        out.push_str("next steps:\n");
+        out.push_str(&outlook_text(&s.outlook, s.now_ms));
+    }
     out.push_str(&gates_text(&s.gates));
     out.push_str(&format!("ledger saved to {}\n", s.ledger_uri));
     out
+}
+
+/// What waits, one state a line: how many, from when (`next run`, or the
+/// time and how long until it), and what the next step is.
+pub fn outlook_text(outlook: &[wt::Waiting], now_ms: i64) -> String {
+    let mut out = String::new();
+    for w in outlook {
+        let when = if w.earliest_ms > now_ms {
+            format!(
+                "from {} (in {})",
+                crate::report::time(w.earliest_ms),
+                crate::report::duration(w.earliest_ms - now_ms)
+            )
+        } else {
+            "next run".to_owned()
+        };
+        out.push_str(&format!(
+            "  {:<22} {:>6}  {when}: {}\n",
+            state_name(w.state),
+            w.count,
+            w.next
+        ));
+    }
+    out
+}
+
+/// The outlook as JSON.
+pub fn outlook_json(outlook: &[wt::Waiting]) -> Vec<serde_json::Value> {
+    outlook
+        .iter()
+        .map(|w| {
+            json!({"state": state_name(w.state), "count": w.count,
+                   "earliestMs": w.earliest_ms, "next": w.next})
+        })
+        .collect()
 }
 
 /// The gates, one per line.

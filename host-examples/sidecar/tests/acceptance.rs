@@ -820,3 +820,54 @@ fn a_drill_gated_sweep_deletes_once_the_drill_passed_and_apply_refuses() {
     assert!(s.orphans.iter().all(|k| !s.exists(k)), "{}", out_text(&o));
     let _ = std::fs::remove_file(&policy);
 }
+
+/// A sweep that moves nothing says why, and when the next step becomes
+/// possible: the quarantine's end, from the core's outlook of the ledger.
+#[test]
+fn a_sweep_that_moves_nothing_says_what_waits_and_until_when() {
+    let s = Setup::new("acc-outlook", 2, &[]);
+    let table = s.t.location();
+    let sweep = |json: bool| {
+        let mut a = vec!["sweep", table.as_str(), "--quarantine", "2d"];
+        if json {
+            a.push("--json");
+        }
+        let o = s.command(&a, None);
+        assert!(o.status.success(), "{}", out_text(&o));
+        o
+    };
+    // Discovered, eligible, quarantined: each run moves both orphans on.
+    for next in ["DISCOVERED", "UNREFERENCED_ELIGIBLE", "QUARANTINED"] {
+        let text = String::from_utf8_lossy(&sweep(false).stdout).into_owned();
+        assert!(text.contains(&format!("-> {next} (2)")), "{text}");
+        assert!(text.contains("next steps:"), "{text}");
+    }
+    // The quarantine holds: nothing moves, and the report says until when.
+    let text = String::from_utf8_lossy(&sweep(false).stdout).into_owned();
+    assert!(text.contains("no object changed state this run"), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("QUARANTINED"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("from ") && line.contains("(in 1day 23h"),
+        "{line}"
+    );
+    let v = json(&sweep(true));
+    let w = &v["outlook"][0];
+    assert_eq!(w["state"], "QUARANTINED", "{v}");
+    assert_eq!(w["count"], 2);
+    let wait = w["earliestMs"].as_i64().unwrap() - lakesweep_now_ms();
+    assert!(wait > 47 * 3_600_000 && wait <= 48 * 3_600_000, "{wait}");
+    for o in &s.orphans {
+        assert!(s.exists(o), "{o} deleted while in quarantine");
+    }
+}
+
+/// The wall clock, as the sweep reads it.
+fn lakesweep_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
