@@ -220,6 +220,7 @@ fn sealed_plan(p: core::SealedPlan) -> wt::SealedPlan {
                 max_age_ms: g.max_age_ms,
             }),
         },
+        origin: p.origin,
         delete: p
             .delete
             .into_iter()
@@ -875,6 +876,7 @@ impl wp::GuestSession for Session {
             log_cleanup: c.log_cleanup,
             pointer_authoritative: c.pointer_authoritative,
             memory_budget_bytes: c.memory_budget_bytes,
+            origin: c.origin,
         };
         let s = core::Session::start(config).map_err(err)?;
         Ok(wp::Session::new(Session(RefCell::new(s))))

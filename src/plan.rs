@@ -92,6 +92,13 @@ pub struct SessionConfig {
     /// hostile or oversized file ends in a clear answer, never a trap.
     #[serde(default = "default_budget")]
     pub memory_budget_bytes: u64,
+    /// How the plan was made, as the host records it (a document of the
+    /// host's own: where its pointer comes from, its mappings, its context
+    /// files), sealed into the plan so the host that applies it reads the
+    /// same sources and an edited origin is refused. The core does not
+    /// read it.
+    #[serde(default)]
+    pub origin: Option<String>,
 }
 
 fn default_budget() -> u64 {
@@ -121,6 +128,7 @@ impl SessionConfig {
             log_cleanup: false,
             pointer_authoritative: false,
             memory_budget_bytes: DEFAULT_MEMORY_BUDGET,
+            origin: None,
         }
     }
 }
@@ -277,6 +285,10 @@ pub struct SealedPlan {
     pub table_uuid: Option<String>,
     /// The state the plan was judged on.
     pub tokens: PlanTokens,
+    /// How the plan was made (the host's document, see
+    /// [`SessionConfig::origin`]); sealed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
     /// Objects to delete, sorted by key.
     pub delete: Vec<PlannedDelete>,
     /// Counts and bytes.
@@ -284,7 +296,7 @@ pub struct SealedPlan {
     /// Things an operator should look at (sorted, deduplicated).
     pub warnings: Vec<String>,
     /// SHA-256 (hex) over the canonical JSON of schema, format, location,
-    /// uuid, tokens and the delete list.
+    /// uuid, tokens, origin and the delete list.
     pub digest: String,
     /// What the plan keeps and why, for people (see [`SealedPlan::with_report`]):
     /// outside the seal, ignored when the plan is applied.
@@ -332,6 +344,8 @@ impl SealedPlan {
             table_location: &'a str,
             table_uuid: &'a Option<String>,
             tokens: &'a PlanTokens,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            origin: &'a Option<String>,
             delete: &'a [PlannedDelete],
         }
         let body = serde_json::to_vec(&Sealed {
@@ -340,6 +354,7 @@ impl SealedPlan {
             table_location: &self.table_location,
             table_uuid: &self.table_uuid,
             tokens: &self.tokens,
+            origin: &self.origin,
             delete: &self.delete,
         })
         .unwrap_or_default();
@@ -932,6 +947,7 @@ impl Session {
                 context_digest: self.classifier.protections.digest(),
                 head: self.delta().and_then(|d| d.head_identity()),
             },
+            origin: self.config.origin.clone(),
             delete: self.candidates.values().cloned().collect(),
             summary,
             warnings: warnings.into_iter().collect(),
@@ -1674,6 +1690,7 @@ pub(crate) fn plan_for_tests(keys: &[(&str, u64)], context: Option<&str>) -> Sea
             head: None,
             restore_drill: None,
         },
+        origin: None,
         delete: keys
             .iter()
             .map(|(k, size)| PlannedDelete {
@@ -1740,5 +1757,22 @@ mod tests {
         assert_eq!(plan.compute_digest(), digest);
         let back = SealedPlan::from_json(&plan.to_json()).expect("a reported plan verifies");
         assert_eq!(back.report, plan.report);
+    }
+
+    /// The host's origin document is sealed: an edited origin is refused,
+    /// and a plan without one keeps its digest.
+    #[test]
+    fn the_origin_is_sealed() {
+        let bare = plan_for_tests(&[("data/a", 1)], None);
+        let mut made = bare.clone();
+        made.origin = Some(r#"{"pointer":"a"}"#.into());
+        made.digest = made.compute_digest();
+        assert_ne!(made.digest, bare.digest);
+        let text = made.to_json();
+        assert_eq!(SealedPlan::from_json(&text).unwrap().origin, made.origin);
+        let edited = text.replace(r#"\"pointer\":\"a\""#, r#"\"pointer\":\"b\""#);
+        assert_ne!(edited, text);
+        assert!(SealedPlan::from_json(&edited).is_err());
+        assert!(!bare.to_json().contains("origin"));
     }
 }

@@ -128,6 +128,7 @@ impl Wasm {
             log_cleanup: cfg.log_cleanup,
             pointer_authoritative: cfg.pointer_authoritative,
             memory_budget_bytes: cfg.memory_budget_bytes,
+            origin: cfg.origin,
         };
         let session = api
             .lakesweep_planner_planner()

@@ -17,6 +17,7 @@ use crate::component::{wasm_path, wt, Planner};
 use crate::context::ContextFiles;
 use crate::deletion::{self, Batching, Item, LiveSource};
 use crate::error::HostError;
+use crate::origin::Origin;
 use crate::pointer::Pointer;
 use crate::store::Store;
 
@@ -24,8 +25,9 @@ use crate::store::Store;
 pub struct ApplyInput {
     /// The sealed plan file.
     pub plan_path: String,
-    /// Where the current metadata comes from (as when planning).
-    pub pointer: Pointer,
+    /// Where the current metadata comes from, if given (`None`: from the
+    /// plan's origin, else `version-hint.text`).
+    pub pointer: Option<Pointer>,
     /// `--location-map` pairs, as when planning.
     pub location_map: Vec<(String, String)>,
     /// Deletes in flight at once.
@@ -81,7 +83,30 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
     let plan = planner.verify_plan(&text)?;
     let table = plan.table_location.clone();
     let delta = plan.format == wt::TableFormat::Delta;
-    if let (Pointer::Explicit(_), false) = (&input.pointer, delta) {
+    if let (Some(Pointer::Explicit(_)), false) = (&input.pointer, delta) {
+        return Err(
+            "apply needs a live pointer to see commits made since the plan: pass --catalog, or let it read version-hint.text (a fixed --metadata proves nothing)"
+                .into(),
+        );
+    }
+    // The sources the plan was made from (sealed in it): options given
+    // here must name the same ones.
+    let (pointer, location_map, context) = match plan.origin.as_deref() {
+        Some(doc) => {
+            let origin = Origin::parse(doc)?.for_apply(
+                input.pointer.as_ref(),
+                &input.location_map,
+                &input.context,
+            )?;
+            (origin.pointer, origin.location_map, origin.context)
+        }
+        None => (
+            input.pointer.clone().unwrap_or(Pointer::VersionHint),
+            input.location_map.clone(),
+            input.context.clone(),
+        ),
+    };
+    if let (Pointer::Explicit(_), false) = (&pointer, delta) {
         return Err(
             "apply needs a live pointer to see commits made since the plan: pass --catalog, or let it read version-hint.text (a fixed --metadata proves nothing)"
                 .into(),
@@ -90,10 +115,10 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
     let source = LiveSource {
         store: Store::for_uri(&table)?,
         table: table.clone(),
-        pointer: input.pointer.clone(),
-        location_map: input.location_map.clone(),
+        pointer,
+        location_map,
         delta,
-        context: input.context.clone(),
+        context,
         allow_future_now: input.allow_future_now,
         ledger: None,
     };

@@ -131,7 +131,8 @@ pub struct ExpireArgs {
 /// Arguments of `apply`.
 pub struct ApplyArgs {
     pub plan: String,
-    pub pointer: Pointer,
+    /// The pointer options given (`None`: the plan's own).
+    pub pointer: Option<Pointer>,
     pub location_map: Vec<(String, String)>,
     pub dry_run: bool,
     pub concurrency: usize,
@@ -369,6 +370,14 @@ struct PointerOpts {
 }
 
 impl PointerOpts {
+    /// The pointer options given, if any (`apply` then uses the plan's own).
+    fn given(&self) -> Result<Option<Pointer>, String> {
+        if self.metadata.is_none() && self.catalog.is_none() && self.catalog_table.is_none() {
+            return Ok(None);
+        }
+        self.pointer().map(Some)
+    }
+
     fn pointer(&self) -> Result<Pointer, String> {
         Pointer::from_args(
             self.metadata.as_deref(),
@@ -603,7 +612,7 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             planner,
         } => Command::Apply(ApplyArgs {
             plan,
-            pointer: pointer.pointer().map_err(bad)?,
+            pointer: pointer.given().map_err(bad)?,
             location_map: map.location_map,
             dry_run,
             concurrency: deletes.concurrency,

@@ -6,7 +6,7 @@
 use crate::component::{wt, Planner};
 
 /// Files naming the policy and the context.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContextFiles {
     /// `--policy FILE`.
     pub policy: Option<String>,

@@ -350,6 +350,7 @@ async fn damage_check(
                 log_cleanup: false,
                 allow_short_retention: true,
                 memory_budget: None,
+                origin: None,
             };
             let keys = deleted.iter().map(|(k, _)| k.clone()).collect();
             found.extend(plan::referenced_now(&input, keys).await?);

@@ -17,6 +17,7 @@ mod deletion;
 mod drill;
 mod error;
 mod expire;
+mod origin;
 mod plan;
 mod pointer;
 mod report;
@@ -50,6 +51,7 @@ fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, String> {
         log_cleanup: a.log_cleanup,
         allow_short_retention: a.allow_short_retention,
         memory_budget: a.memory_budget,
+        origin: Some(origin::Origin::new(&a.pointer, &a.location_map, &a.inputs).to_document()),
     })
 }
 
@@ -110,7 +112,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             } else {
                 print!("{}", report::human(&o, &a.pointer.describe()));
                 if let Some(out) = &a.out {
-                    println!("plan written to {out}; to carry it out: lakesweep apply {out} (the same pointer options)");
+                    println!("plan written to {out}; to carry it out: lakesweep apply {out} (it reads the sources the plan was made from)");
                 }
             }
             Ok(ExitCode::SUCCESS)

@@ -61,6 +61,8 @@ pub struct PlanInput {
     pub allow_short_retention: bool,
     /// The planner's memory budget, bytes (None: its default).
     pub memory_budget: Option<u64>,
+    /// How the plan is made (`lakesweep.origin.v1`), sealed into it.
+    pub origin: Option<String>,
 }
 
 /// A finished plan.
@@ -193,6 +195,7 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         // beside its pointer is a failed commit's leftover, not a lag.
         pointer_authoritative: matches!(input.pointer, Pointer::Catalog { .. }),
         memory_budget_bytes: input.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET),
+        origin: input.origin.clone(),
     };
     let Planner { store: wstore, api } = &mut planner;
     let p = api.lakesweep_planner_planner();

@@ -767,3 +767,64 @@ fn report_json_and_plan_file_agree_on_every_key() {
         );
     }
 }
+
+/// The plan records how it was made (its pointer source, location maps and
+/// context files, sealed): `apply PLAN.json` needs nothing retyped, another
+/// pointer source (a stale copy of the catalog) is refused, and an edited
+/// origin fails the plan's digest.
+#[test]
+fn apply_reads_the_sources_the_plan_was_made_from() {
+    let s = Stage::new("origin");
+    let plan_path = s.root.join("plan.json");
+    let out = plan_path.to_str().unwrap().to_owned();
+    let v = json(&s.plan(&["--out", &out, "--json"]));
+    let planned = deletes(&v);
+    assert_eq!(planned.len(), 3);
+    let origin: serde_json::Value =
+        serde_json::from_str(v["origin"].as_str().expect("the plan records its origin")).unwrap();
+    assert_eq!(origin["schema"], "lakesweep.origin.v1");
+    assert_eq!(origin["pointer"]["table"], "demo.events", "{origin}");
+    let before = s.files();
+
+    // A copy of the catalog (stale the moment the table commits) is another
+    // source: refused, nothing deleted.
+    let copy = s.root.join("copy.db");
+    std::fs::copy(s.root.join("catalog.db"), &copy).unwrap();
+    let o = lakesweep(&[
+        "apply",
+        &out,
+        "--catalog",
+        &format!("sqlite:{}", copy.display()),
+        "--table",
+        "demo.events",
+        "--allow-future-now",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("made from other sources"),
+        "{}",
+        out_text(&o)
+    );
+    // An edited origin (pointing apply at the copy) fails the digest.
+    let text = std::fs::read_to_string(&plan_path).unwrap();
+    let edited = text.replace(
+        &s.root.join("catalog.db").display().to_string(),
+        &copy.display().to_string(),
+    );
+    assert_ne!(edited, text);
+    let edited_path = s.root.join("edited.json");
+    std::fs::write(&edited_path, edited).unwrap();
+    let o = lakesweep(&["apply", edited_path.to_str().unwrap(), "--allow-future-now"]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("digest"),
+        "{}",
+        out_text(&o)
+    );
+    assert_eq!(s.files(), before);
+
+    // Nothing retyped: the plan's own catalog and mapping.
+    let o = lakesweep(&["apply", &out, "--allow-future-now"]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert_eq!(s.files(), &before - &planned);
+}

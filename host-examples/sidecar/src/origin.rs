@@ -1,0 +1,262 @@
+//! How a plan was made (`lakesweep.origin.v1`): where its pointer comes
+//! from, its location maps and the context files it was judged with. The
+//! sidecar writes it into the session's `origin`; the planner seals it into
+//! the plan, so `apply PLAN.json` reads the same sources without retyping
+//! them, and an edited origin fails the plan's digest. Options given to
+//! `apply` must be the plan's own.
+
+use serde_json::{json, Value};
+
+use crate::context::ContextFiles;
+use crate::pointer::Pointer;
+
+/// The schema name of origin documents.
+const ORIGIN_SCHEMA: &str = "lakesweep.origin.v1";
+
+/// The sources a plan was made from, paths absolute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// Where the current metadata came from.
+    pub pointer: Pointer,
+    /// `--location-map` pairs.
+    pub location_map: Vec<(String, String)>,
+    /// The context files (`--context`, `--leases`, `--holds`, `--writers`).
+    pub context: ContextFiles,
+}
+
+/// `path` made absolute against the working directory (so the plan can be
+/// applied from anywhere).
+fn absolute(path: &str) -> String {
+    let p = std::path::Path::new(path);
+    if p.is_absolute() {
+        return path.to_owned();
+    }
+    std::env::current_dir()
+        .map(|d| d.join(p).display().to_string())
+        .unwrap_or_else(|_| path.to_owned())
+}
+
+impl Origin {
+    /// The origin of a plan made with these options, paths absolute.
+    pub fn new(
+        pointer: &Pointer,
+        location_map: &[(String, String)],
+        files: &ContextFiles,
+    ) -> Origin {
+        let pointer = match pointer {
+            Pointer::Catalog {
+                path,
+                namespace,
+                name,
+            } => Pointer::Catalog {
+                path: absolute(path),
+                namespace: namespace.clone(),
+                name: name.clone(),
+            },
+            p => p.clone(),
+        };
+        let abs = |f: &Option<String>| f.as_deref().map(absolute);
+        Origin {
+            pointer,
+            location_map: location_map.to_vec(),
+            context: ContextFiles {
+                policy: None,
+                context: abs(&files.context),
+                leases: abs(&files.leases),
+                holds: abs(&files.holds),
+                writers: abs(&files.writers),
+            },
+        }
+    }
+
+    /// The stored document.
+    pub fn to_document(&self) -> String {
+        let pointer = match &self.pointer {
+            Pointer::Explicit(uri) => json!({"metadata": uri}),
+            Pointer::VersionHint => json!({"versionHint": true}),
+            Pointer::Catalog {
+                path,
+                namespace,
+                name,
+            } => {
+                json!({"catalog": format!("sqlite:{path}"), "table": format!("{namespace}.{name}")})
+            }
+        };
+        let c = &self.context;
+        json!({
+            "schema": ORIGIN_SCHEMA,
+            "pointer": pointer,
+            "locationMap": self.location_map.iter().map(|(f, t)| json!([f, t])).collect::<Vec<_>>(),
+            "contextFiles": {"context": c.context, "leases": c.leases, "holds": c.holds, "writers": c.writers},
+        })
+        .to_string()
+    }
+
+    /// Reads an origin document (as sealed into a plan).
+    pub fn parse(text: &str) -> Result<Origin, String> {
+        let bad = |why: &str| format!("the plan's origin {why}: plan again with this lakesweep");
+        let v: Value = serde_json::from_str(text).map_err(|_| bad("is not JSON"))?;
+        if v["schema"] != ORIGIN_SCHEMA {
+            return Err(bad(&format!(
+                "has schema {}, not {ORIGIN_SCHEMA}",
+                v["schema"]
+            )));
+        }
+        let s = |v: &Value| v.as_str().map(str::to_owned);
+        let p = &v["pointer"];
+        let pointer = if let Some(uri) = s(&p["metadata"]) {
+            Pointer::Explicit(uri)
+        } else if p["versionHint"] == true {
+            Pointer::VersionHint
+        } else {
+            let (catalog, table) = (s(&p["catalog"]), s(&p["table"]));
+            Pointer::from_args(None, catalog.as_deref(), table.as_deref())
+                .map_err(|e| bad(&format!("names no pointer ({e})")))?
+        };
+        let location_map = v["locationMap"]
+            .as_array()
+            .ok_or_else(|| bad("has no locationMap"))?
+            .iter()
+            .map(|pair| match (s(&pair[0]), s(&pair[1])) {
+                (Some(f), Some(t)) => Ok((f, t)),
+                _ => Err(bad("has a malformed locationMap")),
+            })
+            .collect::<Result<_, _>>()?;
+        let f = &v["contextFiles"];
+        Ok(Origin {
+            pointer,
+            location_map,
+            context: ContextFiles {
+                policy: None,
+                context: s(&f["context"]),
+                leases: s(&f["leases"]),
+                holds: s(&f["holds"]),
+                writers: s(&f["writers"]),
+            },
+        })
+    }
+
+    /// What `apply` uses: the plan's own sources. A pointer or location
+    /// maps given on the command line must be the plan's own (a plan is
+    /// applied against the table it was judged on), else the run is
+    /// refused; context files given are read instead of the plan's. A plan read from a
+    /// fixed `--metadata` had no live pointer: `apply` needs one, so then
+    /// the one given is used (`version-hint.text` when none is).
+    pub fn for_apply(
+        &self,
+        pointer: Option<&Pointer>,
+        location_map: &[(String, String)],
+        files: &ContextFiles,
+    ) -> Result<Origin, String> {
+        if let Pointer::Explicit(_) = self.pointer {
+            let live = Origin {
+                pointer: pointer.cloned().unwrap_or(Pointer::VersionHint),
+                ..self.clone()
+            };
+            return live.for_apply(None, location_map, files);
+        }
+        let given = Origin::new(
+            pointer.unwrap_or(&self.pointer),
+            if location_map.is_empty() {
+                &self.location_map
+            } else {
+                location_map
+            },
+            files,
+        );
+        let mut differences = Vec::new();
+        if given.pointer != self.pointer {
+            differences.push(format!(
+                "its pointer was {}, the command line says {}",
+                self.pointer.describe(),
+                given.pointer.describe()
+            ));
+        }
+        if given.location_map != self.location_map {
+            differences.push("its --location-map differs".to_owned());
+        }
+        if differences.is_empty() {
+            // Context files given here are read instead of the plan's: a
+            // hold or lease published since the plan then refuses it (the
+            // context no longer matches the one it was judged on), and so
+            // does a file left out. Never a reason to drop one.
+            let any_file = [&files.context, &files.leases, &files.holds, &files.writers]
+                .iter()
+                .any(|f| f.is_some());
+            let context = if any_file {
+                given.context
+            } else {
+                self.context.clone()
+            };
+            return Ok(Origin {
+                context,
+                ..self.clone()
+            });
+        }
+        Err(format!(
+            "the plan was made from other sources than these options name ({}): leave the options out (the plan records its own), or plan again",
+            differences.join("; ")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_origin_reads_back_and_options_must_match_it() {
+        let files = ContextFiles {
+            holds: Some("/etc/holds.json".into()),
+            ..ContextFiles::default()
+        };
+        let pointer = Pointer::Catalog {
+            path: "/var/catalog.db".into(),
+            namespace: "db".into(),
+            name: "events".into(),
+        };
+        let maps = vec![("s3://old".to_owned(), "file:///new".to_owned())];
+        let o = Origin::new(&pointer, &maps, &files);
+        let back = Origin::parse(&o.to_document()).unwrap();
+        assert_eq!(back, o);
+        // Nothing given: the plan's own sources.
+        assert_eq!(o.for_apply(None, &[], &ContextFiles::default()).unwrap(), o);
+        // The same, given again: fine.
+        assert_eq!(o.for_apply(Some(&pointer), &maps, &files).unwrap(), o);
+        // Another pointer or map: refused.
+        let e = o
+            .for_apply(Some(&Pointer::VersionHint), &[], &ContextFiles::default())
+            .unwrap_err();
+        assert!(e.contains("its pointer was"), "{e}");
+        let other_map = vec![("s3://x".to_owned(), "file:///y".to_owned())];
+        assert!(o
+            .for_apply(None, &other_map, &ContextFiles::default())
+            .is_err());
+        // Context files given are read instead of the plan's (the
+        // acceptance then compares the context they make).
+        let other_files = ContextFiles {
+            holds: Some("/tmp/other.json".into()),
+            ..ContextFiles::default()
+        };
+        let read = o.for_apply(None, &[], &other_files).unwrap();
+        assert_eq!(read.context.holds.as_deref(), Some("/tmp/other.json"));
+        assert_eq!(read.pointer, o.pointer);
+        // A plan read from a fixed --metadata: apply takes a live pointer.
+        let fixed = Origin::new(&Pointer::Explicit("s3://b/t/m.json".into()), &[], &files);
+        let live = fixed
+            .for_apply(Some(&pointer), &[], &ContextFiles::default())
+            .unwrap();
+        assert_eq!(live.pointer, Origin::new(&pointer, &[], &files).pointer);
+        let hint = fixed
+            .for_apply(None, &[], &ContextFiles::default())
+            .unwrap();
+        assert_eq!(hint.pointer, Pointer::VersionHint);
+        for bad in [
+            "{}",
+            "[",
+            r#"{"schema":"lakesweep.origin.v1","pointer":{}}"#,
+        ] {
+            assert!(Origin::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
