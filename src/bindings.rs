@@ -839,6 +839,10 @@ impl wp::GuestLedger for Ledger {
         self.0.borrow().consumed_keys()
     }
 
+    fn last_step_ms(&self) -> Option<i64> {
+        self.0.borrow().last_step_ms
+    }
+
     fn quarantine_ms(&self) -> i64 {
         self.0.borrow().quarantine_ms
     }

@@ -1364,3 +1364,18 @@ fn interleaving_regression_a_quiet_lease_lands_before_approval() {
     ];
     interleaving_deletes_nothing_live(&events).unwrap();
 }
+
+/// Every sweep or reconcile step records its time, so an operator sees a
+/// sweep that stopped running; it survives the save.
+#[test]
+fn each_step_records_when_it_ran() {
+    let w = world_with(&["a"], &[], T0 - 10 * DAY);
+    let mut l = new_ledger(&w, T0);
+    assert_eq!(l.last_step_ms, None);
+    l.begin_step(&w.plan(T0), T0 + 5).unwrap();
+    assert_eq!(l.last_step_ms, Some(T0 + 5));
+    l.reconcile_step(T0 + 9).unwrap();
+    assert_eq!(l.last_step_ms, Some(T0 + 9));
+    let back = Ledger::parse(&l.to_json()).unwrap();
+    assert_eq!(back.last_step_ms, Some(T0 + 9));
+}

@@ -109,6 +109,11 @@ pub struct Ledger {
     /// Every restore drill recorded, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drills: Vec<Drill>,
+    /// When the last sweep or reconcile step began, ms since the epoch (the
+    /// step's time): how an operator sees a sweep that stopped running.
+    /// Absent from ledgers saved before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_step_ms: Option<i64>,
     /// The integrity digest of the ledger this one was made from (each step
     /// chains to the one before; `None` for a new ledger).
     #[serde(default)]
@@ -158,6 +163,7 @@ impl Ledger {
             history: Vec::new(),
             unknown_ever: Vec::new(),
             drills: Vec::new(),
+            last_step_ms: None,
             previous_integrity: None,
             integrity: String::new(),
         })
@@ -369,6 +375,7 @@ mod tests {
             history: vec![],
             unknown_ever: vec![],
             drills: vec![drill],
+            last_step_ms: None,
             previous_integrity: None,
             integrity: String::new(),
         }

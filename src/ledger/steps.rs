@@ -14,6 +14,7 @@ impl Ledger {
         use ObjectState::*;
         self.ensure_table(plan)?;
         self.revision += 1;
+        self.last_step_ms = Some(now_ms);
         let candidates: BTreeMap<&str, &PlannedDelete> =
             plan.delete.iter().map(|d| (d.key.as_str(), d)).collect();
         let mut moves = Vec::new();
@@ -84,6 +85,7 @@ impl Ledger {
     pub fn reconcile_step(&mut self, now_ms: i64) -> Result<(Vec<Move>, Vec<Probe>)> {
         use ObjectState::*;
         self.revision += 1;
+        self.last_step_ms = Some(now_ms);
         let mut moves = Vec::new();
         let mut probes = Vec::new();
         let keys: Vec<String> = self.objects.keys().cloned().collect();

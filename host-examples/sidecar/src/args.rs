@@ -60,6 +60,15 @@ pub enum Command {
         json: bool,
         wasm: Option<String>,
     },
+    /// `status TABLE...`.
+    Status {
+        tables: Vec<String>,
+        now_ms: Option<i64>,
+        max_age_ms: Option<i64>,
+        prometheus: Option<String>,
+        json: bool,
+        wasm: Option<String>,
+    },
     /// `ledger show`.
     LedgerShow {
         table: String,
@@ -197,6 +206,28 @@ enum Cmd {
         /// Accepts a plan judged ahead of the clock (tests, what-if runs).
         #[arg(long)]
         allow_future_now: bool,
+        #[command(flatten)]
+        planner: PlannerOpts,
+    },
+    /// Whether each table's sweep still runs: the last step's age, objects
+    /// per state, what waits, the gates (exit 1 when one is stale).
+    Status {
+        /// Table locations.
+        #[arg(value_name = "TABLE", required = true)]
+        tables: Vec<String>,
+        /// A table whose last sweep step is older than this is stale (as is
+        /// one never swept): exit 1.
+        #[arg(long, value_name = "DURATION", value_parser = duration_ms)]
+        max_age: Option<i64>,
+        /// Also writes Prometheus text-format metrics to FILE (`-`: stdout),
+        /// whole or not at all (node-exporter's textfile collector).
+        #[arg(long, value_name = "FILE")]
+        prometheus: Option<String>,
+        #[command(flatten)]
+        now: NowOpts,
+        /// Prints one JSON object instead of the report.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         planner: PlannerOpts,
     },
@@ -622,6 +653,21 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             wasm: planner.wasm,
             inputs: context.files(None),
         }),
+        Cmd::Status {
+            tables,
+            max_age,
+            prometheus,
+            now,
+            json,
+            planner,
+        } => Command::Status {
+            tables,
+            now_ms: now.now,
+            max_age_ms: max_age,
+            prometheus,
+            json,
+            wasm: planner.wasm,
+        },
         Cmd::Compare {
             plan,
             other,

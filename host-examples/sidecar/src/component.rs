@@ -483,6 +483,12 @@ impl Planner {
         api.call_table_location(&mut self.store, l.0).map_err(trap)
     }
 
+    /// `ledger.last-step-ms`.
+    pub fn ledger_last_step_ms(&mut self, l: LedgerHandle) -> Result<Option<i64>, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_last_step_ms(&mut self.store, l.0).map_err(trap)
+    }
+
     /// `ledger.revision`.
     pub fn ledger_revision(&mut self, l: LedgerHandle) -> Result<u64, String> {
         let api = self.api.lakesweep_planner_planner().ledger();

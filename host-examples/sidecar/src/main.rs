@@ -22,6 +22,7 @@ mod plan;
 mod pointer;
 mod report;
 mod s3;
+mod status;
 mod store;
 mod sweep;
 
@@ -251,6 +252,46 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             let table = store::table_uri(&table)?;
             let s = sweep::reconcile(&table, ledger.as_deref(), wasm.as_deref()).await?;
             print_swept(&s, json)
+        }
+        Command::Status {
+            tables,
+            now_ms,
+            max_age_ms,
+            prometheus,
+            json,
+            wasm,
+        } => {
+            let tables = tables
+                .iter()
+                .map(|t| store::table_uri(t))
+                .collect::<Result<Vec<_>, _>>()?;
+            let now = now_ms.unwrap_or_else(store::clock_ms);
+            let all = status::run(&tables, now, max_age_ms, wasm.as_deref()).await?;
+            if let Some(path) = &prometheus {
+                status::write_metrics(path, &status::prometheus(&all, max_age_ms))?;
+            }
+            if json {
+                let v: Vec<serde_json::Value> = all
+                    .iter()
+                    .map(|s| match &s.ledger {
+                        Ok(l) => serde_json::json!({
+                            "table": s.table, "stale": s.stale, "lastStepMs": l.last_step_ms,
+                            "revision": l.revision,
+                            "states": l.states.iter().map(|(k, (n, b))| (k.to_string(), serde_json::json!({"count": n, "bytes": b}))).collect::<serde_json::Map<_, _>>(),
+                            "outlook": sweep::outlook_json(&l.outlook),
+                            "gates": sweep::gates_json(&l.gates)}),
+                        Err(why) => serde_json::json!({"table": s.table, "stale": s.stale, "error": why}),
+                    })
+                    .collect();
+                println!("{}", serde_json::Value::Array(v));
+            } else if prometheus.as_deref() != Some("-") {
+                print!("{}", status::human(&all, now, max_age_ms));
+            }
+            Ok(if all.iter().any(|s| s.stale) {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Command::LedgerShow {
             table,

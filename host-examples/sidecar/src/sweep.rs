@@ -551,7 +551,7 @@ pub fn human(s: &Swept) -> String {
     }
     if !s.outlook.is_empty() {
         out.push_str("next steps:\n");
-        out.push_str(&outlook_text(&s.outlook, s.now_ms));
+        out.push_str(&outlook_text(&s.outlook, s.now_ms, "  "));
     }
     out.push_str(&gates_text(&s.gates));
     out.push_str(&format!("ledger saved to {}\n", s.ledger_uri));
@@ -560,7 +560,7 @@ pub fn human(s: &Swept) -> String {
 
 /// What waits, one state a line: how many, from when (`next run`, or the
 /// time and how long until it), and what the next step is.
-pub fn outlook_text(outlook: &[wt::Waiting], now_ms: i64) -> String {
+pub fn outlook_text(outlook: &[wt::Waiting], now_ms: i64, indent: &str) -> String {
     let mut out = String::new();
     for w in outlook {
         let when = if w.earliest_ms > now_ms {
@@ -573,7 +573,7 @@ pub fn outlook_text(outlook: &[wt::Waiting], now_ms: i64) -> String {
             "next run".to_owned()
         };
         out.push_str(&format!(
-            "  {:<22} {:>6}  {when}: {}\n",
+            "{indent}{:<22} {:>6}  {when}: {}\n",
             state_name(w.state),
             w.count,
             w.next

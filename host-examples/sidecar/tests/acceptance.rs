@@ -871,3 +871,78 @@ fn lakesweep_now_ms() -> i64 {
         .unwrap()
         .as_millis() as i64
 }
+
+/// `status` over a table swept at a (simulated) time and one never swept:
+/// the age of the last step against `--max-age`, objects per state, and the
+/// same as Prometheus metrics; exit 1 while a table is stale.
+#[test]
+fn status_says_which_tables_stopped_being_swept() {
+    let s = Setup::new("acc-status", 2, &[]);
+    let never = PyTable::new("acc-status-never");
+    let t0 = lakesweep_now_ms() + 30 * 86_400_000;
+    let table = s.t.location();
+    let o = s.command(
+        &[
+            "sweep",
+            &table,
+            "--now",
+            &t0.to_string(),
+            "--allow-future-now",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", out_text(&o));
+    let status = |tables: &[&str], days_later: i64, extra: &[&str]| {
+        let mut a = vec!["status".to_owned()];
+        a.extend(tables.iter().map(|t| t.to_string()));
+        a.extend([
+            "--now".into(),
+            (t0 + days_later * 86_400_000).to_string(),
+            "--max-age".into(),
+            "2d".into(),
+        ]);
+        a.extend(extra.iter().map(|x| x.to_string()));
+        lakesweep(&a)
+    };
+    // A day later: fresh.
+    let o = status(&[&table], 1, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(text.contains("(1day ago)"), "{text}");
+    assert!(text.contains("DISCOVERED"), "{text}");
+    assert!(text.contains("gates         all 0"), "{text}");
+    // Three days later: stale; a table never swept is stale too.
+    let o = status(&[&table], 3, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("STALE"));
+    let never_table = never.location();
+    let metrics = s.t.dir.join("lakesweep.prom");
+    let o = status(
+        &[&table, &never_table],
+        1,
+        &["--prometheus", metrics.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("never swept"));
+    let prom = std::fs::read_to_string(&metrics).unwrap();
+    let t = |table: &str| format!("table=\"{table}\"");
+    assert!(
+        prom.contains(&format!(
+            "lakesweep_last_step_timestamp_seconds{{{}}} {}",
+            t(&table),
+            t0 as f64 / 1000.0
+        )),
+        "{prom}"
+    );
+    assert!(prom.contains(&format!(
+        "lakesweep_ledger_objects{{{},state=\"DISCOVERED\"}} 2",
+        t(&table)
+    )));
+    assert!(prom.contains(&format!("lakesweep_stale{{{}}} 0", t(&table))));
+    assert!(prom.contains(&format!("lakesweep_stale{{{}}} 1", t(&never_table))));
+    assert!(prom.contains(&format!(
+        "lakesweep_ledger_readable{{{}}} 0",
+        t(&never_table)
+    )));
+    assert_eq!(prom.matches("# TYPE lakesweep_gate gauge").count(), 1);
+}

@@ -1,0 +1,293 @@
+//! `lakesweep status TABLE...`: is each table's sweep still running? From
+//! each table's ledger: when its last step ran, its objects per state (and
+//! their pinned bytes), what waits and until when, its gates. With
+//! `--max-age`, a table whose last step is older (or that has no ledger,
+//! or no recorded step) is stale and the exit code says so; `--prometheus`
+//! writes the same as Prometheus text-format metrics for node-exporter's
+//! textfile collector, so "no sweep for N days" can page someone.
+
+use std::collections::BTreeMap;
+
+use crate::component::{state_name, wasm_path, wt, Planner};
+use crate::report::{bytes, duration, esc, time};
+use crate::store::Store;
+use crate::sweep::default_ledger;
+
+/// One table's status.
+pub struct TableStatus {
+    /// The table location.
+    pub table: String,
+    /// What its ledger says; `Err`: no ledger, or one that was refused (why).
+    pub ledger: Result<LedgerStatus, String>,
+    /// Past `--max-age` (or nothing to judge by).
+    pub stale: bool,
+}
+
+/// What a readable ledger says.
+pub struct LedgerStatus {
+    /// When the last sweep or reconcile step ran.
+    pub last_step_ms: Option<i64>,
+    /// Its revision.
+    pub revision: u64,
+    /// Objects and pinned bytes per state.
+    pub states: BTreeMap<&'static str, (u64, u64)>,
+    /// What waits, and from when.
+    pub outlook: Vec<wt::Waiting>,
+    /// Its gates.
+    pub gates: wt::Gates,
+}
+
+async fn ledger_status(
+    planner: &mut Planner,
+    table: &str,
+    now_ms: i64,
+) -> Result<LedgerStatus, String> {
+    let uri = default_ledger(table);
+    let text = Store::for_uri(&uri)?
+        .read(&uri)
+        .await?
+        .ok_or_else(|| format!("no ledger at {uri}: never swept"))?;
+    let text = String::from_utf8(text).map_err(|_| format!("{uri} is not UTF-8"))?;
+    let l = planner
+        .ledger_load(&text)
+        .map_err(|e| format!("the ledger at {uri} is refused: {e}"))?;
+    let mut states: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
+    for o in planner.ledger_objects(l)? {
+        let e = states.entry(state_name(o.state)).or_default();
+        e.0 += 1;
+        e.1 += o.version.size;
+    }
+    Ok(LedgerStatus {
+        last_step_ms: planner.ledger_last_step_ms(l)?,
+        revision: planner.ledger_revision(l)?,
+        states,
+        outlook: planner.ledger_outlook(l, now_ms)?,
+        gates: planner.ledger_gates(l)?,
+    })
+}
+
+/// The status of every table at `now_ms`; `max_age_ms` judges staleness.
+pub async fn run(
+    tables: &[String],
+    now_ms: i64,
+    max_age_ms: Option<i64>,
+    wasm: Option<&str>,
+) -> Result<Vec<TableStatus>, String> {
+    let mut planner = Planner::load(&wasm_path(wasm))?;
+    let mut out = Vec::new();
+    for table in tables {
+        let ledger = ledger_status(&mut planner, table, now_ms).await;
+        let stale = match (&ledger, max_age_ms) {
+            (_, None) => false,
+            (
+                Ok(LedgerStatus {
+                    last_step_ms: Some(t),
+                    ..
+                }),
+                Some(max),
+            ) => now_ms - t > max,
+            _ => true,
+        };
+        out.push(TableStatus {
+            table: table.clone(),
+            ledger,
+            stale,
+        });
+    }
+    Ok(out)
+}
+
+/// The gates that are not 0, by name.
+fn open_gates(g: &wt::Gates) -> Vec<(&'static str, u64)> {
+    [
+        ("deleted_outside_approval", g.deleted_outside_approval),
+        ("approved_not_deleted", g.approved_not_deleted),
+        ("approvals_after_newer_hold", g.approvals_after_newer_hold),
+        (
+            "unknown_unreconciled",
+            g.unknown_total.saturating_sub(g.unknown_reconciled),
+        ),
+    ]
+    .into_iter()
+    .filter(|(_, n)| *n > 0)
+    .collect()
+}
+
+/// The report for people.
+pub fn human(all: &[TableStatus], now_ms: i64, max_age_ms: Option<i64>) -> String {
+    let mut out = String::new();
+    for s in all {
+        out.push_str(&format!("{}\n", esc(&s.table)));
+        match &s.ledger {
+            Err(why) => out.push_str(&format!("  {}\n", esc(why))),
+            Ok(l) => {
+                match l.last_step_ms {
+                    Some(t) => out.push_str(&format!(
+                        "  last step     {} ({} ago), ledger revision {}\n",
+                        time(t),
+                        duration(now_ms.saturating_sub(t)),
+                        l.revision
+                    )),
+                    None => out.push_str(&format!(
+                        "  last step     not recorded (a ledger saved before steps were dated), revision {}\n",
+                        l.revision
+                    )),
+                }
+                for (state, (n, b)) in &l.states {
+                    out.push_str(&format!("  {state:<22} {n:>6}  {:>10}\n", bytes(*b)));
+                }
+                if !l.outlook.is_empty() {
+                    out.push_str("  next steps:\n");
+                    out.push_str(&crate::sweep::outlook_text(&l.outlook, now_ms, "    "));
+                }
+                let open = open_gates(&l.gates);
+                if open.is_empty() {
+                    out.push_str("  gates         all 0\n");
+                } else {
+                    for (g, n) in open {
+                        out.push_str(&format!("  GATE {g} = {n}\n"));
+                    }
+                }
+            }
+        }
+        if s.stale {
+            out.push_str(&format!(
+                "  STALE: no sweep step within {} (--max-age)\n",
+                duration(max_age_ms.unwrap_or_default())
+            ));
+        }
+    }
+    out
+}
+
+/// A label value escaped as the text format asks (`\`, `"`, newline).
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Prometheus text-format metrics (version 0.0.4) of every table.
+pub fn prometheus(all: &[TableStatus], max_age_ms: Option<i64>) -> String {
+    let mut m: BTreeMap<&str, (&str, Vec<String>)> = BTreeMap::new();
+    let mut add = |name: &'static str, help: &'static str, labels: String, value: String| {
+        m.entry(name)
+            .or_insert((help, Vec::new()))
+            .1
+            .push(format!("{name}{{{labels}}} {value}"));
+    };
+    for s in all {
+        let t = format!("table=\"{}\"", label(&s.table));
+        add(
+            "lakesweep_ledger_readable",
+            "1 when the table has a ledger lakesweep reads, else 0 (never swept, or refused).",
+            t.clone(),
+            u8::from(s.ledger.is_ok()).to_string(),
+        );
+        if max_age_ms.is_some() {
+            add(
+                "lakesweep_stale",
+                "1 when the last sweep step is older than --max-age (or unknown).",
+                t.clone(),
+                u8::from(s.stale).to_string(),
+            );
+        }
+        let Ok(l) = &s.ledger else { continue };
+        if let Some(ms) = l.last_step_ms {
+            add(
+                "lakesweep_last_step_timestamp_seconds",
+                "When the table's last sweep or reconcile step ran (Unix time).",
+                t.clone(),
+                format!("{}", ms as f64 / 1000.0),
+            );
+        }
+        add(
+            "lakesweep_ledger_revision",
+            "The ledger's revision (one per step).",
+            t.clone(),
+            l.revision.to_string(),
+        );
+        for (state, (n, b)) in &l.states {
+            let sl = format!("{t},state=\"{state}\"");
+            add(
+                "lakesweep_ledger_objects",
+                "Objects of the ledger per state.",
+                sl.clone(),
+                n.to_string(),
+            );
+            add(
+                "lakesweep_ledger_bytes",
+                "Pinned bytes of the ledger's objects per state.",
+                sl,
+                b.to_string(),
+            );
+        }
+        let g = &l.gates;
+        for (gate, n) in [
+            ("deleted_outside_approval", g.deleted_outside_approval),
+            ("approved_not_deleted", g.approved_not_deleted),
+            ("approvals_after_newer_hold", g.approvals_after_newer_hold),
+            (
+                "unknown_unreconciled",
+                g.unknown_total.saturating_sub(g.unknown_reconciled),
+            ),
+        ] {
+            add(
+                "lakesweep_gate",
+                "The ledger's gates: each must read 0.",
+                format!("{t},gate=\"{gate}\""),
+                n.to_string(),
+            );
+        }
+    }
+    let mut out = String::new();
+    for (name, (help, lines)) in m {
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
+        for l in lines {
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Writes `text` to `path` as node-exporter's textfile collector reads it:
+/// whole or not at all (a temporary file renamed over it); `-`: stdout.
+pub fn write_metrics(path: &str, text: &str) -> Result<(), String> {
+    if path == "-" {
+        print!("{text}");
+        return Ok(());
+    }
+    let tmp = format!("{path}.tmp.{}", std::process::id());
+    std::fs::write(&tmp, text).map_err(|e| format!("write {tmp}: {e}"))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("rename {tmp} to {path}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_escaped_and_each_metric_is_typed_once() {
+        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        let all = vec![
+            TableStatus {
+                table: "file:///t\"1".into(),
+                ledger: Err("no ledger".into()),
+                stale: true,
+            },
+            TableStatus {
+                table: "file:///t2".into(),
+                ledger: Err("no ledger".into()),
+                stale: true,
+            },
+        ];
+        let text = prometheus(&all, Some(1));
+        assert_eq!(text.matches("# TYPE lakesweep_stale gauge").count(), 1);
+        assert!(
+            text.contains("lakesweep_stale{table=\"file:///t\\\"1\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains("lakesweep_ledger_readable{table=\"file:///t2\"} 0"));
+    }
+}
