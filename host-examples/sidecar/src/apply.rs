@@ -73,6 +73,10 @@ pub struct Applied {
     pub receipts: Option<String>,
     /// A dry run: the keys that would be deleted, in order.
     pub would_delete: Vec<String>,
+    /// Bytes deleted (or that would be), by the planned sizes.
+    pub deleted_bytes: u64,
+    /// Every key with its result and planned size, in order.
+    pub keys: Vec<(String, &'static str, u64)>,
 }
 
 /// Runs `apply`. `Err` means refused: nothing was deleted.
@@ -192,8 +196,13 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
         .map(|r| r.receipt.key.clone())
         .collect();
     for r in &out.receipts {
+        done.keys
+            .push((r.receipt.key.clone(), r.result(), r.planned.size));
         match r.result() {
-            "deleted" | "would-delete" => done.deleted += 1,
+            "deleted" | "would-delete" => {
+                done.deleted += 1;
+                done.deleted_bytes += r.planned.size;
+            }
             "already-absent" => done.absent += 1,
             "skipped-changed" => done.changed += 1,
             "skipped-protected" => done.protected += 1,

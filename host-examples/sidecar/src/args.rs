@@ -140,6 +140,10 @@ pub struct ExpireArgs {
 /// Arguments of `apply`.
 pub struct ApplyArgs {
     pub plan: String,
+    /// Lists every key with its result.
+    pub verbose: bool,
+    /// Prints one JSON object instead of the report.
+    pub json: bool,
     /// The pointer options given (`None`: the plan's own).
     pub pointer: Option<Pointer>,
     pub location_map: Vec<(String, String)>,
@@ -200,6 +204,12 @@ enum Cmd {
         /// Checks every key, deletes nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Lists every key with its result and size.
+        #[arg(long, short = 'v')]
+        verbose: bool,
+        /// Prints one JSON object instead of the report.
+        #[arg(long)]
+        json: bool,
         /// Receipt lines (default PLAN.json.receipts.jsonl).
         #[arg(long, value_name = "FILE")]
         receipts: Option<String>,
@@ -633,6 +643,8 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
         Cmd::Explain { plan, key } => Command::Explain(plan.args(None).map_err(bad)?, key),
         Cmd::Apply {
             plan,
+            verbose,
+            json,
             pointer,
             map,
             context,
@@ -643,6 +655,8 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             planner,
         } => Command::Apply(ApplyArgs {
             plan,
+            verbose,
+            json,
             pointer: pointer.given().map_err(bad)?,
             location_map: map.location_map,
             dry_run,

@@ -155,24 +155,50 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             })
             .await?;
             let verb = if a.dry_run { "would delete" } else { "deleted" };
-            for k in &done.would_delete {
-                println!("would delete {}", report::esc(k));
-            }
-            println!(
-                "{verb} {}, already absent {}, skipped (changed since planned) {}, skipped (held or staged now) {}, not attempted {}, failed {}; {}",
-                done.deleted, done.absent, done.changed, done.protected, done.not_attempted, done.failed,
-                match &done.receipts {
-                    Some(r) => format!("receipts in {r}"),
-                    None => "dry run: no receipts written (--receipts FILE writes them)".into(),
+            if a.json {
+                let keys: Vec<serde_json::Value> = done
+                    .keys
+                    .iter()
+                    .map(|(k, r, b)| serde_json::json!({"key": k, "result": r, "bytes": b}))
+                    .collect();
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "dryRun": a.dry_run,
+                        "deleted": {"count": done.deleted, "bytes": done.deleted_bytes},
+                        "alreadyAbsent": done.absent, "skippedChanged": done.changed,
+                        "skippedProtected": done.protected, "notAttempted": done.not_attempted,
+                        "failed": done.failed, "receipts": done.receipts, "stopped": done.stopped,
+                        "damage": done.damage.iter().map(deletion::Line::to_json).collect::<Vec<_>>(),
+                        "damageUnchecked": done.damage_unchecked, "keys": keys,
+                    })
+                );
+            } else {
+                if a.verbose {
+                    for (k, r, b) in &done.keys {
+                        println!("{r:<18} {}  ({})", report::esc(k), report::bytes(*b));
+                    }
+                } else {
+                    for k in &done.would_delete {
+                        println!("would delete {}", report::esc(k));
+                    }
                 }
-            );
-            if let Some(why) = &done.stopped {
+                println!(
+                    "{verb} {} ({}), already absent {}, skipped (changed since planned) {}, skipped (held or staged now) {}, not attempted {}, failed {}; {}",
+                    done.deleted, report::bytes(done.deleted_bytes), done.absent, done.changed, done.protected, done.not_attempted, done.failed,
+                    match &done.receipts {
+                        Some(r) => format!("receipts in {r}"),
+                        None => "dry run: no receipts written (--receipts FILE writes them)".into(),
+                    }
+                );
+            }
+            if let (Some(why), false) = (&done.stopped, a.json) {
                 println!("STOPPED before the last batch: {}", why.join("; "));
             }
-            if let Some(e) = &done.damage_unchecked {
+            if let (Some(e), false) = (&done.damage_unchecked, a.json) {
                 println!("DAMAGE CHECK FAILED: {e}: check the deleted keys in the receipts against the live table");
             }
-            for d in &done.damage {
+            for d in done.damage.iter().filter(|_| !a.json) {
                 println!(
                     "DAMAGE: {} {} ({})",
                     report::esc(&d.receipt.key),

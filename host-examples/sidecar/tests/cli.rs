@@ -91,11 +91,39 @@ fn plan_apply_plan_deletes_exactly_the_plan_and_the_table_still_reads() {
         .collect();
     assert_eq!(dry_keys, planned);
 
-    let o = lakesweep(&args);
-    assert!(o.status.success(), "{}", out_text(&o));
+    let mut with_json = args.clone();
+    with_json.push("--json".into());
+    let done = json(&lakesweep(&with_json));
     let after = s.files();
     let gone: BTreeSet<String> = before.difference(&after).cloned().collect();
     assert_eq!(gone, planned, "apply deleted exactly the sealed keys");
+    // What it did, in keys and bytes.
+    let planned_bytes: u64 = v["delete"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["size"].as_u64().unwrap())
+        .sum();
+    assert_eq!(done["deleted"]["count"], 3, "{done}");
+    assert_eq!(done["deleted"]["bytes"], planned_bytes, "{done}");
+    let results: BTreeSet<(String, String)> = done["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["key"].as_str().unwrap().to_owned(),
+                k["result"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        results,
+        planned
+            .iter()
+            .map(|k| (k.clone(), "deleted".to_owned()))
+            .collect()
+    );
 
     // Receipts: one per sealed key, all deleted.
     let receipts =
@@ -121,10 +149,20 @@ fn plan_apply_plan_deletes_exactly_the_plan_and_the_table_still_reads() {
         v["summary"]["referencedKeys"]
     );
 
-    // Applying the same plan twice deletes nothing more.
-    let o = lakesweep(&args);
+    // Applying the same plan twice deletes nothing more; --verbose says so per key.
+    let mut verbose = args.clone();
+    verbose.push("--verbose".into());
+    let o = lakesweep(&verbose);
     assert!(o.status.success(), "{}", out_text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("already absent 3"));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("deleted 0 (0 B), already absent 3"), "{text}");
+    for k in &planned {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("already-absent") && l.contains(k.as_str())),
+            "{k}: {text}"
+        );
+    }
     assert_eq!(s.files(), after);
 }
 
