@@ -554,8 +554,8 @@ pub fn describe(e: &wt::Error) -> String {
             option_words(&i.detail)
         ),
         wt::Error::Unsafe(u) => format!(
-            "unsafe to proceed ({:?}): {}",
-            u.reason,
+            "unsafe to proceed ({}): {}",
+            unsafe_name(u.reason),
             option_words(&u.detail)
         ),
     }
@@ -612,6 +612,20 @@ pub fn result_name(r: wt::DeleteResult) -> &'static str {
 pub fn version_json(v: &wt::ObjectVersion) -> serde_json::Value {
     serde_json::json!({"size": v.size, "lastModifiedMs": v.last_modified_ms,
                        "etag": v.etag, "versionId": v.version_id})
+}
+
+/// An unsafe-reason's name, as the core spells it.
+fn unsafe_name(r: wt::UnsafeReason) -> &'static str {
+    match r {
+        wt::UnsafeReason::MissingMetadata => "missing-metadata",
+        wt::UnsafeReason::ForeignTable => "foreign-table",
+        wt::UnsafeReason::LocationMismatch => "location-mismatch",
+        wt::UnsafeReason::NoReferencedKeyListed => "no-referenced-key-listed",
+        wt::UnsafeReason::TableChanging => "table-changing",
+        wt::UnsafeReason::GcDisabled => "gc-disabled",
+        wt::UnsafeReason::ProtectedSnapshotMissing => "protected-snapshot-missing",
+        wt::UnsafeReason::StalePointer => "stale-pointer",
+    }
 }
 
 /// A malformed-reason's name, as the core spells it.

@@ -65,6 +65,17 @@ where
         out.push_str(&c.to_string());
         cause = c.source();
     }
+    no_credentials(out)
+}
+
+/// A store error that comes from finding no credentials, said so first.
+fn no_credentials(out: String) -> String {
+    let lower = out.to_ascii_lowercase();
+    if lower.contains("loading credentials") || lower.contains("no credentials") {
+        return format!(
+            "no S3 credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), or run where an instance or pod role provides them ({out})"
+        );
+    }
     out
 }
 
@@ -502,6 +513,19 @@ type Page = (
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn missing_credentials_are_said_first() {
+        let e = no_credentials("dispatch failure: other: an error occurred while loading credentials: IMDS is disabled".into());
+        assert!(
+            e.starts_with("no S3 credentials were found: set AWS_ACCESS_KEY_ID"),
+            "{e}"
+        );
+        assert_eq!(
+            no_credentials("NoSuchBucket: gone".into()),
+            "NoSuchBucket: gone"
+        );
+    }
 
     #[test]
     fn url_keys_decode_like_s3_encodes_them() {

@@ -252,7 +252,21 @@ fn a_relocated_table_is_refused_without_a_mapping_and_planned_with_one() {
     ];
     let o = lakesweep(&base);
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("refused, nothing deleted"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("refused, nothing deleted"), "{err}");
+    // The reason by its name, and the exact option that plans it.
+    assert!(
+        err.contains("unsafe to proceed (location-mismatch)"),
+        "{err}"
+    );
+    assert!(!err.contains("UnsafeReason"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "--location-map file:///lakesweep-fixtures/warehouse/demo/events=file://{}",
+            s.table().display()
+        )),
+        "{err}"
+    );
     let mut mapped = base.to_vec();
     mapped.extend(["--location-map".into(), s.map()]);
     assert_eq!(
@@ -865,4 +879,46 @@ fn apply_reads_the_sources_the_plan_was_made_from() {
     let o = lakesweep(&["apply", &out, "--allow-future-now"]);
     assert!(o.status.success(), "{}", out_text(&o));
     assert_eq!(s.files(), &before - &planned);
+}
+
+/// S3 without credentials says so first, and what to set.
+#[test]
+fn s3_without_credentials_says_so() {
+    let home = std::env::temp_dir().join(format!("lakesweep-nohome-{}", std::process::id()));
+    std::fs::create_dir_all(&home).unwrap();
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_lakesweep"));
+    for v in [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_SHARED_CREDENTIALS_FILE",
+        "AWS_CONFIG_FILE",
+    ] {
+        c.env_remove(v);
+    }
+    let o = c
+        .args([
+            "plan",
+            "s3://lakesweep-no-bucket/t",
+            "--metadata",
+            "s3://lakesweep-no-bucket/t/metadata/v1.metadata.json",
+        ])
+        .env("HOME", &home)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_REGION", "us-east-1")
+        .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"))
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&home);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("no S3 credentials were found: set AWS_ACCESS_KEY_ID"),
+        "{}",
+        out_text(&o)
+    );
 }
