@@ -19,23 +19,42 @@ pub struct Planner {
     pub api: wit::Lakesweep,
 }
 
-/// The component path: `--wasm`, else `$LAKESWEEP_WASM`, else the repository's
-/// `target/lakesweep.wasm`, else next to this executable.
-pub fn wasm_path(arg: Option<&str>) -> PathBuf {
+/// The planner component built into this binary (empty when it was built
+/// before `scripts/build-component.sh` ran; see `build.rs`).
+const EMBEDDED: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/embedded.wasm"));
+
+/// Where the planner component comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wasm {
+    /// A file (`--wasm`, `$LAKESWEEP_WASM`, or found on disk).
+    File(PathBuf),
+    /// The component built into this binary.
+    Embedded,
+}
+
+/// The component: `--wasm`, else `$LAKESWEEP_WASM`, else the one built into
+/// this binary, else the repository's `target/lakesweep.wasm`, else
+/// `lakesweep.wasm` next to this executable.
+pub fn wasm_path(arg: Option<&str>) -> Wasm {
     if let Some(p) = arg {
-        return p.into();
+        return Wasm::File(p.into());
     }
     if let Some(p) = std::env::var_os("LAKESWEEP_WASM") {
-        return p.into();
+        return Wasm::File(p.into());
+    }
+    if !EMBEDDED.is_empty() {
+        return Wasm::Embedded;
     }
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/lakesweep.wasm");
     if repo.exists() {
-        return repo;
+        return Wasm::File(repo);
     }
-    std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(|d| d.join("lakesweep.wasm")))
-        .unwrap_or(repo)
+    Wasm::File(
+        std::env::current_exe()
+            .ok()
+            .and_then(|e| e.parent().map(|d| d.join("lakesweep.wasm")))
+            .unwrap_or(repo),
+    )
 }
 
 /// Where compiled components are cached: `$LAKESWEEP_CACHE_DIR`, else
@@ -90,16 +109,21 @@ fn compiled(engine: &Engine, wasm: &[u8]) -> Result<Component, String> {
 
 impl Planner {
     /// Loads and instantiates the component at `path`.
-    pub fn load(path: &Path) -> Result<Planner, String> {
+    pub fn load(source: &Wasm) -> Result<Planner, String> {
         let engine = Engine::new(&Config::new()).map_err(|e| e.to_string())?;
-        let wasm = std::fs::read(path).map_err(|e| {
-            format!(
-                "load {}: {e} (build it with scripts/build-component.sh)",
-                path.display()
-            )
-        })?;
-        let component =
-            compiled(&engine, &wasm).map_err(|e| format!("load {}: {e}", path.display()))?;
+        let (wasm, name) = match source {
+            Wasm::File(path) => (
+                std::fs::read(path).map_err(|e| {
+                    format!(
+                        "load {}: {e} (build it with scripts/build-component.sh)",
+                        path.display()
+                    )
+                })?,
+                path.display().to_string(),
+            ),
+            Wasm::Embedded => (EMBEDDED.to_vec(), "the built-in planner".to_owned()),
+        };
+        let component = compiled(&engine, &wasm).map_err(|e| format!("load {name}: {e}"))?;
         let mut store = Store::new(&engine, ());
         let linker: Linker<()> = Linker::new(&engine);
         let api = wit::Lakesweep::instantiate(&mut store, &component, &linker)
@@ -692,6 +716,29 @@ pub fn option_words(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Built after `scripts/build-component.sh`, the binary carries the
+    /// planner: with no `--wasm` and no `LAKESWEEP_WASM` it loads the
+    /// built-in one, and that one plans.
+    #[test]
+    fn the_planner_is_built_in_once_the_component_was_built() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/lakesweep.wasm");
+        let Ok(file) = std::fs::read(&repo) else {
+            assert!(EMBEDDED.is_empty(), "embedded without a component to embed");
+            return;
+        };
+        assert_eq!(
+            EMBEDDED,
+            file.as_slice(),
+            "the built-in planner is the built one"
+        );
+        if std::env::var_os("LAKESWEEP_WASM").is_none() {
+            assert_eq!(wasm_path(None), Wasm::Embedded);
+        }
+        let mut p = Planner::load(&Wasm::Embedded).expect("the built-in planner loads");
+        assert!(p.verify_plan("{}").is_err());
+        assert_eq!(wasm_path(Some("x.wasm")), Wasm::File("x.wasm".into()));
+    }
 
     #[test]
     fn errors_name_the_option_to_use() {
