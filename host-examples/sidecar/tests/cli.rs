@@ -309,7 +309,7 @@ fn broken_metadata_or_listing_refuses_the_plan() {
     std::fs::remove_file(&l).unwrap();
     let o = s.plan(&["--json"]);
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("MissingMetadata"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unsafe to proceed (missing-metadata)"));
     std::fs::write(&l, list).unwrap();
 
     // A name this host cannot represent (not UTF-8): no table can reference
