@@ -184,17 +184,22 @@ mod tests {
         }
     }
 
+    /// A session over [`table`], judged ten days in with a one-day window.
+    fn session() -> Session {
+        Session::start(SessionConfig::new(
+            "s3://b/t",
+            "s3://b/t/metadata/v1.metadata.json",
+            10 * 86_400_000,
+            86_400_000,
+        ))
+        .unwrap()
+    }
+
     #[test]
     fn drives_a_session_to_its_plan_in_either_order() {
         let mut plans = Vec::new();
         for order in [Order::AsAsked, Order::NewestFirst] {
-            let cfg = SessionConfig::new(
-                "s3://b/t",
-                "s3://b/t/metadata/v1.metadata.json",
-                10 * 86_400_000,
-                86_400_000,
-            );
-            let mut s = Session::start(cfg).unwrap();
+            let mut s = session();
             let mut store = table();
             let decisions = drive(&mut s, &mut store, order).unwrap();
             assert!(store.asked.iter().any(|a| a.starts_with("read ")));
@@ -222,13 +227,7 @@ mod tests {
 
     #[test]
     fn a_planner_error_ends_the_drive() {
-        let cfg = SessionConfig::new(
-            "s3://b/t",
-            "s3://b/t/metadata/v1.metadata.json",
-            10 * 86_400_000,
-            86_400_000,
-        );
-        let mut s = Session::start(cfg).unwrap();
+        let mut s = session();
         let mut store = table();
         store.blobs.clear();
         // The metadata is missing: the session refuses, the loop stops.

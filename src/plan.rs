@@ -1441,6 +1441,20 @@ impl Session {
         }
     }
 
+    /// Starts the table listing once the keep set is complete: the
+    /// context's protections are checked against it, and it is frozen.
+    fn start_listing(&mut self) -> Result<()> {
+        self.check_protections()?;
+        self.classifier.keep.freeze();
+        self.phase = Phase::Listing {
+            last_page_seen: false,
+        };
+        self.outbox.push_back(Request::List {
+            prefix: self.classifier.location.prefix(),
+        });
+        Ok(())
+    }
+
     /// Moves the state machine forward once no reads are pending.
     fn advance(&mut self) -> Result<()> {
         if !self.pending.is_empty() {
@@ -1451,12 +1465,12 @@ impl Session {
                 self.delta_replay()?;
                 // Log cleanup may first read the checkpoint it stops at.
                 if self.pending.is_empty() {
-                    self.delta_start_listing()?;
+                    self.start_listing()?;
                 }
             }
             Phase::Reading { .. } if self.delta().is_some_and(|d| d.validating.is_some()) => {
                 self.delta_finish_validation()?;
-                self.delta_start_listing()?;
+                self.start_listing()?;
             }
             Phase::Reading { recheck: true } => {
                 self.check_summaries()?;
@@ -1466,14 +1480,7 @@ impl Session {
             }
             Phase::Reading { recheck: false } => {
                 self.check_summaries()?;
-                self.check_protections()?;
-                self.classifier.keep.freeze();
-                self.phase = Phase::Listing {
-                    last_page_seen: false,
-                };
-                self.outbox.push_back(Request::List {
-                    prefix: self.classifier.location.prefix(),
-                });
+                self.start_listing()?;
             }
             Phase::Listing {
                 last_page_seen: true,

@@ -806,19 +806,6 @@ impl Session {
         Ok(())
     }
 
-    /// Starts the table listing once the keep set is complete.
-    pub(super) fn delta_start_listing(&mut self) -> Result<()> {
-        self.check_protections()?;
-        self.classifier.keep.freeze();
-        self.phase = Phase::Listing {
-            last_page_seen: false,
-        };
-        self.outbox.push_back(Request::List {
-            prefix: self.classifier.location.prefix(),
-        });
-        Ok(())
-    }
-
     /// Log cleanup after its boundary checkpoint was read.
     pub(super) fn delta_finish_validation(&mut self) -> Result<()> {
         let cleanup = self.sweep()?.finish_validation();
