@@ -319,8 +319,12 @@ pub struct KeptObject {
 }
 
 /// The part of a plan document written for people: every listed object
-/// the plan does not delete, with its verdict, and what the host could not
-/// hand to the planner. Not sealed: the seal covers what is deleted.
+/// the plan neither deletes nor finds referenced, with its verdict and why
+/// (young, protected, near-miss, hidden, ...), and what the host could not
+/// hand to the planner. Referenced objects, the table's live data, are
+/// counted in the summary (`explain` gives one's references): listing them
+/// all would grow the document with the table. Not sealed: the seal covers
+/// what is deleted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanReport {
@@ -363,10 +367,11 @@ impl SealedPlan {
 
     /// This plan with its report: of `decisions` (the session's, in the
     /// order drained: a later one for a key replaces an earlier one), every
-    /// key the plan does not delete, with its verdict and why; and the
-    /// host's `unrepresentable` names and `store_notes`. So the human
-    /// report, the JSON and the sealed list are one document: kept and
-    /// deleted never overlap. The digest is unchanged.
+    /// key the plan does not delete and whose last verdict is not
+    /// `referenced`, with its verdict and why; and the host's
+    /// `unrepresentable` names and `store_notes`. So the human report, the
+    /// JSON and the sealed list are one document: kept and deleted never
+    /// overlap. The digest is unchanged.
     pub fn with_report(
         mut self,
         decisions: Vec<Decision>,
@@ -381,7 +386,9 @@ impl SealedPlan {
         }
         let keep = last
             .into_values()
-            .filter(|d| !deleted.contains(d.relative_key.as_str()))
+            .filter(|d| {
+                d.verdict != Verdict::Referenced && !deleted.contains(d.relative_key.as_str())
+            })
             .map(|d| KeptObject {
                 key: d.relative_key,
                 reason: d.verdict,
@@ -1746,6 +1753,8 @@ mod tests {
                 decided("data/b", Verdict::Candidate),
                 decided("data/b", Verdict::Demoted),
                 decided("data/c", Verdict::Young),
+                decided("data/d", Verdict::Candidate),
+                decided("data/d", Verdict::Referenced),
             ],
             vec!["odd".into()],
             vec!["note".into()],

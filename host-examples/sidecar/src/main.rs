@@ -92,7 +92,9 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             // One document: the file `--out` writes is what `--json` prints
             // (the sealed plan and, outside the seal, what it keeps and why).
             let documented = a.json || a.out.is_some();
-            let o = plan::run(&plan_input(&a, documented)?).await?;
+            // Referenced objects are counted, not listed: the decisions kept
+            // are the ones the report names (see report-plan).
+            let o = plan::run(&plan_input(&a, false)?).await?;
             let document = if documented {
                 let mut planner =
                     component::Planner::load(&component::wasm_path(a.wasm.as_deref()))?;

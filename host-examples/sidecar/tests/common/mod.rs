@@ -224,8 +224,9 @@ pub fn report_section(report: &str, heading: &str) -> BTreeSet<String> {
 /// from the same plan with `--json`) and the plan file are one plan seen
 /// three ways: `--json` prints the file's document; the report's "would
 /// delete" is the sealed list; every key it shows as kept is in the
-/// document's report with the same verdict; kept and deleted split
-/// `listed` (every file of the table) exactly. Returns the document.
+/// document's report with the same verdict; kept, deleted and the
+/// referenced count split `listed` (every file of the table) exactly.
+/// Returns the document.
 pub fn one_document(
     human: &Output,
     json: &Output,
@@ -269,10 +270,16 @@ pub fn one_document(
         .collect();
     let kept_keys: BTreeSet<String> = keep.keys().cloned().collect();
     assert!(kept_keys.is_disjoint(&deleted), "{stored}");
+    let named = &kept_keys | &deleted;
+    assert!(named.is_subset(listed), "only listed keys are named");
+    // The rest is referenced: counted in the summary, not listed.
+    let referenced = stored["summary"]["verdicts"]["referenced"]["count"]
+        .as_u64()
+        .unwrap_or(0);
     assert_eq!(
-        &kept_keys | &deleted,
-        *listed,
-        "kept and deleted split the listing"
+        named.len() as u64 + referenced,
+        listed.len() as u64,
+        "kept, deleted and referenced split the listing"
     );
     for line in report
         .lines()
