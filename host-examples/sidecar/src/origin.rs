@@ -139,8 +139,9 @@ impl Origin {
     /// What `apply` uses: the plan's own sources. A pointer or location
     /// maps given on the command line must be the plan's own (a plan is
     /// applied against the table it was judged on), else the run is
-    /// refused; context files given are read instead of the plan's. A plan read from a
-    /// fixed `--metadata` had no live pointer: `apply` needs one, so then
+    /// refused. A context file given is read instead of the plan's file of
+    /// the same kind; the kinds not given stay the plan's. A plan read from
+    /// a fixed `--metadata` had no live pointer: `apply` needs one, so then
     /// the one given is used (`version-hint.text` when none is).
     pub fn for_apply(
         &self,
@@ -149,8 +150,14 @@ impl Origin {
         files: &ContextFiles,
     ) -> Result<Origin, String> {
         if let Pointer::Explicit(_) = self.pointer {
+            // Made absolute like the plan's own paths.
+            let given = Origin::new(
+                pointer.unwrap_or(&Pointer::VersionHint),
+                &[],
+                &ContextFiles::default(),
+            );
             let live = Origin {
-                pointer: pointer.cloned().unwrap_or(Pointer::VersionHint),
+                pointer: given.pointer,
                 ..self.clone()
             };
             return live.for_apply(None, location_map, files);
@@ -176,17 +183,18 @@ impl Origin {
             differences.push("its --location-map differs".to_owned());
         }
         if differences.is_empty() {
-            // Context files given here are read instead of the plan's: a
-            // hold or lease published since the plan then refuses it (the
-            // context no longer matches the one it was judged on), and so
-            // does a file left out. Never a reason to drop one.
-            let any_file = [&files.context, &files.leases, &files.holds, &files.writers]
-                .iter()
-                .any(|f| f.is_some());
-            let context = if any_file {
-                given.context
-            } else {
-                self.context.clone()
+            // A context file given here is read instead of the plan's file
+            // of the same kind; every kind not given stays the plan's, so
+            // no file the plan was judged with is ever dropped (a hold
+            // published in it since refuses the plan).
+            let mine = &self.context;
+            let theirs = given.context;
+            let context = ContextFiles {
+                policy: None,
+                context: theirs.context.or_else(|| mine.context.clone()),
+                leases: theirs.leases.or_else(|| mine.leases.clone()),
+                holds: theirs.holds.or_else(|| mine.holds.clone()),
+                writers: theirs.writers.or_else(|| mine.writers.clone()),
             };
             return Ok(Origin {
                 context,
@@ -241,6 +249,14 @@ mod tests {
         let read = o.for_apply(None, &[], &other_files).unwrap();
         assert_eq!(read.context.holds.as_deref(), Some("/tmp/other.json"));
         assert_eq!(read.pointer, o.pointer);
+        // A file of another kind given: the plan's holds file is still read.
+        let leases_only = ContextFiles {
+            leases: Some("/etc/leases.json".into()),
+            ..ContextFiles::default()
+        };
+        let read = o.for_apply(None, &[], &leases_only).unwrap();
+        assert_eq!(read.context.holds.as_deref(), Some("/etc/holds.json"));
+        assert_eq!(read.context.leases.as_deref(), Some("/etc/leases.json"));
         // A plan read from a fixed --metadata: apply takes a live pointer.
         let fixed = Origin::new(&Pointer::Explicit("s3://b/t/m.json".into()), &[], &files);
         let live = fixed
@@ -251,6 +267,16 @@ mod tests {
             .for_apply(None, &[], &ContextFiles::default())
             .unwrap();
         assert_eq!(hint.pointer, Pointer::VersionHint);
+        // A relative catalog path names the same catalog as its absolute form.
+        let relative = Pointer::Catalog {
+            path: "catalog.db".into(),
+            namespace: "db".into(),
+            name: "events".into(),
+        };
+        let live = fixed
+            .for_apply(Some(&relative), &[], &ContextFiles::default())
+            .unwrap();
+        assert_eq!(live.pointer, Origin::new(&relative, &[], &files).pointer);
         for bad in [
             "{}",
             "[",

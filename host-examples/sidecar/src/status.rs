@@ -85,7 +85,7 @@ pub async fn run(
                     ..
                 }),
                 Some(max),
-            ) => now_ms - t > max,
+            ) => now_ms.saturating_sub(*t) > max,
             _ => true,
         };
         out.push(TableStatus {

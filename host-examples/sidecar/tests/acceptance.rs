@@ -943,3 +943,37 @@ fn status_says_which_tables_stopped_being_swept() {
     )));
     assert_eq!(prom.matches("# TYPE lakesweep_gate gauge").count(), 1);
 }
+
+/// A plan made with a holds file and a leases file, applied with only the
+/// leases file given: the plan's holds file is still read, so a hold
+/// published in it since the plan refuses the plan and nothing goes.
+#[test]
+fn apply_with_some_context_files_still_reads_the_plans_others() {
+    let dir = std::env::temp_dir().join(format!("lakesweep-ctxfiles-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let holds = dir.join("holds.json");
+    let leases = dir.join("leases.json");
+    std::fs::write(&holds, "[]").unwrap();
+    std::fs::write(&leases, "[]").unwrap();
+    let (h, l) = (holds.to_str().unwrap(), leases.to_str().unwrap());
+    let s = Setup::new("acc-ctxfiles", 2, &["--holds", h, "--leases", l]);
+    std::fs::write(
+        &holds,
+        format!(
+            r#"[{{"scope":{{"pathPrefix":"{}"}},"generation":1,"reason":"case 9"}}]"#,
+            s.orphans[0]
+        ),
+    )
+    .unwrap();
+    let o = s.apply(&["--leases", l], None);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cannot be applied"),
+        "{}",
+        out_text(&o)
+    );
+    for k in &s.orphans {
+        assert!(s.exists(k), "{k} deleted under a hold");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
