@@ -63,6 +63,7 @@ pub enum Command {
     /// `status TABLE...`.
     Status {
         tables: Vec<String>,
+        ledger: Option<String>,
         now_ms: Option<i64>,
         max_age_ms: Option<i64>,
         prometheus: Option<String>,
@@ -225,6 +226,10 @@ enum Cmd {
         /// Table locations.
         #[arg(value_name = "TABLE", required = true)]
         tables: Vec<String>,
+        /// The ledger, for one table swept with `--ledger` (default
+        /// TABLE/_lakesweep/ledger.json for each table).
+        #[arg(long, value_name = "URI")]
+        ledger: Option<String>,
         /// A table whose last sweep step is older than this is stale (as is
         /// one never swept): exit 1.
         #[arg(long, value_name = "DURATION", value_parser = duration_ms)]
@@ -669,12 +674,21 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
         }),
         Cmd::Status {
             tables,
+            ledger,
             max_age,
             prometheus,
             now,
             json,
             planner,
         } => Command::Status {
+            ledger: match (ledger, tables.len()) {
+                (Some(_), n) if n > 1 => {
+                    return Err(bad(
+                        "--ledger names one table's ledger: give one table with it".into(),
+                    ))
+                }
+                (l, _) => l,
+            },
             tables,
             now_ms: now.now,
             max_age_ms: max_age,

@@ -283,6 +283,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
         }
         Command::Status {
             tables,
+            ledger,
             now_ms,
             max_age_ms,
             prometheus,
@@ -294,7 +295,8 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                 .map(|t| store::table_uri(t))
                 .collect::<Result<Vec<_>, _>>()?;
             let now = now_ms.unwrap_or_else(store::clock_ms);
-            let all = status::run(&tables, now, max_age_ms, wasm.as_deref()).await?;
+            let all =
+                status::run(&tables, ledger.as_deref(), now, max_age_ms, wasm.as_deref()).await?;
             if let Some(path) = &prometheus {
                 status::write_metrics(path, &status::prometheus(&all, max_age_ms))?;
             }

@@ -39,12 +39,11 @@ pub struct LedgerStatus {
 
 async fn ledger_status(
     planner: &mut Planner,
-    table: &str,
+    uri: &str,
     now_ms: i64,
 ) -> Result<LedgerStatus, String> {
-    let uri = default_ledger(table);
-    let text = Store::for_uri(&uri)?
-        .read(&uri)
+    let text = Store::for_uri(uri)?
+        .read(uri)
         .await?
         .ok_or_else(|| format!("no ledger at {uri}: never swept"))?;
     let text = String::from_utf8(text).map_err(|_| format!("{uri} is not UTF-8"))?;
@@ -66,9 +65,11 @@ async fn ledger_status(
     })
 }
 
-/// The status of every table at `now_ms`; `max_age_ms` judges staleness.
+/// The status of every table at `now_ms` (`ledger`: the one table's
+/// ledger, when not the default); `max_age_ms` judges staleness.
 pub async fn run(
     tables: &[String],
+    ledger: Option<&str>,
     now_ms: i64,
     max_age_ms: Option<i64>,
     wasm: Option<&str>,
@@ -76,7 +77,10 @@ pub async fn run(
     let mut planner = Planner::load(&wasm_path(wasm))?;
     let mut out = Vec::new();
     for table in tables {
-        let ledger = ledger_status(&mut planner, table, now_ms).await;
+        let uri = ledger
+            .map(str::to_owned)
+            .unwrap_or_else(|| default_ledger(table));
+        let ledger = ledger_status(&mut planner, &uri, now_ms).await;
         let stale = match (&ledger, max_age_ms) {
             (_, None) => false,
             (

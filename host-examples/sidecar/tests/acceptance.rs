@@ -942,6 +942,19 @@ fn status_says_which_tables_stopped_being_swept() {
         t(&never_table)
     )));
     assert_eq!(prom.matches("# TYPE lakesweep_gate gauge").count(), 1);
+    // A ledger kept elsewhere is named with --ledger (one table at a time).
+    let ledger = format!("{table}/_lakesweep/ledger.json");
+    let o = status(&[&table], 1, &["--ledger", &ledger]);
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    let o = status(
+        &[&table],
+        1,
+        &["--ledger", &format!("{table}/elsewhere.json")],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("elsewhere.json: never swept"));
+    let o = status(&[&table, &never_table], 1, &["--ledger", &ledger]);
+    assert_eq!(o.status.code(), Some(64), "{}", out_text(&o));
 }
 
 /// A plan made with a holds file and a leases file, applied with only the
