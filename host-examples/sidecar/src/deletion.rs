@@ -351,6 +351,7 @@ async fn damage_check(
                 allow_short_retention: true,
                 memory_budget: None,
                 origin: None,
+                report: false,
             };
             let keys = deleted.iter().map(|(k, _)| k.clone()).collect();
             found.extend(plan::referenced_now(&input, keys).await?);

@@ -53,6 +53,7 @@ fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, String> {
         allow_short_retention: a.allow_short_retention,
         memory_budget: a.memory_budget,
         origin: Some(origin::Origin::new(&a.pointer, &a.location_map, &a.inputs).to_document()),
+        report: false,
     })
 }
 
@@ -91,24 +92,12 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
         Command::Plan(a) => {
             // One document: the file `--out` writes is what `--json` prints
             // (the sealed plan and, outside the seal, what it keeps and why).
-            let documented = a.json || a.out.is_some();
-            // Referenced objects are counted, not listed: the decisions kept
-            // are the ones the report names (see report-plan).
-            let o = plan::run(&plan_input(&a, false)?).await?;
-            let document = if documented {
-                let mut planner =
-                    component::Planner::load(&component::wasm_path(a.wasm.as_deref()))?;
-                planner.report_plan(
-                    &o.plan_json,
-                    o.decisions.values().cloned().collect(),
-                    o.unrepresentable.clone(),
-                    o.store_notes.clone(),
-                )?
-            } else {
-                String::new()
-            };
+            let mut input = plan_input(&a, false)?;
+            input.report = a.json || a.out.is_some();
+            let o = plan::run(&input).await?;
+            let document = &o.document;
             if let Some(out) = &a.out {
-                std::fs::write(out, &document).map_err(|e| format!("write {out}: {e}"))?;
+                std::fs::write(out, document).map_err(|e| format!("write {out}: {e}"))?;
             }
             if a.json {
                 println!("{document}");

@@ -24,16 +24,14 @@ pub struct Origin {
     pub context: ContextFiles,
 }
 
-/// `path` made absolute against the working directory (so the plan can be
-/// applied from anywhere).
+/// `path` made absolute against the working directory, `.` and `..`
+/// resolved as `store::local_uri` does (so `./catalog.db` and its absolute
+/// form are one source, and the plan can be applied from anywhere).
 fn absolute(path: &str) -> String {
-    let p = std::path::Path::new(path);
-    if p.is_absolute() {
-        return path.to_owned();
-    }
-    std::env::current_dir()
-        .map(|d| d.join(p).display().to_string())
-        .unwrap_or_else(|_| path.to_owned())
+    crate::store::local_uri(path)
+        .ok()
+        .and_then(|u| u.strip_prefix("file://").map(str::to_owned))
+        .unwrap_or_else(|| path.to_owned())
 }
 
 impl Origin {
@@ -277,6 +275,16 @@ mod tests {
             .for_apply(Some(&relative), &[], &ContextFiles::default())
             .unwrap();
         assert_eq!(live.pointer, Origin::new(&relative, &[], &files).pointer);
+        // Dot segments name the same catalog.
+        let dotted = Pointer::Catalog {
+            path: "./x/../catalog.db".into(),
+            namespace: "db".into(),
+            name: "events".into(),
+        };
+        assert_eq!(
+            Origin::new(&dotted, &[], &files).pointer,
+            Origin::new(&relative, &[], &files).pointer
+        );
         for bad in [
             "{}",
             "[",

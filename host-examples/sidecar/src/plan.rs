@@ -63,12 +63,17 @@ pub struct PlanInput {
     pub memory_budget: Option<u64>,
     /// How the plan is made (`lakesweep.origin.v1`), sealed into it.
     pub origin: Option<String>,
+    /// Write the plan document with its report for people (`report-plan`).
+    pub report: bool,
 }
 
 /// A finished plan.
 pub struct Outcome {
     /// The sealed plan document, exactly as the component wrote it.
     pub plan_json: String,
+    /// The same with its report for people (`report-plan`), when asked
+    /// for (`PlanInput::report`); else the sealed document.
+    pub document: String,
     /// The same, typed.
     pub plan: wt::SealedPlan,
     /// The final decision per relative key (all, or only unreferenced ones).
@@ -342,7 +347,18 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         .call_finish(&mut *wstore, session)
         .map_err(trap)?
         .map_err(|e| describe(&e))?;
+    let document = if input.report {
+        planner.report_plan(
+            &plan.document,
+            decisions.values().cloned().collect(),
+            unrepresentable.clone(),
+            store_notes.clone(),
+        )?
+    } else {
+        plan.document.clone()
+    };
     Ok(Run::Plan(Box::new(Outcome {
+        document,
         plan_json: plan.document.clone(),
         plan,
         decisions,

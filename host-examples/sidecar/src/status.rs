@@ -101,8 +101,8 @@ pub async fn run(
     Ok(out)
 }
 
-/// The gates that are not 0, by name.
-fn open_gates(g: &wt::Gates) -> Vec<(&'static str, u64)> {
+/// Every gate by name (each must read 0).
+fn gate_values(g: &wt::Gates) -> [(&'static str, u64); 4] {
     [
         ("deleted_outside_approval", g.deleted_outside_approval),
         ("approved_not_deleted", g.approved_not_deleted),
@@ -112,9 +112,6 @@ fn open_gates(g: &wt::Gates) -> Vec<(&'static str, u64)> {
             g.unknown_total.saturating_sub(g.unknown_reconciled),
         ),
     ]
-    .into_iter()
-    .filter(|(_, n)| *n > 0)
-    .collect()
 }
 
 /// The report for people.
@@ -144,7 +141,10 @@ pub fn human(all: &[TableStatus], now_ms: i64, max_age_ms: Option<i64>) -> Strin
                     out.push_str("  next steps:\n");
                     out.push_str(&crate::sweep::outlook_text(&l.outlook, now_ms, "    "));
                 }
-                let open = open_gates(&l.gates);
+                let open: Vec<_> = gate_values(&l.gates)
+                    .into_iter()
+                    .filter(|(_, n)| *n > 0)
+                    .collect();
                 if open.is_empty() {
                     out.push_str("  gates         all 0\n");
                 } else {
@@ -226,16 +226,7 @@ pub fn prometheus(all: &[TableStatus], max_age_ms: Option<i64>) -> String {
                 b.to_string(),
             );
         }
-        let g = &l.gates;
-        for (gate, n) in [
-            ("deleted_outside_approval", g.deleted_outside_approval),
-            ("approved_not_deleted", g.approved_not_deleted),
-            ("approvals_after_newer_hold", g.approvals_after_newer_hold),
-            (
-                "unknown_unreconciled",
-                g.unknown_total.saturating_sub(g.unknown_reconciled),
-            ),
-        ] {
+        for (gate, n) in gate_values(&l.gates) {
             add(
                 "lakesweep_gate",
                 "The ledger's gates: each must read 0.",
