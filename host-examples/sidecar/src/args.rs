@@ -5,6 +5,7 @@
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::catalog::Catalog;
 use crate::context::ContextFiles;
 use crate::plan::Format;
 use crate::pointer::Pointer;
@@ -20,6 +21,8 @@ Exit status: 0 done, 1 finished but some keys failed, changed or stayed unknown,
 pub enum Command {
     /// `plan`.
     Plan(PlanArgs),
+    /// `plan --namespace` or `plan --tables`: many tables.
+    PlanMany(ManyArgs),
     /// `explain`: a plan, then one key's verdict.
     Explain(PlanArgs, String),
     /// `apply`.
@@ -124,6 +127,23 @@ pub struct PlanArgs {
     pub memory_budget: Option<u64>,
 }
 
+/// Arguments of a `plan` over many tables.
+pub struct ManyArgs {
+    /// The options every table is planned with (`table` and `pointer` are
+    /// each member's own).
+    pub plan: PlanArgs,
+    /// `--catalog`, for `--namespace` and the list's `NS.NAME` lines.
+    pub catalog: Option<Catalog>,
+    /// `--namespace`.
+    pub namespace: Option<String>,
+    /// `--tables FILE`.
+    pub list: Option<String>,
+    /// `--out-dir`.
+    pub out_dir: Option<String>,
+    /// `--jobs`.
+    pub jobs: usize,
+}
+
 /// Arguments of `expire`.
 pub struct ExpireArgs {
     pub table: String,
@@ -140,7 +160,8 @@ pub struct ExpireArgs {
 
 /// Arguments of `apply`.
 pub struct ApplyArgs {
-    pub plan: String,
+    /// Plan files and folders of them.
+    pub plans: Vec<String>,
     /// Lists every key with its result.
     pub verbose: bool,
     /// Prints one JSON object instead of the report.
@@ -180,20 +201,24 @@ enum Cmd {
         /// Writes the sealed plan (the input of apply and compare) to FILE.
         #[arg(long, value_name = "FILE")]
         out: Option<String>,
+        #[command(flatten)]
+        many: ManyOpts,
     },
     /// One object's verdict, with its evidence.
     Explain {
         #[command(flatten)]
         plan: PlanOpts,
         /// The key (relative to the table, or its whole URI).
-        key: String,
+        #[arg(value_name = "KEY")]
+        key: Option<String>,
     },
     /// Deletes exactly the keys of a sealed plan, each batch accepted by the
     /// planner against the live table first.
     Apply {
-        /// The sealed plan (`plan --out`).
-        #[arg(value_name = "PLAN.json")]
-        plan: String,
+        /// The sealed plans (`plan --out`), or folders of them (`plan
+        /// --out-dir`), applied one after another.
+        #[arg(value_name = "PLAN.json", required = true)]
+        plans: Vec<String>,
         #[command(flatten)]
         pointer: PointerOpts,
         #[command(flatten)]
@@ -402,8 +427,8 @@ struct PointerOpts {
     /// The current metadata file, fixed.
     #[arg(long, value_name = "URI")]
     metadata: Option<String>,
-    /// An Iceberg SQL catalog in sqlite (pyiceberg, Java JDBC schema).
-    #[arg(long, value_name = "sqlite:PATH", requires = "catalog_table")]
+    /// The catalog: sqlite:PATH (SQL catalog), glue, glue:ACCOUNT, or rest:URL.
+    #[arg(long, value_name = "CATALOG")]
     catalog: Option<String>,
     /// The table's name in the catalog.
     #[arg(
@@ -413,12 +438,20 @@ struct PointerOpts {
         requires = "catalog"
     )]
     catalog_table: Option<String>,
+    /// A shell command that prints the current metadata location (other
+    /// catalogs); run again before anything is deleted.
+    #[arg(long = "pointer-cmd", value_name = "COMMAND")]
+    pointer_cmd: Option<String>,
 }
 
 impl PointerOpts {
     /// The pointer options given, if any (`apply` then uses the plan's own).
     fn given(&self) -> Result<Option<Pointer>, String> {
-        if self.metadata.is_none() && self.catalog.is_none() && self.catalog_table.is_none() {
+        if self.metadata.is_none()
+            && self.catalog.is_none()
+            && self.catalog_table.is_none()
+            && self.pointer_cmd.is_none()
+        {
             return Ok(None);
         }
         self.pointer().map(Some)
@@ -429,6 +462,7 @@ impl PointerOpts {
             self.metadata.as_deref(),
             self.catalog.as_deref(),
             self.catalog_table.as_deref(),
+            self.pointer_cmd.as_deref(),
         )
     }
 }
@@ -535,7 +569,8 @@ struct PlannerOpts {
 #[derive(Args, Debug, Clone)]
 struct PlanOpts {
     /// The table location: a local path, file://, s3://, s3a://, gs://, az:// URI.
-    table: String,
+    #[arg(value_name = "TABLE")]
+    table: Option<String>,
     #[command(flatten)]
     pointer: PointerOpts,
     /// iceberg, delta, or auto (a _delta_log/ folder means delta).
@@ -582,10 +617,31 @@ enum FormatArg {
     Auto,
 }
 
+/// Many tables in one run (`plan` only).
+#[derive(Args, Debug, Clone)]
+struct ManyOpts {
+    /// Plans every Iceberg table of this namespace of --catalog.
+    #[arg(long, value_name = "NS", requires = "catalog", conflicts_with_all = ["table", "catalog_table", "tables"])]
+    namespace: Option<String>,
+    /// Plans every table the file lists, one per line: NS.NAME (of
+    /// --catalog) or a table location; `#` starts a comment.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["table", "catalog_table"])]
+    tables: Option<String>,
+    /// Where a run over many tables writes one plan per table.
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<String>,
+    /// Tables planned at once.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
+    jobs: u16,
+}
+
 impl PlanOpts {
     fn args(&self, out: Option<String>) -> Result<PlanArgs, String> {
         Ok(PlanArgs {
-            table: self.table.clone(),
+            table: self
+                .table
+                .clone()
+                .ok_or("give the table location (or, with plan, --namespace or --tables)")?,
             pointer: self.pointer.pointer()?,
             format: match self.format {
                 FormatArg::Iceberg => Format::Iceberg,
@@ -617,6 +673,40 @@ pub enum Usage {
 }
 
 /// Parses the arguments after the program name.
+/// A usage error as one line: clap's message (with the arguments it
+/// misses and its suggestion, if any) and where the options are listed.
+fn usage_line(rendered: &str, argv: &[String]) -> String {
+    use clap::CommandFactory;
+    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut msg = lines
+        .next()
+        .unwrap_or("bad usage")
+        .trim_start_matches("error: ")
+        .to_owned();
+    let mut tip = None;
+    for l in lines {
+        if let Some(t) = l.strip_prefix("tip: ") {
+            // Not "to pass '--x' as a value, use '-- --x'": a typo is likelier.
+            if !t.starts_with("to pass") {
+                tip = Some(t.to_owned());
+            }
+        } else if msg.ends_with(':') && !l.starts_with("Usage:") && !l.starts_with("For more") {
+            // The arguments a "were not provided:" message lists below it.
+            msg.push(' ');
+            msg.push_str(l);
+        }
+    }
+    let sub = argv
+        .first()
+        .filter(|a| Cli::command().find_subcommand(a.as_str()).is_some());
+    let help = match sub {
+        Some(s) => format!("lakesweep {s} --help"),
+        None => "lakesweep --help".into(),
+    };
+    let tip = tip.map(|t| format!("; {t}")).unwrap_or_default();
+    format!("lakesweep: {msg}{tip} (options: {help})\n")
+}
+
 pub fn parse(argv: &[String]) -> Result<Command, Usage> {
     use clap::error::ErrorKind;
     use clap::{CommandFactory, FromArgMatches};
@@ -636,18 +726,62 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             ErrorKind::DisplayHelp
             | ErrorKind::DisplayVersion
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => Usage::Shown(e.to_string()),
-            _ => Usage::Bad(e.render().to_string()),
+            _ => Usage::Bad(usage_line(&e.render().to_string(), argv)),
         })?;
-    let bad = |e: String| {
-        Usage::Bad(format!(
-            "error: {e}\n\nFor more information, try '--help'.\n"
-        ))
-    };
+    let bad = |e: String| Usage::Bad(usage_line(&format!("error: {e}"), argv));
     Ok(match cli.command {
-        Cmd::Plan { plan, out } => Command::Plan(plan.args(out).map_err(bad)?),
-        Cmd::Explain { plan, key } => Command::Explain(plan.args(None).map_err(bad)?, key),
+        Cmd::Plan { plan, out, many } if many.namespace.is_some() || many.tables.is_some() => {
+            if out.is_some() {
+                return Err(bad(
+                    "a run over many tables writes one plan per table: --out-dir DIR, not --out"
+                        .into(),
+                ));
+            }
+            let catalog = plan
+                .pointer
+                .catalog
+                .as_deref()
+                .map(Catalog::parse)
+                .transpose();
+            let mut template = PlanOpts {
+                table: Some(String::new()),
+                ..plan.clone()
+            };
+            template.pointer = PointerOpts {
+                metadata: None,
+                catalog: None,
+                catalog_table: None,
+                pointer_cmd: None,
+            };
+            if plan.pointer.metadata.is_some() || plan.pointer.pointer_cmd.is_some() {
+                return Err(bad(
+                    "--metadata and --pointer-cmd name one table's pointer: plan that table alone"
+                        .into(),
+                ));
+            }
+            Command::PlanMany(ManyArgs {
+                plan: template.args(None).map_err(bad)?,
+                catalog: catalog.map_err(bad)?,
+                namespace: many.namespace,
+                list: many.tables,
+                out_dir: many.out_dir,
+                jobs: usize::from(many.jobs),
+            })
+        }
+        Cmd::Plan { plan, out, many } => {
+            if many.out_dir.is_some() {
+                return Err(bad(
+                    "--out-dir is for --namespace or --tables; one table's plan: --out FILE".into(),
+                ));
+            }
+            Command::Plan(plan.args(out).map_err(bad)?)
+        }
+        Cmd::Explain { plan, key } => {
+            let key = key.ok_or_else(|| bad("explain takes TABLE KEY: which object?".into()))?;
+            Command::Explain(plan.args(None).map_err(bad)?, key)
+        }
         Cmd::Apply {
-            plan,
+            plans,
             verbose,
             json,
             pointer,
@@ -659,7 +793,7 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             allow_future_now,
             planner,
         } => Command::Apply(ApplyArgs {
-            plan,
+            plans,
             verbose,
             json,
             pointer: pointer.given().map_err(bad)?,

@@ -332,5 +332,7 @@ async fn put_back_and_commit(
             .await
             .map_err(|e| format!("put back {uri}: {e}"))?;
     }
-    crate::expire::commit(pointer, table, store, original, mapped, doc).await
+    crate::expire::commit(pointer, table, store, original, mapped, doc)
+        .await
+        .map_err(|e| e.to_string())
 }

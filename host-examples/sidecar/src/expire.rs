@@ -9,6 +9,7 @@
 use std::hash::{BuildHasher, Hasher};
 
 use crate::args::ExpireArgs;
+use crate::catalog::CommitError;
 use crate::component::{wasm_path, wt, Planner};
 use crate::pointer::Pointer;
 use crate::store::{table_uri, Store};
@@ -105,9 +106,9 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
             .check_clock(a.now_ms, a.allow_future_now)
             .map_err(|e| format!("expiry not committed: {e}"))?;
         let ids: Vec<i64> = plan.expire.clone();
-        if let Pointer::Explicit(_) = a.pointer {
+        if let Pointer::Explicit(_) | Pointer::Command(_) = a.pointer {
             return Err(
-                "--commit needs a pointer to swap: --catalog, or the table's version-hint.text"
+                "--commit needs a pointer it can swap: --catalog, or the table's version-hint.text (--metadata and --pointer-cmd only read one)"
                     .into(),
             );
         }
@@ -132,12 +133,35 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
                 .map_err(|e| format!("expiry not committed: the quarantine bundle failed: {e}"))?,
             );
         }
-        let doc = new_metadata.clone();
-        match commit(&a.pointer, &table, &store, &original, &mapped, doc).await {
+        let landed = match (&a.pointer, &plan.rest_commit) {
+            (
+                Pointer::Catalog {
+                    catalog,
+                    namespace,
+                    name,
+                },
+                Some(request),
+            ) if catalog.commits_requests() => {
+                catalog.commit_request(namespace, name, request).await
+            }
+            _ => {
+                commit(
+                    &a.pointer,
+                    &table,
+                    &store,
+                    &original,
+                    &mapped,
+                    new_metadata.clone(),
+                )
+                .await
+            }
+        };
+        match landed {
             Ok(m) => committed = Some(m),
-            Err(e) => {
-                // The expiry did not happen: its bundle must not linger (every
-                // sweep walks every bundle).
+            // The expiry did not happen: its bundle must not linger (every
+            // sweep walks every bundle).
+            Err(CommitError::Refused(e)) => {
+                let e = format!("expiry not committed: {e}");
                 if let Some(id) = &bundle {
                     if let Err(d) = crate::bundle::discard(&store, &table, id).await {
                         return Err(format!(
@@ -146,6 +170,17 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
                     }
                 }
                 return Err(e);
+            }
+            // It may have happened: the bundle stays, it may be all that
+            // holds the expired snapshots' metadata.
+            Err(e @ CommitError::Unknown(_)) => {
+                return Err(format!(
+                    "{e}; check the table's pointer: if it moved, the expiry landed{}",
+                    bundle
+                        .as_deref()
+                        .map(|b| format!(" and bundle {b} holds the expired snapshots"))
+                        .unwrap_or_default()
+                ))
             }
         }
     }
@@ -158,8 +193,8 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
 
 /// Commits `doc` as the table's next metadata document: create-if-absent of
 /// the next version, then the catalog's compare-and-set (or, for Hadoop
-/// tables, the created `vN+1` is the commit and the hint follows).
-#[allow(clippy::too_many_arguments)]
+/// tables, the created `vN+1` is the commit and the hint follows). A REST
+/// catalog writes its own documents: it takes the planner's request instead.
 pub async fn commit(
     pointer: &Pointer,
     table: &str,
@@ -167,21 +202,37 @@ pub async fn commit(
     original: &str,
     mapped: &str,
     doc: Vec<u8>,
-) -> Result<String, String> {
-    if let Pointer::Explicit(_) = pointer {
-        return Err(
-            "--commit needs a pointer to swap: --catalog, or the table's version-hint.text".into(),
-        );
-    }
-    let (orig_dir, orig_name) = split_dir(original)?;
-    let (mapped_dir, _) = split_dir(mapped)?;
+) -> Result<String, CommitError> {
+    let refused = CommitError::Refused;
+    let catalog = match pointer {
+        Pointer::Explicit(_) | Pointer::Command(_) => {
+            return Err(refused(
+                "a commit needs a pointer it can swap: --catalog, or the table's version-hint.text"
+                    .into(),
+            ))
+        }
+        Pointer::Catalog { catalog, .. } if catalog.commits_requests() => {
+            return Err(refused(format!(
+                "{} writes its own metadata documents and takes requests only; this commit is a whole document",
+                catalog.describe()
+            )))
+        }
+        Pointer::Catalog {
+            catalog,
+            namespace,
+            name,
+        } => Some((catalog, namespace, name)),
+        Pointer::VersionHint => None,
+    };
+    let (orig_dir, orig_name) = split_dir(original).map_err(refused)?;
+    let (mapped_dir, _) = split_dir(mapped).map_err(refused)?;
     let (version, hadoop) = version_of(orig_name).ok_or_else(|| {
-        format!("cannot tell the version of `{orig_name}`: not NNNNN-*.metadata.json nor vN.metadata.json")
+        refused(format!("cannot tell the version of `{orig_name}`: not NNNNN-*.metadata.json nor vN.metadata.json"))
     })?;
-    if *pointer == Pointer::VersionHint && !hadoop {
-        return Err(format!(
-            "--commit through version-hint.text needs vN.metadata.json names (there, creating the next file is the atomic commit); `{orig_name}` is not one: commit through --catalog"
-        ));
+    if catalog.is_none() && !hadoop {
+        return Err(refused(format!(
+            "a commit through version-hint.text needs vN.metadata.json names (there, creating the next file is the atomic commit); `{orig_name}` is not one: commit through --catalog"
+        )));
     }
     let name = if hadoop {
         format!("v{}.metadata.json", version + 1)
@@ -191,24 +242,28 @@ pub async fn commit(
     let new_original = format!("{orig_dir}/{name}");
     let new_physical = format!("{mapped_dir}/{name}");
     store.create(&new_physical, doc).await.map_err(|e| {
-        format!(
+        refused(format!(
             "{e}: another commit may have taken version {} (nothing changed)",
             version + 1
-        )
+        ))
     })?;
-    match pointer {
-        Pointer::Catalog {
-            path,
-            namespace,
-            name: table_name,
-        } => {
-            if let Err(e) = catalog_swap(path, namespace, table_name, original, &new_original) {
-                // Nobody can have read the new file: no pointer names it.
-                let _ = store.delete(&new_physical).await;
-                return Err(format!("expiry not committed: {e}"));
+    match catalog {
+        Some((catalog, namespace, table_name)) => {
+            match catalog
+                .swap(namespace, table_name, original, &new_original)
+                .await
+            {
+                Ok(()) => {}
+                Err(CommitError::Refused(e)) => {
+                    // Nobody can have read the new file: no pointer names it.
+                    let _ = store.delete(&new_physical).await;
+                    return Err(refused(e));
+                }
+                // The catalog may name the new file now: it stays.
+                Err(e) => return Err(e),
             }
         }
-        _ => {
+        None => {
             // Creating v(N+1) was the commit (readers walk forward past the
             // hint); the hint itself is best effort, as in Iceberg's Hadoop catalog.
             let hint = format!("{table}/metadata/version-hint.text");
@@ -221,33 +276,6 @@ pub async fn commit(
         }
     }
     Ok(new_original)
-}
-
-/// Compare-and-set of the SQL catalog's pointer.
-fn catalog_swap(
-    path: &str,
-    namespace: &str,
-    name: &str,
-    old: &str,
-    new: &str,
-) -> Result<(), String> {
-    let conn = rusqlite::Connection::open(path).map_err(|e| format!("open catalog {path}: {e}"))?;
-    let n = conn
-        .execute(
-            "UPDATE iceberg_tables SET metadata_location = ?1, previous_metadata_location = ?2 \
-             WHERE table_namespace = ?3 AND table_name = ?4 AND metadata_location = ?2",
-            [new, old, namespace, name],
-        )
-        .map_err(|e| format!("update catalog {path}: {e}"))?;
-    match n {
-        1 => Ok(()),
-        0 => Err(format!(
-            "the catalog no longer points {namespace}.{name} at {old}: a commit landed meanwhile"
-        )),
-        n => Err(format!(
-            "the catalog updated {n} rows for {namespace}.{name}"
-        )),
-    }
 }
 
 /// The human report of an expiry plan.

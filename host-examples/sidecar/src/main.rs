@@ -10,12 +10,14 @@
 mod apply;
 mod args;
 mod bundle;
+mod catalog;
 mod compare;
 mod component;
 mod context;
 mod deletion;
 mod drill;
 mod error;
+mod estate;
 mod expire;
 mod origin;
 mod plan;
@@ -36,10 +38,20 @@ const REFUSED: u8 = 2;
 const USAGE: u8 = 64;
 
 fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, String> {
+    plan_input_for(a, store::table_uri(&a.table)?, &a.pointer, keep_all)
+}
+
+/// `plan_input` for a table and pointer of its own (a run over many tables).
+fn plan_input_for(
+    a: &PlanArgs,
+    table: String,
+    pointer: &pointer::Pointer,
+    keep_all: bool,
+) -> Result<plan::PlanInput, String> {
     let mut planner = component::Planner::load(&component::wasm_path(a.wasm.as_deref()))?;
     Ok(plan::PlanInput {
-        table: store::table_uri(&a.table)?,
-        pointer: a.pointer.clone(),
+        table,
+        pointer: pointer.clone(),
         format: a.format,
         now_ms: a.now_ms,
         retention_ms: a.retention_ms,
@@ -52,7 +64,7 @@ fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, String> {
         log_cleanup: a.log_cleanup,
         allow_short_retention: a.allow_short_retention,
         memory_budget: a.memory_budget,
-        origin: Some(origin::Origin::new(&a.pointer, &a.location_map, &a.inputs).to_document()),
+        origin: Some(origin::Origin::new(pointer, &a.location_map, &a.inputs).to_document()),
         report: false,
     })
 }
@@ -87,6 +99,110 @@ fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, error::HostErro
     })
 }
 
+/// Applies one plan file and prints what it did.
+async fn apply_one(a: &args::ApplyArgs, plan: &str) -> Result<ExitCode, error::HostError> {
+    let done = apply::run(&apply::ApplyInput {
+        plan_path: plan.to_owned(),
+        pointer: a.pointer.clone(),
+        location_map: a.location_map.clone(),
+        concurrency: a.concurrency,
+        batch: a.batch,
+        receipts: a.receipts.clone(),
+        dry_run: a.dry_run,
+        wasm: a.wasm.clone(),
+        context: a.inputs.clone(),
+        allow_future_now: a.allow_future_now,
+    })
+    .await?;
+    let verb = if a.dry_run { "would delete" } else { "deleted" };
+    if a.json {
+        let keys: Vec<serde_json::Value> = done
+            .keys
+            .iter()
+            .map(|(k, r, b)| serde_json::json!({"key": k, "result": r, "bytes": b}))
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({
+                "dryRun": a.dry_run,
+                "deleted": {"count": done.deleted, "bytes": done.deleted_bytes},
+                "alreadyAbsent": done.absent, "skippedChanged": done.changed,
+                "skippedProtected": done.protected, "notAttempted": done.not_attempted,
+                "failed": done.failed, "receipts": done.receipts, "stopped": done.stopped,
+                "damage": done.damage.iter().map(deletion::Line::to_json).collect::<Vec<_>>(),
+                "damageUnchecked": done.damage_unchecked, "keys": keys,
+            })
+        );
+    } else {
+        if a.verbose {
+            for (k, r, b) in &done.keys {
+                println!("{r:<18} {}  ({})", report::esc(k), report::bytes(*b));
+            }
+        } else {
+            for k in &done.would_delete {
+                println!("would delete {}", report::esc(k));
+            }
+        }
+        println!(
+                "{verb} {} ({}), already absent {}, skipped (changed since planned) {}, skipped (held or staged now) {}, not attempted {}, failed {}; {}",
+                done.deleted, report::bytes(done.deleted_bytes), done.absent, done.changed, done.protected, done.not_attempted, done.failed,
+                match &done.receipts {
+                    Some(r) => format!("receipts in {r}"),
+                    None => "dry run: no receipts written (--receipts FILE writes them)".into(),
+                }
+            );
+    }
+    if let (Some(why), false) = (&done.stopped, a.json) {
+        println!("STOPPED before the last batch: {}", why.join("; "));
+    }
+    if let (Some(e), false) = (&done.damage_unchecked, a.json) {
+        println!("DAMAGE CHECK FAILED: {e}: check the deleted keys in the receipts against the live table");
+    }
+    for d in done.damage.iter().filter(|_| !a.json) {
+        println!(
+            "DAMAGE: {} {} ({})",
+            report::esc(&d.receipt.key),
+            d.receipt.detail.as_deref().unwrap_or(""),
+            d.restore.as_deref().unwrap_or("")
+        );
+    }
+    Ok(
+        if !done.damage.is_empty() || done.damage_unchecked.is_some() {
+            ExitCode::from(3)
+        } else if done.failed + done.changed + done.not_attempted > 0 || done.stopped.is_some() {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        },
+    )
+}
+
+/// Plan files to apply: each argument, or each `*.plan.json` of a folder
+/// (sorted).
+fn apply_set(args: &[String]) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for a in args {
+        let path = std::path::Path::new(a);
+        if !path.is_dir() {
+            out.push(a.clone());
+            continue;
+        }
+        let mut found: Vec<String> = std::fs::read_dir(path)
+            .map_err(|e| format!("read {a}: {e}"))?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.to_str().is_some_and(|n| n.ends_with(".plan.json")))
+            .filter_map(|p| p.to_str().map(str::to_owned))
+            .collect();
+        if found.is_empty() {
+            return Err(format!("{a} holds no *.plan.json"));
+        }
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
+}
+
 async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
     match cmd {
         Command::Plan(a) => {
@@ -108,6 +224,60 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                 }
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Command::PlanMany(m) => {
+            let members = estate::members(
+                m.catalog.as_ref(),
+                m.namespace.as_deref(),
+                m.list.as_deref(),
+            )
+            .await?;
+            if let Some(d) = &m.out_dir {
+                std::fs::create_dir_all(d).map_err(|e| format!("create {d}: {e}"))?;
+            }
+            // The policy and context are read once, for every table.
+            let base = plan_input_for(&m.plan, String::new(), &m.plan.pointer, false)?;
+            let a = &m.plan;
+            let out_dir = m.out_dir.as_deref();
+            let run = estate::plan_all(members, m.jobs, |member, table| {
+                let mut input = base.clone();
+                input.origin = Some(
+                    origin::Origin::new(&member.pointer, &a.location_map, &a.inputs).to_document(),
+                );
+                input.table = table;
+                input.pointer = member.pointer;
+                input.report = true;
+                let label = member.label;
+                async move {
+                    let o = match plan::run(&input).await {
+                        Ok(o) => o,
+                        Err(e) => return (None, Err(e)),
+                    };
+                    let Some(d) = out_dir else {
+                        return (None, Ok(o.plan));
+                    };
+                    let file = std::path::Path::new(d).join(estate::file_name(&label));
+                    let file = file.display().to_string();
+                    match std::fs::write(&file, &o.document) {
+                        Ok(()) => (Some(file), Ok(o.plan)),
+                        Err(e) => (None, Err(format!("write {file}: {e}"))),
+                    }
+                }
+            })
+            .await;
+            if a.json {
+                println!("{}", estate::to_json(&run));
+            } else {
+                print!("{}", estate::human(&run));
+                if let Some(d) = out_dir {
+                    println!("plans written to {d}; to carry them out: lakesweep apply {d}");
+                }
+            }
+            Ok(if run.iter().any(|p| p.outcome.is_err()) {
+                ExitCode::from(REFUSED)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Command::Explain(a, key) => {
             let input = plan_input(&a, true)?;
@@ -132,82 +302,41 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             }
         }
         Command::Apply(a) => {
-            let done = apply::run(&apply::ApplyInput {
-                plan_path: a.plan.clone(),
-                pointer: a.pointer.clone(),
-                location_map: a.location_map.clone(),
-                concurrency: a.concurrency,
-                batch: a.batch,
-                receipts: a.receipts.clone(),
-                dry_run: a.dry_run,
-                wasm: a.wasm.clone(),
-                context: a.inputs.clone(),
-                allow_future_now: a.allow_future_now,
-            })
-            .await?;
-            let verb = if a.dry_run { "would delete" } else { "deleted" };
-            if a.json {
-                let keys: Vec<serde_json::Value> = done
-                    .keys
-                    .iter()
-                    .map(|(k, r, b)| serde_json::json!({"key": k, "result": r, "bytes": b}))
-                    .collect();
-                println!(
-                    "{}",
-                    serde_json::json!({
-                        "dryRun": a.dry_run,
-                        "deleted": {"count": done.deleted, "bytes": done.deleted_bytes},
-                        "alreadyAbsent": done.absent, "skippedChanged": done.changed,
-                        "skippedProtected": done.protected, "notAttempted": done.not_attempted,
-                        "failed": done.failed, "receipts": done.receipts, "stopped": done.stopped,
-                        "damage": done.damage.iter().map(deletion::Line::to_json).collect::<Vec<_>>(),
-                        "damageUnchecked": done.damage_unchecked, "keys": keys,
-                    })
-                );
-            } else {
-                if a.verbose {
-                    for (k, r, b) in &done.keys {
-                        println!("{r:<18} {}  ({})", report::esc(k), report::bytes(*b));
-                    }
-                } else {
-                    for k in &done.would_delete {
-                        println!("would delete {}", report::esc(k));
-                    }
+            let plans = apply_set(&a.plans)?;
+            if plans.len() > 1 && a.pointer.is_some() {
+                return Err("pointer options name one table: apply many plans with the pointers they record".into());
+            }
+            if let [one] = plans.as_slice() {
+                return apply_one(&a, one).await;
+            }
+            // Each plan in turn; one refused does not stop the others. The
+            // worst outcome is the exit status: damage, then deletes that
+            // stopped or were skipped, then refusals.
+            let mut codes = Vec::new();
+            for p in &plans {
+                if !a.json {
+                    println!("== {}", report::esc(p));
                 }
-                println!(
-                    "{verb} {} ({}), already absent {}, skipped (changed since planned) {}, skipped (held or staged now) {}, not attempted {}, failed {}; {}",
-                    done.deleted, report::bytes(done.deleted_bytes), done.absent, done.changed, done.protected, done.not_attempted, done.failed,
-                    match &done.receipts {
-                        Some(r) => format!("receipts in {r}"),
-                        None => "dry run: no receipts written (--receipts FILE writes them)".into(),
+                let code = match apply_one(&a, p).await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        if a.json {
+                            println!(
+                                "{}",
+                                serde_json::json!({"plan": p, "refused": e.to_string()})
+                            );
+                        } else {
+                            println!("lakesweep: {}", report::esc(&e.to_string()));
+                        }
+                        ExitCode::from(e.exit_code())
                     }
-                );
+                };
+                codes.push(code);
             }
-            if let (Some(why), false) = (&done.stopped, a.json) {
-                println!("STOPPED before the last batch: {}", why.join("; "));
-            }
-            if let (Some(e), false) = (&done.damage_unchecked, a.json) {
-                println!("DAMAGE CHECK FAILED: {e}: check the deleted keys in the receipts against the live table");
-            }
-            for d in done.damage.iter().filter(|_| !a.json) {
-                println!(
-                    "DAMAGE: {} {} ({})",
-                    report::esc(&d.receipt.key),
-                    d.receipt.detail.as_deref().unwrap_or(""),
-                    d.restore.as_deref().unwrap_or("")
-                );
-            }
-            Ok(
-                if !done.damage.is_empty() || done.damage_unchecked.is_some() {
-                    ExitCode::from(3)
-                } else if done.failed + done.changed + done.not_attempted > 0
-                    || done.stopped.is_some()
-                {
-                    ExitCode::from(1)
-                } else {
-                    ExitCode::SUCCESS
-                },
-            )
+            let worst = [3u8, 1, 2]
+                .into_iter()
+                .find(|w| codes.contains(&ExitCode::from(*w)));
+            Ok(worst.map_or(ExitCode::SUCCESS, ExitCode::from))
         }
         Command::Sweep(a) => {
             let s = sweep::run(&sweep::SweepInput {

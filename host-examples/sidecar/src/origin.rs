@@ -43,11 +43,11 @@ impl Origin {
     ) -> Origin {
         let pointer = match pointer {
             Pointer::Catalog {
-                path,
+                catalog,
                 namespace,
                 name,
             } => Pointer::Catalog {
-                path: absolute(path),
+                catalog: catalog.absolute(absolute),
                 namespace: namespace.clone(),
                 name: name.clone(),
             },
@@ -73,12 +73,11 @@ impl Origin {
             Pointer::Explicit(uri) => json!({"metadata": uri}),
             Pointer::VersionHint => json!({"versionHint": true}),
             Pointer::Catalog {
-                path,
+                catalog,
                 namespace,
                 name,
-            } => {
-                json!({"catalog": format!("sqlite:{path}"), "table": format!("{namespace}.{name}")})
-            }
+            } => json!({"catalog": catalog.spec(), "table": format!("{namespace}.{name}")}),
+            Pointer::Command(c) => json!({"command": c}),
         };
         let c = &self.context;
         json!({
@@ -106,9 +105,11 @@ impl Origin {
             Pointer::Explicit(uri)
         } else if p["versionHint"] == true {
             Pointer::VersionHint
+        } else if let Some(c) = s(&p["command"]) {
+            Pointer::Command(c)
         } else {
             let (catalog, table) = (s(&p["catalog"]), s(&p["table"]));
-            Pointer::from_args(None, catalog.as_deref(), table.as_deref())
+            Pointer::from_args(None, catalog.as_deref(), table.as_deref(), None)
                 .map_err(|e| bad(&format!("names no pointer ({e})")))?
         };
         let location_map = v["locationMap"]
@@ -217,7 +218,9 @@ mod tests {
             ..ContextFiles::default()
         };
         let pointer = Pointer::Catalog {
-            path: "/var/catalog.db".into(),
+            catalog: crate::catalog::Catalog::Sql {
+                path: "/var/catalog.db".into(),
+            },
             namespace: "db".into(),
             name: "events".into(),
         };
@@ -267,7 +270,9 @@ mod tests {
         assert_eq!(hint.pointer, Pointer::VersionHint);
         // A relative catalog path names the same catalog as its absolute form.
         let relative = Pointer::Catalog {
-            path: "catalog.db".into(),
+            catalog: crate::catalog::Catalog::Sql {
+                path: "catalog.db".into(),
+            },
             namespace: "db".into(),
             name: "events".into(),
         };
@@ -277,7 +282,9 @@ mod tests {
         assert_eq!(live.pointer, Origin::new(&relative, &[], &files).pointer);
         // Dot segments name the same catalog.
         let dotted = Pointer::Catalog {
-            path: "./x/../catalog.db".into(),
+            catalog: crate::catalog::Catalog::Sql {
+                path: "./x/../catalog.db".into(),
+            },
             namespace: "db".into(),
             name: "events".into(),
         };
@@ -285,6 +292,23 @@ mod tests {
             Origin::new(&dotted, &[], &files).pointer,
             Origin::new(&relative, &[], &files).pointer
         );
+        // Every kind of pointer reads back.
+        for p in [
+            Pointer::Command("lookup db.events".into()),
+            Pointer::Catalog {
+                catalog: crate::catalog::Catalog::parse("rest:http://h:8181?warehouse=w").unwrap(),
+                namespace: "a.b".into(),
+                name: "t".into(),
+            },
+            Pointer::Catalog {
+                catalog: crate::catalog::Catalog::parse("glue").unwrap(),
+                namespace: "db".into(),
+                name: "t".into(),
+            },
+        ] {
+            let o = Origin::new(&p, &[], &files);
+            assert_eq!(Origin::parse(&o.to_document()).unwrap(), o);
+        }
         for bad in [
             "{}",
             "[",

@@ -31,6 +31,7 @@ pub enum Format {
 }
 
 /// What a plan is made from.
+#[derive(Clone)]
 pub struct PlanInput {
     /// Table location URI (`file:///...`, `s3://...`).
     pub table: String,
@@ -196,9 +197,9 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         context: input.context.clone(),
         keep_versions: input.keep_versions.clone(),
         log_cleanup: input.log_cleanup,
-        // A SQL catalog decides commits by compare-and-set: a newer document
+        // A catalog decides commits by compare-and-set: a newer document
         // beside its pointer is a failed commit's leftover, not a lag.
-        pointer_authoritative: matches!(input.pointer, Pointer::Catalog { .. }),
+        pointer_authoritative: input.pointer.authoritative(),
         memory_budget_bytes: input.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET),
         origin: input.origin.clone(),
     };

@@ -1,8 +1,9 @@
-//! Where the current metadata comes from: `--metadata`, else
-//! `metadata/version-hint.text`, else an Iceberg SQL catalog (sqlite), else a
-//! clear error. The same source is re-read after listing (the planner's
-//! re-check) and by `apply` before it deletes anything.
+//! Where the current metadata comes from: `--metadata`, else a catalog
+//! (`--catalog` with `--table`), else a command (`--pointer-cmd`), else
+//! `metadata/version-hint.text`. The same source is re-read after listing
+//! (the planner's re-check) and by `apply` before it deletes anything.
 
+use crate::catalog::Catalog;
 use crate::store::{local_uri, Store};
 
 /// The source of a table's current metadata location.
@@ -12,50 +13,58 @@ pub enum Pointer {
     Explicit(String),
     /// `metadata/version-hint.text` under the table (file-system catalogs).
     VersionHint,
-    /// The `iceberg_tables` table of a SQL catalog (pyiceberg, Java JDBC).
+    /// A table of a catalog (SQL, Glue, REST).
     Catalog {
-        /// The sqlite database file.
-        path: String,
+        /// The catalog.
+        catalog: Catalog,
         /// Namespace, dotted for nested namespaces.
         namespace: String,
         /// Table name.
         name: String,
     },
+    /// A shell command that prints the current metadata location (any
+    /// other catalog: Hive, Nessie, a wrapper script); run each time the
+    /// pointer is read.
+    Command(String),
 }
 
 impl Pointer {
-    /// From `--metadata`, `--catalog sqlite:PATH` and `--table NS.NAME`.
+    /// From `--metadata`, `--catalog` with `--table NS.NAME`, and `--pointer-cmd`.
     pub fn from_args(
         metadata: Option<&str>,
         catalog: Option<&str>,
         table: Option<&str>,
+        command: Option<&str>,
     ) -> Result<Pointer, String> {
-        match (metadata, catalog, table) {
-            (Some(_), Some(_), _) => Err("give either --metadata or --catalog, not both".into()),
-            (Some(m), None, _) => Ok(Pointer::Explicit(if m.contains("://") {
+        let given = [metadata.is_some(), catalog.is_some(), command.is_some()];
+        if given.iter().filter(|g| **g).count() > 1 {
+            return Err("give one of --metadata, --catalog and --pointer-cmd".into());
+        }
+        match (metadata, catalog, table, command) {
+            (Some(m), ..) => Ok(Pointer::Explicit(if m.contains("://") {
                 m.to_owned()
             } else {
                 local_uri(m)?
             })),
-            (None, Some(c), Some(t)) => {
-                let path = c.strip_prefix("sqlite:").ok_or_else(|| {
-                    format!(
-                        "--catalog `{c}`: only SQL catalogs in sqlite are supported (sqlite:PATH)"
-                    )
-                })?;
+            (None, Some(c), Some(t), None) => {
+                let catalog = Catalog::parse(c)?;
                 let (ns, name) = t
                     .rsplit_once('.')
                     .filter(|(ns, n)| !ns.is_empty() && !n.is_empty())
                     .ok_or_else(|| format!("--table `{t}` must be NAMESPACE.NAME"))?;
                 Ok(Pointer::Catalog {
-                    path: path.to_owned(),
+                    catalog,
                     namespace: ns.to_owned(),
                     name: name.to_owned(),
                 })
             }
-            (None, Some(_), None) => Err("--catalog needs --table NAMESPACE.NAME".into()),
-            (None, None, Some(_)) => Err("--table needs --catalog sqlite:PATH".into()),
-            (None, None, None) => Ok(Pointer::VersionHint),
+            (None, Some(_), None, None) => Err("--catalog needs --table NAMESPACE.NAME".into()),
+            (None, None, Some(_), _) => Err("--table needs --catalog".into()),
+            (None, None, None, Some(c)) if c.trim().is_empty() => {
+                Err("--pointer-cmd is empty".into())
+            }
+            (None, None, None, Some(c)) => Ok(Pointer::Command(c.to_owned())),
+            _ => Ok(Pointer::VersionHint),
         }
     }
 
@@ -67,57 +76,98 @@ impl Pointer {
             }
             Pointer::VersionHint => "metadata/version-hint.text".into(),
             Pointer::Catalog {
-                path,
+                catalog,
                 namespace,
                 name,
-            } => format!("sql catalog {path} table {namespace}.{name}"),
+            } => format!("{} table {namespace}.{name}", catalog.describe()),
+            Pointer::Command(c) => format!("--pointer-cmd `{c}`"),
         }
+    }
+
+    /// Whether the source decides commits by compare-and-set (a catalog),
+    /// so a newer document beside its pointer is a failed commit's
+    /// leftover rather than a lagging pointer (the planner's judgement).
+    pub fn authoritative(&self) -> bool {
+        matches!(self, Pointer::Catalog { .. })
     }
 
     /// Reads the current metadata location now.
     pub async fn resolve(&self, store: &Store, table: &str) -> Result<String, String> {
         match self {
             Pointer::Explicit(m) => Ok(m.clone()),
-            Pointer::VersionHint => {
-                let hint = format!("{table}/metadata/version-hint.text");
-                let bytes = store.read(&hint).await?.ok_or_else(|| {
-                    format!(
-                        "no --metadata, no --catalog and no {hint}: say where the current metadata is"
-                    )
-                })?;
-                let text =
-                    String::from_utf8(bytes).map_err(|_| format!("{hint} is not UTF-8 text"))?;
-                let v = text.trim();
-                if v.is_empty() || v.contains('/') {
-                    return Err(format!("{hint} holds `{v}`, not a version or file name"));
-                }
-                // Iceberg's Hadoop catalog: a version number, then forward to
-                // the newest vN that exists (the hint is written after the
-                // commit and may lag). Anything else: the newest vN in the
-                // folder, or refuse.
-                let Ok(mut n) = v.parse::<u64>() else {
-                    return newest_hadoop_version(store, table).await?.ok_or_else(|| {
-                        format!(
-                            "{hint} holds `{v}`, not a version number, and metadata/ holds no vN.metadata.json: say where the current metadata is (--metadata or --catalog)"
-                        )
-                    });
-                };
-                while store
-                    .head(&format!("{table}/metadata/v{}.metadata.json", n + 1))
-                    .await?
-                    .is_some()
-                {
-                    n += 1;
-                }
-                Ok(format!("{table}/metadata/v{n}.metadata.json"))
-            }
+            Pointer::VersionHint => version_hint(store, table).await,
             Pointer::Catalog {
-                path,
+                catalog,
                 namespace,
                 name,
-            } => catalog_lookup(path, namespace, name),
+            } => Ok(catalog.load(namespace, name).await?.metadata),
+            Pointer::Command(c) => run_command(c).await,
         }
     }
+}
+
+/// Runs `sh -c CMD`: its standard output, trimmed, is the location; it must
+/// exit 0 and print one URI.
+async fn run_command(cmd: &str) -> Result<String, String> {
+    let out = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .map_err(|e| format!("--pointer-cmd `{cmd}`: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "--pointer-cmd `{cmd}` failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let text = String::from_utf8(out.stdout)
+        .map_err(|_| format!("--pointer-cmd `{cmd}` printed bytes that are not UTF-8"))?;
+    let uri = text.trim();
+    if uri.is_empty() || uri.contains(char::is_whitespace) {
+        return Err(format!(
+            "--pointer-cmd `{cmd}` must print one metadata location; it printed `{uri}`"
+        ));
+    }
+    if uri.contains("://") {
+        Ok(uri.to_owned())
+    } else {
+        local_uri(uri)
+    }
+}
+
+/// `metadata/version-hint.text` followed forward as Iceberg's Hadoop
+/// catalog does.
+async fn version_hint(store: &Store, table: &str) -> Result<String, String> {
+    let hint = format!("{table}/metadata/version-hint.text");
+    let bytes = store.read(&hint).await?.ok_or_else(|| {
+        format!("no --metadata, no --catalog and no {hint}: say where the current metadata is")
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| format!("{hint} is not UTF-8 text"))?;
+    let v = text.trim();
+    if v.is_empty() || v.contains('/') {
+        return Err(format!("{hint} holds `{v}`, not a version or file name"));
+    }
+    // Iceberg's Hadoop catalog: a version number, then forward to the
+    // newest vN that exists (the hint is written after the commit and may
+    // lag). Anything else: the newest vN in the folder, or refuse.
+    let Ok(mut n) = v.parse::<u64>() else {
+        return newest_hadoop_version(store, table).await?.ok_or_else(|| {
+            format!(
+                "{hint} holds `{v}`, not a version number, and metadata/ holds no vN.metadata.json: say where the current metadata is (--metadata or --catalog)"
+            )
+        });
+    };
+    while store
+        .head(&format!("{table}/metadata/v{}.metadata.json", n + 1))
+        .await?
+        .is_some()
+    {
+        n += 1;
+    }
+    Ok(format!("{table}/metadata/v{n}.metadata.json"))
 }
 
 /// The newest version of a Delta table as the planner names it (the newest
@@ -180,41 +230,6 @@ async fn newest_hadoop_version(store: &Store, table: &str) -> Result<Option<Stri
     Ok(best.map(|(_, u)| u))
 }
 
-/// `SELECT metadata_location FROM iceberg_tables` for one table, read-only.
-fn catalog_lookup(path: &str, namespace: &str, name: &str) -> Result<String, String> {
-    use rusqlite::{Connection, OpenFlags};
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|e| format!("open catalog {path}: {e}"))?;
-    let mut stmt = conn
-        .prepare(
-            "SELECT catalog_name, metadata_location FROM iceberg_tables \
-             WHERE table_namespace = ?1 AND table_name = ?2",
-        )
-        .map_err(|e| format!("catalog {path} has no Iceberg SQL catalog schema: {e}"))?;
-    let rows: Vec<(String, Option<String>)> = stmt
-        .query_map([namespace, name], |r| Ok((r.get(0)?, r.get(1)?)))
-        .and_then(|it| it.collect())
-        .map_err(|e| format!("query catalog {path}: {e}"))?;
-    match rows.as_slice() {
-        [] => Err(format!("catalog {path} has no table {namespace}.{name}")),
-        [(_, Some(m))] => Ok(m.clone()),
-        [(c, None)] => Err(format!(
-            "catalog {path}: {namespace}.{name} (catalog `{c}`) has no metadata location"
-        )),
-        many => Err(format!(
-            "catalog {path}: {namespace}.{name} exists in {} catalogs ({}); ambiguous",
-            many.len(),
-            many.iter()
-                .map(|(c, _)| c.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,19 +237,28 @@ mod tests {
     #[test]
     fn sources() {
         assert_eq!(
-            Pointer::from_args(None, None, None).unwrap(),
+            Pointer::from_args(None, None, None, None).unwrap(),
             Pointer::VersionHint
         );
-        assert!(Pointer::from_args(Some("/m.json"), Some("sqlite:x"), None).is_err());
-        assert!(Pointer::from_args(None, Some("postgres:x"), Some("a.b")).is_err());
-        assert!(Pointer::from_args(None, Some("sqlite:x"), Some("ab")).is_err());
+        assert!(Pointer::from_args(Some("/m.json"), Some("sqlite:x"), None, None).is_err());
+        assert!(Pointer::from_args(Some("/m.json"), None, None, Some("echo")).is_err());
+        assert!(Pointer::from_args(None, Some("glue"), Some("a.b"), Some("echo")).is_err());
+        assert!(Pointer::from_args(None, Some("postgres:x"), Some("a.b"), None).is_err());
+        assert!(Pointer::from_args(None, Some("sqlite:x"), Some("ab"), None).is_err());
+        assert!(Pointer::from_args(None, None, None, Some(" ")).is_err());
         assert_eq!(
-            Pointer::from_args(None, Some("sqlite:/c.db"), Some("a.b.t")).unwrap(),
+            Pointer::from_args(None, Some("sqlite:/c.db"), Some("a.b.t"), None).unwrap(),
             Pointer::Catalog {
-                path: "/c.db".into(),
+                catalog: Catalog::Sql {
+                    path: "/c.db".into()
+                },
                 namespace: "a.b".into(),
                 name: "t".into()
             }
+        );
+        assert_eq!(
+            Pointer::from_args(None, None, None, Some("cat p")).unwrap(),
+            Pointer::Command("cat p".into())
         );
     }
 
@@ -281,5 +305,24 @@ mod tests {
             format!("{root}/metadata/v2.metadata.json")
         );
         let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+#[cfg(test)]
+mod command_tests {
+    use super::run_command;
+
+    /// A pointer command must exit 0 and print exactly one location.
+    #[tokio::test]
+    async fn pointer_commands() {
+        assert_eq!(
+            run_command("printf 's3://b/t/metadata/v3.metadata.json\\n'")
+                .await
+                .unwrap(),
+            "s3://b/t/metadata/v3.metadata.json"
+        );
+        for bad in ["exit 3", "true", "echo a b", "printf '\\377'"] {
+            assert!(run_command(bad).await.is_err(), "{bad}");
+        }
     }
 }

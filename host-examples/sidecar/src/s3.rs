@@ -106,6 +106,40 @@ pub fn url_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// The AWS SDK's configuration as every AWS client here uses it: the
+/// environment and profiles, `AWS_ENDPOINT` as a fallback endpoint, region
+/// `us-east-1` when none is configured, and retries with backoff.
+pub async fn aws_config() -> aws_config::SdkConfig {
+    // Throttling, 5xx and transient network errors back off
+    // exponentially: ten attempts, a minute per attempt.
+    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .retry_config(
+            RetryConfig::standard()
+                .with_max_attempts(10)
+                .with_max_backoff(Duration::from_secs(15)),
+        )
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .operation_attempt_timeout(Duration::from_secs(60))
+                .build(),
+        );
+    if std::env::var_os("AWS_ENDPOINT_URL").is_none() {
+        if let Ok(e) = std::env::var("AWS_ENDPOINT") {
+            loader = loader.endpoint_url(e);
+        }
+    }
+    let shared = loader.load().await;
+    if shared.region().is_some() {
+        return shared;
+    }
+    // As object_store did: no region configured means us-east-1.
+    shared
+        .into_builder()
+        .region(aws_config::Region::from_static("us-east-1"))
+        .build()
+}
+
 impl Bucket {
     /// A bucket handle; nothing is contacted until the first request.
     pub fn new(name: &str) -> Bucket {
@@ -121,33 +155,7 @@ impl Bucket {
     async fn client(&self) -> &Client {
         self.client
             .get_or_init(|| async {
-                // Throttling, 5xx and transient network errors back off
-                // exponentially: ten attempts, a minute per attempt.
-                let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
-                    .retry_config(
-                        RetryConfig::standard()
-                            .with_max_attempts(10)
-                            .with_max_backoff(Duration::from_secs(15)),
-                    )
-                    .timeout_config(
-                        TimeoutConfig::builder()
-                            .connect_timeout(Duration::from_secs(10))
-                            .operation_attempt_timeout(Duration::from_secs(60))
-                            .build(),
-                    );
-                if std::env::var_os("AWS_ENDPOINT_URL").is_none() {
-                    if let Ok(e) = std::env::var("AWS_ENDPOINT") {
-                        loader = loader.endpoint_url(e);
-                    }
-                }
-                let mut shared = loader.load().await;
-                if shared.region().is_none() {
-                    // As object_store did: no region configured means us-east-1.
-                    shared = shared
-                        .into_builder()
-                        .region(aws_config::Region::from_static("us-east-1"))
-                        .build();
-                }
+                let shared = aws_config().await;
                 let custom = shared.endpoint_url().is_some();
                 let virtual_hosted = std::env::var("AWS_VIRTUAL_HOSTED_STYLE_REQUEST")
                     .is_ok_and(|v| v.eq_ignore_ascii_case("true"));

@@ -926,3 +926,30 @@ fn s3_without_credentials_says_so() {
         out_text(&o)
     );
 }
+
+/// A usage error is one line on stderr with where the options are listed
+/// (exit 64), not clap's usage block.
+#[test]
+fn usage_errors_are_one_line_with_a_hint() {
+    for (args, says) in [
+        (vec!["plan", "/t", "--bogus"], "lakesweep plan --help"),
+        (
+            vec!["plann", "/t"],
+            "similar subcommands exist: 'explain', 'plan'",
+        ),
+        (vec!["apply"], "<PLAN.json>"),
+        (vec!["plan", "/t", "--older-than", "3"], "time unit needed"),
+        (vec!["plan", "--namespace", "db"], "--catalog"),
+        (vec!["plan", "/t", "--out-dir", "d"], "--out FILE"),
+    ] {
+        let o = lakesweep(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(64), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("lakesweep: ") && err.contains(says),
+            "{args:?}: {err}"
+        );
+        assert!(o.stdout.is_empty());
+    }
+}

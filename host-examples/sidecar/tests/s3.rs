@@ -9,7 +9,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -21,51 +21,9 @@ use object_store::{ObjectStoreExt, PutPayload};
 const BUCKET: &str = "lakesweep-e2e";
 const EXTRA: usize = 1100;
 
-struct Moto {
-    child: Child,
-    endpoint: String,
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts moto on a port it picks itself (`-p 0`) and reads the port from
-/// the line it prints (` * Running on http://127.0.0.1:PORT`): no port is
-/// bound, dropped and reused.
+/// Starts moto (`common::moto`) and creates the bucket.
 fn start_moto() -> Moto {
-    let mut child = Command::new("python3")
-        .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", "0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3 -m moto.server (pip install 'moto[server]'; scripts/test.sh does)");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        let mut tx = Some(tx);
-        // Keep draining: the server logs every request to stderr.
-        for line in std::io::BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if let Some(rest) = line.split("Running on http://127.0.0.1:").nth(1) {
-                let port: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                if let Some(tx) = tx.take() {
-                    let _ = tx.send(port);
-                }
-            }
-        }
-    });
-    let port = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("moto server did not say its port (is moto[server] installed?)");
-    let moto = Moto {
-        child,
-        endpoint: format!("http://127.0.0.1:{port}"),
-    };
+    let moto = common::moto();
     // Create the bucket (moto accepts unsigned requests).
     raw(&moto, "PUT", &format!("/{BUCKET}"), "");
     moto
@@ -101,16 +59,6 @@ fn raw(m: &Moto, method: &str, path: &str, body: &str) {
     }
 }
 
-fn env(m: &Moto) -> Vec<(&'static str, String)> {
-    vec![
-        ("AWS_ACCESS_KEY_ID", "testing".into()),
-        ("AWS_SECRET_ACCESS_KEY", "testing".into()),
-        ("AWS_REGION", "us-east-1".into()),
-        ("AWS_ENDPOINT_URL", m.endpoint.clone()),
-        ("AWS_ALLOW_HTTP", "true".into()),
-    ]
-}
-
 /// Runs the binary against the S3 server. `plan`, `apply` and `sweep` get
 /// the fixtures' SQL catalog as their live pointer (its metadata location is
 /// mapped onto the bucket by `--location-map`) unless a pointer is given.
@@ -130,7 +78,7 @@ fn run(m: &Moto, args: &[String]) -> std::process::Output {
     }
     Command::new(env!("CARGO_BIN_EXE_lakesweep"))
         .args(&args)
-        .envs(env(m))
+        .envs(m.aws_env())
         .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"))
         .output()
         .unwrap()
@@ -340,7 +288,7 @@ fn store_errors_are_retried_and_a_failing_listing_leaves_no_plan() {
     let now = days_after_uploads(&m, 30);
     let map = format!("file:///lakesweep-fixtures=s3://{BUCKET}");
     let plan_via = |endpoint: &str| {
-        let mut env = env(&m);
+        let mut env = m.aws_env();
         env.retain(|(k, _)| *k != "AWS_ENDPOINT_URL");
         env.push(("AWS_ENDPOINT_URL", endpoint.to_owned()));
         Command::new(env!("CARGO_BIN_EXE_lakesweep"))
@@ -655,7 +603,7 @@ fn two_phase_sweep_on_a_versioned_bucket_fault_10_lost_receipt_fault_11_delete_m
     };
     let o = Command::new(env!("CARGO_BIN_EXE_lakesweep"))
         .args(sweep_args(10))
-        .envs(env(&m))
+        .envs(m.aws_env())
         .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"))
         .env("LAKESWEEP_TEST_HOOK", &hook)
         .output()

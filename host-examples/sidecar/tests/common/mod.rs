@@ -321,10 +321,16 @@ pub fn planted(t: &Value, verdicts: &[&str]) -> BTreeSet<String> {
 /// Runs `tests/py/iceberg_table.py` (pyiceberg 0.12.0; scripts/test.sh
 /// installs it) and parses what it prints (empty output: `null`).
 pub fn py(args: &[&str]) -> Value {
+    py_with(&[], args)
+}
+
+/// `py` with environment variables (`LAKESWEEP_TEST_GLUE`, `LAKESWEEP_TEST_TABLE`).
+pub fn py_with(envs: &[(&str, &str)], args: &[&str]) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/iceberg_table.py");
     let out = Command::new("python3")
         .arg(script)
         .args(args)
+        .envs(envs.iter().copied())
         .output()
         .expect("python3 with pyiceberg[sql-sqlite,pyarrow]==0.12.0 (scripts/test.sh installs it)");
     assert!(
@@ -416,4 +422,78 @@ impl Drop for PyTable {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A test server child process on 127.0.0.1, killed when dropped.
+pub struct Moto {
+    child: std::process::Child,
+    /// `http://127.0.0.1:PORT`.
+    pub endpoint: String,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Moto {
+    /// The AWS environment that points the sidecar's clients at this server.
+    pub fn aws_env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ACCESS_KEY_ID", "testing".into()),
+            ("AWS_SECRET_ACCESS_KEY", "testing".into()),
+            ("AWS_REGION", "us-east-1".into()),
+            ("AWS_ENDPOINT_URL", self.endpoint.clone()),
+            ("AWS_ALLOW_HTTP", "true".into()),
+        ]
+    }
+}
+
+/// Starts moto's server (S3, Glue, ...) on a port it picks itself (`-p 0`)
+/// and reads the port from the line it prints (` * Running on
+/// http://127.0.0.1:PORT`): no port is bound, dropped and reused.
+pub fn moto() -> Moto {
+    use std::process::Stdio;
+    use std::time::Duration;
+    let mut child = Command::new("python3")
+        .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 -m moto.server (pip install 'moto[server]'; scripts/test.sh does)");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut tx = Some(tx);
+        // Keep draining: the server logs every request to stderr.
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if let Some(rest) = line.split("Running on http://127.0.0.1:").nth(1) {
+                let port: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                if let Some(tx) = tx.take() {
+                    let _ = tx.send(port);
+                }
+            }
+        }
+    });
+    let port = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("moto server did not say its port (is moto[server] installed?)");
+    Moto {
+        child,
+        endpoint: format!("http://127.0.0.1:{port}"),
+    }
+}
+
+/// `lakesweep ARGS` with extra environment variables.
+pub fn lakesweep_with<S: AsRef<std::ffi::OsStr>>(envs: &[(&str, String)], args: &[S]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lakesweep"))
+        .args(args)
+        .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
+        .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"))
+        .output()
+        .unwrap()
 }

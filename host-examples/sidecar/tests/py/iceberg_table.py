@@ -1,6 +1,7 @@
 """A real pyiceberg table for the sidecar's expiry test (pyiceberg 0.12.0).
 
-Usage:
+Usage (the table is demo.t, or LAKESWEEP_TEST_TABLE; the catalog DIR/catalog.db,
+or Glue at LAKESWEEP_TEST_GLUE):
   iceberg_table.py write DIR [DATA_PATH]
                                make DIR/catalog.db and table demo.t: two
                                appends, an overwrite, an append; prints JSON
@@ -14,6 +15,10 @@ Usage:
                                its data folder (never committed: garbage), dated
                                AGE_DAYS ago; prints their keys (absolute URIs under
                                a write.data.path outside the table)
+  iceberg_table.py write-info DIR
+                               the table's location and current metadata location
+  iceberg_table.py nest DIR OUTER
+                               create the table inside table OUTER's location
   iceberg_table.py add DIR KEY register an existing data file (add_files), the way
                                writers adopt files they did not write
 """
@@ -29,7 +34,27 @@ from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.expressions import EqualTo
 
 
+# The table every command works on; another with LAKESWEEP_TEST_TABLE=demo.u.
+TABLE = os.environ.get("LAKESWEEP_TEST_TABLE", "demo.t")
+
+
 def catalog(d):
+    """The SQL catalog DIR/catalog.db, or with LAKESWEEP_TEST_GLUE set to an
+    endpoint, the Glue catalog there (moto); data under DIR/warehouse."""
+    glue = os.environ.get("LAKESWEEP_TEST_GLUE")
+    if glue:
+        from pyiceberg.catalog.glue import GlueCatalog
+
+        return GlueCatalog(
+            "lakesweep",
+            **{
+                "glue.endpoint": glue,
+                "glue.region": "us-east-1",
+                "glue.access-key-id": "testing",
+                "glue.secret-access-key": "testing",
+                "warehouse": f"file://{d}/warehouse",
+            },
+        )
     return SqlCatalog(
         "lakesweep",
         uri=f"sqlite:///{d}/catalog.db",
@@ -48,14 +73,14 @@ def rows(ids, cat):
 
 def write(d, data_path=None):
     c = catalog(d)
-    c.create_namespace("demo")
+    c.create_namespace_if_not_exists("demo")
     props = {"write.data.path": data_path} if data_path else {}
-    t = c.create_table("demo.t", schema=rows([1], "a").schema, properties=props)
+    t = c.create_table(TABLE, schema=rows([1], "a").schema, properties=props)
     t.append(rows([1, 2], "a"))
     t.append(rows([3, 4], "b"))
     t.overwrite(rows([5, 6], "c"))
     t.append(rows([7], "d"))
-    t = c.load_table("demo.t")
+    t = c.load_table(TABLE)
     print(
         json.dumps(
             {
@@ -69,7 +94,7 @@ def write(d, data_path=None):
 
 
 def refs(d):
-    t = catalog(d).load_table("demo.t")
+    t = catalog(d).load_table(TABLE)
     out = {}
     for s in t.snapshots():
         files = {s.manifest_list}
@@ -82,7 +107,7 @@ def refs(d):
 
 
 def check(d):
-    t = catalog(d).load_table("demo.t")
+    t = catalog(d).load_table(TABLE)
     travel = {}
     for s in t.snapshots():
         travel[str(s.snapshot_id)] = t.scan(snapshot_id=s.snapshot_id).to_arrow().num_rows
@@ -101,7 +126,7 @@ def check(d):
 def orphans(d, n, age_days):
     import pyarrow.parquet as pq
 
-    t = catalog(d).load_table("demo.t")
+    t = catalog(d).load_table(TABLE)
     data = t.properties.get("write.data.path")
     when = time.time() - float(age_days) * 86400
     keys = []
@@ -119,12 +144,31 @@ def orphans(d, n, age_days):
     print(json.dumps(keys))
 
 
+def write_info(d):
+    t = catalog(d).load_table(TABLE)
+    print(json.dumps({"location": t.location(), "metadata_location": t.metadata_location}))
+
+
+def nest(d, outer):
+    """Create TABLE inside OUTER's location, one append, every file aged 10 days."""
+    c = catalog(d)
+    o = c.load_table(outer)
+    n = c.create_table(
+        TABLE, schema=rows([1], "a").schema, location=f"{o.location()}/nested/{TABLE}"
+    )
+    n.append(rows([1, 2], "n"))
+    when = time.time() - 10 * 86400
+    for dp, _, names in os.walk(n.location().removeprefix("file://")):
+        for f in names:
+            os.utime(os.path.join(dp, f), (when, when))
+
+
 def add(d, key):
-    t = catalog(d).load_table("demo.t")
+    t = catalog(d).load_table(TABLE)
     t.add_files([key if "://" in key else f"{t.location()}/{key}"])
 
 
 if __name__ == "__main__":
-    {"write": write, "refs": refs, "check": check, "orphans": orphans, "add": add}[
+    {"write": write, "write-info": write_info, "refs": refs, "check": check, "orphans": orphans, "add": add, "nest": nest}[
         sys.argv[1]
     ](*sys.argv[2:])

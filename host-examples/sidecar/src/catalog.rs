@@ -1,0 +1,731 @@
+//! The Iceberg catalogs the sidecar reads a table's current metadata
+//! location from, and commits an expiry through:
+//!
+//! - **SQL** (`sqlite:PATH`): the `iceberg_tables` table pyiceberg's
+//!   `SqlCatalog` and Java's `JdbcCatalog` keep; a commit is an `UPDATE …
+//!   WHERE metadata_location = old` (compare-and-set).
+//! - **AWS Glue** (`glue`, or `glue:ACCOUNT` for another account's
+//!   catalog): the table's `metadata_location` parameter; a commit is
+//!   `UpdateTable` with the `VersionId` that was read (Glue refuses it if
+//!   the table changed meanwhile), after checking the parameter still
+//!   names the old document. Credentials, region and endpoint are the AWS
+//!   SDK's (`AWS_ENDPOINT_URL_GLUE` or `AWS_ENDPOINT_URL` for a Glue-
+//!   compatible server).
+//! - **Iceberg REST** (`rest:URL`, optionally `rest:URL?warehouse=W`):
+//!   `GET …/namespaces/{ns}/tables/{t}` (load table) and, to commit, the
+//!   `CommitTableRequest` the planner wrote, whose requirements assert the
+//!   table's UUID and every ref; the server writes the new document. A
+//!   bearer token is read from `LAKESWEEP_REST_TOKEN`.
+//!
+//! The catalog only reports and swaps pointers; what a pointer means (a
+//! newer document beside it, a moved ref) is the planner's to judge.
+
+use std::time::Duration;
+
+/// A catalog of Iceberg tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Catalog {
+    /// An Iceberg SQL catalog in a sqlite file.
+    Sql {
+        /// The database file.
+        path: String,
+    },
+    /// The AWS Glue Data Catalog (or a Glue-compatible endpoint).
+    Glue {
+        /// The catalog's account id; `None`: the caller's own.
+        catalog_id: Option<String>,
+    },
+    /// An Iceberg REST catalog.
+    Rest {
+        /// The base URI, without `/v1`.
+        uri: String,
+        /// The `warehouse` sent to `GET /v1/config`, if any.
+        warehouse: Option<String>,
+    },
+}
+
+/// What a catalog says of one table now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The current metadata document's URI.
+    pub metadata: String,
+    /// The table's location as the catalog records it, if it does (Glue's
+    /// storage descriptor, the REST metadata's `location`).
+    pub location: Option<String>,
+}
+
+/// Why a commit did not land, by what the caller must do about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommitError {
+    /// The catalog refused or was never reached: the table is unchanged.
+    Refused(String),
+    /// The request may or may not have been applied (a timeout, a 5xx):
+    /// nothing written for the commit may be removed until someone checks.
+    Unknown(String),
+}
+
+impl std::fmt::Display for CommitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CommitError::Refused(e) => write!(f, "{e}"),
+            CommitError::Unknown(e) => write!(f, "the commit's outcome is unknown: {e}"),
+        }
+    }
+}
+
+impl Catalog {
+    /// Parses `--catalog`: `sqlite:PATH`, `glue`, `glue:ACCOUNT`,
+    /// `rest:URL` (`http://` or `https://`).
+    pub fn parse(spec: &str) -> Result<Catalog, String> {
+        if let Some(path) = spec.strip_prefix("sqlite:") {
+            if path.is_empty() {
+                return Err("--catalog sqlite: needs the database file (sqlite:PATH)".into());
+            }
+            return Ok(Catalog::Sql {
+                path: path.to_owned(),
+            });
+        }
+        if spec == "glue" {
+            return Ok(Catalog::Glue { catalog_id: None });
+        }
+        if let Some(id) = spec.strip_prefix("glue:") {
+            if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(format!(
+                    "--catalog `{spec}`: glue:ACCOUNT takes a 12-digit AWS account id"
+                ));
+            }
+            return Ok(Catalog::Glue {
+                catalog_id: Some(id.to_owned()),
+            });
+        }
+        if let Some(url) = spec.strip_prefix("rest:") {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(format!(
+                    "--catalog `{spec}`: rest:URL takes an http:// or https:// URL"
+                ));
+            }
+            let (base, warehouse) = match url.split_once('?') {
+                None => (url, None),
+                Some((base, query)) => {
+                    let w = query
+                        .strip_prefix("warehouse=")
+                        .filter(|w| !w.is_empty() && !w.contains('&'))
+                        .ok_or_else(|| {
+                            format!("--catalog `{spec}`: the only query rest:URL takes is ?warehouse=NAME")
+                        })?;
+                    (base, Some(w.to_owned()))
+                }
+            };
+            return Ok(Catalog::Rest {
+                uri: base.trim_end_matches('/').to_owned(),
+                warehouse,
+            });
+        }
+        Err(format!(
+            "--catalog `{spec}`: give sqlite:PATH, glue, glue:ACCOUNT or rest:URL (for another catalog, --pointer-cmd prints the current metadata location)"
+        ))
+    }
+
+    /// The `--catalog` spelling that parses back to this catalog.
+    pub fn spec(&self) -> String {
+        match self {
+            Catalog::Sql { path } => format!("sqlite:{path}"),
+            Catalog::Glue { catalog_id: None } => "glue".into(),
+            Catalog::Glue {
+                catalog_id: Some(id),
+            } => format!("glue:{id}"),
+            Catalog::Rest {
+                uri,
+                warehouse: None,
+            } => format!("rest:{uri}"),
+            Catalog::Rest {
+                uri,
+                warehouse: Some(w),
+            } => format!("rest:{uri}?warehouse={w}"),
+        }
+    }
+
+    /// The same catalog with a relative sqlite path made absolute (a plan
+    /// made here can be applied from anywhere).
+    pub fn absolute(&self, abs: impl Fn(&str) -> String) -> Catalog {
+        match self {
+            Catalog::Sql { path } => Catalog::Sql { path: abs(path) },
+            c => c.clone(),
+        }
+    }
+
+    /// For reports: which kind of catalog, and where.
+    pub fn describe(&self) -> String {
+        match self {
+            Catalog::Sql { path } => format!("sql catalog {path}"),
+            Catalog::Glue { catalog_id: None } => "glue catalog".into(),
+            Catalog::Glue {
+                catalog_id: Some(id),
+            } => format!("glue catalog {id}"),
+            Catalog::Rest { uri, .. } => format!("rest catalog {uri}"),
+        }
+    }
+
+    /// Where the table's current metadata is, now.
+    pub async fn load(&self, namespace: &str, name: &str) -> Result<Entry, String> {
+        match self {
+            Catalog::Sql { path } => sql::load(path, namespace, name),
+            Catalog::Glue { catalog_id } => glue::load(catalog_id.as_deref(), namespace, name)
+                .await
+                .map(|(e, _)| e),
+            Catalog::Rest { uri, warehouse } => {
+                rest::Client::new(uri, warehouse.as_deref())
+                    .await?
+                    .load(namespace, name)
+                    .await
+            }
+        }
+    }
+
+    /// The Iceberg tables of a namespace, by name, sorted.
+    pub async fn tables(&self, namespace: &str) -> Result<Vec<String>, String> {
+        let mut names = match self {
+            Catalog::Sql { path } => sql::tables(path, namespace)?,
+            Catalog::Glue { catalog_id } => glue::tables(catalog_id.as_deref(), namespace).await?,
+            Catalog::Rest { uri, warehouse } => {
+                rest::Client::new(uri, warehouse.as_deref())
+                    .await?
+                    .tables(namespace)
+                    .await?
+            }
+        };
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    /// Whether a commit is the planner's request sent to the catalog (which
+    /// writes the new document itself), rather than a document the sidecar
+    /// writes and a pointer it swaps.
+    pub fn commits_requests(&self) -> bool {
+        matches!(self, Catalog::Rest { .. })
+    }
+
+    /// Swaps the pointer from `old` to `new` if it still names `old`.
+    pub async fn swap(
+        &self,
+        namespace: &str,
+        name: &str,
+        old: &str,
+        new: &str,
+    ) -> Result<(), CommitError> {
+        match self {
+            Catalog::Sql { path } => sql::swap(path, namespace, name, old, new),
+            Catalog::Glue { catalog_id } => {
+                glue::swap(catalog_id.as_deref(), namespace, name, old, new).await
+            }
+            Catalog::Rest { .. } => Err(CommitError::Refused(
+                "a REST catalog writes its own documents: commit the planner's request".into(),
+            )),
+        }
+    }
+
+    /// Sends the planner's `CommitTableRequest` (REST only); the new
+    /// metadata location on success.
+    pub async fn commit_request(
+        &self,
+        namespace: &str,
+        name: &str,
+        request: &str,
+    ) -> Result<String, CommitError> {
+        match self {
+            Catalog::Rest { uri, warehouse } => {
+                rest::Client::new(uri, warehouse.as_deref())
+                    .await
+                    .map_err(CommitError::Refused)?
+                    .commit(namespace, name, request)
+                    .await
+            }
+            c => Err(CommitError::Refused(format!(
+                "{} commits by swapping its pointer, not by request",
+                c.describe()
+            ))),
+        }
+    }
+}
+
+/// The SQL catalog (`iceberg_tables`).
+mod sql {
+    use super::{CommitError, Entry};
+    use rusqlite::{Connection, OpenFlags};
+
+    fn open_read(path: &str) -> Result<Connection, String> {
+        Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| format!("open catalog {path}: {e}"))
+    }
+
+    /// `SELECT metadata_location` for one table, read-only.
+    pub fn load(path: &str, namespace: &str, name: &str) -> Result<Entry, String> {
+        let conn = open_read(path)?;
+        let mut stmt = conn
+            .prepare(
+                "SELECT catalog_name, metadata_location FROM iceberg_tables \
+                 WHERE table_namespace = ?1 AND table_name = ?2",
+            )
+            .map_err(|e| format!("catalog {path} has no Iceberg SQL catalog schema: {e}"))?;
+        let rows: Vec<(String, Option<String>)> = stmt
+            .query_map([namespace, name], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(|it| it.collect())
+            .map_err(|e| format!("query catalog {path}: {e}"))?;
+        match rows.as_slice() {
+            [] => Err(format!("catalog {path} has no table {namespace}.{name}")),
+            [(_, Some(m))] => Ok(Entry {
+                metadata: m.clone(),
+                location: None,
+            }),
+            [(c, None)] => Err(format!(
+                "catalog {path}: {namespace}.{name} (catalog `{c}`) has no metadata location"
+            )),
+            many => Err(format!(
+                "catalog {path}: {namespace}.{name} exists in {} catalogs ({}); ambiguous",
+                many.len(),
+                many.iter()
+                    .map(|(c, _)| c.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
+    /// The tables of one namespace.
+    pub fn tables(path: &str, namespace: &str) -> Result<Vec<String>, String> {
+        let conn = open_read(path)?;
+        let mut stmt = conn
+            .prepare("SELECT table_name FROM iceberg_tables WHERE table_namespace = ?1")
+            .map_err(|e| format!("catalog {path} has no Iceberg SQL catalog schema: {e}"))?;
+        stmt.query_map([namespace], |r| r.get(0))
+            .and_then(|it| it.collect())
+            .map_err(|e| format!("query catalog {path}: {e}"))
+    }
+
+    /// Compare-and-set of the pointer.
+    pub fn swap(
+        path: &str,
+        namespace: &str,
+        name: &str,
+        old: &str,
+        new: &str,
+    ) -> Result<(), CommitError> {
+        let refused = CommitError::Refused;
+        let conn =
+            Connection::open(path).map_err(|e| refused(format!("open catalog {path}: {e}")))?;
+        // SQLite applies one statement wholly or not at all.
+        let n = conn
+            .execute(
+                "UPDATE iceberg_tables SET metadata_location = ?1, previous_metadata_location = ?2 \
+                 WHERE table_namespace = ?3 AND table_name = ?4 AND metadata_location = ?2",
+                [new, old, namespace, name],
+            )
+            .map_err(|e| refused(format!("update catalog {path}: {e}")))?;
+        match n {
+            1 => Ok(()),
+            0 => Err(refused(format!(
+                "the catalog no longer points {namespace}.{name} at {old}: a commit landed meanwhile"
+            ))),
+            n => Err(CommitError::Unknown(format!(
+                "the catalog updated {n} rows for {namespace}.{name}"
+            ))),
+        }
+    }
+}
+
+/// The AWS Glue Data Catalog, through the AWS SDK.
+mod glue {
+    use super::{CommitError, Entry};
+    use aws_sdk_glue::error::ProvideErrorMetadata;
+    use aws_sdk_glue::types::{Table, TableInput};
+    use aws_sdk_glue::Client;
+
+    async fn client() -> Client {
+        Client::new(&crate::s3::aws_config().await)
+    }
+
+    fn database(namespace: &str) -> Result<&str, String> {
+        if namespace.contains('.') {
+            return Err(format!(
+                "Glue databases are one level: `{namespace}` is nested"
+            ));
+        }
+        Ok(namespace)
+    }
+
+    fn words<E, R>(e: &aws_sdk_glue::error::SdkError<E, R>) -> String
+    where
+        E: ProvideErrorMetadata + std::error::Error + 'static,
+        R: std::fmt::Debug,
+    {
+        match (e.code(), e.message()) {
+            (Some(c), Some(m)) => format!("{c}: {m}"),
+            (Some(c), None) => c.to_owned(),
+            _ => format!("{}", aws_sdk_glue::error::DisplayErrorContext(e)),
+        }
+    }
+
+    fn is_iceberg(t: &Table) -> bool {
+        t.parameters()
+            .and_then(|p| p.get("table_type"))
+            .is_some_and(|v| v.eq_ignore_ascii_case("iceberg"))
+    }
+
+    /// The table's entry and the Glue table as read (for its `VersionId`).
+    pub async fn load(
+        catalog_id: Option<&str>,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(Entry, Table), String> {
+        let db = database(namespace)?;
+        let out = client()
+            .await
+            .get_table()
+            .set_catalog_id(catalog_id.map(str::to_owned))
+            .database_name(db)
+            .name(name)
+            .send()
+            .await
+            .map_err(|e| format!("glue GetTable {namespace}.{name}: {}", words(&e)))?;
+        let t = out
+            .table
+            .ok_or_else(|| format!("glue GetTable {namespace}.{name}: no table in the answer"))?;
+        if !is_iceberg(&t) {
+            return Err(format!(
+                "glue table {namespace}.{name} is not an Iceberg table (its table_type parameter is not ICEBERG)"
+            ));
+        }
+        let metadata = t
+            .parameters()
+            .and_then(|p| p.get("metadata_location"))
+            .filter(|m| !m.is_empty())
+            .cloned()
+            .ok_or_else(|| {
+                format!("glue table {namespace}.{name} has no metadata_location parameter")
+            })?;
+        let location = t
+            .storage_descriptor()
+            .and_then(|s| s.location())
+            .map(str::to_owned);
+        Ok((Entry { metadata, location }, t))
+    }
+
+    /// The Iceberg tables of a database.
+    pub async fn tables(catalog_id: Option<&str>, namespace: &str) -> Result<Vec<String>, String> {
+        let db = database(namespace)?;
+        let client = client().await;
+        let mut names = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let out = client
+                .get_tables()
+                .set_catalog_id(catalog_id.map(str::to_owned))
+                .database_name(db)
+                .set_next_token(token.take())
+                .send()
+                .await
+                .map_err(|e| format!("glue GetTables {namespace}: {}", words(&e)))?;
+            names.extend(
+                out.table_list()
+                    .iter()
+                    .filter(|t| is_iceberg(t))
+                    .map(|t| t.name().to_owned()),
+            );
+            match out.next_token {
+                Some(t) if !t.is_empty() => token = Some(t),
+                _ => return Ok(names),
+            }
+        }
+    }
+
+    /// `UpdateTable` guarded twice: the parameter must still name `old`,
+    /// and the `VersionId` read with it must still be current.
+    pub async fn swap(
+        catalog_id: Option<&str>,
+        namespace: &str,
+        name: &str,
+        old: &str,
+        new: &str,
+    ) -> Result<(), CommitError> {
+        let (entry, t) = load(catalog_id, namespace, name)
+            .await
+            .map_err(CommitError::Refused)?;
+        if entry.metadata != old {
+            return Err(CommitError::Refused(format!(
+                "glue no longer points {namespace}.{name} at {old} (it names {}): a commit landed meanwhile",
+                entry.metadata
+            )));
+        }
+        let mut parameters = t.parameters().cloned().unwrap_or_default();
+        parameters.insert("metadata_location".into(), new.to_owned());
+        parameters.insert("previous_metadata_location".into(), old.to_owned());
+        let input = TableInput::builder()
+            .name(t.name())
+            .set_description(t.description().map(str::to_owned))
+            .set_owner(t.owner().map(str::to_owned))
+            .retention(t.retention())
+            .set_storage_descriptor(t.storage_descriptor().cloned())
+            .set_partition_keys(t.partition_keys.clone())
+            .set_table_type(t.table_type().map(str::to_owned))
+            .set_parameters(Some(parameters))
+            .build()
+            .map_err(|e| CommitError::Refused(format!("glue TableInput: {e}")))?;
+        let r = client()
+            .await
+            .update_table()
+            .set_catalog_id(catalog_id.map(str::to_owned))
+            .database_name(database(namespace).map_err(CommitError::Refused)?)
+            .table_input(input)
+            .set_version_id(t.version_id().map(str::to_owned))
+            .send()
+            .await;
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) if e.as_service_error().is_some() => Err(CommitError::Refused(format!(
+                "glue UpdateTable {namespace}.{name}: {}",
+                words(&e)
+            ))),
+            // Sent, but no answer: it may have been applied.
+            Err(e) => Err(CommitError::Unknown(format!(
+                "glue UpdateTable {namespace}.{name}: {}",
+                words(&e)
+            ))),
+        }
+    }
+}
+
+/// The Iceberg REST catalog protocol (the parts a sweeper needs).
+mod rest {
+    use super::{CommitError, Duration, Entry};
+    use serde_json::Value;
+
+    /// Bytes escaped in one path segment: everything but RFC 3986's unreserved.
+    const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~');
+
+    /// A connected catalog: its base and the prefix its config names.
+    pub struct Client {
+        http: reqwest::Client,
+        base: String,
+    }
+
+    fn segment(s: &str) -> String {
+        percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()
+    }
+
+    /// A namespace's path segment: its levels joined by the unit separator.
+    fn namespace_segment(namespace: &str) -> String {
+        segment(&namespace.split('.').collect::<Vec<_>>().join("\u{1f}"))
+    }
+
+    impl Client {
+        /// Reads `GET /v1/config` for the catalog's path prefix.
+        pub async fn new(uri: &str, warehouse: Option<&str>) -> Result<Client, String> {
+            let http = reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .timeout(Duration::from_secs(60))
+                .build()
+                .map_err(|e| format!("rest catalog {uri}: {e}"))?;
+            let mut url = format!("{uri}/v1/config");
+            if let Some(w) = warehouse {
+                url.push_str(&format!("?warehouse={}", segment(w)));
+            }
+            let config = get(&http, &url).await?;
+            let prefix = config["overrides"]["prefix"]
+                .as_str()
+                .or_else(|| config["defaults"]["prefix"].as_str());
+            let base = match prefix {
+                Some(p) if !p.is_empty() => format!("{uri}/v1/{}", p.trim_matches('/')),
+                _ => format!("{uri}/v1"),
+            };
+            Ok(Client { http, base })
+        }
+
+        fn table_url(&self, namespace: &str, name: &str) -> String {
+            format!(
+                "{}/namespaces/{}/tables/{}",
+                self.base,
+                namespace_segment(namespace),
+                segment(name)
+            )
+        }
+
+        /// `GET …/tables/{t}`: `metadata-location` and the metadata's `location`.
+        pub async fn load(&self, namespace: &str, name: &str) -> Result<Entry, String> {
+            let v = get(&self.http, &self.table_url(namespace, name)).await?;
+            let metadata = v["metadata-location"]
+                .as_str()
+                .filter(|m| !m.is_empty())
+                .ok_or_else(|| {
+                    format!("rest catalog: {namespace}.{name} has no metadata-location")
+                })?
+                .to_owned();
+            Ok(Entry {
+                metadata,
+                location: v["metadata"]["location"].as_str().map(str::to_owned),
+            })
+        }
+
+        /// `GET …/namespaces/{ns}/tables`, every page.
+        pub async fn tables(&self, namespace: &str) -> Result<Vec<String>, String> {
+            let url = format!(
+                "{}/namespaces/{}/tables",
+                self.base,
+                namespace_segment(namespace)
+            );
+            let mut names = Vec::new();
+            let mut token: Option<String> = None;
+            loop {
+                let page = match &token {
+                    Some(t) => format!("{url}?pageToken={}", segment(t)),
+                    None => url.clone(),
+                };
+                let v = get(&self.http, &page).await?;
+                let ids = v["identifiers"]
+                    .as_array()
+                    .ok_or_else(|| format!("rest catalog: {page} answered no identifiers"))?;
+                for id in ids {
+                    let n = id["name"]
+                        .as_str()
+                        .ok_or_else(|| format!("rest catalog: {page} answered an unnamed table"))?;
+                    names.push(n.to_owned());
+                }
+                match v["next-page-token"].as_str() {
+                    Some(t) if !t.is_empty() => token = Some(t.to_owned()),
+                    _ => return Ok(names),
+                }
+            }
+        }
+
+        /// `POST …/tables/{t}` with the planner's requirements and updates.
+        pub async fn commit(
+            &self,
+            namespace: &str,
+            name: &str,
+            request: &str,
+        ) -> Result<String, CommitError> {
+            let url = self.table_url(namespace, name);
+            let mut body: Value = serde_json::from_str(request)
+                .map_err(|e| CommitError::Refused(format!("the planner's commit request: {e}")))?;
+            body["identifier"] = serde_json::json!({
+                "namespace": namespace.split('.').collect::<Vec<_>>(),
+                "name": name,
+            });
+            let r = authorised(self.http.post(&url))
+                .header("content-type", "application/json")
+                .body(body.to_string())
+                .send()
+                .await;
+            let r = match r {
+                Ok(r) => r,
+                // Not connected: nothing was sent.
+                Err(e) if e.is_connect() => {
+                    return Err(CommitError::Refused(format!("POST {url}: {e}")))
+                }
+                Err(e) => return Err(CommitError::Unknown(format!("POST {url}: {e}"))),
+            };
+            let status = r.status();
+            let text = r.text().await.unwrap_or_default();
+            match status.as_u16() {
+                200 => serde_json::from_str::<Value>(&text)
+                    .ok()
+                    .and_then(|v| v["metadata-location"].as_str().map(str::to_owned))
+                    .ok_or_else(|| {
+                        CommitError::Unknown(format!(
+                            "POST {url} answered 200 without a metadata-location"
+                        ))
+                    }),
+                // The spec: 409 a requirement failed; 4xx the request was
+                // refused. 5xx (and anything else): the state is unknown.
+                409 => Err(CommitError::Refused(format!(
+                    "the catalog refused the commit (409: {}): the table changed since it was planned",
+                    message(&text)
+                ))),
+                400..=499 => Err(CommitError::Refused(format!(
+                    "POST {url}: {status}: {}",
+                    message(&text)
+                ))),
+                _ => Err(CommitError::Unknown(format!(
+                    "POST {url}: {status}: {}",
+                    message(&text)
+                ))),
+            }
+        }
+    }
+
+    fn authorised(b: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match std::env::var("LAKESWEEP_REST_TOKEN") {
+            Ok(t) if !t.is_empty() => b.bearer_auth(t),
+            _ => b,
+        }
+    }
+
+    /// The error model's message, else the body's first 200 characters.
+    fn message(text: &str) -> String {
+        serde_json::from_str::<Value>(text)
+            .ok()
+            .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| text.chars().take(200).collect())
+    }
+
+    async fn get(http: &reqwest::Client, url: &str) -> Result<Value, String> {
+        let r = authorised(http.get(url))
+            .send()
+            .await
+            .map_err(|e| format!("GET {url}: {e}"))?;
+        let status = r.status();
+        let text = r.text().await.map_err(|e| format!("GET {url}: {e}"))?;
+        if !status.is_success() {
+            return Err(format!("GET {url}: {status}: {}", message(&text)));
+        }
+        serde_json::from_str(&text).map_err(|e| format!("GET {url}: not JSON: {e}"))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn segments_are_escaped() {
+            assert_eq!(super::namespace_segment("a.b c"), "a%1Fb%20c");
+            assert_eq!(super::segment("t/../x"), "t%2F..%2Fx");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_round_trip() {
+        for spec in [
+            "sqlite:/c.db",
+            "glue",
+            "glue:123456789012",
+            "rest:http://127.0.0.1:8181",
+            "rest:https://cat.example/api?warehouse=wh",
+        ] {
+            assert_eq!(Catalog::parse(spec).unwrap().spec(), spec, "{spec}");
+        }
+        assert_eq!(
+            Catalog::parse("rest:http://h/").unwrap().spec(),
+            "rest:http://h"
+        );
+        for bad in [
+            "sqlite:",
+            "glue:abc",
+            "rest:ftp://h",
+            "rest:http://h?x=1",
+            "hive:thrift://h",
+            "postgres:x",
+        ] {
+            assert!(Catalog::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

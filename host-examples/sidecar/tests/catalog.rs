@@ -1,0 +1,460 @@
+//! The catalogs a live pointer comes from, against real servers on
+//! 127.0.0.1: AWS Glue (moto's Glue API, tables written by pyiceberg's
+//! GlueCatalog), an Iceberg REST catalog (pyiceberg's SQL catalog behind
+//! the protocol's routes, `tests/py/rest_catalog.py`: no REST catalog
+//! server installs from the registries), and a pointer command. Each is
+//! planned, raced by a writer between plan and apply, and committed
+//! through.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use common::*;
+use serde_json::Value;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lakesweep-cat-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn keys(v: &Value) -> BTreeSet<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn ok(o: &std::process::Output) -> String {
+    assert!(o.status.success(), "{}", out_text(o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Plans with `pointer`, checks the plan deletes exactly the orphans (and
+/// equals the plan read from the fixed metadata), lets a writer adopt the
+/// first orphan, then applies the plan file with no options: the adopted
+/// file survives, the rest go, and the table still reads.
+fn plan_race_apply(env: &[(&str, String)], py_env: &[(&str, &str)], dir: &Path, pointer: &[&str]) {
+    let d = dir.to_str().unwrap();
+    let info = py_with(py_env, &["check", d]);
+    assert_eq!(info["rows"], 3);
+    let orphans = keys(&py_with(py_env, &["orphans", d, "3", "10"]));
+    let location = py_with(py_env, &["write-info", d]);
+    let table = location["location"].as_str().unwrap();
+    let now = month_ahead();
+    let plan = dir.join("plan.json");
+    let mut args = vec!["plan", table, "--now", &now];
+    args.extend(pointer);
+    let plan_s = plan.to_str().unwrap();
+    let o = lakesweep_with(env, &[&args[..], &["--out", plan_s]].concat());
+    ok(&o);
+    let v: Value = serde_json::from_slice(&std::fs::read(&plan).unwrap()).unwrap();
+    assert_eq!(deletes(&v), orphans, "{v}");
+    let fixed = lakesweep_with(
+        env,
+        &[
+            "plan",
+            table,
+            "--now",
+            &now,
+            "--metadata",
+            location["metadata_location"].as_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert_eq!(deletes(&json(&fixed)), orphans);
+
+    // A writer adopts an orphan after the plan: apply re-reads the pointer
+    // through the same source, sees it moved, and deletes nothing.
+    let adopted = orphans.iter().next().unwrap().clone();
+    py_with(py_env, &["add", d, &adopted]);
+    let root = PathBuf::from(table.strip_prefix("file://").unwrap());
+    let o = lakesweep_with(env, &["apply", plan_s, "--allow-future-now"]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(out_text(&o).contains("make a new plan"), "{}", out_text(&o));
+    assert!(orphans.iter().all(|k| root.join(k).exists()));
+
+    // Planned again: the adopted file is live now; the rest go.
+    ok(&lakesweep_with(
+        env,
+        &[&args[..], &["--out", plan_s]].concat(),
+    ));
+    let v: Value = serde_json::from_slice(&std::fs::read(&plan).unwrap()).unwrap();
+    let rest: BTreeSet<String> = orphans.iter().filter(|k| **k != adopted).cloned().collect();
+    assert_eq!(deletes(&v), rest);
+    let o = lakesweep_with(env, &["apply", plan_s, "--allow-future-now", "--json"]);
+    let done = json(&o);
+    assert_eq!(done["deleted"]["count"], 2, "{done}");
+    for k in &orphans {
+        assert_eq!(root.join(k).exists(), *k == adopted, "{k}");
+    }
+    assert_eq!(py_with(py_env, &["check", d])["rows"], 4);
+}
+
+/// `lakesweep expire --commit` through the pointer: every snapshot but the
+/// current one goes, the table reads, and the catalog names the new document.
+fn expire_through(env: &[(&str, String)], py_env: &[(&str, &str)], dir: &Path, pointer: &[&str]) {
+    let d = dir.to_str().unwrap();
+    let before = py_with(py_env, &["write-info", d]);
+    let now = month_ahead();
+    let mut args = vec![
+        "expire",
+        before["location"].as_str().unwrap(),
+        "--now",
+        &now,
+        "--json",
+        "--commit",
+        "--allow-future-now",
+    ];
+    args.extend(pointer);
+    let v = json(&lakesweep_with(env, &args));
+    let new_md = v["committed"].as_str().unwrap().to_owned();
+    let after = py_with(py_env, &["write-info", d]);
+    assert_eq!(after["metadata_location"], new_md.as_str());
+    assert_ne!(after["metadata_location"], before["metadata_location"]);
+    let check = py_with(py_env, &["check", d]);
+    assert_eq!(check["snapshots"].as_array().unwrap().len(), 1, "{check}");
+    assert_eq!(check["rows"], 4);
+}
+
+/// `plan --catalog C --namespace demo --json` lists and plans demo.t.
+fn namespace_lists(env: &[(&str, String)], catalog: &str) {
+    let now = month_ahead();
+    let o = lakesweep_with(
+        env,
+        &[
+            "plan",
+            "--catalog",
+            catalog,
+            "--namespace",
+            "demo",
+            "--now",
+            &now,
+            "--json",
+        ],
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    assert_eq!(v["tables"][0]["table"], "demo.t", "{v}");
+    assert_eq!(v["planned"], 1, "{v}");
+}
+
+#[test]
+fn glue_catalog_plans_applies_and_commits_an_expiry() {
+    let m = moto();
+    let dir = scratch("glue");
+    let d = dir.to_str().unwrap();
+    let py_env = [("LAKESWEEP_TEST_GLUE", m.endpoint.as_str())];
+    py_with(&py_env, &["write", d]);
+    let env = m.aws_env();
+    let pointer = ["--catalog", "glue", "--table", "demo.t"];
+    plan_race_apply(&env, &py_env, &dir, &pointer);
+    expire_through(&env, &py_env, &dir, &pointer);
+    namespace_lists(&env, "glue");
+
+    // What Glue cannot answer is said plainly.
+    let table = py_with(&py_env, &["write-info", d])["location"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let o = lakesweep_with(
+        &env,
+        &["plan", &table, "--catalog", "glue", "--table", "demo.nope"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(
+        out_text(&o).contains("EntityNotFoundException"),
+        "{}",
+        out_text(&o)
+    );
+    let o = lakesweep_with(
+        &env,
+        &["plan", &table, "--catalog", "glue", "--table", "a.b.t"],
+    );
+    assert!(
+        out_text(&o).contains("Glue databases are one level"),
+        "{}",
+        out_text(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The REST catalog of `tests/py/rest_catalog.py` on a port it picks.
+struct Rest {
+    child: Child,
+    uri: String,
+}
+
+impl Drop for Rest {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn rest(dir: &Path, token: Option<&str>) -> Rest {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/rest_catalog.py");
+    let mut c = Command::new("python3");
+    c.arg(script).arg(dir);
+    if let Some(t) = token {
+        c.arg(t);
+    }
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 with pyiceberg (scripts/test.sh installs it)");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: Value = serde_json::from_str(&line).expect("the REST catalog's port");
+    Rest {
+        child,
+        uri: format!("http://127.0.0.1:{}", port["port"]),
+    }
+}
+
+#[test]
+fn rest_catalog_plans_applies_and_commits_an_expiry() {
+    let dir = scratch("rest");
+    let d = dir.to_str().unwrap();
+    py(&["write", d]);
+    let server = rest(&dir, Some("s3cr3t"));
+    let catalog = format!("rest:{}", server.uri);
+    let pointer = ["--catalog", catalog.as_str(), "--table", "demo.t"];
+    let env = vec![("LAKESWEEP_REST_TOKEN", "s3cr3t".to_owned())];
+
+    // Without the token the catalog's refusal is shown, and nothing is planned.
+    let table = py(&["write-info", d])["location"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let o = lakesweep(&[&["plan", table.as_str()][..], &pointer].concat());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(out_text(&o).contains("401"), "{}", out_text(&o));
+
+    plan_race_apply(&env, &[], &dir, &pointer);
+    expire_through(&env, &[], &dir, &pointer);
+    namespace_lists(&env, &catalog);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_rest_commit_whose_answer_is_lost_keeps_its_bundle() {
+    let dir = scratch("rest-lost");
+    let d = dir.to_str().unwrap();
+    py(&["write", d]);
+    let server = rest(&dir, None);
+    let catalog = format!("rest:{}", server.uri);
+    let table = py(&["write-info", d])["location"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The server applies the next commit, then answers 503.
+    let port = server.uri.rsplit(':').next().unwrap();
+    let mut s = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+    use std::io::{Read, Write};
+    write!(
+        s,
+        "POST /test/fail-next-commit HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut r = String::new();
+    s.read_to_string(&mut r).unwrap();
+    assert!(
+        r.starts_with("HTTP/1.0 200") || r.starts_with("HTTP/1.1 200"),
+        "{r}"
+    );
+
+    let now = month_ahead();
+    let o = lakesweep(&[
+        "expire",
+        &table,
+        "--catalog",
+        &catalog,
+        "--table",
+        "demo.t",
+        "--now",
+        &now,
+        "--commit",
+        "--allow-future-now",
+    ]);
+    assert_ne!(o.status.code(), Some(0));
+    let text = out_text(&o);
+    assert!(text.contains("outcome is unknown"), "{text}");
+    // It did land; the bundle that holds the expired snapshots is still there.
+    assert_eq!(py(&["check", d])["snapshots"].as_array().unwrap().len(), 1);
+    let bundles = PathBuf::from(table.strip_prefix("file://").unwrap()).join("_lakesweep");
+    let sealed: Vec<_> = files_under(&bundles)
+        .into_iter()
+        .filter(|k| k.contains("q-"))
+        .collect();
+    assert!(!sealed.is_empty(), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_pointer_command_is_read_at_plan_and_again_at_apply() {
+    let dir = scratch("cmd");
+    let d = dir.to_str().unwrap();
+    py(&["write", d]);
+    // Another catalog, as far as lakesweep knows: a script that asks the
+    // SQL catalog for the current location.
+    let catalog_db = dir.join("catalog.db");
+    let cmd = format!(
+        "python3 -c \"import sqlite3; print(sqlite3.connect('{}').execute('SELECT metadata_location FROM iceberg_tables').fetchone()[0])\"",
+        catalog_db.display()
+    );
+    let pointer = ["--pointer-cmd", cmd.as_str()];
+    plan_race_apply(&[], &[], &dir, &pointer);
+
+    // A pointer command only reads: it cannot commit.
+    let table = py(&["write-info", d])["location"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let now = month_ahead();
+    let o = lakesweep(&[
+        "expire",
+        &table,
+        "--pointer-cmd",
+        &cmd,
+        "--now",
+        &now,
+        "--commit",
+        "--allow-future-now",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(
+        out_text(&o).contains("--pointer-cmd only read"),
+        "{}",
+        out_text(&o)
+    );
+    // A command that fails stops the plan.
+    let o = lakesweep(&["plan", &table, "--pointer-cmd", "echo no >&2; exit 4"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(out_text(&o).contains("failed"), "{}", out_text(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `plan --namespace` over a SQL catalog of three tables, one nested
+/// inside another's location: each table its own plan; the outer table is
+/// refused (its listing holds another table's metadata), the run exits 2,
+/// and `apply DIR` carries out the others without touching the outer
+/// table's keys. A table list does the same by name and by location.
+#[test]
+fn a_namespace_is_planned_table_by_table_and_applied_as_a_set() {
+    let dir = scratch("estate");
+    let d = dir.to_str().unwrap();
+    py(&["write", d]);
+    py_with(&[("LAKESWEEP_TEST_TABLE", "demo.u")], &["write", d]);
+    let t_orphans = keys(&py(&["orphans", d, "2", "10"]));
+    let u_orphans = keys(&py_with(
+        &[("LAKESWEEP_TEST_TABLE", "demo.u")],
+        &["orphans", d, "3", "10"],
+    ));
+    let t_root = PathBuf::from(
+        py(&["write-info", d])["location"]
+            .as_str()
+            .unwrap()
+            .strip_prefix("file://")
+            .unwrap(),
+    );
+    let u_root = PathBuf::from(
+        py_with(&[("LAKESWEEP_TEST_TABLE", "demo.u")], &["write-info", d])["location"]
+            .as_str()
+            .unwrap()
+            .strip_prefix("file://")
+            .unwrap(),
+    );
+    let catalog = format!("sqlite:{}", dir.join("catalog.db").display());
+    let now = month_ahead();
+    let plans = dir.join("plans");
+    let run = |extra: &[&str]| {
+        let mut a = vec!["plan", "--catalog", &catalog, "--now", &now, "--json"];
+        a.extend(extra);
+        lakesweep(&a)
+    };
+    let o = run(&["--namespace", "demo", "--out-dir", plans.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["planned"], 2, "{v}");
+    assert_eq!(v["tables"][1]["delete"], 3);
+    assert_eq!(v["reclaimable"]["data"]["count"], 5);
+
+    // A third table inside demo.t's location: demo.t is refused.
+    py_with(
+        &[("LAKESWEEP_TEST_TABLE", "demo.n")],
+        &["nest", d, "demo.t"],
+    );
+    let _ = std::fs::remove_dir_all(&plans);
+    let o = run(&["--namespace", "demo", "--out-dir", plans.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["refused"], 1, "{v}");
+    assert_eq!(v["refusals"]["foreign-table"], 1, "{v}");
+    let t = v["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["table"] == "demo.t")
+        .unwrap();
+    assert!(
+        t["plan"].is_null() && t["refused"]["kind"] == "foreign-table",
+        "{t}"
+    );
+
+    let o = lakesweep(&["apply", plans.to_str().unwrap(), "--allow-future-now"]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert!(
+        out_text(&o).contains("demo.u.plan.json"),
+        "{}",
+        out_text(&o)
+    );
+    assert!(t_orphans.iter().all(|k| t_root.join(k).exists()));
+    assert!(u_orphans.iter().all(|k| !u_root.join(k).exists()));
+    for table in ["demo.t", "demo.u", "demo.n"] {
+        let check = py_with(&[("LAKESWEEP_TEST_TABLE", table)], &["check", d]);
+        assert!(check["rows"].as_u64().unwrap() > 0, "{table}: {check}");
+    }
+
+    // A list by name and by location; the human report names each table.
+    let list = dir.join("tables.txt");
+    std::fs::write(
+        &list,
+        format!(
+            "# the estate\ndemo.u\ndemo.t\n{}   # by location: no version-hint.text\n",
+            t_root.display()
+        ),
+    )
+    .unwrap();
+    let o = lakesweep(&[
+        "plan",
+        "--catalog",
+        &catalog,
+        "--now",
+        &now,
+        "--tables",
+        list.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        text.contains("demo.u") && text.contains("would delete 0"),
+        "{text}"
+    );
+    assert!(text.contains("REFUSED (foreign-table)"), "{text}");
+    assert!(text.contains("version-hint.text: say where"), "{text}");
+    assert!(
+        text.contains("refusals by kind: foreign-table 1, unreadable 1"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
