@@ -89,7 +89,9 @@ pub async fn run(
                     ..
                 }),
                 Some(max),
-            ) => now_ms.saturating_sub(*t) > max,
+                // A step dated ahead of this clock proves nothing about
+                // freshness: one of the two clocks is wrong.
+            ) => *t > now_ms.saturating_add(CLOCK_SLACK_MS) || now_ms.saturating_sub(*t) > max,
             _ => true,
         };
         out.push(TableStatus {
@@ -115,6 +117,10 @@ fn gate_values(g: &wt::Gates) -> [(&'static str, u64); 4] {
 }
 
 /// The report for people.
+/// How far ahead of this clock a recorded step may be before the two
+/// clocks are taken to disagree (5 minutes).
+const CLOCK_SLACK_MS: i64 = 300_000;
+
 pub fn human(all: &[TableStatus], now_ms: i64, max_age_ms: Option<i64>) -> String {
     let mut out = String::new();
     for s in all {
@@ -123,6 +129,12 @@ pub fn human(all: &[TableStatus], now_ms: i64, max_age_ms: Option<i64>) -> Strin
             Err(why) => out.push_str(&format!("  {}\n", esc(why))),
             Ok(l) => {
                 match l.last_step_ms {
+                    Some(t) if t > now_ms.saturating_add(CLOCK_SLACK_MS) => out.push_str(&format!(
+                        "  last step     {} ({} IN THE FUTURE: this clock or the sweeper's is wrong), ledger revision {}\n",
+                        time(t),
+                        duration(t - now_ms),
+                        l.revision
+                    )),
                     Some(t) => out.push_str(&format!(
                         "  last step     {} ({} ago), ledger revision {}\n",
                         time(t),

@@ -908,6 +908,11 @@ fn status_says_which_tables_stopped_being_swept() {
     assert!(text.contains("(1day ago)"), "{text}");
     assert!(text.contains("DISCOVERED"), "{text}");
     assert!(text.contains("gates         all 0"), "{text}");
+    // A day before the step (a clock that is wrong): stale, and said so.
+    let o = status(&[&table], -1, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(text.contains("IN THE FUTURE"), "{text}");
     // Three days later: stale; a table never swept is stale too.
     let o = status(&[&table], 3, &[]);
     assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
