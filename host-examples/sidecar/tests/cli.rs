@@ -953,3 +953,31 @@ fn usage_errors_are_one_line_with_a_hint() {
         assert!(o.stdout.is_empty());
     }
 }
+
+/// The README's policy example works as written: it checks clean, and the
+/// demo table (staged as `scripts/demo.sh` stages it) plans under it.
+#[test]
+fn the_readmes_policy_example_works_on_the_demo_table() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let start = readme
+        .find("```json\n{\"schema\": \"lakehouseRetentionPolicy.v1\"")
+        .expect("README holds a policy example")
+        + "```json\n".len();
+    let end = start + readme[start..].find("```").unwrap();
+    let s = Stage::new("readme-policy");
+    let policy = s.root.join("policy.json");
+    std::fs::write(&policy, &readme[start..end]).unwrap();
+    let p = policy.to_str().unwrap();
+    let o = lakesweep(&["policy", "check", p]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let o = s.plan(&["--policy", p, "--json"]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let v = json(&o);
+    assert!(v["tokens"]["policyDigest"].is_string(), "{v}");
+    let mut expire = vec!["expire".to_owned(), s.table().display().to_string()];
+    expire.extend(s.catalog());
+    expire.extend(["--location-map".into(), s.map(), "--now".into()]);
+    expire.extend([s.t["now_ms"].to_string(), "--policy".into(), p.into()]);
+    let o = lakesweep(&expire);
+    assert!(o.status.success(), "{}", out_text(&o));
+}
