@@ -153,6 +153,8 @@ pub struct ExpireArgs {
     pub expire_ids: Vec<i64>,
     pub json: bool,
     pub commit: bool,
+    /// Work out the bytes the expiry frees.
+    pub bytes: bool,
     pub allow_future_now: bool,
     pub wasm: Option<String>,
     pub inputs: ContextFiles,
@@ -307,10 +309,14 @@ enum Cmd {
         /// Prints one JSON object instead of the report.
         #[arg(long)]
         json: bool,
-        /// Carries the expiry out (SQL catalog compare-and-set, or the next
-        /// vN.metadata.json and version-hint.text).
+        /// Carries the expiry out (the catalog's compare-and-set or REST
+        /// commit, or the next vN.metadata.json and version-hint.text).
         #[arg(long)]
         commit: bool,
+        /// Skips working out the bytes the expiry frees (which plans the
+        /// table twice: as it is, and as the expiry would leave it).
+        #[arg(long)]
+        no_bytes: bool,
         #[command(flatten)]
         planner: PlannerOpts,
     },
@@ -852,6 +858,7 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             expire_ids,
             json,
             commit,
+            no_bytes,
             planner,
         } => Command::Expire(ExpireArgs {
             table,
@@ -861,6 +868,7 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             expire_ids,
             json,
             commit,
+            bytes: !no_bytes,
             allow_future_now: future.allow_future_now,
             wasm: planner.wasm,
             inputs: context.files(Some(&policy)),

@@ -352,6 +352,7 @@ async fn damage_check(
                 memory_budget: None,
                 origin: None,
                 report: false,
+                what_if: None,
             };
             let keys = deleted.iter().map(|(k, _)| k.clone()).collect();
             found.extend(plan::referenced_now(&input, keys).await?);

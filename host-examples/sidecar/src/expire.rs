@@ -22,6 +22,70 @@ pub struct Expiry {
     pub committed: Option<String>,
     /// The quarantine bundle sealed before the commit (its URI).
     pub bundle: Option<String>,
+    /// What the expiry frees, by object kind (count, bytes), or why that is
+    /// not known; `None` when not asked for or nothing expires.
+    pub frees: Option<Result<Frees, String>>,
+}
+
+/// Objects only the expired snapshots read, by kind: (count, bytes). These
+/// are the ones the next plan deletes once the expiry is committed (those
+/// older than the window; younger ones follow later).
+pub type Frees = std::collections::BTreeMap<String, (u64, u64)>;
+
+/// Plans the table as it is and as `new_metadata` would leave it (without
+/// writing it), and returns what the second plan reclaims beyond the first.
+async fn frees(
+    a: &ExpireArgs,
+    table: &str,
+    original: &str,
+    new_metadata: &[u8],
+) -> Result<Frees, String> {
+    let mut planner = Planner::load(&wasm_path(a.wasm.as_deref()))?;
+    let dir = split_dir(original)?.0;
+    let input = crate::plan::PlanInput {
+        table: table.to_owned(),
+        pointer: a.pointer.clone(),
+        format: crate::plan::Format::Iceberg,
+        now_ms: a.now_ms,
+        retention_ms: None,
+        location_map: a.location_map.clone(),
+        wasm: a.wasm.clone(),
+        policy: a.inputs.policy_json()?,
+        context: a.inputs.context_json(&mut planner)?,
+        keep_all_decisions: false,
+        keep_versions: Vec::new(),
+        log_cleanup: false,
+        allow_short_retention: false,
+        memory_budget: None,
+        origin: None,
+        report: false,
+        what_if: None,
+    };
+    let before = crate::plan::run(&input).await?;
+    let after = crate::plan::run(&crate::plan::PlanInput {
+        what_if: Some(crate::plan::WhatIf {
+            uri: format!("{dir}/lakesweep-what-if-expiry.metadata.json"),
+            bytes: new_metadata.to_vec(),
+        }),
+        ..input
+    })
+    .await?;
+    let tally = |p: &wt::SealedPlan| -> Frees {
+        p.summary
+            .reclaimable
+            .iter()
+            .map(|t| (t.name.clone(), (t.tally.count, t.tally.bytes)))
+            .collect()
+    };
+    let was = tally(&before.plan);
+    let mut out = Frees::new();
+    for (kind, (c, b)) in tally(&after.plan) {
+        let (c0, b0) = was.get(&kind).copied().unwrap_or_default();
+        if c > c0 {
+            out.insert(kind, (c - c0, b.saturating_sub(b0)));
+        }
+    }
+    Ok(out)
 }
 
 /// `00042-<uuid>.metadata.json` -> 42; `v7.metadata.json` -> 7.
@@ -99,6 +163,13 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
         &a.expire_ids,
         &dr_metadata,
     )?;
+    // Worked out before the commit, on the document the expiry was planned on.
+    let frees = match (&plan.new_metadata, a.bytes) {
+        (Some(doc), true) if !plan.expire.is_empty() => {
+            Some(frees(a, &table, &original, doc).await)
+        }
+        _ => None,
+    };
     let mut committed = None;
     let mut bundle = None;
     if let (true, Some(new_metadata)) = (a.commit, &plan.new_metadata) {
@@ -188,6 +259,7 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
         plan,
         committed,
         bundle,
+        frees,
     })
 }
 
@@ -313,6 +385,24 @@ pub fn human(e: &Expiry) -> String {
     }
     for w in &p.warnings {
         out.push_str(&format!("  warning: {}\n", esc(w)));
+    }
+    match &e.frees {
+        Some(Ok(f)) if f.is_empty() => out.push_str(
+            "  frees nothing the next plan would delete (every file is still read, or younger than the window)\n",
+        ),
+        Some(Ok(f)) => {
+            let kinds: Vec<String> = f
+                .iter()
+                .map(|(k, (c, b))| format!("{k} {c} ({})", crate::report::bytes(*b)))
+                .collect();
+            out.push_str(&format!(
+                "  frees {} once committed, in the next plan: {}\n",
+                crate::report::bytes(f.values().map(|(_, b)| b).sum()),
+                kinds.join(", ")
+            ));
+        }
+        Some(Err(why)) => out.push_str(&format!("  bytes freed unknown: {}\n", esc(why))),
+        None => {}
     }
     match &e.committed {
         Some(m) => {

@@ -66,6 +66,7 @@ fn plan_input_for(
         memory_budget: a.memory_budget,
         origin: Some(origin::Origin::new(pointer, &a.location_map, &a.inputs).to_document()),
         report: false,
+        what_if: None,
     })
 }
 
@@ -502,6 +503,14 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                     serde_json::from_str(&e.plan.document).map_err(|e| e.to_string())?;
                 v["committed"] = e.committed.clone().into();
                 v["bundle"] = e.bundle.clone().into();
+                v["frees"] = match &e.frees {
+                    None => serde_json::Value::Null,
+                    Some(Ok(f)) => serde_json::json!({
+                        "bytes": f.values().map(|(_, b)| b).sum::<u64>(),
+                        "byKind": f.iter().map(|(k, (c, b))| (k.clone(), serde_json::json!({"count": c, "bytes": b}))).collect::<serde_json::Map<_, _>>(),
+                    }),
+                    Some(Err(why)) => serde_json::json!({"unknown": why}),
+                };
                 println!(
                     "{}",
                     serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?

@@ -66,6 +66,28 @@ pub struct PlanInput {
     pub origin: Option<String>,
     /// Write the plan document with its report for people (`report-plan`).
     pub report: bool,
+    /// Plan as if the table's pointer named this document instead (never
+    /// written to the store): what a commit would leave behind.
+    pub what_if: Option<WhatIf>,
+}
+
+/// A metadata document a plan is made on without it being committed: its
+/// URI (beside the current metadata, under a name no writer uses) and bytes.
+#[derive(Clone)]
+pub struct WhatIf {
+    /// Where it would be.
+    pub uri: String,
+    /// The document.
+    pub bytes: Vec<u8>,
+}
+
+impl WhatIf {
+    /// Whether the planner's read of `uri` is a read of this document (the
+    /// planner may ask through a location map's other spelling).
+    fn answers(&self, uri: &str) -> bool {
+        let name = self.uri.rsplit('/').next().unwrap_or(&self.uri);
+        uri == self.uri || uri.ends_with(&format!("/{name}"))
+    }
 }
 
 /// A finished plan.
@@ -157,7 +179,11 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         if !input.keep_versions.is_empty() || input.log_cleanup {
             return Err("--keep-version and --log-cleanup apply to Delta tables".into());
         }
-        match input.pointer.resolve(&store, &input.table).await {
+        let resolved = match &input.what_if {
+            Some(w) => Ok(w.uri.clone()),
+            None => input.pointer.resolve(&store, &input.table).await,
+        };
+        match resolved {
             Ok(p) => p,
             // Told it is Iceberg, but it has a Delta log: say so.
             Err(e) if input.pointer == Pointer::VersionHint
@@ -254,7 +280,11 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         let mut fetched = futures::stream::iter(blobs)
             .map(|uri| {
                 let store = store.clone();
+                let what_if = input.what_if.as_ref().filter(|w| w.answers(&uri));
                 async move {
+                    if let Some(w) = what_if {
+                        return (uri, Ok(Some(w.bytes.clone())));
+                    }
                     // A table's other write roots may live in another bucket.
                     let r = match store.holding(&uri) {
                         Ok(s) => s.read(&uri).await,
@@ -334,7 +364,10 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
             store_notes.extend(lstore.take_notes());
         }
         if pointer_asked {
-            let now = input.pointer.resolve(&store, &input.table).await?;
+            let now = match &input.what_if {
+                Some(w) => w.uri.clone(),
+                None => input.pointer.resolve(&store, &input.table).await?,
+            };
             p.session()
                 .call_handle_pointer(&mut *wstore, session, Some(&now))
                 .map_err(trap)?

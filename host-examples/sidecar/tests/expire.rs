@@ -73,6 +73,23 @@ fn expire_commit_then_sweep_reclaims_exactly_what_only_expired_snapshots_held() 
     let after = json(&t.run("plan", &["--json", "--out", plan_path.to_str().unwrap()]));
     assert_eq!(deletes(&after), only_expired);
     assert_eq!(after["summary"]["referencedNotListed"], 0);
+    // The dry run said what the commit would free, kind by kind, in bytes.
+    let frees = &v["frees"];
+    let counted: u64 = frees["byKind"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|k| k["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted as usize, only_expired.len(), "{frees}");
+    let planned: u64 = after["delete"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["size"].as_u64().unwrap())
+        .sum();
+    assert_eq!(frees["bytes"], planned, "{frees}");
+    assert_eq!(after["summary"]["reclaimable"], frees["byKind"]);
 
     let mut apply = vec!["apply".to_owned(), plan_path.display().to_string()];
     apply.extend(t.pointer());
