@@ -799,8 +799,8 @@ fn a_table_file_or_the_wrong_format_is_refused_with_what_to_type() {
 }
 
 /// The human report, `--json` and the plan file are one document seen
-/// three ways on the Iceberg fixture: now, and a year later when every
-/// orphan goes.
+/// three ways on the Iceberg fixtures: `events` now and a year later when
+/// every orphan goes, and `simple_v1`.
 #[test]
 fn report_json_and_plan_file_agree_on_every_key() {
     let s = Stage::new("agree");
@@ -822,6 +822,41 @@ fn report_json_and_plan_file_agree_on_every_key() {
             "the next command: {text}"
         );
     }
+    // The other Iceberg fixture (format v1), staged with its recorded times.
+    let t = expect()["simple_v1"].clone();
+    let root = s.root.join("warehouse/demo/simple_v1");
+    for (rel, ms) in t["mtimes"].as_object().unwrap() {
+        let f = std::fs::File::options()
+            .write(true)
+            .open(root.join(rel))
+            .unwrap();
+        f.set_modified(
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.as_u64().unwrap()),
+        )
+        .unwrap();
+    }
+    let now = t["now_ms"].to_string();
+    let map = s.map();
+    let catalog = format!("sqlite:{}", s.root.join("catalog.db").display());
+    let root_s = root.display().to_string();
+    let mut args = vec![
+        "plan",
+        &root_s,
+        "--catalog",
+        &catalog,
+        "--table",
+        "demo.simple_v1",
+        "--location-map",
+        &map,
+        "--now",
+        &now,
+        "--out",
+        &out,
+    ];
+    let human = lakesweep(&args);
+    args.push("--json");
+    let json = lakesweep(&args);
+    one_document(&human, &json, &file, &files_under(&root));
 }
 
 /// The plan records how it was made (its pointer source, location maps and

@@ -74,11 +74,16 @@ impl Staged {
     /// A delta-rs public table, every file 30 days older than the newest
     /// file of the copy (its base time).
     fn shared(name: &str, tag: &str) -> Staged {
-        let src = shared(name);
+        Staged::copy_of(&shared(name), tag)
+    }
+
+    /// A copy of a table folder, every file 30 days older than the newest
+    /// file of the copy (its base time).
+    fn copy_of(src: &Path, tag: &str) -> Staged {
         let root =
             std::env::temp_dir().join(format!("lakesweep-delta-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
-        copy_dir(&src, &root);
+        copy_dir(src, &root);
         let base_ms = newest_mtime_ms(&root);
         for f in files_under(&root) {
             set_mtime(&root.join(f), base_ms - 30 * DAY);
@@ -412,7 +417,7 @@ fn vacuum_comparison_on_shared_delta_rs_tables() {
 /// The keys a human report lists under one heading (`would delete`,
 /// `kept although unreferenced`).
 /// The human report, `--json` and the sealed plan file are one plan seen
-/// three ways: the same keys go (expired `_delta_log/` entries included),
+/// three ways, on every Delta fixture: the same keys go (expired `_delta_log/` entries included),
 /// and nothing that goes is listed as kept.
 #[test]
 fn report_json_and_plan_file_agree_on_every_key() {
@@ -436,4 +441,17 @@ fn report_json_and_plan_file_agree_on_every_key() {
         }
         let _ = std::fs::remove_file(&plan_path);
     }
+    // The log fixture (a checkpoint after every version), its files aged.
+    let s = Staged::copy_of(
+        &repo().join("tests/fixtures/delta-log/checkpointed"),
+        "agree-log",
+    );
+    let plan_path = s.root.with_extension("agree.json");
+    let now = s.base_ms + 40 * DAY;
+    let mut args = vec!["--out", plan_path.to_str().unwrap(), "--log-cleanup"];
+    let human = s.plan(now, &args);
+    args.push("--json");
+    let json = s.plan(now, &args);
+    one_document(&human, &json, &plan_path, &files_under(&s.root));
+    let _ = std::fs::remove_file(&plan_path);
 }
