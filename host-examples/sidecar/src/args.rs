@@ -66,6 +66,8 @@ pub enum Command {
     /// `status TABLE...`.
     Status {
         tables: Vec<String>,
+        /// `--catalog` and `--namespace`: every table of the namespace too.
+        namespace: Option<(Catalog, String)>,
         ledger: Option<String>,
         now_ms: Option<i64>,
         max_age_ms: Option<i64>,
@@ -251,8 +253,14 @@ enum Cmd {
     /// per state, what waits, the gates (exit 1 when one is stale).
     Status {
         /// Table locations.
-        #[arg(value_name = "TABLE", required = true)]
+        #[arg(value_name = "TABLE", required_unless_present = "namespace")]
         tables: Vec<String>,
+        /// Every Iceberg table of this namespace of --catalog too.
+        #[arg(long, value_name = "NS", requires = "catalog")]
+        namespace: Option<String>,
+        /// The catalog --namespace lists (sqlite:PATH, glue, rest:URL).
+        #[arg(long, value_name = "CATALOG", requires = "namespace")]
+        catalog: Option<String>,
         /// The ledger, for one table swept with `--ledger` (default
         /// TABLE/_lakesweep/ledger.json for each table).
         #[arg(long, value_name = "URI")]
@@ -814,6 +822,8 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
         }),
         Cmd::Status {
             tables,
+            namespace,
+            catalog,
             ledger,
             max_age,
             prometheus,
@@ -822,6 +832,11 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             planner,
         } => Command::Status {
             ledger: match (ledger, tables.len()) {
+                (Some(_), _) if namespace.is_some() => {
+                    return Err(bad(
+                        "--ledger names one table's ledger: not with --namespace".into(),
+                    ))
+                }
                 (Some(_), n) if n > 1 => {
                     return Err(bad(
                         "--ledger names one table's ledger: give one table with it".into(),
@@ -830,6 +845,10 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
                 (l, _) => l,
             },
             tables,
+            namespace: match (catalog, namespace) {
+                (Some(c), Some(ns)) => Some((Catalog::parse(&c).map_err(bad)?, ns)),
+                _ => None,
+            },
             now_ms: now.now,
             max_age_ms: max_age,
             prometheus,

@@ -402,6 +402,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
         }
         Command::Status {
             tables,
+            namespace,
             ledger,
             now_ms,
             max_age_ms,
@@ -409,10 +410,18 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             json,
             wasm,
         } => {
-            let tables = tables
+            let mut tables = tables
                 .iter()
                 .map(|t| store::table_uri(t))
                 .collect::<Result<Vec<_>, _>>()?;
+            if let Some((catalog, ns)) = &namespace {
+                for m in estate::members(Some(catalog), Some(ns), None).await? {
+                    let t = estate::locate(&m).await?;
+                    if !tables.contains(&t) {
+                        tables.push(t);
+                    }
+                }
+            }
             let now = now_ms.unwrap_or_else(store::clock_ms);
             let all =
                 status::run(&tables, ledger.as_deref(), now, max_age_ms, wasm.as_deref()).await?;

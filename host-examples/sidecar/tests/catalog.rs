@@ -425,6 +425,31 @@ fn a_namespace_is_planned_table_by_table_and_applied_as_a_set() {
         assert!(check["rows"].as_u64().unwrap() > 0, "{table}: {check}");
     }
 
+    // status over the namespace: every table's ledger; none was swept.
+    let o = lakesweep(&[
+        "status",
+        "--catalog",
+        &catalog,
+        "--namespace",
+        "demo",
+        "--max-age",
+        "2d",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let seen: BTreeSet<String> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["table"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(seen.len(), 3, "{v}");
+    assert!(
+        seen.contains(&format!("file://{}", u_root.display())),
+        "{v}"
+    );
+
     // A list by name and by location; the human report names each table.
     let list = dir.join("tables.txt");
     std::fs::write(
