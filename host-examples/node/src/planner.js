@@ -1,0 +1,138 @@
+// The planner component (target/lakesweep.wasm, transpiled by jco into
+// gen/) driven from Node. Every decision is the component's: this file only
+// answers its requests (reads, listings, the pointer) from a store and
+// collects what it says, in the call order the WIT contract states.
+
+import { planner } from '../gen/lakesweep.js';
+
+export { planner };
+
+/// The planner's error as one line: who must act, the typed reason, the detail.
+export function describe(e) {
+  const p = e && e.payload;
+  if (!p || typeof p !== 'object' || !p.tag) return String(e && e.message ? e.message : e);
+  const v = p.val || {};
+  switch (p.tag) {
+    case 'malformed':
+      return `malformed input (${v.reason}) ${v.uri}: ${v.detail}`;
+    case 'unsupported':
+      return `unsupported: ${v.feature} (in ${v.uri})`;
+    case 'protocol':
+      return `host protocol error (${v.reason}): ${v.detail}`;
+    case 'invalid-options':
+      return `invalid option ${v.field}: ${v.detail}`;
+    case 'unsafe':
+      return `unsafe to proceed (${v.reason}): ${v.detail}`;
+    default:
+      return `${p.tag}: ${JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? x.toString() : x))}`;
+  }
+}
+
+/// A refusal of the planner's, with its typed payload kept.
+export class PlanRefused extends Error {
+  constructor(e) {
+    super(describe(e));
+    this.name = 'PlanRefused';
+    this.payload = e && e.payload;
+  }
+}
+
+function call(f) {
+  try {
+    return f();
+  } catch (e) {
+    if (e && e.payload) throw new PlanRefused(e);
+    throw e;
+  }
+}
+
+const DAY_MS = 86_400_000n;
+
+/// The session's configuration from plain options (times in epoch ms, as
+/// numbers or bigints). Defaults are the sidecar's: Iceberg's own 3-day
+/// window, Delta's 7 days, a 1 GiB memory budget.
+export function sessionConfig(o) {
+  const format = o.format || 'iceberg';
+  const big = (x) => (x === undefined || x === null ? undefined : BigInt(x));
+  return {
+    tableLocation: o.table.replace(/\/+$/, ''),
+    format,
+    metadataLocation: format === 'delta' ? '' : o.metadata,
+    nowMs: big(o.nowMs),
+    fileRetentionMs: big(o.retentionMs) ?? (format === 'delta' ? 7n : 3n) * DAY_MS,
+    keepDeletedEntries: o.keepDeletedEntries ?? true,
+    allowShortRetention: !!o.allowShortRetention,
+    locationMap: (o.locationMap || []).map(([from, to]) => ({ from, to })),
+    policy: o.policy,
+    context: o.context,
+    keepVersions: BigInt64Array.from((o.keepVersions || []).map(BigInt)),
+    logCleanup: !!o.logCleanup,
+    pointerAuthoritative: !!o.pointerAuthoritative,
+    memoryBudgetBytes: big(o.memoryBudgetBytes) ?? 1n << 30n,
+    origin: o.origin,
+  };
+}
+
+/// Runs one planner session over `store` and returns the sealed plan
+/// (`document` is the stored plan, byte for byte) and the final decision
+/// per key. `store` answers `read(uri)` (bytes, or null when the object
+/// does not exist; any other failure throws and ends the run),
+/// `list(prefix)` (an async iterable of pages of listed objects) and
+/// `pointer()` (the metadata location now, or null).
+///
+/// Reads are answered `concurrency` at a time; pages are handed over as
+/// the store yields them, the last one flagged (the page before is held
+/// back until the next arrives). `stopWhenKeepSetComplete` returns the
+/// session itself once its keep set is complete, before any listing (the
+/// page mode's coordinator exports the keep set from it).
+export async function plan(options, store, { concurrency = 16, stopWhenKeepSetComplete = false } = {}) {
+  const cfg = sessionConfig(options);
+  const session = call(() => planner.Session.start(cfg));
+  const decisions = new Map();
+  const drain = () => {
+    for (const d of session.drainDecisions()) decisions.set(d.relativeKey, d);
+  };
+  for (;;) {
+    const reads = [];
+    const lists = [];
+    let pointerAsked = false;
+    for (let r = session.pollRequest(); r !== undefined; r = session.pollRequest()) {
+      if (r.tag === 'read-blob') reads.push(r.val);
+      else if (r.tag === 'list') lists.push(r.val);
+      else pointerAsked = true;
+    }
+    if (!reads.length && !lists.length && !pointerAsked) break;
+    for (let i = 0; i < reads.length; i += concurrency) {
+      const batch = reads.slice(i, i + concurrency);
+      const answers = await Promise.all(batch.map((uri) => store.read(uri)));
+      batch.forEach((uri, j) => {
+        const bytes = answers[j];
+        if (bytes === null || bytes === undefined) call(() => session.handleMissing(uri));
+        else call(() => session.handleBlob(uri, bytes));
+        drain();
+      });
+    }
+    if (lists.length && stopWhenKeepSetComplete && session.keepSetComplete()) {
+      return { session, decisions };
+    }
+    for (const prefix of lists) {
+      let held = null;
+      for await (const page of store.list(prefix)) {
+        if (held !== null) {
+          call(() => session.handlePage(held, false));
+          drain();
+        }
+        held = page;
+      }
+      call(() => session.handlePage(held || [], true));
+      drain();
+    }
+    if (pointerAsked) {
+      const now = await store.pointer();
+      call(() => session.handlePointer(now ?? undefined));
+      drain();
+    }
+  }
+  const sealed = call(() => session.finish());
+  return { plan: sealed, document: sealed.document, decisions };
+}
