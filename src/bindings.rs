@@ -455,6 +455,13 @@ impl wp::Guest for Component {
         version_in(pinned).matches(&version_in(seen))
     }
 
+    fn overlapping_locations(locations: Vec<String>) -> Vec<(u32, u32)> {
+        core::path::overlapping_locations(&locations)
+            .into_iter()
+            .map(|(a, b)| (a as u32, b as u32))
+            .collect()
+    }
+
     fn check_clock(judged_at_ms: i64, clock_ms: i64, allow_future: bool) -> Result<(), wt::Error> {
         core::check_clock(judged_at_ms, clock_ms, allow_future).map_err(err)
     }
@@ -954,6 +961,10 @@ impl wp::GuestPageClassifier for PageClassifier {
 
     fn metadata_location(&self) -> String {
         self.0.metadata_location()
+    }
+
+    fn check_pointer(&self, live: Option<String>) -> Result<(), wt::Error> {
+        self.0.check_pointer(live.as_deref()).map_err(err)
     }
 
     fn classify(&self, objects: Vec<wt::ListedObject>) -> Result<Vec<wt::Decision>, wt::Error> {

@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, UnsafeReason};
 use crate::path::{PathMapping, TableLocation};
 use crate::reach::KeepSet;
 use crate::verdict::{Classifier, Decision, Judged, ListedObject, Verdict};
@@ -128,6 +128,31 @@ impl PageClassifier {
         self.metadata_location.clone()
     }
 
+    /// Whether the keep set still describes the table: `live` is the
+    /// pointer now (Iceberg: the catalog's metadata location; Delta: the
+    /// newest log entry [`crate::delta_head`] names). A keep set built on
+    /// another document is stale (`table-changing`): pages classified with
+    /// it prove nothing, export a new one. `None`: the table is gone.
+    pub fn check_pointer(&self, live: Option<&str>) -> Result<()> {
+        match live {
+            Some(p) if p == self.metadata_location => Ok(()),
+            Some(p) => Err(Error::unsafe_(
+                UnsafeReason::TableChanging,
+                format!(
+                    "the keep set was built on {}, the pointer now names {p}: export a new keep set",
+                    self.metadata_location
+                ),
+            )),
+            None => Err(Error::unsafe_(
+                UnsafeReason::MissingMetadata,
+                format!(
+                    "the keep set was built on {}, and the table has no pointer now",
+                    self.metadata_location
+                ),
+            )),
+        }
+    }
+
     /// Classifies one page. Keys outside the table are a protocol error.
     pub fn classify(&self, objects: Vec<ListedObject>) -> Result<Vec<Decision>> {
         objects
@@ -168,6 +193,26 @@ mod tests {
         let mut out = Vec::new();
         k.encode(header.as_bytes(), &mut out);
         out
+    }
+
+    /// A keep set is checked against the pointer now: the same document
+    /// passes; another one, or none, is unsafe (pages classified with it
+    /// would prove nothing about the table as it is).
+    #[test]
+    fn a_keep_set_built_on_another_pointer_is_stale() {
+        let c = PageClassifier::load(exported(
+            r#"{"schema":"lakesweep.keepset.v2","tableLocation":"s3://b/t","tableUuid":null,
+                "metadataLocation":"s3://b/t/metadata/v1.metadata.json","nowMs":0,
+                "fileRetentionMs":0,"partitionNames":[],"mappings":[]}"#,
+        ))
+        .unwrap();
+        assert!(c
+            .check_pointer(Some("s3://b/t/metadata/v1.metadata.json"))
+            .is_ok());
+        for live in [Some("s3://b/t/metadata/v2.metadata.json"), None] {
+            let e = c.check_pointer(live).unwrap_err();
+            assert!(matches!(e, Error::Unsafe { .. }), "{e:?}");
+        }
     }
 
     #[test]

@@ -331,6 +331,40 @@ impl TableLocation {
     }
 }
 
+/// Pairs of tables (indices into `locations`, the smaller first) whose
+/// locations are one and the same or lie one inside the other, compared in
+/// canonical form (`s3a://` = `s3://`) and, to fail closed, also in loose
+/// form (case, encoding, doubled slashes). Such tables share keys: one
+/// table's listing holds the other's files, which no single table's plan
+/// can judge. A location that does not parse pairs with nothing (its own
+/// plan refuses it).
+pub fn overlapping_locations(locations: &[String]) -> Vec<(usize, usize)> {
+    let parsed: Vec<Option<(String, String, String)>> = locations
+        .iter()
+        .map(|l| {
+            TableLocation::parse(l).ok().map(|t| {
+                let u = t.canonical();
+                (
+                    format!("{}://{}", u.scheme, u.authority.to_ascii_lowercase()),
+                    format!("{}/", u.path),
+                    t.loose_prefix.clone(),
+                )
+            })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (i, a) in parsed.iter().enumerate() {
+        for (j, b) in parsed.iter().enumerate().skip(i + 1) {
+            let (Some(a), Some(b)) = (a, b) else { continue };
+            let nested = |x: &str, y: &str| x.starts_with(y) || y.starts_with(x);
+            if a.0 == b.0 && (nested(&a.1, &b.1) || nested(&a.2, &b.2)) {
+                out.push((i, j));
+            }
+        }
+    }
+    out
+}
+
 /// Percent-decodes until stable (at most 4 rounds), lower-cases, collapses
 /// runs of `/` and drops a trailing `/`.
 pub fn loose(path: &str) -> String {
@@ -389,6 +423,21 @@ pub fn percent_decode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlapping_locations_are_found_in_every_spelling() {
+        let l = |v: &[&str]| {
+            overlapping_locations(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(l(&["s3://b/w/t", "s3a://b/w/t/"]), vec![(0, 1)]);
+        assert_eq!(l(&["s3://b/w/t/nested/n", "s3://b/w/t"]), vec![(0, 1)]);
+        assert_eq!(l(&["s3://b/w/T", "s3://b/w/t/x"]), vec![(0, 1)]);
+        assert_eq!(
+            l(&["s3://b/w/t", "s3://b/w/t_1", "s3://c/w/t", "file:///w/t"]),
+            vec![]
+        );
+        assert_eq!(l(&["not a uri", "s3://b/w/t"]), vec![]);
+    }
 
     fn c(s: &str) -> CanonicalUri {
         CanonicalUri::parse(s).unwrap()

@@ -255,6 +255,21 @@ pub async fn restore(
 ) -> Result<String, String> {
     let store = Store::for_uri(table)?;
     let dir = format!("{}/{id}", root(table));
+    match pointer {
+        Pointer::Catalog { catalog, .. } if commit && catalog.commits_requests() => {
+            return Err(format!(
+                "nothing restored: {} takes commit requests, not whole metadata documents; restore through the catalog's own tools from bundle {id}",
+                catalog.describe()
+            ))
+        }
+        Pointer::Explicit(_) | Pointer::Command(_) if commit => {
+            return Err(
+                "nothing restored: --commit needs a pointer it can swap (--catalog, or the table's version-hint.text)"
+                    .into(),
+            )
+        }
+        _ => {}
+    }
     if commit {
         planner
             .check_clock(now_ms, allow_future_now)

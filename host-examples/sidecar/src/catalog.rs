@@ -104,6 +104,18 @@ impl Catalog {
                     "--catalog `{spec}`: rest:URL takes an http:// or https:// URL"
                 ));
             }
+            let authority = url
+                .split("://")
+                .nth(1)
+                .unwrap_or("")
+                .split('/')
+                .next()
+                .unwrap_or("");
+            if authority.contains('@') {
+                return Err(format!(
+                    "--catalog `{spec}`: no user or password in the URL (plans record it); give a token in LAKESWEEP_REST_TOKEN"
+                ));
+            }
             let (base, warehouse) = match url.split_once('?') {
                 None => (url, None),
                 Some((base, query)) => {
@@ -225,20 +237,22 @@ impl Catalog {
         }
     }
 
-    /// Sends the planner's `CommitTableRequest` (REST only); the new
-    /// metadata location on success.
+    /// Sends the planner's `CommitTableRequest` (REST only) for a table
+    /// whose current metadata must still be `original`; the new metadata
+    /// location on success.
     pub async fn commit_request(
         &self,
         namespace: &str,
         name: &str,
         request: &str,
+        original: &str,
     ) -> Result<String, CommitError> {
         match self {
             Catalog::Rest { uri, warehouse } => {
                 rest::Client::new(uri, warehouse.as_deref())
                     .await
                     .map_err(CommitError::Refused)?
-                    .commit(namespace, name, request)
+                    .commit(namespace, name, request, original)
                     .await
             }
             c => Err(CommitError::Refused(format!(
@@ -295,11 +309,21 @@ mod sql {
         }
     }
 
-    /// The tables of one namespace.
+    /// The tables of one namespace (not views: the JDBC catalog's second
+    /// schema keeps them in the same table, `iceberg_type = 'VIEW'`).
     pub fn tables(path: &str, namespace: &str) -> Result<Vec<String>, String> {
         let conn = open_read(path)?;
+        let typed = conn
+            .prepare("SELECT iceberg_type FROM iceberg_tables LIMIT 0")
+            .is_ok();
+        let sql = if typed {
+            "SELECT table_name FROM iceberg_tables WHERE table_namespace = ?1 \
+             AND (iceberg_type IS NULL OR iceberg_type = 'TABLE')"
+        } else {
+            "SELECT table_name FROM iceberg_tables WHERE table_namespace = ?1"
+        };
         let mut stmt = conn
-            .prepare("SELECT table_name FROM iceberg_tables WHERE table_namespace = ?1")
+            .prepare(sql)
             .map_err(|e| format!("catalog {path} has no Iceberg SQL catalog schema: {e}"))?;
         stmt.query_map([namespace], |r| r.get(0))
             .and_then(|it| it.collect())
@@ -443,7 +467,11 @@ mod glue {
     }
 
     /// `UpdateTable` guarded twice: the parameter must still name `old`,
-    /// and the `VersionId` read with it must still be current.
+    /// and the `VersionId` read with it must still be current. Sent once
+    /// (no SDK retry: a retry of an update that was applied but whose
+    /// answer was lost comes back as a conflict); after any error the table
+    /// is read again, and only a table still naming `old` after a definite
+    /// answer counts as refused.
     pub async fn swap(
         catalog_id: Option<&str>,
         namespace: &str,
@@ -460,6 +488,11 @@ mod glue {
                 entry.metadata
             )));
         }
+        let Some(version_id) = t.version_id().map(str::to_owned) else {
+            return Err(CommitError::Refused(format!(
+                "glue answered no VersionId for {namespace}.{name}: without it an update cannot be guarded against a concurrent commit"
+            )));
+        };
         let mut parameters = t.parameters().cloned().unwrap_or_default();
         parameters.insert("metadata_location".into(), new.to_owned());
         parameters.insert("previous_metadata_location".into(), old.to_owned());
@@ -467,33 +500,51 @@ mod glue {
             .name(t.name())
             .set_description(t.description().map(str::to_owned))
             .set_owner(t.owner().map(str::to_owned))
+            .set_last_access_time(t.last_access_time().cloned())
+            .set_last_analyzed_time(t.last_analyzed_time().cloned())
             .retention(t.retention())
             .set_storage_descriptor(t.storage_descriptor().cloned())
             .set_partition_keys(t.partition_keys.clone())
+            .set_view_original_text(t.view_original_text().map(str::to_owned))
+            .set_view_expanded_text(t.view_expanded_text().map(str::to_owned))
             .set_table_type(t.table_type().map(str::to_owned))
+            .set_target_table(t.target_table().cloned())
             .set_parameters(Some(parameters))
             .build()
             .map_err(|e| CommitError::Refused(format!("glue TableInput: {e}")))?;
-        let r = client()
-            .await
+        let once = aws_sdk_glue::config::Builder::from(&crate::s3::aws_config().await)
+            .retry_config(aws_sdk_glue::config::retry::RetryConfig::disabled())
+            .build();
+        let r = Client::from_conf(once)
             .update_table()
             .set_catalog_id(catalog_id.map(str::to_owned))
             .database_name(database(namespace).map_err(CommitError::Refused)?)
             .table_input(input)
-            .set_version_id(t.version_id().map(str::to_owned))
+            .version_id(version_id)
             .send()
             .await;
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if e.as_service_error().is_some() => Err(CommitError::Refused(format!(
-                "glue UpdateTable {namespace}.{name}: {}",
-                words(&e)
-            ))),
-            // Sent, but no answer: it may have been applied.
-            Err(e) => Err(CommitError::Unknown(format!(
-                "glue UpdateTable {namespace}.{name}: {}",
-                words(&e)
-            ))),
+        let e = match r {
+            Ok(_) => return Ok(()),
+            Err(e) => e,
+        };
+        let definite = e.as_service_error().is_some_and(|s| {
+            matches!(
+                s.code(),
+                Some(
+                    "ConcurrentModificationException"
+                        | "EntityNotFoundException"
+                        | "InvalidInputException"
+                        | "AccessDeniedException"
+                )
+            )
+        });
+        let why = format!("glue UpdateTable {namespace}.{name}: {}", words(&e));
+        // What the table names now settles what the answer did not.
+        // (Sent once, a definite answer is about this request alone.)
+        match load(catalog_id, namespace, name).await {
+            Ok((now, _)) if now.metadata == new => Ok(()),
+            _ if definite => Err(CommitError::Refused(why)),
+            _ => Err(CommitError::Unknown(why)),
         }
     }
 }
@@ -528,7 +579,10 @@ mod rest {
     impl Client {
         /// Reads `GET /v1/config` for the catalog's path prefix.
         pub async fn new(uri: &str, warehouse: Option<&str>) -> Result<Client, String> {
+            // No redirects: a redirected POST comes back as a GET, whose
+            // 200 would read as a commit.
             let http = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
                 .connect_timeout(Duration::from_secs(10))
                 .timeout(Duration::from_secs(60))
                 .build()
@@ -598,22 +652,46 @@ mod rest {
                     names.push(n.to_owned());
                 }
                 match v["next-page-token"].as_str() {
+                    Some(t) if token.as_deref() == Some(t) => {
+                        return Err(format!(
+                            "rest catalog: {page} answered its own page token again"
+                        ))
+                    }
                     Some(t) if !t.is_empty() => token = Some(t.to_owned()),
                     _ => return Ok(names),
                 }
             }
         }
 
-        /// `POST …/tables/{t}` with the planner's requirements and updates.
+        /// `POST …/tables/{t}` with the planner's requirements and updates,
+        /// after checking the table still names `original` (the
+        /// requirements assert the refs the expiry saw, not refs created
+        /// since; this narrows that window to the request itself).
         pub async fn commit(
             &self,
             namespace: &str,
             name: &str,
             request: &str,
+            original: &str,
         ) -> Result<String, CommitError> {
             let url = self.table_url(namespace, name);
+            let now = self
+                .load(namespace, name)
+                .await
+                .map_err(CommitError::Refused)?;
+            if now.metadata != original {
+                return Err(CommitError::Refused(format!(
+                    "the catalog now names {} for {namespace}.{name}, the expiry was planned on {original}: a commit landed meanwhile",
+                    now.metadata
+                )));
+            }
             let mut body: Value = serde_json::from_str(request)
                 .map_err(|e| CommitError::Refused(format!("the planner's commit request: {e}")))?;
+            if !body.is_object() {
+                return Err(CommitError::Refused(
+                    "the planner's commit request is not a JSON object".into(),
+                ));
+            }
             body["identifier"] = serde_json::json!({
                 "namespace": namespace.split('.').collect::<Vec<_>>(),
                 "name": name,
@@ -634,14 +712,18 @@ mod rest {
             let status = r.status();
             let text = r.text().await.unwrap_or_default();
             match status.as_u16() {
-                200 => serde_json::from_str::<Value>(&text)
+                200 => match serde_json::from_str::<Value>(&text)
                     .ok()
                     .and_then(|v| v["metadata-location"].as_str().map(str::to_owned))
-                    .ok_or_else(|| {
-                        CommitError::Unknown(format!(
-                            "POST {url} answered 200 without a metadata-location"
-                        ))
-                    }),
+                {
+                    Some(m) if m != original => Ok(m),
+                    Some(_) => Err(CommitError::Unknown(format!(
+                        "POST {url} answered 200 naming the metadata it was asked to replace"
+                    ))),
+                    None => Err(CommitError::Unknown(format!(
+                        "POST {url} answered 200 without a metadata-location"
+                    ))),
+                },
                 // The spec: 409 a requirement failed; 4xx the request was
                 // refused. 5xx (and anything else): the state is unknown.
                 409 => Err(CommitError::Refused(format!(
@@ -702,6 +784,27 @@ mod rest {
 mod tests {
     use super::*;
 
+    /// Views share the JDBC catalog's table: a namespace lists tables only.
+    #[tokio::test]
+    async fn a_sql_namespace_lists_tables_not_views() {
+        let db = std::env::temp_dir().join(format!("lakesweep-views-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&db);
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch(
+            "CREATE TABLE iceberg_tables (catalog_name TEXT, table_namespace TEXT, table_name TEXT,
+                 metadata_location TEXT, previous_metadata_location TEXT, iceberg_type TEXT);
+             INSERT INTO iceberg_tables VALUES ('c', 'db', 't', 'file:///w/t/metadata/v1.metadata.json', NULL, 'TABLE');
+             INSERT INTO iceberg_tables VALUES ('c', 'db', 'old', 'file:///w/old/metadata/v1.metadata.json', NULL, NULL);
+             INSERT INTO iceberg_tables VALUES ('c', 'db', 'v', 'file:///w/v/metadata/v1.metadata.json', NULL, 'VIEW');",
+        )
+        .unwrap();
+        let cat = Catalog::Sql {
+            path: db.display().to_string(),
+        };
+        assert_eq!(cat.tables("db").await.unwrap(), vec!["old", "t"]);
+        let _ = std::fs::remove_file(&db);
+    }
+
     #[test]
     fn specs_round_trip() {
         for spec in [
@@ -722,6 +825,7 @@ mod tests {
             "glue:abc",
             "rest:ftp://h",
             "rest:http://h?x=1",
+            "rest:https://user:pw@h/api",
             "hive:thrift://h",
             "postgres:x",
         ] {

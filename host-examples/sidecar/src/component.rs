@@ -205,6 +205,17 @@ impl Planner {
             .map_err(trap)
     }
 
+    /// `overlapping-locations`: pairs of tables whose locations are the
+    /// same or nested.
+    pub fn overlapping_locations(
+        &mut self,
+        locations: &[String],
+    ) -> Result<Vec<(u32, u32)>, String> {
+        let api = self.api.lakesweep_planner_planner();
+        api.call_overlapping_locations(&mut self.store, locations)
+            .map_err(trap)
+    }
+
     /// `check-clock` against this machine's clock: `judged_at_ms` may not
     /// lie ahead of it (what-if runs say `allow_future`).
     pub fn check_clock(&mut self, judged_at_ms: i64, allow_future: bool) -> Result<(), String> {

@@ -13,6 +13,10 @@ pub enum HostError {
     /// Stopped after deletes may have begun (the ledger, its mark or the
     /// receipts could not be written): reconcile by listing. Exit status 1.
     Stopped(String),
+    /// A commit was sent and its outcome is not known (a lost answer, a
+    /// 5xx): what it wrote is kept; check the table before retrying. Exit
+    /// status 1.
+    Unknown(String),
 }
 
 impl HostError {
@@ -20,7 +24,7 @@ impl HostError {
     pub fn exit_code(&self) -> u8 {
         match self {
             HostError::Refused(_) => 2,
-            HostError::Stopped(_) => 1,
+            HostError::Stopped(_) | HostError::Unknown(_) => 1,
         }
     }
 }
@@ -44,6 +48,9 @@ impl fmt::Display for HostError {
         match self {
             HostError::Refused(e) => write!(f, "refused, nothing deleted: {e}"),
             HostError::Stopped(e) => write!(f, "STOPPED after deletes began: {e}"),
+            HostError::Unknown(e) => {
+                write!(f, "OUTCOME UNKNOWN, check the table before retrying: {e}")
+            }
         }
     }
 }

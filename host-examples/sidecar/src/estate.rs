@@ -174,9 +174,69 @@ pub fn file_name(label: &str) -> String {
     format!("{base}.plan.json")
 }
 
-/// Plans every member, `jobs` at a time; `plan_one` makes one table's plan
-/// document from its location and pointer. Results in member order.
-pub async fn plan_all<F, Fut>(members: Vec<Member>, jobs: usize, plan_one: F) -> Vec<Planned>
+/// A member and its table location, or why it has none.
+pub type Located = (Member, Result<String, String>);
+
+/// Each member with its table location (or why it has none), located
+/// `jobs` at a time, in member order.
+pub async fn locate_all(members: Vec<Member>, jobs: usize) -> Vec<Located> {
+    let mut done: Vec<(usize, Located)> = futures::stream::iter(members.into_iter().enumerate())
+        .map(|(i, m)| async move {
+            let r = locate(&m).await;
+            (i, (m, r))
+        })
+        .buffer_unordered(jobs.max(1))
+        .collect()
+        .await;
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, x)| x).collect()
+}
+
+/// Why a located member may not be planned in this run: its location is
+/// another member's or nested with one (`overlaps`, the planner's
+/// `overlapping-locations` over the located members, indices into
+/// `located`), or its plan file would be another member's.
+pub fn blocked(located: &[Located], overlaps: &[(u32, u32)]) -> Vec<Option<String>> {
+    let mut why: Vec<Option<String>> = vec![None; located.len()];
+    for &(a, b) in overlaps {
+        let (a, b) = (a as usize, b as usize);
+        for (me, other) in [(a, b), (b, a)] {
+            if let (Some(slot), Some((m, Ok(t)))) = (why.get_mut(me), located.get(other)) {
+                *slot = Some(format!(
+                    "unsafe to proceed (shared-location): its location and {}'s ({t}) are the same or nested; a table's location must be its own",
+                    m.label
+                ));
+            }
+        }
+    }
+    let mut names: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, (m, _)) in located.iter().enumerate() {
+        if let Some(&j) = names.get(&file_name(&m.label)) {
+            for (me, other) in [(i, j), (j, i)] {
+                why[me].get_or_insert_with(|| {
+                    format!(
+                        "its plan file {} would be {}'s too: list the table once, spelled one way",
+                        file_name(&m.label),
+                        located[other].0.label
+                    )
+                });
+            }
+        } else {
+            names.insert(file_name(&m.label), i);
+        }
+    }
+    why
+}
+
+/// Plans every located member not `blocked`, `jobs` at a time; `plan_one`
+/// makes one table's plan from its member and location. Results in member
+/// order.
+pub async fn plan_all<F, Fut>(
+    located: Vec<Located>,
+    blocked: Vec<Option<String>>,
+    jobs: usize,
+    plan_one: F,
+) -> Vec<Planned>
 where
     F: Fn(Member, String) -> Fut,
     Fut: std::future::Future<
@@ -187,31 +247,38 @@ where
     >,
 {
     let plan_one = &plan_one;
-    let mut done: Vec<(usize, Planned)> = futures::stream::iter(members.into_iter().enumerate())
-        .map(|(i, m)| async move {
-            let label = m.label.clone();
-            let planned = match locate(&m).await {
-                Err(e) => Planned {
-                    label,
-                    table: None,
-                    file: None,
-                    outcome: Err(e),
-                },
-                Ok(table) => {
-                    let (file, outcome) = plan_one(m, table.clone()).await;
-                    Planned {
+    let mut done: Vec<(usize, Planned)> =
+        futures::stream::iter(located.into_iter().zip(blocked).enumerate())
+            .map(|(i, ((m, table), why))| async move {
+                let label = m.label.clone();
+                let planned = match (table, why) {
+                    (Err(e), _) => Planned {
                         label,
-                        table: Some(table),
-                        file,
-                        outcome,
+                        table: None,
+                        file: None,
+                        outcome: Err(e),
+                    },
+                    (Ok(t), Some(why)) => Planned {
+                        label,
+                        table: Some(t),
+                        file: None,
+                        outcome: Err(why),
+                    },
+                    (Ok(table), None) => {
+                        let (file, outcome) = plan_one(m, table.clone()).await;
+                        Planned {
+                            label,
+                            table: Some(table),
+                            file,
+                            outcome,
+                        }
                     }
-                }
-            };
-            (i, planned)
-        })
-        .buffer_unordered(jobs.max(1))
-        .collect()
-        .await;
+                };
+                (i, planned)
+            })
+            .buffer_unordered(jobs.max(1))
+            .collect()
+            .await;
     done.sort_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, p)| p).collect()
 }

@@ -11,6 +11,7 @@ use std::hash::{BuildHasher, Hasher};
 use crate::args::ExpireArgs;
 use crate::catalog::CommitError;
 use crate::component::{wasm_path, wt, Planner};
+use crate::error::HostError;
 use crate::pointer::Pointer;
 use crate::store::{table_uri, Store};
 
@@ -132,7 +133,7 @@ fn split_dir(uri: &str) -> Result<(&str, &str), String> {
 }
 
 /// Runs `expire`.
-pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
+pub async fn run(a: &ExpireArgs) -> Result<Expiry, HostError> {
     let table = table_uri(&a.table)?;
     let store = Store::for_uri(&table)?;
     let original = a.pointer.resolve(&store, &table).await?;
@@ -163,7 +164,8 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
         &a.expire_ids,
         &dr_metadata,
     )?;
-    // Worked out before the commit, on the document the expiry was planned on.
+    // Worked out before the commit, on the table as its pointer names it
+    // now (the document the expiry was planned on, unless a commit landed).
     let frees = match (&plan.new_metadata, a.bytes) {
         (Some(doc), true) if !plan.expire.is_empty() => {
             Some(frees(a, &table, &original, doc).await)
@@ -213,7 +215,9 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
                 },
                 Some(request),
             ) if catalog.commits_requests() => {
-                catalog.commit_request(namespace, name, request).await
+                catalog
+                    .commit_request(namespace, name, request, &original)
+                    .await
             }
             _ => {
                 commit(
@@ -237,21 +241,22 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, String> {
                     if let Err(d) = crate::bundle::discard(&store, &table, id).await {
                         return Err(format!(
                             "{e}; its quarantine bundle {id} could not be removed: {d}"
-                        ));
+                        )
+                        .into());
                     }
                 }
-                return Err(e);
+                return Err(e.into());
             }
             // It may have happened: the bundle stays, it may be all that
             // holds the expired snapshots' metadata.
             Err(e @ CommitError::Unknown(_)) => {
-                return Err(format!(
+                return Err(HostError::Unknown(format!(
                     "{e}; check the table's pointer: if it moved, the expiry landed{}",
                     bundle
                         .as_deref()
                         .map(|b| format!(" and bundle {b} holds the expired snapshots"))
                         .unwrap_or_default()
-                ))
+                )))
             }
         }
     }
@@ -313,12 +318,28 @@ pub async fn commit(
     };
     let new_original = format!("{orig_dir}/{name}");
     let new_physical = format!("{mapped_dir}/{name}");
-    store.create(&new_physical, doc).await.map_err(|e| {
-        refused(format!(
+    if let Err(e) = store.create(&new_physical, doc.clone()).await {
+        let taken = format!(
             "{e}: another commit may have taken version {} (nothing changed)",
             version + 1
-        ))
-    })?;
+        );
+        if catalog.is_some() {
+            // No pointer names the file: the commit did not happen.
+            return Err(refused(taken));
+        }
+        // Through version-hint.text, creating the file is the commit: a
+        // create whose answer was lost (or retried into "exists") may have
+        // landed. What the store holds now says which.
+        match store.read(&new_physical).await {
+            Ok(Some(b)) if b == doc => {}
+            Ok(Some(_)) => return Err(refused(taken)),
+            _ => {
+                return Err(CommitError::Unknown(format!(
+                    "creating {new_physical} failed ({e}) and whether it exists cannot be told"
+                )))
+            }
+        }
+    }
     match catalog {
         Some((catalog, namespace, table_name)) => {
             match catalog

@@ -125,6 +125,7 @@ async fn apply_one(a: &args::ApplyArgs, plan: &str) -> Result<ExitCode, error::H
         println!(
             "{}",
             serde_json::json!({
+                "plan": plan,
                 "dryRun": a.dry_run,
                 "deleted": {"count": done.deleted, "bytes": done.deleted_bytes},
                 "alreadyAbsent": done.absent, "skippedChanged": done.changed,
@@ -235,12 +236,33 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             .await?;
             if let Some(d) = &m.out_dir {
                 std::fs::create_dir_all(d).map_err(|e| format!("create {d}: {e}"))?;
+                // `apply DIR` applies every plan there: a plan left by an
+                // earlier run (of a table refused or gone since) must not be.
+                let old = std::fs::read_dir(d)
+                    .map_err(|e| format!("read {d}: {e}"))?
+                    .filter_map(Result::ok)
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".plan.json"))
+                    .count();
+                if old > 0 {
+                    return Err(format!(
+                        "{d} already holds {old} plans (*.plan.json): give an empty or new --out-dir, so `lakesweep apply {d}` applies this run's plans only"
+                    )
+                    .into());
+                }
             }
             // The policy and context are read once, for every table.
             let base = plan_input_for(&m.plan, String::new(), &m.plan.pointer, false)?;
             let a = &m.plan;
             let out_dir = m.out_dir.as_deref();
-            let run = estate::plan_all(members, m.jobs, |member, table| {
+            let located = estate::locate_all(members, m.jobs).await;
+            let locations: Vec<String> = located
+                .iter()
+                .map(|(_, t)| t.clone().unwrap_or_default())
+                .collect();
+            let overlaps = component::Planner::load(&component::wasm_path(m.plan.wasm.as_deref()))?
+                .overlapping_locations(&locations)?;
+            let blocked = estate::blocked(&located, &overlaps);
+            let run = estate::plan_all(located, blocked, m.jobs, |member, table| {
                 let mut input = base.clone();
                 input.origin = Some(
                     origin::Origin::new(&member.pointer, &a.location_map, &a.inputs).to_document(),
@@ -414,17 +436,26 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                 .iter()
                 .map(|t| store::table_uri(t))
                 .collect::<Result<Vec<_>, _>>()?;
+            // A namespace table whose location cannot be found is a row of
+            // its own (stale, with why): it never hides the others.
+            let mut unlocated = Vec::new();
             if let Some((catalog, ns)) = &namespace {
                 for m in estate::members(Some(catalog), Some(ns), None).await? {
-                    let t = estate::locate(&m).await?;
-                    if !tables.contains(&t) {
-                        tables.push(t);
+                    match estate::locate(&m).await {
+                        Ok(t) if !tables.contains(&t) => tables.push(t),
+                        Ok(_) => {}
+                        Err(e) => unlocated.push((m.label, e)),
                     }
                 }
             }
             let now = now_ms.unwrap_or_else(store::clock_ms);
-            let all =
+            let mut all =
                 status::run(&tables, ledger.as_deref(), now, max_age_ms, wasm.as_deref()).await?;
+            all.extend(unlocated.into_iter().map(|(label, e)| status::TableStatus {
+                table: label,
+                ledger: Err(format!("not located: {e}")),
+                stale: true,
+            }));
             if let Some(path) = &prometheus {
                 status::write_metrics(path, &status::prometheus(&all, max_age_ms))?;
             }

@@ -107,10 +107,14 @@ impl Origin {
             Pointer::VersionHint
         } else if let Some(c) = s(&p["command"]) {
             Pointer::Command(c)
-        } else {
-            let (catalog, table) = (s(&p["catalog"]), s(&p["table"]));
-            Pointer::from_args(None, catalog.as_deref(), table.as_deref(), None)
+        } else if let Some(catalog) = s(&p["catalog"]) {
+            let table = s(&p["table"]);
+            Pointer::from_args(None, Some(&catalog), table.as_deref(), None)
                 .map_err(|e| bad(&format!("names no pointer ({e})")))?
+        } else {
+            return Err(bad(&format!(
+                "names a pointer this lakesweep does not know ({p})"
+            )));
         };
         let location_map = v["locationMap"]
             .as_array()
@@ -160,6 +164,12 @@ impl Origin {
                 ..self.clone()
             };
             return live.for_apply(None, location_map, files);
+        }
+        if let (Pointer::Command(c), None) = (&self.pointer, pointer) {
+            // A plan file does not choose what apply runs with its credentials.
+            return Err(format!(
+                "the plan reads its pointer with a command: give apply the same --pointer-cmd '{c}'"
+            ));
         }
         let given = Origin::new(
             pointer.unwrap_or(&self.pointer),

@@ -106,15 +106,26 @@ impl Pointer {
     }
 }
 
+/// How long a pointer command may take.
+const COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Runs `sh -c CMD`: its standard output, trimmed, is the location; it must
 /// exit 0 and print one URI.
 async fn run_command(cmd: &str) -> Result<String, String> {
-    let out = tokio::process::Command::new("sh")
+    let child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(cmd)
         .stdin(std::process::Stdio::null())
-        .output()
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(COMMAND_TIMEOUT, child)
         .await
+        .map_err(|_| {
+            format!(
+                "--pointer-cmd `{cmd}` gave no answer within {}s",
+                COMMAND_TIMEOUT.as_secs()
+            )
+        })?
         .map_err(|e| format!("--pointer-cmd `{cmd}`: {e}"))?;
     if !out.status.success() {
         return Err(format!(

@@ -116,11 +116,11 @@ fn gate_values(g: &wt::Gates) -> [(&'static str, u64); 4] {
     ]
 }
 
-/// The report for people.
 /// How far ahead of this clock a recorded step may be before the two
 /// clocks are taken to disagree (5 minutes).
 const CLOCK_SLACK_MS: i64 = 300_000;
 
+/// The report for people.
 pub fn human(all: &[TableStatus], now_ms: i64, max_age_ms: Option<i64>) -> String {
     let mut out = String::new();
     for s in all {
