@@ -2,8 +2,8 @@
 # The test command: installs the Python packages the tests use
 # (tests/requirements.txt), builds the component, then runs every test (the
 # core's unit, integration, property, mutation and component tests, the
-# benchmark's smoke pass, and the sidecar's tests, including the S3 and
-# pyiceberg end-to-end tests).
+# benchmark's smoke pass, the sidecar's tests, including the S3 and
+# pyiceberg end-to-end tests, and the Node host's tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
@@ -29,6 +29,9 @@ if [ -d ../shared/fixtures ]; then
 fi
 cargo test --doc
 ( cd host-examples/sidecar && cargo test )
+# The Node host: the component transpiled by jco; its tests reproduce the
+# pinned plans and compare with the sidecar (built above) on moto.
+( cd host-examples/node && npm ci --silent --no-audit --no-fund && npm test )
 if [ -d ../shared/fixtures ]; then
   ( cd host-examples/sidecar && cargo test --test delta -- --ignored )
 fi

@@ -134,16 +134,26 @@ impl PageClassifier {
     /// another document is stale (`table-changing`): pages classified with
     /// it prove nothing, export a new one. `None`: the table is gone.
     pub fn check_pointer(&self, live: Option<&str>) -> Result<()> {
-        match live {
-            Some(p) if p == self.metadata_location => Ok(()),
-            Some(p) => Err(Error::unsafe_(
+        // The keep set names its document as the session read it: the
+        // pointer through the table's location maps, in canonical form.
+        let canonical = live.map(|p| {
+            crate::path::CanonicalUri::parse(&crate::path::apply_mappings(
+                p,
+                &self.classifier.mappings,
+            ))
+            .map(|c| c.to_uri_string())
+            .unwrap_or_else(|_| p.to_owned())
+        });
+        match (live, canonical) {
+            (Some(_), Some(c)) if c == self.metadata_location => Ok(()),
+            (Some(p), _) => Err(Error::unsafe_(
                 UnsafeReason::TableChanging,
                 format!(
                     "the keep set was built on {}, the pointer now names {p}: export a new keep set",
                     self.metadata_location
                 ),
             )),
-            None => Err(Error::unsafe_(
+            (None, _) => Err(Error::unsafe_(
                 UnsafeReason::MissingMetadata,
                 format!(
                     "the keep set was built on {}, and the table has no pointer now",
@@ -209,6 +219,20 @@ mod tests {
         assert!(c
             .check_pointer(Some("s3://b/t/metadata/v1.metadata.json"))
             .is_ok());
+        // Through the keep set's location map, in any scheme alias.
+        let mapped = PageClassifier::load(exported(
+            r#"{"schema":"lakesweep.keepset.v2","tableLocation":"s3://b/t","tableUuid":null,
+                "metadataLocation":"s3://b/t/metadata/v1.metadata.json","nowMs":0,
+                "fileRetentionMs":0,"partitionNames":[],
+                "mappings":[{"from":"file:///old/t","to":"s3a://b/t"}]}"#,
+        ))
+        .unwrap();
+        assert!(mapped
+            .check_pointer(Some("file:///old/t/metadata/v1.metadata.json"))
+            .is_ok());
+        assert!(mapped
+            .check_pointer(Some("file:///old/t/metadata/v2.metadata.json"))
+            .is_err());
         for live in [Some("s3://b/t/metadata/v2.metadata.json"), None] {
             let e = c.check_pointer(live).unwrap_err();
             assert!(matches!(e, Error::Unsafe { .. }), "{e:?}");

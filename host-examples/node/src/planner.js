@@ -82,10 +82,10 @@ export function sessionConfig(o) {
 ///
 /// Reads are answered `concurrency` at a time; pages are handed over as
 /// the store yields them, the last one flagged (the page before is held
-/// back until the next arrives). `stopWhenKeepSetComplete` returns the
-/// session itself once its keep set is complete, before any listing (the
-/// page mode's coordinator exports the keep set from it).
-export async function plan(options, store, { concurrency = 16, stopWhenKeepSetComplete = false } = {}) {
+/// back until the next arrives). `onKeepSetComplete(session)` is awaited
+/// once, when the keep set is complete and before the first listing (the
+/// page mode's coordinator exports the keep set there).
+export async function plan(options, store, { concurrency = 16, onKeepSetComplete } = {}) {
   const cfg = sessionConfig(options);
   const session = call(() => planner.Session.start(cfg));
   const decisions = new Map();
@@ -112,8 +112,11 @@ export async function plan(options, store, { concurrency = 16, stopWhenKeepSetCo
         drain();
       });
     }
-    if (lists.length && stopWhenKeepSetComplete && session.keepSetComplete()) {
-      return { session, decisions };
+    if (lists.length && onKeepSetComplete) {
+      if (!session.keepSetComplete()) throw new Error('the planner asked for a listing before its keep set was complete');
+      const hook = onKeepSetComplete;
+      onKeepSetComplete = undefined;
+      await hook(session);
     }
     for (const prefix of lists) {
       let held = null;

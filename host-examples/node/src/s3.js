@@ -1,0 +1,82 @@
+// S3 and S3-compatible stores through the AWS SDK for JavaScript. Keys are
+// the bucket's bytes: listings ask for `encoding-type=url` (XML cannot
+// carry every key) and are decoded only when the answer says it was
+// encoded; nothing else is decoded or normalised. `s3a://` and `s3n://`
+// URIs name the same objects as `s3://`; listed keys keep the scheme the
+// planner asked with.
+
+import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+
+/// `s3://bucket/key` (also `s3a://`, `s3n://`) as {scheme, bucket, key}.
+export function parseS3(uri) {
+  const m = /^(s3|s3a|s3n):\/\/([^/]+)(?:\/(.*))?$/.exec(uri);
+  if (!m) throw new Error(`${uri}: not an s3:// URI`);
+  return { scheme: m[1], bucket: m[2], key: m[3] || '' };
+}
+
+/// A key as S3 returned it under `encoding-type=url` (`+` is a space).
+export function decodeKey(k) {
+  return decodeURIComponent(k.replace(/\+/g, ' '));
+}
+
+export class S3Store {
+  /// `client`: an S3Client (default: the SDK's configuration from the
+  /// environment); `pointer`: async () => the metadata location now.
+  constructor({ client, pointer = async () => null } = {}) {
+    this.client = client || new S3Client({});
+    this.pointerFn = pointer;
+  }
+
+  async read(uri) {
+    const { bucket, key } = parseS3(uri);
+    try {
+      const r = await this.client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      return new Uint8Array(await r.Body.transformToByteArray());
+    } catch (e) {
+      if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return null;
+      throw new Error(`read ${uri}: ${e.name}: ${e.message}`);
+    }
+  }
+
+  /// One ListObjectsV2 page under `prefix` (a URI): the listed objects and
+  /// the continuation token of the next page (null after the last).
+  async listPage(prefix, { continuationToken, maxKeys = 1000, delimiter } = {}) {
+    const { scheme, bucket, key } = parseS3(prefix);
+    const r = await this.client.send(
+      new ListObjectsV2Command({
+        Bucket: bucket,
+        Prefix: key,
+        ContinuationToken: continuationToken,
+        MaxKeys: maxKeys,
+        Delimiter: delimiter,
+        EncodingType: 'url',
+      }),
+    );
+    const encoded = r.EncodingType === 'url';
+    const name = (k) => (encoded ? decodeKey(k) : k);
+    const objects = (r.Contents || []).map((o) => ({
+      key: `${scheme}://${bucket}/${name(o.Key)}`,
+      version: {
+        size: BigInt(o.Size ?? 0),
+        lastModifiedMs: BigInt(o.LastModified.getTime()),
+        etag: o.ETag,
+      },
+    }));
+    const folders = (r.CommonPrefixes || []).map((p) => `${scheme}://${bucket}/${name(p.Prefix)}`);
+    return { objects, folders, next: r.IsTruncated ? r.NextContinuationToken : null };
+  }
+
+  /// Every object under `prefix`, page by page.
+  async *list(prefix) {
+    let token;
+    do {
+      const page = await this.listPage(prefix, { continuationToken: token });
+      yield page.objects;
+      token = page.next;
+    } while (token);
+  }
+
+  async pointer() {
+    return this.pointerFn();
+  }
+}

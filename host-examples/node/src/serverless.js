@@ -1,0 +1,186 @@
+// Serverless, one listing page per call (AWS Lambda's handler shape), and
+// the coordinator that fans the listing out and seals the plan.
+//
+// The coordinator runs a planner session until its keep set is complete,
+// exports the keep set next to where the plan goes (named by its SHA-256),
+// then has the table's folders listed page by page by `invoke` (a Lambda
+// invocation in production, a direct call in tests), concurrently across
+// folders. Each page handler loads the keep set once per warm container
+// (cached by its digest, checked on load), checks it against the pointer
+// the coordinator read, lists its one page, classifies it with the
+// stateless page mode and settles owner checks by reading the metadata
+// documents it must. The coordinator hands the pages' objects to its
+// session in any order (the planner decides the same whatever the order),
+// which re-reads the pointer and seals the plan: the pages' decisions are
+// what is streamed out early, the sealed plan is what is applied. Neither
+// side compares pointers, versions or times itself.
+
+import { createHash } from 'node:crypto';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
+
+import { PlanRefused, plan, planner } from './planner.js';
+import { S3Store, parseS3 } from './s3.js';
+
+const json = (o) => JSON.parse(JSON.stringify(o, (_, v) => (typeof v === 'bigint' ? v.toString() : v)));
+
+/// A listed object as the page handler returns it (JSON: numbers as decimal strings).
+function objectOut(o) {
+  return {
+    key: o.key,
+    size: o.version.size.toString(),
+    lastModifiedMs: o.version.lastModifiedMs.toString(),
+    etag: o.version.etag ?? null,
+  };
+}
+
+/// A listed object from a page handler's answer.
+export function objectIn(o) {
+  return {
+    key: o.key,
+    version: {
+      size: BigInt(o.size),
+      lastModifiedMs: BigInt(o.lastModifiedMs),
+      etag: o.etag ?? undefined,
+    },
+  };
+}
+
+const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
+
+// The warm container's keep set: loaded once per digest.
+let cached = null;
+
+async function classifier(store, uri, digest) {
+  if (cached && cached.digest === digest) return cached.classifier;
+  const bytes = await store.read(uri);
+  if (!bytes) throw new Error(`the keep set ${uri} does not exist`);
+  if (sha256(bytes) !== digest) {
+    throw new Error(`the keep set ${uri} is not the one the coordinator exported (digest differs): nothing classified`);
+  }
+  const c = wrap(() => planner.PageClassifier.load(bytes));
+  cached = { digest, classifier: c };
+  return c;
+}
+
+function wrap(f) {
+  try {
+    return f();
+  } catch (e) {
+    if (e && e.payload) throw new PlanRefused(e);
+    throw e;
+  }
+}
+
+/// The page handler. `event`: {keepSet: URI, keepSetDigest: hex, pointer:
+/// the metadata location the coordinator read, prefix: URI, continuationToken?,
+/// maxKeys?}. Returns {objects, decisions, next} (next: the continuation
+/// token of the following page, or null), or throws: a keep set that is
+/// not the table's or not current, a foreign table's metadata, a store
+/// error. `options.store` overrides the S3 store (tests, other clients).
+export async function handler(event, _context, options = {}) {
+  const store = options.store || new S3Store();
+  const c = await classifier(store, event.keepSet, event.keepSetDigest);
+  wrap(() => c.checkPointer(event.pointer ?? undefined));
+  const page = await store.listPage(event.prefix, {
+    continuationToken: event.continuationToken ?? undefined,
+    maxKeys: event.maxKeys ?? 1000,
+  });
+  const decisions = wrap(() => c.classify(page.objects));
+  for (let i = 0; i < decisions.length; i++) {
+    if (decisions[i].verdict !== 'owner-check') continue;
+    // Decisions come in the page's order.
+    const o = page.objects[i];
+    const bytes = await store.read(o.key);
+    decisions[i] = wrap(() => c.settleMetadataFile(o, bytes ?? undefined));
+  }
+  return {
+    objects: page.objects.map(objectOut),
+    decisions: json(decisions),
+    next: page.next,
+  };
+}
+
+/// The coordinator. `options`: the plan's options (`table`, `metadata`,
+/// `nowMs`, ...; see planner.sessionConfig) and `pointer` (async () => the
+/// metadata location now); `keepSetUri` (where to write the keep set);
+/// `invoke(event)` (runs one page handler and returns its answer);
+/// `maxKeys` (page size); `concurrency` (folders listed at once);
+/// `store` (an S3Store). Returns the sealed plan and every page's decisions.
+export async function coordinate(options) {
+  const { invoke, keepSetUri, maxKeys = 1000, concurrency = 8 } = options;
+  const store = options.store || new S3Store({ pointer: options.pointer });
+  const pointer = await options.pointer();
+  const decisions = [];
+  let keepSet = null;
+  // The session's own store: reads and the pointer from S3; its listing is
+  // the fan-out over the page handlers.
+  const fanned = {
+    read: (uri) => store.read(uri),
+    pointer: () => options.pointer(),
+    list: async function* (prefix) {
+      // The folders under the table's prefix, and the objects beside them.
+      const top = await store.listPage(prefix, { delimiter: '/', maxKeys: 1000 });
+      if (top.next) {
+        // A table with over a thousand top-level names: list it whole.
+        top.folders = [prefix];
+        top.objects = [];
+      }
+      if (top.objects.length) yield top.objects;
+      const queue = top.folders.map((f) => ({ prefix: f, token: undefined }));
+      const pages = [];
+      let running = 0;
+      let error = null;
+      let wake = null;
+      const next = () => {
+        while (running < concurrency && queue.length && !error) {
+          const job = queue.shift();
+          running++;
+          invoke({
+            keepSet: keepSet.uri,
+            keepSetDigest: keepSet.digest,
+            pointer,
+            prefix: job.prefix,
+            continuationToken: job.token,
+            maxKeys,
+          })
+            .then((answer) => {
+              pages.push(answer.objects.map(objectIn));
+              decisions.push(...answer.decisions);
+              if (answer.next) queue.unshift({ prefix: job.prefix, token: answer.next });
+            })
+            .catch((e) => {
+              error = error || e;
+            })
+            .finally(() => {
+              running--;
+              if (wake) wake();
+            });
+        }
+      };
+      next();
+      while (running || queue.length || pages.length) {
+        if (error) throw error;
+        if (pages.length) {
+          yield pages.shift();
+          continue;
+        }
+        await new Promise((r) => {
+          wake = r;
+        });
+        wake = null;
+        next();
+      }
+      if (error) throw error;
+    },
+  };
+  const run = await plan({ ...options, metadata: options.metadata ?? pointer }, fanned, {
+    onKeepSetComplete: async (session) => {
+      const bytes = wrap(() => session.exportKeepSet());
+      const digest = sha256(bytes);
+      const { bucket, key } = parseS3(keepSetUri);
+      await store.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: bytes }));
+      keepSet = { uri: keepSetUri, digest };
+    },
+  });
+  return { ...run, pageDecisions: decisions, keepSet };
+}
