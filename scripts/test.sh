@@ -3,7 +3,7 @@
 # (tests/requirements.txt), builds the component, then runs every test (the
 # core's unit, integration, property, mutation and component tests, the
 # benchmark's smoke pass, the sidecar's tests, including the S3 and
-# pyiceberg end-to-end tests, and the Node host's tests).
+# pyiceberg end-to-end tests, and the Node and Python hosts' tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
@@ -13,7 +13,7 @@ venv="${LAKESWEEP_VENV:-$PWD/.venv}"
 [ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
 "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 export PATH="$venv/bin:$PATH"
-python3 -c 'import moto.server, fastavro, pyiceberg.catalog.sql, pyarrow, deltalake, azure.storage.blob'
+python3 -c 'import moto.server, fastavro, pyiceberg.catalog.sql, pyarrow, deltalake, azure.storage.blob, wasmtime, pytest'
 # Azurite, the Azure Storage emulator, for the sidecar's Azure test.
 azurite="$PWD/.tools/azurite"
 if [ ! -x "$azurite/node_modules/.bin/azurite-blob" ]; then
@@ -32,6 +32,12 @@ cargo test --doc
 # The Node host: the component transpiled by jco; its tests reproduce the
 # pinned plans and compare with the sidecar (built above) on moto.
 ( cd host-examples/node && npm ci --silent --no-audit --no-fund && npm test )
+# The Python package: the component in wasmtime-py, installed as a user
+# would install it (the component packaged inside); its tests reproduce the
+# pinned plans and compare with the sidecar, on disk and on moto's S3.
+cp target/lakesweep.wasm host-examples/python/lakesweep/lakesweep.wasm
+python3 -m pip install --quiet --disable-pip-version-check ./host-examples/python
+( cd host-examples/python && python3 -m pytest -q -p no:cacheprovider tests )
 if [ -d ../shared/fixtures ]; then
   ( cd host-examples/sidecar && cargo test --test delta -- --ignored )
 fi

@@ -1,0 +1,111 @@
+"""The planner component (``lakesweep.wasm``) in wasmtime-py, no WASI.
+
+Values cross the WIT boundary as wasmtime-py represents them: records as
+objects whose attributes are the WIT field names (kebab-case), variants as
+``Variant(tag, payload)``, enums as their names, ``list<u8>`` as bytes.
+Every decision is the component's; this module only converts and calls.
+"""
+
+import os
+from pathlib import Path
+
+import wasmtime
+from wasmtime import component as wc
+
+INTERFACE = "lakesweep:planner/planner@0.2.0"
+
+
+def record(**fields):
+    """A WIT record from keyword arguments (``table_location`` is ``table-location``)."""
+    r = wc.Record()
+    for k, v in fields.items():
+        setattr(r, k.replace("_", "-"), v)
+    return r
+
+
+def field(r, name):
+    """A field of a record the component returned, by its Python name."""
+    return getattr(r, name.replace("_", "-"))
+
+
+class PlanRefused(Exception):
+    """The planner's typed refusal: nothing may be deleted, and why."""
+
+    def __init__(self, error):
+        self.kind = error.tag
+        self.detail = error.payload
+        p = error.payload
+        reason = getattr(p, "reason", None)
+        text = getattr(p, "detail", None) or getattr(p, "feature", None) or ""
+        where = getattr(p, "uri", None) or getattr(p, "field", None) or ""
+        names = {
+            "malformed": "malformed input",
+            "unsupported": "unsupported",
+            "protocol": "host protocol error",
+            "invalid-options": "invalid option",
+            "unsafe": "unsafe to proceed",
+        }
+        label = names.get(error.tag, error.tag)
+        super().__init__(
+            f"{label} ({reason}) {where}: {text}" if reason else f"{label} {where}: {text}"
+        )
+
+
+def default_wasm():
+    """``LAKESWEEP_WASM``, else the component packaged beside this file,
+    else the repository's build (``target/lakesweep.wasm``)."""
+    env = os.environ.get("LAKESWEEP_WASM")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parent
+    packaged = here / "lakesweep.wasm"
+    if packaged.exists():
+        return packaged
+    return here.parents[2] / "target" / "lakesweep.wasm"
+
+
+_COMPILED = {}
+
+
+def _compiled(path):
+    """The engine and the compiled component for ``path``, compiled once
+    per process (each plan gets its own store and instance)."""
+    if path not in _COMPILED:
+        engine = wasmtime.Engine()
+        _COMPILED[path] = (engine, wc.Component.from_file(engine, path))
+    return _COMPILED[path]
+
+
+class Component:
+    """One instance of the planner component."""
+
+    def __init__(self, wasm=None):
+        engine, comp = _compiled(str(wasm or default_wasm()))
+        self.store = wasmtime.Store(engine)
+        self.instance = wc.Linker(engine).instantiate(self.store, comp)
+        self._iface = self.instance.get_export_index(self.store, INTERFACE)
+        self._funcs = {}
+
+    def call(self, name, *args):
+        """Calls export ``name`` of the planner interface; a ``result``'s
+        error is raised as :class:`PlanRefused`."""
+        f = self._funcs.get(name)
+        if f is None:
+            idx = self.instance.get_export_index(self.store, name, self._iface)
+            if idx is None:
+                raise KeyError(f"the component exports no {name}")
+            f = self.instance.get_func(self.store, idx)
+            self._funcs[name] = (f, f.type(self.store).result)
+            f = self._funcs[name]
+        func, result_ty = f
+        out = func(self.store, *args)
+        func.post_return(self.store)
+        if isinstance(result_ty, wc.ResultType):
+            err_ty = result_ty.err
+            if isinstance(out, wc.Variant) and err_ty is not None and self._is_error(out):
+                raise PlanRefused(out)
+        return out
+
+    @staticmethod
+    def _is_error(v):
+        return v.tag in ("malformed", "unsupported", "protocol", "invalid-options", "unsafe")

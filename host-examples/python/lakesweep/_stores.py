@@ -1,0 +1,120 @@
+"""Where a plan's reads and listings come from.
+
+A store answers ``read(uri)`` (bytes, or ``None`` when the object does not
+exist; any other failure raises and ends the run), ``list(prefix)`` (an
+iterator of pages, each a list of ``(uri, size, mtime_ms, etag)``) and
+``pointer()`` (the metadata location now, or ``None``). Keys are never
+decoded or normalised: a file named ``category=100%25`` is that name.
+"""
+
+import os
+import stat
+
+#: Objects per listing page.
+PAGE = 1000
+
+
+class LocalStore:
+    """A table on the local file system: ``file://`` plus the path, as is.
+    ``roots`` serves a URI prefix from another folder (a staged or mounted
+    copy of a table whose metadata names its original root)."""
+
+    def __init__(self, roots=(), pointer=None):
+        self.roots = [(u.rstrip("/"), d.rstrip("/")) for u, d in roots]
+        self._pointer = pointer or (lambda: None)
+
+    def path_of(self, uri):
+        for prefix, folder in self.roots:
+            if uri == prefix:
+                return folder
+            if uri.startswith(prefix + "/"):
+                return folder + uri[len(prefix):]
+        if uri.startswith("file://"):
+            return uri[len("file://"):]
+        raise ValueError(f"{uri}: not a local file (this store holds file:// URIs)")
+
+    def read(self, uri):
+        try:
+            with open(self.path_of(uri), "rb") as f:
+                return f.read()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def list(self, prefix):
+        base = prefix.rstrip("/")
+        root = self.path_of(base)
+        page = []
+        stack = [""]
+        while stack:
+            rel = stack.pop()
+            try:
+                entries = list(os.scandir(os.path.join(root, rel) if rel else root))
+            except FileNotFoundError:
+                if rel == "":
+                    return
+                raise
+            for e in entries:
+                r = f"{rel}/{e.name}" if rel else e.name
+                st = e.stat(follow_symlinks=False)
+                if stat.S_ISDIR(st.st_mode):
+                    stack.append(r)
+                    continue
+                if not stat.S_ISREG(st.st_mode):
+                    raise ValueError(
+                        f"{base}/{r} is a symbolic link or special file: a table folder "
+                        "holds only files and folders (nothing planned)"
+                    )
+                page.append((f"{base}/{r}", st.st_size, st.st_mtime_ns // 1_000_000, None))
+                if len(page) == PAGE:
+                    yield page
+                    page = []
+        if page:
+            yield page
+
+    def pointer(self):
+        return self._pointer()
+
+
+class ArrowStore:
+    """Any ``pyarrow.fs`` file system (S3, GCS, HDFS, ...) under one URI
+    prefix: ``scheme://bucket`` maps to the file system's ``bucket``."""
+
+    def __init__(self, filesystem, pointer=None):
+        self.fs = filesystem
+        self._pointer = pointer or (lambda: None)
+
+    @staticmethod
+    def _split(uri):
+        scheme, sep, rest = uri.partition("://")
+        if not sep:
+            raise ValueError(f"{uri}: not a URI")
+        return scheme, rest
+
+    def read(self, uri):
+        import pyarrow.fs as pafs
+
+        _, path = self._split(uri)
+        info = self.fs.get_file_info(path)
+        if info.type == pafs.FileType.NotFound:
+            return None
+        with self.fs.open_input_stream(path) as f:
+            return f.read()
+
+    def list(self, prefix):
+        import pyarrow.fs as pafs
+
+        scheme, path = self._split(prefix.rstrip("/"))
+        sel = pafs.FileSelector(path, recursive=True, allow_not_found=True)
+        page = []
+        for info in self.fs.get_file_info(sel):
+            if info.type != pafs.FileType.File:
+                continue
+            page.append((f"{scheme}://{info.path}", info.size, info.mtime_ns // 1_000_000, None))
+            if len(page) == PAGE:
+                yield page
+                page = []
+        if page:
+            yield page
+
+    def pointer(self):
+        return self._pointer()

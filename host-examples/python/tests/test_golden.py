@@ -1,0 +1,179 @@
+"""The component in wasmtime-py plans every fixture table byte for byte as
+the native core pinned it (``tests/golden/`` at the repository root), and
+its policy check and refusals are the planner's own. The fixtures are
+staged into a scratch folder with the modification times their
+generators recorded, and served under the neutral roots the pins use."""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import lakesweep
+from lakesweep import ArrowStore, LocalStore, PlanRefused
+
+REPO = Path(__file__).resolve().parents[3]
+VROOT = "file:///lakesweep-fixtures"
+VDELTA = "file:///lakesweep-delta-fixtures"
+DAY = 86_400_000
+
+
+def golden(name):
+    return (REPO / "tests/golden" / f"{name}.json").read_text().removesuffix("\n")
+
+
+def stage(src, dst, tables):
+    shutil.copytree(src, dst)
+    for table_dir, mtimes in tables.items():
+        for rel, ms in mtimes.items():
+            ns = ms * 1_000_000
+            os.utime(dst / table_dir / rel, ns=(ns, ns))
+    return dst
+
+
+def test_iceberg_plans_and_expiry_plans_equal_the_native_pins(tmp_path):
+    expect = json.loads((REPO / "tests/fixtures/generated/expect.json").read_text())
+    tables = {t["location"][len(VROOT) + 1:]: t["mtimes"] for t in expect.values()}
+    root = stage(REPO / "tests/fixtures/generated", tmp_path / "gen", tables)
+    for name, t in expect.items():
+        store = LocalStore(roots=[(VROOT, str(root))], pointer=lambda t=t: t["metadata_location"])
+        for suffix, now in (("", t["now_ms"]), ("-later", t["now_ms"] + 365 * DAY)):
+            p = lakesweep.plan(
+                t["location"], t["metadata_location"], now, store=store, retention_ms=t["file_retention_ms"]
+            )
+            assert p.document == golden(f"iceberg-{name}{suffix}"), f"iceberg-{name}{suffix}"
+        md = store.read(t["metadata_location"])
+        held = '{"holds": [{"scope": "table", "generation": 3, "reason": "audit"}]}'
+        for suffix, days, ctx in (("", 0, "{}"), ("-400d", 400, "{}"), ("-400d-held", 400, held)):
+            doc = lakesweep.plan_expiry(t["metadata_location"], md, t["now_ms"] + days * DAY, context=ctx)
+            assert doc == golden(f"expiry-{name}{suffix}"), f"expiry-{name}{suffix}"
+
+
+def test_delta_plans_equal_the_native_pins(tmp_path):
+    expect = json.loads((REPO / "tests/fixtures/delta/expect.json").read_text())
+    root = stage(REPO / "tests/fixtures/delta", tmp_path / "delta", {n: t["mtimes"] for n, t in expect.items()})
+    store = LocalStore(roots=[(VDELTA, str(root))])
+    for pin, name, days, extra in (
+        ("delta-events-1d", "events", 1, {}),
+        ("delta-events-8d", "events", 8, {}),
+        ("delta-events-40d-log-cleanup", "events", 40, {"log_cleanup": True}),
+        ("delta-events-40d-keep-version-2", "events", 40, {"log_cleanup": True, "keep_versions": [2]}),
+        ("delta-simple-8d", "simple", 8, {}),
+    ):
+        now = expect[name]["generated_at_ms"] + days * DAY
+        p = lakesweep.plan(f"{VDELTA}/{name}", None, now, store=store, format="delta", **extra)
+        assert p.document == golden(pin), pin
+
+
+def test_a_refusal_is_the_planners_typed_error():
+    with pytest.raises(PlanRefused) as e:
+        lakesweep.plan("file:///nonexistent/t", "file:///nonexistent/t/metadata/v1.metadata.json", 0)
+    assert e.value.kind in ("unsafe", "malformed"), e.value
+
+
+def test_a_policy_is_checked_by_the_planner():
+    good = json.dumps(
+        {
+            "schema": "lakehouseRetentionPolicy.v1",
+            "binding": {"tableUuid": "dca9bf3b-550a-49d3-acf7-5257a503bc7e", "format": "iceberg"},
+            "snapshotRetention": {"retainLast": 2, "protectedRefs": ["main"]},
+            "fileRetention": {"orphanSafetyInterval": "3d", "maxWriterDuration": "6h"},
+        }
+    )
+    r = lakesweep.check_policy(good)
+    assert r["errors"] == [] and len(r["digest"]) == 64
+    bad = json.loads(good)
+    bad["fileRetention"]["maxWriterDuration"] = "5d"
+    r = lakesweep.check_policy(json.dumps(bad))
+    assert any("orphanSafetyInterval" in f for f, _ in r["errors"]), r
+
+
+def test_the_sidecar_plans_the_staged_demo_table_the_same(tmp_path):
+    """The sidecar (the component in Rust's wasmtime) and this package on
+    the same staged table at the same time: the same deletes, tokens and
+    summary (the sidecar's plan also seals how it was made)."""
+    expect = json.loads((REPO / "tests/fixtures/generated/expect.json").read_text())
+    t = expect["events"]
+    root = stage(REPO / "tests/fixtures/generated", tmp_path / "gen", {t["location"][len(VROOT) + 1:]: t["mtimes"]})
+    table = root / "warehouse/demo/events"
+    local = f"file://{table}"
+    mapping = (t["location"], local)
+    p = lakesweep.plan(local, t["metadata_location"], t["now_ms"], location_map=[mapping])
+    binary = REPO / "host-examples/sidecar/target/debug/lakesweep"
+    assert binary.exists(), f"{binary} is missing: build the sidecar first (scripts/test.sh does)"
+    out = subprocess.run(
+        [str(binary), "plan", str(table), "--metadata", t["metadata_location"], "--location-map",
+         f"{mapping[0]}={mapping[1]}", "--now", str(t["now_ms"]), "--json"],
+        capture_output=True, text=True,
+        env={**os.environ, "LAKESWEEP_WASM": str(REPO / "target/lakesweep.wasm")},
+    )
+    assert out.returncode == 0, out.stderr
+    side = json.loads(out.stdout)
+    mine = json.loads(p.document)
+    for key in ("delete", "tokens", "summary", "warnings"):
+        assert side[key] == mine[key], key
+    assert p.to_arrow().num_rows == len(mine["delete"])
+
+
+def test_a_table_on_s3_through_pyarrow_fs_plans_as_the_sidecar_does(tmp_path):
+    """moto's S3 server on 127.0.0.1 (scripts/test.sh installs it): the
+    fixture table uploaded, planned through ``pyarrow.fs.S3FileSystem`` and
+    by the sidecar at the same time. The same keys go, with the same sizes,
+    and the summaries agree; pyarrow's listing carries no ETag, so this
+    plan pins size and time only (the sidecar's also pins the ETag)."""
+    import re
+    import boto3
+    import pyarrow.fs as pafs
+
+    moto = subprocess.Popen(
+        ["python3", "-m", "moto.server", "-H", "127.0.0.1", "-p", "0"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        port = None
+        for line in moto.stderr:
+            m = re.search(r"Running on http://127\.0\.0\.1:(\d+)", line)
+            if m:
+                port = m.group(1)
+                break
+        assert port, "moto did not say its port"
+        endpoint = f"http://127.0.0.1:{port}"
+        creds = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "region_name": "us-east-1"}
+        s3 = boto3.client("s3", endpoint_url=endpoint, **creds)
+        s3.create_bucket(Bucket="lakesweep-py")
+        src = REPO / "tests/fixtures/generated/warehouse/demo/events"
+        for f in src.rglob("*"):
+            if f.is_file():
+                s3.put_object(Bucket="lakesweep-py", Key=f"events/{f.relative_to(src).as_posix()}", Body=f.read_bytes())
+        expect = json.loads((REPO / "tests/fixtures/generated/expect.json").read_text())
+        t = expect["events"]
+        import time
+
+        now = int(time.time() * 1000) + 30 * DAY
+        table = "s3://lakesweep-py/events"
+        fs = pafs.S3FileSystem(
+            endpoint_override=endpoint, scheme="http", access_key="testing", secret_key="testing", region="us-east-1"
+        )
+        p = lakesweep.plan(
+            table, t["metadata_location"], now, store=ArrowStore(fs, pointer=lambda: t["metadata_location"]), location_map=[(t["location"], table)]
+        )
+        binary = REPO / "host-examples/sidecar/target/debug/lakesweep"
+        out = subprocess.run(
+            [str(binary), "plan", table, "--metadata", t["metadata_location"], "--location-map",
+             f"{t['location']}={table}", "--now", str(now), "--json"],
+            capture_output=True, text=True,
+            env={**os.environ, "LAKESWEEP_WASM": str(REPO / "target/lakesweep.wasm"), "AWS_ENDPOINT_URL": endpoint,
+                 "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1",
+                 "AWS_ALLOW_HTTP": "true"},
+        )
+        assert out.returncode == 0, out.stderr
+        side = json.loads(out.stdout)
+        assert [(d["key"], d["size"]) for d in side["delete"]] == p.delete
+        assert side["summary"] == p.summary
+        assert p.delete, "the planted orphans go"
+    finally:
+        moto.kill()
+        moto.wait()
