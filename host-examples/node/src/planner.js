@@ -37,7 +37,8 @@ export class PlanRefused extends Error {
   }
 }
 
-function call(f) {
+/// Runs `f`, raising the planner's refusal as a PlanRefused.
+export function call(f) {
   try {
     return f();
   } catch (e) {

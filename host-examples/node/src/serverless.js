@@ -18,7 +18,7 @@
 import { createHash } from 'node:crypto';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 
-import { PlanRefused, plan, planner } from './planner.js';
+import { call as wrap, plan, planner } from './planner.js';
 import { S3Store, parseS3 } from './s3.js';
 
 const json = (o) => JSON.parse(JSON.stringify(o, (_, v) => (typeof v === 'bigint' ? v.toString() : v)));
@@ -60,15 +60,6 @@ async function classifier(store, uri, digest) {
   const c = wrap(() => planner.PageClassifier.load(bytes));
   cached = { digest, classifier: c };
   return c;
-}
-
-function wrap(f) {
-  try {
-    return f();
-  } catch (e) {
-    if (e && e.payload) throw new PlanRefused(e);
-    throw e;
-  }
 }
 
 /// The page handler. `event`: {keepSet: URI, keepSetDigest: hex, pointer:
