@@ -3,7 +3,7 @@
 # (tests/requirements.txt), builds the component, then runs every test (the
 # core's unit, integration, property, mutation and component tests, the
 # benchmark's smoke pass, the sidecar's tests, including the S3 and
-# pyiceberg end-to-end tests, and the Node and Python hosts' tests).
+# pyiceberg end-to-end tests, and the Node, Python and Spark hosts' tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
@@ -13,7 +13,7 @@ venv="${LAKESWEEP_VENV:-$PWD/.venv}"
 [ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
 "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 export PATH="$venv/bin:$PATH"
-python3 -c 'import moto.server, fastavro, pyiceberg.catalog.sql, pyarrow, deltalake, azure.storage.blob, wasmtime, pytest'
+python3 -c 'import moto.server, fastavro, pyiceberg.catalog.sql, pyarrow, deltalake, azure.storage.blob, wasmtime, pytest, pyspark'
 # Azurite, the Azure Storage emulator, for the sidecar's Azure test.
 azurite="$PWD/.tools/azurite"
 if [ ! -x "$azurite/node_modules/.bin/azurite-blob" ]; then
@@ -38,6 +38,9 @@ cargo test --doc
 cp target/lakesweep.wasm host-examples/python/lakesweep/lakesweep.wasm
 python3 -m pip install --quiet --disable-pip-version-check ./host-examples/python
 ( cd host-examples/python && python3 -m pytest -q -p no:cacheprovider tests )
+# The Spark host on local[2]: the listing spread over executors, the plan
+# sealed on the driver equal to the pinned plans.
+( cd host-examples/spark && python3 -m pytest -q -p no:cacheprovider test_spark.py )
 if [ -d ../shared/fixtures ]; then
   ( cd host-examples/sidecar && cargo test --test delta -- --ignored )
 fi

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field as dc_field
 from ._component import Component, PlanRefused, field, record
 from ._stores import ArrowStore, LocalStore
 
-__all__ = ["plan", "plan_expiry", "check_policy", "Plan", "PlanRefused", "LocalStore", "ArrowStore"]
+__all__ = [
+    "plan", "plan_expiry", "check_policy", "delta_head", "Plan", "PlanRefused", "Sweep", "PageClassifier", "LocalStore", "ArrowStore",
+]
 
 DAY_MS = 86_400_000
 
@@ -61,102 +63,183 @@ def _listed(o):
     )
 
 
-def plan(
-    table,
-    metadata=None,
-    now_ms=None,
-    *,
-    store=None,
-    format="iceberg",
-    retention_ms=None,
-    location_map=(),
-    policy=None,
-    context=None,
-    keep_versions=(),
-    log_cleanup=False,
-    pointer_authoritative=False,
-    memory_budget_bytes=1 << 30,
-    origin=None,
-    wasm=None,
-):
-    """Plans a sweep of ``table`` (its location URI) at ``now_ms`` (epoch
-    milliseconds; required: the planner reads no clock). ``metadata`` is
-    the current metadata document (Iceberg; Delta reads its log).
-    ``store`` answers reads and listings (default: a :class:`LocalStore`
-    whose pointer is ``metadata``). Raises :class:`PlanRefused` when the
-    planner refuses; then nothing may be deleted."""
-    if now_ms is None:
-        raise ValueError("now_ms is required: the planner reads no clock")
-    store = store or LocalStore(pointer=lambda: metadata)
-    c = Component(wasm)
-    cfg = record(
-        table_location=table.rstrip("/"),
-        format=format,
-        metadata_location="" if format == "delta" else metadata,
-        now_ms=int(now_ms),
-        file_retention_ms=int(retention_ms if retention_ms is not None else (7 if format == "delta" else 3) * DAY_MS),
-        keep_deleted_entries=True,
-        allow_short_retention=False,
-        location_map=[record(**{"from": f, "to": t}) for f, t in location_map],
-        policy=policy,
-        context=context,
-        keep_versions=[int(v) for v in keep_versions],
-        log_cleanup=bool(log_cleanup),
-        pointer_authoritative=bool(pointer_authoritative),
-        memory_budget_bytes=int(memory_budget_bytes),
-        origin=origin,
-    )
-    session = c.call("[static]session.start", cfg)
-    decisions = {}
+class Sweep:
+    """One planner session, step by step, for hosts that split the work
+    (the page mode's coordinator, a Spark driver): :meth:`until_listing`
+    answers the planner's reads until its keep set is complete,
+    :meth:`export_keep_set` gives it to page classifiers elsewhere,
+    :meth:`feed` hands over listing pages (any order, any size),
+    :meth:`finish` re-reads the pointer as the planner asks and seals."""
 
-    def drain():
-        for d in c.call("[method]session.drain-decisions", session):
-            decisions[field(d, "relative_key")] = (d.verdict, d.detail)
+    def __init__(self, table, metadata=None, now_ms=None, *, store=None, format="iceberg", retention_ms=None,
+                 location_map=(), policy=None, context=None, keep_versions=(), log_cleanup=False,
+                 pointer_authoritative=False, memory_budget_bytes=1 << 30, origin=None, wasm=None):
+        if now_ms is None:
+            raise ValueError("now_ms is required: the planner reads no clock")
+        self.store = store or LocalStore(pointer=lambda: metadata)
+        self.c = Component(wasm)
+        cfg = record(
+            table_location=table.rstrip("/"),
+            format=format,
+            metadata_location="" if format == "delta" else metadata,
+            now_ms=int(now_ms),
+            file_retention_ms=int(
+                retention_ms if retention_ms is not None else (7 if format == "delta" else 3) * DAY_MS
+            ),
+            keep_deleted_entries=True,
+            allow_short_retention=False,
+            location_map=[record(**{"from": f, "to": t}) for f, t in location_map],
+            policy=policy,
+            context=context,
+            keep_versions=[int(v) for v in keep_versions],
+            log_cleanup=bool(log_cleanup),
+            pointer_authoritative=bool(pointer_authoritative),
+            memory_budget_bytes=int(memory_budget_bytes),
+            origin=origin,
+        )
+        self.session = self.c.call("[static]session.start", cfg)
+        self.decisions = {}
+        self.listings = []
 
-    while True:
-        reads, lists, pointer_asked = [], [], False
+    def _call(self, name, *args):
+        return self.c.call(f"[method]session.{name}", self.session, *args)
+
+    def _drain(self):
+        for d in self._call("drain-decisions"):
+            self.decisions[field(d, "relative_key")] = (d.verdict, d.detail)
+
+    def _answer(self):
+        """Answers every read and pointer request asked for; returns False
+        when nothing was asked. Listings asked for are queued."""
+        reads = []
+        pointer = False
         while True:
-            r = c.call("[method]session.poll-request", session)
+            r = self._call("poll-request")
             if r is None:
                 break
             if r.tag == "read-blob":
                 reads.append(r.payload)
             elif r.tag == "list":
-                lists.append(r.payload)
+                self.listings.append(r.payload)
             else:
-                pointer_asked = True
-        if not reads and not lists and not pointer_asked:
-            break
+                pointer = True
         for uri in reads:
-            b = store.read(uri)
+            b = self.store.read(uri)
             if b is None:
-                c.call("[method]session.handle-missing", session, uri)
+                self._call("handle-missing", uri)
             else:
-                c.call("[method]session.handle-blob", session, uri, bytes(b))
-            drain()
-        for prefix in lists:
+                self._call("handle-blob", uri, bytes(b))
+            self._drain()
+        if pointer:
+            self._call("handle-pointer", self.store.pointer())
+            self._drain()
+        return bool(reads) or pointer
+
+    def until_listing(self):
+        """Answers reads until the planner waits for a listing; returns the
+        prefixes it asks to have listed now (each once; empty when it asks
+        for none)."""
+        while self._answer():
+            pass
+        asked, self.listings = self.listings, []
+        return asked
+
+    def keep_set_complete(self):
+        """Whether every reference is known (the next listing is the
+        table's own, which may be listed anywhere)."""
+        return bool(self._call("keep-set-complete"))
+
+    def export_keep_set(self):
+        """The keep set's bytes, for :class:`PageClassifier` elsewhere."""
+        return bytes(self._call("export-keep-set"))
+
+    def feed(self, objects, last):
+        """One listing page: ``[(uri, size, mtime_ms, etag), ...]``."""
+        self._call("handle-page", [_listed(o) for o in objects], bool(last))
+        self._drain()
+
+    def finish(self):
+        """Answers what is left (the pointer re-read, reads a re-check asks
+        for) and seals the plan."""
+        if self.until_listing():
+            raise ValueError("the planner still asks for a listing: serve until_listing() first")
+        sealed = self._call("finish")
+        doc = sealed.document
+        v = json.loads(doc)
+        return Plan(
+            document=doc,
+            digest=sealed.digest,
+            delete=[(d["key"], d["size"]) for d in v["delete"]],
+            summary=v["summary"],
+            warnings=v["warnings"],
+            decisions=self.decisions,
+        )
+
+
+class PageClassifier:
+    """A keep set loaded where pages are listed (an executor, a function):
+    the session's verdicts for any page of the table, without a session."""
+
+    def __init__(self, keep_set, *, wasm=None):
+        self.c = Component(wasm)
+        self.handle = self.c.call("[static]page-classifier.load", bytes(keep_set))
+
+    def check_pointer(self, live):
+        """Raises :class:`PlanRefused` unless the keep set was built on the
+        document the pointer names now."""
+        self.c.call("[method]page-classifier.check-pointer", self.handle, live)
+
+    def classify(self, objects, read):
+        """Decisions for one page (``[(uri, size, mtime_ms, etag), ...]``):
+        ``[(relative key, verdict, detail), ...]``; owner checks are settled
+        with ``read(uri)`` (another table's metadata raises)."""
+        listed = [_listed(o) for o in objects]
+        ds = self.c.call("[method]page-classifier.classify", self.handle, listed)
+        out = []
+        for o, d in zip(listed, ds):
+            if d.verdict == "owner-check":
+                b = read(o.key)
+                d = self.c.call(
+                    "[method]page-classifier.settle-metadata-file", self.handle, o, None if b is None else bytes(b)
+                )
+            out.append((field(d, "relative_key"), d.verdict, d.detail))
+        return out
+
+
+def plan(table, metadata=None, now_ms=None, **options):
+    """Plans a sweep of ``table`` (its location URI) at ``now_ms`` (epoch
+    milliseconds; required: the planner reads no clock). ``metadata`` is
+    the current metadata document (Iceberg; Delta reads its log).
+    ``store`` answers reads and listings (default: a :class:`LocalStore`
+    whose pointer is ``metadata``); the other options are the session's
+    (``format``, ``retention_ms``, ``location_map``, ``policy``,
+    ``context``, ``keep_versions``, ``log_cleanup``, ...). Raises
+    :class:`PlanRefused` when the planner refuses; then nothing may be
+    deleted."""
+    s = Sweep(table, metadata, now_ms, **options)
+    while True:
+        prefixes = s.until_listing()
+        if not prefixes:
+            return s.finish()
+        for prefix in prefixes:
             held = None
-            for page in store.list(prefix):
+            for page in s.store.list(prefix):
                 if held is not None:
-                    c.call("[method]session.handle-page", session, [_listed(o) for o in held], False)
-                    drain()
+                    s.feed(held, False)
                 held = page
-            c.call("[method]session.handle-page", session, [_listed(o) for o in (held or [])], True)
-            drain()
-        if pointer_asked:
-            c.call("[method]session.handle-pointer", session, store.pointer())
-            drain()
-    sealed = c.call("[method]session.finish", session)
-    doc = sealed.document
-    v = json.loads(doc)
-    return Plan(
-        document=doc,
-        digest=sealed.digest,
-        delete=[(d["key"], d["size"]) for d in v["delete"]],
-        summary=v["summary"],
-        warnings=v["warnings"],
-        decisions=decisions,
-    )
+            s.feed(held or [], True)
+
+
+def delta_head(table, store, *, wasm=None):
+    """The newest version of a Delta table as the planner names it (the
+    URI of its newest commit, or a newer checkpoint of a checkpoint-only
+    log), from the listing of ``_delta_log/``; ``None`` for an empty log.
+    This is a Delta table's pointer."""
+    c = Component(wasm)
+    base = table.rstrip("/")
+    listed = [_listed(o) for page in store.list(f"{base}/_delta_log/") for o in page]
+    head = c.call("delta-head", base, listed)
+    return None if head is None else head.uri
 
 
 def plan_expiry(metadata_location, metadata_bytes, now_ms, *, policy=None, context=None, expire_ids=(), wasm=None):

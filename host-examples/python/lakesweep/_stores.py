@@ -74,6 +74,26 @@ class LocalStore:
     def pointer(self):
         return self._pointer()
 
+    def children(self, prefix):
+        """One level under ``prefix``: (folder URIs each ending in ``/``,
+        the objects beside them), for splitting a listing."""
+        base = prefix.rstrip("/")
+        root = self.path_of(base)
+        folders, objects = [], []
+        try:
+            entries = list(os.scandir(root))
+        except FileNotFoundError:
+            return [], []
+        for e in entries:
+            st = e.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                folders.append(f"{base}/{e.name}/")
+            elif stat.S_ISREG(st.st_mode):
+                objects.append((f"{base}/{e.name}", st.st_size, st.st_mtime_ns // 1_000_000, None))
+            else:
+                raise ValueError(f"{base}/{e.name} is a symbolic link or special file (nothing planned)")
+        return sorted(folders), objects
+
 
 class ArrowStore:
     """Any ``pyarrow.fs`` file system (S3, GCS, HDFS, ...) under one URI
@@ -118,3 +138,16 @@ class ArrowStore:
 
     def pointer(self):
         return self._pointer()
+
+    def children(self, prefix):
+        """One level under ``prefix``: (folder URIs, the objects beside them)."""
+        import pyarrow.fs as pafs
+
+        scheme, path = self._split(prefix.rstrip("/"))
+        folders, objects = [], []
+        for info in self.fs.get_file_info(pafs.FileSelector(path, recursive=False, allow_not_found=True)):
+            if info.type == pafs.FileType.Directory:
+                folders.append(f"{scheme}://{info.path}/")
+            elif info.type == pafs.FileType.File:
+                objects.append((f"{scheme}://{info.path}", info.size, info.mtime_ns // 1_000_000, None))
+        return sorted(folders), objects
