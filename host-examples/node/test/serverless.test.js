@@ -139,6 +139,11 @@ test('the coordinator and its page handlers seal the plan one session seals, and
   assert.deepEqual(side.delete, sealed.delete);
   assert.deepEqual(side.tokens, sealed.tokens);
   assert.deepEqual(side.summary, sealed.summary);
+  // Sealed with the sidecar's record of how it was made, the plan is the
+  // sidecar's to the digest (its report for people lies outside the seal).
+  const same = await plan(events({ origin: side.origin }), store());
+  delete side.report;
+  assert.deepEqual(JSON.parse(same.document), side);
 });
 
 test('a page handler refuses a stale keep set, another table, and a foreign table', async () => {

@@ -116,6 +116,11 @@ def test_the_sidecar_plans_the_staged_demo_table_the_same(tmp_path):
     for key in ("delete", "tokens", "summary", "warnings"):
         assert side[key] == mine[key], key
     assert p.to_arrow().num_rows == len(mine["delete"])
+    # Sealed with the sidecar's record of how it was made, the plan is the
+    # sidecar's to the digest (its report for people lies outside the seal).
+    same = lakesweep.plan(local, t["metadata_location"], t["now_ms"], location_map=[mapping], origin=side["origin"])
+    del side["report"]
+    assert json.loads(same.document) == side
 
 
 def test_a_table_on_s3_through_pyarrow_fs_plans_as_the_sidecar_does(tmp_path):
