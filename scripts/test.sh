@@ -31,6 +31,8 @@ cargo test --doc
 ( cd host-examples/sidecar && cargo test )
 # The Node host: the component transpiled by jco; its tests reproduce the
 # pinned plans and compare with the sidecar (built above) on moto.
+# The hosts' tests compare with the sidecar binary the tests above built.
+export LAKESWEEP_SIDECAR="$CARGO_TARGET_DIR/debug/lakesweep"
 ( cd host-examples/node && npm ci --silent --no-audit --no-fund && npm test )
 # The Python package: the component in wasmtime-py, installed as a user
 # would install it (the component packaged inside); its tests reproduce the

@@ -41,10 +41,15 @@ def _classify_partition(keep_set, digest, pointer, spec):
         c = _CLASSIFIER.get(digest)
         if c is None:
             c = _CLASSIFIER.setdefault(digest, PageClassifier(keep_set.value))
-        c.check_pointer(pointer)
-        for folder in folders:
-            for page in store.list(folder):
-                yield page, c.classify(page, store.read)
+        try:
+            c.check_pointer(pointer)
+            for folder in folders:
+                for page in store.list(folder):
+                    yield page, c.classify(page, store.read)
+        except BaseException:
+            # An instance that failed (or trapped) is not reused by later tasks.
+            _CLASSIFIER.pop(digest, None)
+            raise
 
     return run
 

@@ -82,6 +82,24 @@ def test_a_foreign_table_found_by_an_executor_stops_the_job(spark, tmp_path):
     with pytest.raises(Exception) as e:
         plan(spark, t["location"], t["metadata_location"], t["now_ms"], store_spec={"local": [[VROOT, str(root)]]})
     assert "foreign-table" in str(e.value)
+    # The executors' own classification refuses it (not only the driver's
+    # session): their partition function, run here on the data folder.
+    import hashlib
+
+    from lakesweep import PlanRefused, Sweep
+    from lakesweep_spark import _classify_partition
+
+    spec = {"local": [[VROOT, str(root)]]}
+    s = Sweep(t["location"], t["metadata_location"], t["now_ms"], store=__import__("lakesweep_spark").executor_store(spec))
+    assert s.until_listing()
+    keep = s.export_keep_set()
+
+    class Shipped:
+        value = keep
+
+    run = _classify_partition(Shipped, hashlib.sha256(keep).hexdigest(), t["metadata_location"], spec)
+    with pytest.raises(PlanRefused, match="foreign-table"):
+        list(run([f"{t['location']}/data/"]))
 
 
 def test_the_spark_submit_entry_point_writes_the_plan(tmp_path):

@@ -33,7 +33,8 @@ export class S3Store {
       const r = await this.client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
       return new Uint8Array(await r.Body.transformToByteArray());
     } catch (e) {
-      if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return null;
+      // Missing means no such key; a missing bucket is an error, never "missing".
+      if (e.name === 'NoSuchKey' || (e.$metadata?.httpStatusCode === 404 && e.name !== 'NoSuchBucket')) return null;
       throw new Error(`read ${uri}: ${e.name}: ${e.message}`);
     }
   }
@@ -54,14 +55,22 @@ export class S3Store {
     );
     const encoded = r.EncodingType === 'url';
     const name = (k) => (encoded ? decodeKey(k) : k);
-    const objects = (r.Contents || []).map((o) => ({
-      key: `${scheme}://${bucket}/${name(o.Key)}`,
-      version: {
-        size: BigInt(o.Size ?? 0),
-        lastModifiedMs: BigInt(o.LastModified.getTime()),
-        etag: o.ETag,
-      },
-    }));
+    if (r.IsTruncated && !r.NextContinuationToken) {
+      throw new Error(`list ${prefix}: the store says more keys follow but gives no continuation token (nothing planned)`);
+    }
+    const objects = (r.Contents || []).map((o) => {
+      if (o.Size === undefined || !o.LastModified) {
+        throw new Error(`list ${prefix}: ${o.Key} came without its size or time (nothing planned)`);
+      }
+      return {
+        key: `${scheme}://${bucket}/${name(o.Key)}`,
+        version: {
+          size: BigInt(o.Size),
+          lastModifiedMs: BigInt(o.LastModified.getTime()),
+          etag: o.ETag,
+        },
+      };
+    });
     const folders = (r.CommonPrefixes || []).map((p) => `${scheme}://${bucket}/${name(p.Prefix)}`);
     return { objects, folders, next: r.IsTruncated ? r.NextContinuationToken : null };
   }

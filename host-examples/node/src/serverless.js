@@ -144,6 +144,9 @@ export async function coordinate(options) {
             })
             .finally(() => {
               running--;
+              // Start what waits even while the consumer is busy with a
+              // page: a job may settle at any time, not only while awaited.
+              next();
               if (wake) wake();
             });
         }
@@ -155,11 +158,16 @@ export async function coordinate(options) {
           yield pages.shift();
           continue;
         }
+        next();
+        if (!running) {
+          if (error) throw error;
+          if (queue.length) throw new Error('listing work is queued but none runs');
+          continue;
+        }
         await new Promise((r) => {
           wake = r;
         });
         wake = null;
-        next();
       }
       if (error) throw error;
     },

@@ -37,7 +37,10 @@ function startMoto() {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let buf = '';
-    const timer = setTimeout(() => reject(new Error('moto did not say its port (pip install "moto[server]")')), 60_000);
+    const timer = setTimeout(() => {
+      child.kill();
+      reject(new Error('moto did not say its port (pip install "moto[server]")'));
+    }, 60_000);
     child.on('error', reject);
     child.stderr.on('data', (d) => {
       buf += d.toString();
@@ -123,7 +126,8 @@ test('the coordinator and its page handlers seal the plan one session seals, and
 
   // The sidecar (wasmtime) on the same bucket at the same time: the same
   // deletes, tokens and summary (its plan also seals how it was made).
-  const bin = path.join(repo, 'host-examples/sidecar/target/debug/lakesweep');
+  // The sidecar scripts/test.sh built (LAKESWEEP_SIDECAR), else the default target folder.
+  const bin = process.env.LAKESWEEP_SIDECAR || path.join(repo, 'target/debug/lakesweep');
   await fs.access(bin).catch(() => {
     throw new Error(`${bin} is missing: build the sidecar first (scripts/test.sh does)`);
   });
@@ -144,6 +148,35 @@ test('the coordinator and its page handlers seal the plan one session seals, and
   const same = await plan(events({ origin: side.origin }), store());
   delete side.report;
   assert.deepEqual(JSON.parse(same.document), side);
+});
+
+test('the coordinator finishes when page calls settle at once', async () => {
+  // Answers computed ahead, handed back without waiting on any I/O.
+  const s = store();
+  const answers = new Map();
+  const run = await coordinate({
+    ...events(),
+    pointer: async () => expect.events.metadata_location,
+    store: s,
+    keepSetUri: `s3://${BUCKET}/plans/keepsets/eager.bin`,
+    maxKeys: 2,
+    concurrency: 3,
+    invoke: async (e) => {
+      const k = `${e.prefix}#${e.continuationToken ?? ''}`;
+      if (!answers.has(k)) answers.set(k, await handler(e, {}, { store: s }));
+      return answers.get(k);
+    },
+  });
+  const again = await coordinate({
+    ...events(),
+    pointer: async () => expect.events.metadata_location,
+    store: s,
+    keepSetUri: `s3://${BUCKET}/plans/keepsets/eager.bin`,
+    maxKeys: 2,
+    concurrency: 3,
+    invoke: async (e) => answers.get(`${e.prefix}#${e.continuationToken ?? ''}`),
+  });
+  assert.equal(again.document, run.document);
 });
 
 test('a page handler refuses a stale keep set, another table, and a foreign table', async () => {
@@ -180,6 +213,12 @@ test('a page handler refuses a stale keep set, another table, and a foreign tabl
     path.join(repo, 'tests/fixtures/generated', t.metadata_location.slice(VROOT.length + 1)),
   );
   await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'events/data/00000-foreign.metadata.json', Body: foreign }));
+  // The page handler itself settles the owner check and refuses (not
+  // only the coordinator's session).
+  await assert.rejects(
+    handler({ ...event, prefix: `s3://${BUCKET}/events/data/`, continuationToken: undefined }, {}, { store: s }),
+    (e) => e.name === 'PlanRefused' && /foreign-table/.test(e.message),
+  );
   await assert.rejects(
     coordinate({
       ...events(),

@@ -101,11 +101,13 @@ class Component:
         out = func(self.store, *args)
         func.post_return(self.store)
         if isinstance(result_ty, wc.ResultType):
-            err_ty = result_ty.err
-            if isinstance(out, wc.Variant) and err_ty is not None and self._is_error(out):
+            # wasmtime-py gives a result as its payload, tagged ok/err only
+            # when the two cases could be confused. No planner function
+            # succeeds with a variant, so any variant is the error case.
+            if isinstance(out, wc.Variant) and out.tag in ("ok", "err"):
+                if out.tag == "err":
+                    raise PlanRefused(out.payload)
+                return out.payload
+            if isinstance(out, wc.Variant):
                 raise PlanRefused(out)
         return out
-
-    @staticmethod
-    def _is_error(v):
-        return v.tag in ("malformed", "unsupported", "protocol", "invalid-options", "unsafe")

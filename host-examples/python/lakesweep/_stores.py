@@ -96,8 +96,21 @@ class LocalStore:
 
 
 class ArrowStore:
-    """Any ``pyarrow.fs`` file system (S3, GCS, HDFS, ...) under one URI
-    prefix: ``scheme://bucket`` maps to the file system's ``bucket``."""
+    """A ``pyarrow.fs`` object store (S3, GCS) under one URI prefix:
+    ``scheme://bucket`` maps to the file system's ``bucket``. pyarrow's
+    listing trims a trailing ``/`` from keys, so a key with an empty
+    segment or ending in ``/`` cannot be told apart from another: a listing
+    that holds one refuses the plan (the AWS SDK based hosts list those
+    keys as they are)."""
+
+    @staticmethod
+    def _plain(path):
+        if "//" in path or path.endswith("/"):
+            raise ValueError(
+                f"{path}: pyarrow.fs cannot spell this key exactly (an empty segment or a trailing /): "
+                "plan this table with the lakesweep command (nothing planned)"
+            )
+        return path
 
     def __init__(self, filesystem, pointer=None):
         self.fs = filesystem
@@ -129,7 +142,7 @@ class ArrowStore:
         for info in self.fs.get_file_info(sel):
             if info.type != pafs.FileType.File:
                 continue
-            page.append((f"{scheme}://{info.path}", info.size, info.mtime_ns // 1_000_000, None))
+            page.append((f"{scheme}://{self._plain(info.path)}", info.size, info.mtime_ns // 1_000_000, None))
             if len(page) == PAGE:
                 yield page
                 page = []
@@ -147,7 +160,7 @@ class ArrowStore:
         folders, objects = [], []
         for info in self.fs.get_file_info(pafs.FileSelector(path, recursive=False, allow_not_found=True)):
             if info.type == pafs.FileType.Directory:
-                folders.append(f"{scheme}://{info.path}/")
+                folders.append(f"{scheme}://{self._plain(info.path)}/")
             elif info.type == pafs.FileType.File:
-                objects.append((f"{scheme}://{info.path}", info.size, info.mtime_ns // 1_000_000, None))
+                objects.append((f"{scheme}://{self._plain(info.path)}", info.size, info.mtime_ns // 1_000_000, None))
         return sorted(folders), objects

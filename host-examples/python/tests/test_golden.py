@@ -19,6 +19,8 @@ REPO = Path(__file__).resolve().parents[3]
 VROOT = "file:///lakesweep-fixtures"
 VDELTA = "file:///lakesweep-delta-fixtures"
 DAY = 86_400_000
+# The sidecar scripts/test.sh built (LAKESWEEP_SIDECAR), else the default target folder.
+SIDECAR = Path(os.environ.get("LAKESWEEP_SIDECAR") or REPO / "target/debug/lakesweep")
 
 
 def golden(name):
@@ -102,7 +104,7 @@ def test_the_sidecar_plans_the_staged_demo_table_the_same(tmp_path):
     local = f"file://{table}"
     mapping = (t["location"], local)
     p = lakesweep.plan(local, t["metadata_location"], t["now_ms"], location_map=[mapping])
-    binary = REPO / "host-examples/sidecar/target/debug/lakesweep"
+    binary = SIDECAR
     assert binary.exists(), f"{binary} is missing: build the sidecar first (scripts/test.sh does)"
     out = subprocess.run(
         [str(binary), "plan", str(table), "--metadata", t["metadata_location"], "--location-map",
@@ -133,18 +135,20 @@ def test_a_table_on_s3_through_pyarrow_fs_plans_as_the_sidecar_does(tmp_path):
     import boto3
     import pyarrow.fs as pafs
 
-    moto = subprocess.Popen(
-        ["python3", "-m", "moto.server", "-H", "127.0.0.1", "-p", "0"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
+    import time
+
+    log = tmp_path / "moto.log"
+    with open(log, "w") as sink:  # a file, not a pipe: moto logs every request
+        moto = subprocess.Popen(
+            ["python3", "-m", "moto.server", "-H", "127.0.0.1", "-p", "0"], stdout=subprocess.DEVNULL, stderr=sink
+        )
     try:
         port = None
-        for line in moto.stderr:
-            m = re.search(r"Running on http://127\.0\.0\.1:(\d+)", line)
-            if m:
-                port = m.group(1)
-                break
-        assert port, "moto did not say its port"
+        deadline = time.monotonic() + 60
+        while port is None and time.monotonic() < deadline:
+            m = re.search(r"Running on http://127\.0\.0\.1:(\d+)", log.read_text())
+            port = m.group(1) if m else time.sleep(0.1)
+        assert port, "moto did not say its port (pip install 'moto[server]')"
         endpoint = f"http://127.0.0.1:{port}"
         creds = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "region_name": "us-east-1"}
         s3 = boto3.client("s3", endpoint_url=endpoint, **creds)
@@ -155,8 +159,6 @@ def test_a_table_on_s3_through_pyarrow_fs_plans_as_the_sidecar_does(tmp_path):
                 s3.put_object(Bucket="lakesweep-py", Key=f"events/{f.relative_to(src).as_posix()}", Body=f.read_bytes())
         expect = json.loads((REPO / "tests/fixtures/generated/expect.json").read_text())
         t = expect["events"]
-        import time
-
         now = int(time.time() * 1000) + 30 * DAY
         table = "s3://lakesweep-py/events"
         fs = pafs.S3FileSystem(
@@ -165,7 +167,8 @@ def test_a_table_on_s3_through_pyarrow_fs_plans_as_the_sidecar_does(tmp_path):
         p = lakesweep.plan(
             table, t["metadata_location"], now, store=ArrowStore(fs, pointer=lambda: t["metadata_location"]), location_map=[(t["location"], table)]
         )
-        binary = REPO / "host-examples/sidecar/target/debug/lakesweep"
+        binary = SIDECAR
+        assert binary.exists(), f"{binary} is missing: build the sidecar first (scripts/test.sh does)"
         out = subprocess.run(
             [str(binary), "plan", table, "--metadata", t["metadata_location"], "--location-map",
              f"{t['location']}={table}", "--now", str(now), "--json"],
