@@ -60,7 +60,7 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, partitions
     reaches the table; ``pointer`` reads the metadata location now (default:
     ``metadata``). Returns ``(plan, executor_decisions)``: the sealed
     :class:`lakesweep.Plan` and every page's decisions as the executors
-    made them."""
+    made them (a driver keeping only counts can drop them)."""
     import hashlib
 
     if pointer is None and options.get("format") == "delta":
@@ -89,18 +89,20 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, partitions
         for prefix in prefixes:
             folders, beside = store.children(prefix)
             n = partitions or max(1, min(len(folders), sc.defaultParallelism * 4))
-            results = (
-                sc.parallelize(folders, n)
-                .mapPartitions(_classify_partition(shipped, digest, live, store_spec))
-                .collect()
-                if folders
-                else []
-            )
-            pages = ([beside] if beside else []) + [page for page, _ in results]
-            for _, ds in results:
-                decided.extend(ds)
-            for i, page in enumerate(pages or [[]]):
-                s.feed(page, i == max(len(pages), 1) - 1)
+            # Pages stream to the driver partition by partition (the whole
+            # listing is never held at once); the one before is held back
+            # until the next arrives, so the last is flagged.
+            held = beside
+            if folders:
+                rdd = sc.parallelize(folders, n).mapPartitions(
+                    _classify_partition(shipped, digest, live, store_spec)
+                )
+                for page, ds in rdd.toLocalIterator():
+                    decided.extend(ds)
+                    if held:
+                        s.feed(held, False)
+                    held = page
+            s.feed(held or [], True)
         shipped.unpersist()
 
 

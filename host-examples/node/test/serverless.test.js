@@ -82,6 +82,11 @@ before(async () => {
   expect = JSON.parse(await fs.readFile(path.join(repo, 'tests/fixtures/generated/expect.json'), 'utf8'));
   await upload(path.join(repo, 'tests/fixtures/generated/warehouse/demo/events'), 'events');
   await upload(path.join(repo, 'tests/fixtures/generated/warehouse/demo/simple_v1'), 'simple');
+  // Orphans whose keys a listing must carry exactly: a space, a plus, an
+  // encoded percent, a non-ASCII name (S3 returns them url-encoded).
+  for (const name of ['a b.parquet', 'a+b.parquet', 'cat=100%25/x.parquet', 'zoë.parquet']) {
+    await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: `events/data/${name}`, Body: 'orphan' }));
+  }
   // Every object was written just now: judged a month later.
   nowMs = Date.now() + 30 * DAY;
 });
@@ -106,6 +111,10 @@ test('the coordinator and its page handlers seal the plan one session seals, and
   const whole = await plan(events(), store());
   const sealed = JSON.parse(whole.document);
   assert.ok(sealed.delete.length > 0, whole.document);
+  const keys = sealed.delete.map((d) => d.key);
+  for (const name of ['a b.parquet', 'a+b.parquet', 'cat=100%25/x.parquet', 'zoë.parquet']) {
+    assert.ok(keys.includes(`data/${name}`), `data/${name} planned as spelled: ${keys}`);
+  }
 
   for (const maxKeys of [3, 50]) {
     const s = store();
