@@ -14,6 +14,18 @@ import stat
 PAGE = 1000
 
 
+def _pages(objects):
+    """``objects`` in pages of :data:`PAGE` (none for an empty listing)."""
+    page = []
+    for o in objects:
+        page.append(o)
+        if len(page) == PAGE:
+            yield page
+            page = []
+    if page:
+        yield page
+
+
 class LocalStore:
     """A table on the local file system: ``file://`` plus the path, as is.
     ``roots`` serves a URI prefix from another folder (a staged or mounted
@@ -41,9 +53,11 @@ class LocalStore:
             return None
 
     def list(self, prefix):
+        return _pages(self._walk(prefix))
+
+    def _walk(self, prefix):
         base = prefix.rstrip("/")
         root = self.path_of(base)
-        page = []
         stack = [""]
         while stack:
             rel = stack.pop()
@@ -64,12 +78,7 @@ class LocalStore:
                         f"{base}/{r} is a symbolic link or special file: a table folder "
                         "holds only files and folders (nothing planned)"
                     )
-                page.append((f"{base}/{r}", st.st_size, st.st_mtime_ns // 1_000_000, None))
-                if len(page) == PAGE:
-                    yield page
-                    page = []
-        if page:
-            yield page
+                yield (f"{base}/{r}", st.st_size, st.st_mtime_ns // 1_000_000, None)
 
     def pointer(self):
         return self._pointer()
@@ -134,20 +143,24 @@ class ArrowStore:
             return f.read()
 
     def list(self, prefix):
+        return _pages(self._walk(prefix))
+
+    def _walk(self, prefix):
         import pyarrow.fs as pafs
 
         scheme, path = self._split(prefix.rstrip("/"))
         sel = pafs.FileSelector(path, recursive=True, allow_not_found=True)
-        page = []
+        seen = set()
         for info in self.fs.get_file_info(sel):
             if info.type != pafs.FileType.File:
                 continue
-            page.append((f"{scheme}://{self._plain(info.path)}", info.size, info.mtime_ns // 1_000_000, None))
-            if len(page) == PAGE:
-                yield page
-                page = []
-        if page:
-            yield page
+            key = self._plain(info.path)
+            if key in seen:
+                # A key and its `key/` twin, trimmed to one name by pyarrow:
+                # which object a plan names could not be told.
+                raise ValueError(f"{key}: listed twice by pyarrow.fs (a key and its trailing-/ twin?): nothing planned")
+            seen.add(key)
+            yield (f"{scheme}://{key}", info.size, info.mtime_ns // 1_000_000, None)
 
     def pointer(self):
         return self._pointer()

@@ -185,3 +185,22 @@ def test_a_table_on_s3_through_pyarrow_fs_plans_as_the_sidecar_does(tmp_path):
     finally:
         moto.kill()
         moto.wait()
+
+
+def test_pyarrow_keys_that_cannot_be_spelled_exactly_refuse():
+    """pyarrow trims a trailing `/`: a key and its `key/` twin come back as
+    one name twice, and a key with an empty segment cannot be addressed."""
+    import pyarrow.fs as pafs
+
+    class Listing:
+        def __init__(self, paths):
+            self.paths = paths
+
+        def get_file_info(self, _selector):
+            return [pafs.FileInfo(p, type=pafs.FileType.File, size=1, mtime_ns=0) for p in self.paths]
+
+    ok = list(ArrowStore(Listing(["b/t/a", "b/t/c"])).list("s3://b/t/"))
+    assert [k for page in ok for k, *_ in page] == ["s3://b/t/a", "s3://b/t/c"]
+    for paths in (["b/t/x", "b/t/x"], ["b/t//y"]):
+        with pytest.raises(ValueError):
+            list(ArrowStore(Listing(paths)).list("s3://b/t/"))
