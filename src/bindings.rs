@@ -455,6 +455,10 @@ impl wp::Guest for Component {
         version_in(pinned).matches(&version_in(seen))
     }
 
+    fn digest_manifest(uri: String, bytes: Vec<u8>) -> Result<Vec<u8>, wt::Error> {
+        core::digest_manifest(&uri, &bytes).map_err(err)
+    }
+
     fn overlapping_locations(locations: Vec<String>) -> Vec<(u32, u32)> {
         core::path::overlapping_locations(&locations)
             .into_iter()
@@ -903,6 +907,17 @@ impl wp::GuestSession for Session {
 
     fn handle_blob(&self, uri: String, bytes: Vec<u8>) -> Result<(), wt::Error> {
         self.0.borrow_mut().handle_blob(uri, bytes).map_err(err)
+    }
+
+    fn is_manifest_read(&self, uri: String) -> bool {
+        self.0.borrow().is_manifest_read(&uri)
+    }
+
+    fn handle_manifest_digest(&self, uri: String, digest: Vec<u8>) -> Result<(), wt::Error> {
+        self.0
+            .borrow_mut()
+            .handle_manifest_digest(uri, digest)
+            .map_err(err)
     }
 
     fn handle_missing(&self, uri: String) -> Result<(), wt::Error> {

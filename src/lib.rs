@@ -85,8 +85,8 @@ pub use ledger::{Ledger, ObjectState};
 pub use page::PageClassifier;
 pub use path::PathMapping;
 pub use plan::{
-    canonical_pointer, KeptObject, PlanReport, PlanTokens, PlannedDelete, Request, SealedPlan,
-    Session, SessionConfig, Summary, Tally, DEFAULT_MEMORY_BUDGET, PLAN_SCHEMA,
+    canonical_pointer, digest_manifest, KeptObject, PlanReport, PlanTokens, PlannedDelete, Request,
+    SealedPlan, Session, SessionConfig, Summary, Tally, DEFAULT_MEMORY_BUDGET, PLAN_SCHEMA,
 };
 pub use policy::Policy;
 pub use verdict::{Decision, ListedObject, Verdict};

@@ -26,6 +26,9 @@ use crate::verdict::{object_kind, Classifier, Decision, Judged, ListedObject, Ve
 
 mod delta;
 mod iceberg;
+mod manifest_digest;
+
+pub use manifest_digest::digest_manifest;
 
 pub use crate::duration::MIN_FILE_RETENTION_MS;
 /// How many times the pointer may move during one session before it gives up.
@@ -721,6 +724,57 @@ impl Session {
             let purpose = s.take_pending(&uri)?;
             s.check_budget(&uri, &purpose, &bytes)?;
             s.process_blob(&uri, purpose, Some(&bytes))?;
+            s.advance()
+        })
+    }
+
+    /// Whether the read of `uri` asked for now is of an Iceberg manifest:
+    /// such a read may be answered with [`Session::handle_manifest_digest`]
+    /// (the manifest digested elsewhere by [`digest_manifest`]) instead of
+    /// its bytes.
+    pub fn is_manifest_read(&self, uri: &str) -> bool {
+        matches!(self.pending.get(uri), Some(Purpose::Manifest { .. }))
+    }
+
+    /// Answers the `ReadBlob` request of a manifest with its digest, made by
+    /// [`digest_manifest`] from the bytes read at `uri`: checked and counted
+    /// exactly as [`Session::handle_blob`] checks and counts the bytes (the
+    /// length the manifest list names, the snapshot summaries), so the plan
+    /// is the same. Fails (protocol) for a read that is not a manifest's, a
+    /// digest of another URI or one that does not decode.
+    pub fn handle_manifest_digest(&mut self, uri: String, digest: Vec<u8>) -> Result<()> {
+        self.guard(|s| {
+            let purpose = s.take_pending(&uri)?;
+            let Purpose::Manifest {
+                expected_len,
+                added_by,
+            } = purpose
+            else {
+                return Err(Error::protocol(
+                    ProtocolReason::UnexpectedAnswer,
+                    format!("a manifest digest answers a manifest's read only; `{uri}` was asked for as something else"),
+                ));
+            };
+            s.check_budget(&uri, &purpose, &digest)?;
+            let d = manifest_digest::ManifestDigest::decode(&digest)?;
+            if d.uri != uri {
+                return Err(Error::protocol(
+                    ProtocolReason::UnexpectedAnswer,
+                    format!(
+                        "the digest answering `{uri}` was made from `{}`",
+                        d.uri
+                    ),
+                ));
+            }
+            s.summary.manifests_read += 1;
+            let read = iceberg::read_manifest_digest(
+                &uri,
+                &d,
+                expected_len,
+                added_by,
+                s.config.keep_deleted_entries,
+            )?;
+            s.keep_manifest(&uri, read)?;
             s.advance()
         })
     }

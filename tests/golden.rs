@@ -85,6 +85,109 @@ fn iceberg_fixture_plans_are_pinned() {
     }
 }
 
+/// A host that decodes manifests elsewhere (as parallel workers would):
+/// every manifest read is answered with its digest, never its bytes.
+struct Digesting(lakesweep::Session, usize);
+
+impl Planner for Digesting {
+    fn poll_request(&mut self) -> Option<lakesweep::Request> {
+        self.0.poll_request()
+    }
+    fn handle_blob(&mut self, uri: String, bytes: Vec<u8>) -> Result<(), lakesweep::Error> {
+        if !self.0.is_manifest_read(&uri) {
+            return self.0.handle_blob(uri, bytes);
+        }
+        self.1 += 1;
+        let digest = lakesweep::digest_manifest(&uri, &bytes)?;
+        assert!(
+            digest.len() < bytes.len(),
+            "a digest is smaller than its manifest"
+        );
+        self.0.handle_manifest_digest(uri, digest)
+    }
+    fn handle_missing(&mut self, uri: String) -> Result<(), lakesweep::Error> {
+        self.0.handle_missing(uri)
+    }
+    fn handle_page(
+        &mut self,
+        objects: Vec<lakesweep::ListedObject>,
+        is_last: bool,
+    ) -> Result<(), lakesweep::Error> {
+        self.0.handle_page(objects, is_last)
+    }
+    fn handle_pointer(&mut self, m: Option<String>) -> Result<(), lakesweep::Error> {
+        self.0.handle_pointer(m)
+    }
+    fn drain_decisions(&mut self) -> Vec<lakesweep::Decision> {
+        self.0.drain_decisions()
+    }
+}
+
+impl Finish for Digesting {
+    fn finish_json(&mut self) -> Result<String, lakesweep::Error> {
+        self.0.finish().map(|p| p.to_json())
+    }
+}
+
+#[test]
+fn plans_from_manifest_digests_are_the_pinned_plans() {
+    for t in &tables() {
+        let cfg = t.config();
+        let start = cfg.metadata_location.clone();
+        let mut p = Digesting(lakesweep::Session::start(cfg).unwrap(), 0);
+        let run = drive(&mut p, &start, &HostOptions::for_table(t)).unwrap();
+        assert!(p.1 > 0, "{}: no manifest was digested", t.name);
+        pin(&format!("iceberg-{}", t.name), &run.plan_json);
+    }
+}
+
+#[test]
+fn a_manifest_digest_answers_only_its_own_manifest_read() {
+    let t = tables().into_iter().find(|t| t.name == "events").unwrap();
+    let opts = HostOptions::for_table(&t);
+    let mut s = lakesweep::Session::start(t.config()).unwrap();
+    // Answer reads until manifests are asked for.
+    let manifest = loop {
+        let r = s.poll_request().expect("a manifest read");
+        let lakesweep::Request::ReadBlob { uri } = r else {
+            panic!("{r:?}")
+        };
+        if s.is_manifest_read(&uri) {
+            break uri;
+        }
+        s.handle_blob(uri.clone(), read(&uri, &opts).unwrap())
+            .unwrap();
+    };
+    let bytes = read(&manifest, &opts).unwrap();
+    // A digest made from another URI's read is refused, and the failed
+    // session plans nothing.
+    let other = lakesweep::digest_manifest("file:///elsewhere/m.avro", &bytes).unwrap();
+    let mut s2 = lakesweep::Session::start(t.config()).unwrap();
+    let mut first = None;
+    while let Some(lakesweep::Request::ReadBlob { uri }) = s2.poll_request() {
+        if s2.is_manifest_read(&uri) {
+            first = Some(uri);
+            break;
+        }
+        s2.handle_blob(uri.clone(), read(&uri, &opts).unwrap())
+            .unwrap();
+    }
+    let e = s2
+        .handle_manifest_digest(first.unwrap(), other)
+        .unwrap_err();
+    assert!(e.to_string().contains("was made from"), "{e}");
+    // A cut manifest's digest fails as its bytes would: its length is not
+    // the manifest list's.
+    let cut = lakesweep::digest_manifest(&manifest, &bytes[..bytes.len() - 1]);
+    match cut {
+        Err(e) => assert!(matches!(e, lakesweep::Error::Malformed { .. }), "{e}"),
+        Ok(d) => {
+            let e = s.handle_manifest_digest(manifest.clone(), d).unwrap_err();
+            assert!(e.to_string().contains("truncated or replaced"), "{e}");
+        }
+    }
+}
+
 #[test]
 fn delta_fixture_plans_are_pinned() {
     pin("delta-events-1d", &delta_case("events", 1, |_| {}));

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use super::manifest_digest::ManifestDigest;
 use super::*;
 use crate::spec::iceberg::SummaryTotals;
 
@@ -79,21 +80,83 @@ pub(super) fn read_manifest(
     added_by: Option<i64>,
     keep_deleted: bool,
 ) -> Result<ManifestRead> {
-    if let Some(want) = expected_len {
-        if want != bytes.len() as u64 {
-            return Err(Error::malformed(
-                MalformedReason::PartialWrite,
-                uri,
-                format!(
-                    "manifest is {} bytes but its manifest list says {want} (truncated or replaced)",
-                    bytes.len()
-                ),
-            ));
-        }
-    }
-    let mut files = Vec::new();
-    let mut counts = ManifestCounts::default();
+    let mut t = ManifestTally::new(
+        uri,
+        bytes.len() as u64,
+        expected_len,
+        added_by,
+        keep_deleted,
+    )?;
     ispec::for_each_manifest_entry_with_snapshot(uri, bytes, |status, content, snap, path| {
+        t.entry(status, content, snap, path)
+    })?;
+    Ok(t.read)
+}
+
+/// Reads a manifest from its digest (made where the manifest was read, see
+/// [`crate::digest_manifest`]): the same checks and counts as
+/// [`read_manifest`] on the manifest's own bytes, entry for entry.
+pub(super) fn read_manifest_digest(
+    uri: &str,
+    digest: &ManifestDigest,
+    expected_len: Option<u64>,
+    added_by: Option<i64>,
+    keep_deleted: bool,
+) -> Result<ManifestRead> {
+    let mut t = ManifestTally::new(uri, digest.source_len, expected_len, added_by, keep_deleted)?;
+    for e in &digest.entries {
+        t.entry(e.status, e.content, e.snapshot_id, &e.path);
+    }
+    Ok(t.read)
+}
+
+/// Counts a manifest's entries as they are read; one path for a manifest's
+/// bytes and for its digest, so both plan alike.
+struct ManifestTally {
+    read: ManifestRead,
+    added_by: Option<i64>,
+    keep_deleted: bool,
+}
+
+impl ManifestTally {
+    /// Fails (malformed: partial-write) when the manifest's `len` is not
+    /// what its manifest list says.
+    fn new(
+        uri: &str,
+        len: u64,
+        expected_len: Option<u64>,
+        added_by: Option<i64>,
+        keep_deleted: bool,
+    ) -> Result<ManifestTally> {
+        if let Some(want) = expected_len {
+            if want != len {
+                return Err(Error::malformed(
+                    MalformedReason::PartialWrite,
+                    uri,
+                    format!(
+                        "manifest is {len} bytes but its manifest list says {want} (truncated or replaced)"
+                    ),
+                ));
+            }
+        }
+        Ok(ManifestTally {
+            read: ManifestRead {
+                counts: ManifestCounts::default(),
+                files: Vec::new(),
+            },
+            added_by,
+            keep_deleted,
+        })
+    }
+
+    fn entry(
+        &mut self,
+        status: ManifestStatus,
+        content: ContentType,
+        snap: Option<i64>,
+        path: &str,
+    ) {
+        let counts = &mut self.read.counts;
         let data = content == ContentType::Data;
         if status.is_live() {
             if data {
@@ -102,7 +165,7 @@ pub(super) fn read_manifest(
                 counts.live_deletes += 1;
             }
         }
-        if let Some(by) = snap.or(added_by) {
+        if let Some(by) = snap.or(self.added_by) {
             let slot = match (status, data) {
                 (ManifestStatus::Added, true) => Some(0),
                 (ManifestStatus::Deleted, true) => Some(1),
@@ -114,11 +177,10 @@ pub(super) fn read_manifest(
                 counts.changes.entry(by).or_default()[i] += 1;
             }
         }
-        if status.is_live() || keep_deleted {
-            files.push((status, content, path.to_owned()));
+        if status.is_live() || self.keep_deleted {
+            self.read.files.push((status, content, path.to_owned()));
         }
-    })?;
-    Ok(ManifestRead { counts, files })
+    }
 }
 
 /// Checks that metadata `md` (read from `uri`) is the swept table: its
@@ -510,6 +572,12 @@ impl Session {
             added_by,
             self.config.keep_deleted_entries,
         )?;
+        self.keep_manifest(uri, read)
+    }
+
+    /// What a manifest holds (read from its bytes or its digest): its
+    /// counts recorded, its files kept.
+    pub(super) fn keep_manifest(&mut self, uri: &str, read: ManifestRead) -> Result<()> {
         let manifest_short = self.short(uri);
         self.ice()?.record_manifest(uri, read.counts);
         for (status, content, path) in read.files {

@@ -183,7 +183,9 @@ pub fn list(location: &str, opts: &HostOptions) -> Vec<ListedObject> {
     out
 }
 
-fn read(uri: &str, opts: &HostOptions) -> Option<Vec<u8>> {
+/// The bytes the fixture store serves for `uri` (with `opts`' changes), or
+/// `None` for a missing object.
+pub fn read(uri: &str, opts: &HostOptions) -> Option<Vec<u8>> {
     if opts.missing.iter().any(|m| m == uri) {
         return None;
     }
