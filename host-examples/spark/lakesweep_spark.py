@@ -3,16 +3,27 @@ large for one machine. Nothing here decides anything: the planner
 component (through the `lakesweep` Python package, on the driver and in
 every executor) does.
 
-The driver runs the planner session until its keep set is complete (the
-table's metadata and manifests), exports the keep set and broadcasts its
-bytes. The table's folders are listed by the executors, a slice each; each
+The driver runs the planner session until its keep set is complete: it
+reads the table's metadata and manifest lists, and the executors read the
+manifests, a slice each, and send back each manifest's digest (what the
+session needs of it: entries and paths, not the column statistics), which
+the session checks as it would the bytes. The driver exports the keep set
+and broadcasts its bytes. The table's folders are listed by the executors, a slice each; each
 executor loads the keep set once, checks it against the pointer the driver
 read, classifies its pages and settles owner checks (another table's
 metadata stops the job). The driver hands every page to its session, which
 re-reads the pointer and seals the plan: byte for byte the plan one
 machine makes.
 
-    spark-submit lakesweep_spark.py TABLE --metadata URI --now MS [--root URI=DIR] [--out plan.json]
+Applying a sealed plan (:func:`apply`): the driver reads the live facts
+and asks the planner before every batch; the executors HEAD and delete the
+batch's keys, each only while the planner says it is the pinned version,
+and send back a receipt per key, which the driver writes as it arrives;
+after the last batch the driver's damage check names any deleted key the
+live table needs.
+
+    spark-submit lakesweep_spark.py plan TABLE --metadata URI --now MS [--root URI=DIR] [--out plan.json]
+    spark-submit lakesweep_spark.py apply PLAN.json [--root URI=DIR] [--receipts FILE]
 """
 
 import argparse
@@ -54,6 +65,23 @@ def _classify_partition(keep_set, digest, pointer, spec):
     return run
 
 
+def _digest_partition(spec):
+    def run(uris):
+        store = executor_store(spec)
+        for uri in uris:
+            b = store.read(uri)
+            yield uri, None if b is None else lakesweep.digest_manifest(uri, b)
+
+    return run
+
+
+def _delete_partition(spec, table, dry_run):
+    def run(items):
+        yield from lakesweep.delete_keys(executor_store(spec), table, list(items), dry_run=dry_run)
+
+    return run
+
+
 def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, partitions=None, **options):
     """Plans ``table`` with the listing spread over Spark's executors.
     ``store_spec`` (see :func:`executor_store`) says how every process
@@ -68,8 +96,13 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, partitions
         pointer = lambda: lakesweep.delta_head(table, executor_store(store_spec))  # noqa: E731
     pointer = pointer or (lambda: metadata)
     store = executor_store(store_spec, pointer)
-    s = Sweep(table, metadata, now_ms, store=store, **options)
     sc = spark.sparkContext
+
+    def manifests(uris):
+        n = partitions or max(1, min(len(uris), sc.defaultParallelism * 4))
+        return sc.parallelize(uris, n).mapPartitions(_digest_partition(store_spec)).toLocalIterator()
+
+    s = Sweep(table, metadata, now_ms, store=store, manifests=manifests, **options)
     decided = []
     while True:
         prefixes = s.until_listing()
@@ -106,28 +139,88 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, partitions
         shipped.unpersist()
 
 
+def apply(spark, document, *, store_spec, pointer=None, batch=lakesweep._apply.BATCH, partitions=None,
+          dry_run=False, sink=None, **options):
+    """Applies the sealed plan ``document`` with the deletes spread over
+    Spark's executors. ``pointer`` reads the metadata location now (Iceberg;
+    a Delta table's is its log); the other options are
+    :class:`lakesweep.Deletion`'s. ``sink(receipt)`` gets every receipt as
+    the driver receives it. Returns :class:`lakesweep.Applied`."""
+    d = lakesweep.Deletion(document, executor_store(store_spec, pointer), **options)
+    sc = spark.sparkContext
+
+    def delete_batch(items):
+        if not items:
+            return iter(())
+        n = partitions or max(1, min(len(items), sc.defaultParallelism * 4))
+        return sc.parallelize(items, n).mapPartitions(_delete_partition(store_spec, d.table, dry_run)).toLocalIterator()
+
+    return d.run(delete_batch, batch=batch, sink=sink)
+
+
 def main(argv=None):
+    import json
+
     from pyspark.sql import SparkSession
 
     a = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    a.add_argument("table")
-    a.add_argument("--metadata", required=True, help="the current metadata document (Iceberg)")
-    a.add_argument("--now", type=int, required=True, help="epoch milliseconds")
-    a.add_argument("--root", action="append", default=[], help="URI=DIR: serve a URI prefix from a local folder")
-    a.add_argument("--location-map", action="append", default=[], help="FROM=TO")
-    a.add_argument("--out", help="write the sealed plan here")
+    sub = a.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("plan", help="plan a sweep, the listing spread over the executors")
+    p.add_argument("table")
+    p.add_argument("--metadata", required=True, help="the current metadata document (Iceberg)")
+    p.add_argument("--now", type=int, required=True, help="epoch milliseconds")
+    p.add_argument("--out", help="write the sealed plan here")
+    ap = sub.add_parser("apply", help="apply a sealed plan, the deletes spread over the executors")
+    ap.add_argument("plan", help="the sealed plan file")
+    ap.add_argument("--metadata", help="Iceberg: the table's current metadata location, as its catalog names it now")
+    ap.add_argument("--receipts", help="receipts file (JSON Lines); default PLAN.receipts.jsonl")
+    ap.add_argument("--dry-run", action="store_true", help="check everything, delete nothing")
+    ap.add_argument("--allow-future-now", action="store_true",
+                    help="accept a plan judged at a time ahead of this machine's clock (what-if runs, tests)")
+    for x in (p, ap):
+        x.add_argument("--root", action="append", default=[], help="URI=DIR: serve a URI prefix from a local folder")
+        x.add_argument("--location-map", action="append", default=[], help="FROM=TO")
     args = a.parse_args(argv)
-    spark = SparkSession.builder.appName("lakesweep-plan").getOrCreate()
+    if args.command == "apply":
+        with open(args.plan) as f:
+            document = f.read()
+        if json.loads(document).get("format") != "delta" and not args.metadata:
+            # The pointer is the catalog's answer now, never the plan's own.
+            a.error("apply of an Iceberg plan needs --metadata: the table's current metadata location, "
+                    "as its catalog names it now")
+    spark = SparkSession.builder.appName(f"lakesweep-{args.command}").getOrCreate()
     spec = {"local": [r.split("=", 1) for r in args.root]}
-    p, _ = plan(
-        spark, args.table, args.metadata, args.now, store_spec=spec,
-        location_map=[m.split("=", 1) for m in args.location_map],
-    )
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(p.document)
-    print(f"lakesweep: {len(p.delete)} objects to delete; plan {p.digest}")
-    spark.stop()
+    maps = [m.split("=", 1) for m in args.location_map]
+    try:
+        if args.command == "plan":
+            pl, _ = plan(spark, args.table, args.metadata, args.now, store_spec=spec, location_map=maps)
+            if args.out:
+                with open(args.out, "w") as f:
+                    f.write(pl.document)
+            print(f"lakesweep: {len(pl.delete)} objects to delete; plan {pl.digest}")
+            return 0
+        metadata = args.metadata
+        path = args.receipts or f"{args.plan}.receipts.jsonl"
+        with open(path, "a") as out:
+            def sink(r):
+                out.write(json.dumps(r) + "\n")
+                out.flush()
+
+            done = apply(spark, document, store_spec=spec, pointer=lambda: metadata, location_map=maps,
+                         dry_run=args.dry_run, sink=sink, allow_future_now=args.allow_future_now)
+        counts = {k: done.count(k) for k in ("deleted", "would-delete", "already-absent", "skipped-changed",
+                                             "skipped-protected", "skipped-stopped", "failed")}
+        print("lakesweep: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + f"; receipts in {path}")
+        if done.damage or done.damage_unchecked:
+            print(f"lakesweep: DAMAGE: {len(done.damage)} deleted keys the live table needs"
+                  + (f" (damage check failed: {done.damage_unchecked})" if done.damage_unchecked else ""))
+            return 3
+        if done.stopped:
+            print("lakesweep: the run stopped: " + "; ".join(done.stopped))
+            return 2
+        return 1 if counts["failed"] else 0
+    finally:
+        spark.stop()
 
 
 if __name__ == "__main__":

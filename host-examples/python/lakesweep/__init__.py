@@ -16,11 +16,13 @@ component's, and a refusal is raised as :class:`PlanRefused`.
 import json
 from dataclasses import dataclass, field as dc_field
 
+from ._apply import Applied, Deletion, apply, delete_keys
 from ._component import Component, PlanRefused, field, record
 from ._stores import ArrowStore, LocalStore
 
 __all__ = [
-    "plan", "plan_expiry", "check_policy", "delta_head", "Plan", "PlanRefused", "Sweep", "PageClassifier", "LocalStore", "ArrowStore",
+    "plan", "plan_expiry", "check_policy", "delta_head", "digest_manifest", "apply", "Plan", "PlanRefused", "Sweep",
+    "PageClassifier", "LocalStore", "ArrowStore", "Deletion", "Applied", "delete_keys",
 ]
 
 DAY_MS = 86_400_000
@@ -69,11 +71,17 @@ class Sweep:
     answers the planner's reads until its keep set is complete,
     :meth:`export_keep_set` gives it to page classifiers elsewhere,
     :meth:`feed` hands over listing pages (any order, any size),
-    :meth:`finish` re-reads the pointer as the planner asks and seals."""
+    :meth:`finish` re-reads the pointer as the planner asks and seals.
+
+    ``manifests``, if given, reads and decodes Iceberg manifests elsewhere
+    (e.g. on a cluster's executors): called with the URIs of the manifest
+    reads the planner asked for at once, it yields ``(uri, digest)`` for
+    each (``digest`` from :func:`digest_manifest`; ``None``: the manifest
+    does not exist); the session checks each as it would the bytes."""
 
     def __init__(self, table, metadata=None, now_ms=None, *, store=None, format="iceberg", retention_ms=None,
                  location_map=(), policy=None, context=None, keep_versions=(), log_cleanup=False,
-                 pointer_authoritative=False, memory_budget_bytes=1 << 30, origin=None, wasm=None):
+                 pointer_authoritative=False, memory_budget_bytes=1 << 30, origin=None, wasm=None, manifests=None):
         if now_ms is None:
             raise ValueError("now_ms is required: the planner reads no clock")
         self.store = store or LocalStore(pointer=lambda: metadata)
@@ -98,6 +106,7 @@ class Sweep:
             origin=origin,
         )
         self.session = self.c.call("[static]session.start", cfg)
+        self.manifests = manifests
         self.decisions = {}
         self.listings = []
 
@@ -123,6 +132,22 @@ class Sweep:
                 self.listings.append(r.payload)
             else:
                 pointer = True
+        asked_any = bool(reads) or pointer
+        if self.manifests is not None:
+            digested = [u for u in reads if self._call("is-manifest-read", u)]
+            if digested:
+                asked = set(digested)
+                reads = [u for u in reads if u not in asked]
+                left = set(digested)
+                for uri, digest in self.manifests(digested):
+                    left.discard(uri)
+                    if digest is None:
+                        self._call("handle-missing", uri)
+                    else:
+                        self._call("handle-manifest-digest", uri, bytes(digest))
+                    self._drain()
+                if left:
+                    raise ValueError(f"the manifest reader answered no digest for {sorted(left)[:3]}")
         for uri in reads:
             b = self.store.read(uri)
             if b is None:
@@ -133,7 +158,7 @@ class Sweep:
         if pointer:
             self._call("handle-pointer", self.store.pointer())
             self._drain()
-        return bool(reads) or pointer
+        return asked_any
 
     def until_listing(self):
         """Answers reads until the planner waits for a listing; returns the
@@ -152,6 +177,11 @@ class Sweep:
     def export_keep_set(self):
         """The keep set's bytes, for :class:`PageClassifier` elsewhere."""
         return bytes(self._call("export-keep-set"))
+
+    def referenced(self, keys):
+        """Which of ``keys`` (relative to the table) the complete keep set
+        references: ``[(key, why)]``."""
+        return [tuple(p) for p in self._call("referenced", list(keys))]
 
     def feed(self, objects, last):
         """One listing page: ``[(uri, size, mtime_ms, etag), ...]``."""
@@ -228,6 +258,16 @@ def plan(table, metadata=None, now_ms=None, **options):
                     s.feed(held, False)
                 held = page
             s.feed(held or [], True)
+
+
+def digest_manifest(uri, data, *, wasm=None):
+    """What a session needs of the Iceberg manifest ``data`` read at ``uri``
+    (the URI exactly as the session asked for it): a small sealed digest
+    for :class:`Sweep`'s ``manifests`` reader. Raises :class:`PlanRefused`
+    (malformed) for bytes that are not a readable manifest."""
+    from ._apply import _component
+
+    return bytes(_component(wasm).call("digest-manifest", uri, bytes(data)))
 
 
 def delta_head(table, store, *, wasm=None):

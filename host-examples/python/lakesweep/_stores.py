@@ -3,7 +3,9 @@
 A store answers ``read(uri)`` (bytes, or ``None`` when the object does not
 exist; any other failure raises and ends the run), ``list(prefix)`` (an
 iterator of pages, each a list of ``(uri, size, mtime_ms, etag)``) and
-``pointer()`` (the metadata location now, or ``None``). Keys are never
+``pointer()`` (the metadata location now, or ``None``); to apply a plan,
+``head(uri)`` (``(size, mtime_ms, etag)`` or ``None``) and ``delete(uri)``
+(whether the object was there). Keys are never
 decoded or normalised: a file named ``category=100%25`` is that name.
 """
 
@@ -82,6 +84,22 @@ class LocalStore:
 
     def pointer(self):
         return self._pointer()
+
+    def head(self, uri):
+        try:
+            st = os.stat(self.path_of(uri), follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{uri} is not a file")
+        return (st.st_size, st.st_mtime_ns // 1_000_000, None)
+
+    def delete(self, uri):
+        try:
+            os.remove(self.path_of(uri))
+            return True
+        except FileNotFoundError:
+            return False
 
     def children(self, prefix):
         """One level under ``prefix``: (folder URIs each ending in ``/``,
@@ -164,6 +182,26 @@ class ArrowStore:
 
     def pointer(self):
         return self._pointer()
+
+    def head(self, uri):
+        import pyarrow.fs as pafs
+
+        _, path = self._split(uri)
+        info = self.fs.get_file_info(self._plain(path))
+        if info.type == pafs.FileType.NotFound:
+            return None
+        if info.type != pafs.FileType.File:
+            raise ValueError(f"{uri} is not an object")
+        return (info.size, info.mtime_ns // 1_000_000, None)
+
+    def delete(self, uri):
+        import pyarrow.fs as pafs
+
+        _, path = self._split(uri)
+        if self.fs.get_file_info(self._plain(path)).type == pafs.FileType.NotFound:
+            return False
+        self.fs.delete_file(path)
+        return True
 
     def children(self, prefix):
         """One level under ``prefix``: (folder URIs, the objects beside them)."""

@@ -1,0 +1,149 @@
+"""Applying a sealed plan from Python, and sessions fed manifest digests
+instead of manifests: the planner decides, this package carries out."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import lakesweep
+from lakesweep import LocalStore, PlanRefused
+from test_golden import DAY, REPO, VROOT, golden, stage
+
+
+@pytest.fixture
+def events(tmp_path):
+    expect = json.loads((REPO / "tests/fixtures/generated/expect.json").read_text())
+    t = expect["events"]
+    root = stage(REPO / "tests/fixtures/generated", tmp_path / "gen", {t["location"][len(VROOT) + 1:]: t["mtimes"]})
+    return t, root
+
+
+def on_disk(root, t, key):
+    return root / t["location"][len(VROOT) + 1:] / key
+
+
+def test_a_session_fed_manifest_digests_plans_byte_for_byte_as_on_the_bytes(events):
+    t, root = events
+    store = LocalStore(roots=[(VROOT, str(root))], pointer=lambda: t["metadata_location"])
+    asked = []
+
+    def manifests(uris):
+        asked.extend(uris)
+        for u in uris:
+            b = store.read(u)
+            d = lakesweep.digest_manifest(u, b)
+            assert len(d) < len(b)
+            yield u, d
+
+    now = t["now_ms"] + 365 * DAY
+    p = lakesweep.plan(t["location"], t["metadata_location"], now, store=store, manifests=manifests,
+                       retention_ms=t["file_retention_ms"])
+    assert asked and all(u.endswith(".avro") for u in asked)
+    assert p.document == golden("iceberg-events-later")
+
+
+def test_a_digest_of_another_manifest_or_a_damaged_one_refuses(events):
+    t, root = events
+    store = LocalStore(roots=[(VROOT, str(root))], pointer=lambda: t["metadata_location"])
+
+    def swapped(uris):
+        # Each read answered with the digest of the next manifest's bytes.
+        for u, v in zip(uris, uris[1:] + uris[:1]):
+            yield u, lakesweep.digest_manifest(v, store.read(v))
+
+    def damaged(uris):
+        for u in uris:
+            d = bytearray(lakesweep.digest_manifest(u, store.read(u)))
+            d[len(d) // 2] ^= 1
+            yield u, bytes(d)
+
+    for reader, why in ((swapped, "was made from"), (damaged, "checksum")):
+        with pytest.raises(PlanRefused, match=why):
+            lakesweep.plan(t["location"], t["metadata_location"], t["now_ms"], store=store, manifests=reader,
+                           retention_ms=t["file_retention_ms"])
+    with pytest.raises(PlanRefused) as e:
+        lakesweep.digest_manifest("file:///x/m.avro", b"Obj\x01 not a manifest")
+    assert e.value.kind == "malformed"
+
+
+def plan_later(t, store):
+    return lakesweep.plan(t["location"], t["metadata_location"], t["now_ms"] + 365 * DAY, store=store,
+                          retention_ms=t["file_retention_ms"])
+
+
+def test_apply_deletes_the_plan_and_writes_a_receipt_per_key(events):
+    t, root = events
+    store = LocalStore(roots=[(VROOT, str(root))], pointer=lambda: t["metadata_location"])
+    p = plan_later(t, store)
+    assert p.delete
+    lines = []
+    done = lakesweep.apply(p.document, store, batch=2, sink=lines.append, allow_future_now=True)
+    assert [r["key"] for r in done.receipts] == sorted(k for k, _ in p.delete)
+    assert {r["result"] for r in done.receipts} == {"deleted"}
+    assert lines == done.receipts and not done.stopped and not done.damage and done.damage_unchecked is None
+    for k, _ in p.delete:
+        assert not on_disk(root, t, k).exists()
+    # Everything the plan kept is still there: the table plans the same
+    # (nothing left to delete) and its live files are all present.
+    again = plan_later(t, store)
+    assert again.delete == []
+    # A second run of the same plan finds them gone.
+    done = lakesweep.apply(p.document, store, allow_future_now=True)
+    assert {r["result"] for r in done.receipts} == {"already-absent"}
+
+
+def test_apply_refuses_a_moved_pointer_before_deleting_anything(events):
+    t, root = events
+    moved = t["metadata_location"].replace(".metadata.json", "-moved.metadata.json")
+    store = LocalStore(roots=[(VROOT, str(root))], pointer=lambda: t["metadata_location"])
+    p = plan_later(t, store)
+    later = LocalStore(roots=[(VROOT, str(root))], pointer=lambda: moved)
+    done = lakesweep.apply(p.document, later, allow_future_now=True)
+    assert done.stopped and {r["result"] for r in done.receipts} == {"skipped-stopped"}
+    assert all(on_disk(root, t, k).exists() for k, _ in p.delete)
+    # A plan judged in the future is refused against this machine's clock.
+    done = lakesweep.apply(p.document, store)
+    assert done.stopped and any("clock" in d or "future" in d for d in done.stopped), done.stopped
+    assert all(on_disk(root, t, k).exists() for k, _ in p.delete)
+
+
+def test_apply_keeps_an_object_rewritten_since_the_plan(events):
+    t, root = events
+    store = LocalStore(roots=[(VROOT, str(root))], pointer=lambda: t["metadata_location"])
+    p = plan_later(t, store)
+    key = p.delete[0][0]
+    f = on_disk(root, t, key)
+    st = f.stat()
+    f.write_bytes(f.read_bytes() + b"rewritten")
+    os.utime(f, ns=(st.st_mtime_ns, st.st_mtime_ns))
+    done = lakesweep.apply(p.document, store, allow_future_now=True)
+    results = {r["key"]: r["result"] for r in done.receipts}
+    assert results.pop(key) == "skipped-changed" and f.exists()
+    assert set(results.values()) == {"deleted"}
+
+
+def test_a_pointer_moving_during_the_run_stops_it_and_the_damage_check_runs(events):
+    t, root = events
+    store = LocalStore(roots=[(VROOT, str(root))], pointer=lambda: t["metadata_location"])
+    p = plan_later(t, store)
+    assert len(p.delete) >= 2
+    calls = []
+
+    def pointer():
+        # The catalog moves to an older document of the same table after
+        # the first batch was accepted.
+        calls.append(1)
+        return t["metadata_location"] if len(calls) == 1 else older
+
+    md = json.loads(store.read(t["metadata_location"]))
+    older = md["metadata-log"][-1]["metadata-file"]
+    moving = LocalStore(roots=[(VROOT, str(root))], pointer=pointer)
+    done = lakesweep.apply(p.document, moving, batch=1, allow_future_now=True)
+    results = [r["result"] for r in done.receipts]
+    assert results[0] == "deleted" and set(results[1:]) == {"skipped-stopped"}
+    assert done.stopped
+    # The damage check planned the live (older) document and found that it
+    # does not need the deleted key either.
+    assert done.damage == [] and done.damage_unchecked is None
