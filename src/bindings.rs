@@ -909,6 +909,17 @@ impl wp::GuestSession for Session {
         self.0.borrow_mut().handle_blob(uri, bytes).map_err(err)
     }
 
+    fn handle_page_json(&self, page: String, is_last: bool) -> Result<(), wt::Error> {
+        self.0
+            .borrow_mut()
+            .handle_page_json(page.into_bytes(), is_last)
+            .map_err(err)
+    }
+
+    fn drain_decisions_json(&self) -> String {
+        json_text(self.0.borrow_mut().drain_decisions_json())
+    }
+
     fn is_manifest_read(&self, uri: String) -> bool {
         self.0.borrow().is_manifest_read(&uri)
     }
@@ -990,6 +1001,10 @@ impl wp::GuestPageClassifier for PageClassifier {
         Ok(ds.into_iter().map(decision).collect())
     }
 
+    fn classify_json(&self, page: String) -> Result<String, wt::Error> {
+        self.0.classify_json(page.as_bytes()).map(json_text).map_err(err)
+    }
+
     fn settle_metadata_file(
         &self,
         object: wt::ListedObject,
@@ -1003,3 +1018,8 @@ impl wp::GuestPageClassifier for PageClassifier {
 }
 
 export!(Component);
+
+/// JSON the core wrote, as the text it is.
+fn json_text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).expect("serde_json writes UTF-8")
+}

@@ -176,6 +176,13 @@ impl PageClassifier {
             .collect()
     }
 
+    /// [`PageClassifier::classify`] with the page and the decisions in JSON
+    /// ([`ListedObject::page_from_json`], [`Decision::list_to_json`]).
+    pub fn classify_json(&self, page: &[u8]) -> Result<Vec<u8>> {
+        let objects = ListedObject::page_from_json(page)?;
+        Ok(Decision::list_to_json(&self.classify(objects)?))
+    }
+
     /// Settles an [`Verdict::OwnerCheck`] with the file's bytes (`None` when
     /// it no longer exists). A file of another table is an `Unsafe` error:
     /// the whole sweep must stop.

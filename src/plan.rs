@@ -789,6 +789,22 @@ impl Session {
         })
     }
 
+    /// [`Session::handle_page`] with the page in JSON
+    /// ([`ListedObject::page_from_json`]); a page that does not parse fails
+    /// the session (protocol: bad-input).
+    pub fn handle_page_json(&mut self, page: Vec<u8>, is_last: bool) -> Result<()> {
+        match ListedObject::page_from_json(&page) {
+            Ok(objects) => self.handle_page(objects, is_last),
+            Err(e) => self.guard(|_| Err(e)),
+        }
+    }
+
+    /// [`Session::drain_decisions`] as one JSON array
+    /// ([`Decision::list_to_json`]).
+    pub fn drain_decisions_json(&mut self) -> Vec<u8> {
+        Decision::list_to_json(&self.drain_decisions())
+    }
+
     /// Answers the `List` request with one page; `is_last` marks the final page.
     pub fn handle_page(&mut self, objects: Vec<ListedObject>, is_last: bool) -> Result<()> {
         self.guard(|s| {

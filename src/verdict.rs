@@ -27,6 +27,30 @@ pub struct ListedObject {
     pub version_id: Option<String>,
 }
 
+impl ListedObject {
+    /// A listing page from its JSON form: an array of objects with this
+    /// type's fields (`key`, `size`, `lastModifiedMs`, optional `etag` and
+    /// `versionId`). Hosts in languages where the component's records are
+    /// costly pass pages this way. Fails (protocol: bad-input) for text
+    /// that is not such an array.
+    pub fn page_from_json(page: &[u8]) -> Result<Vec<ListedObject>> {
+        serde_json::from_slice(page).map_err(|e| {
+            Error::protocol(
+                ProtocolReason::BadInput,
+                format!("a listing page in JSON must be an array of {{key, size, lastModifiedMs, etag?, versionId?}}: {e}"),
+            )
+        })
+    }
+}
+
+impl Decision {
+    /// Decisions as one JSON array (each with this type's fields, in
+    /// camelCase), for hosts that take them in bulk.
+    pub fn list_to_json(decisions: &[Decision]) -> Vec<u8> {
+        serde_json::to_vec(decisions).expect("decisions serialize")
+    }
+}
+
 /// The verdict on one listed object. Every verdict but [`Verdict::Candidate`] keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -479,6 +503,20 @@ pub fn object_kind(rel: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_json_page_reads_as_the_records_would() {
+        let page = br#"[{"key":"s3://b/t/data/a","size":3,"lastModifiedMs":7,"etag":"\"e\""},
+                       {"key":"s3://b/t/data/b","size":0,"lastModifiedMs":-1,"versionId":"v1"}]"#;
+        let objs = ListedObject::page_from_json(page).unwrap();
+        assert_eq!(objs[0].etag.as_deref(), Some("\"e\""));
+        assert_eq!(objs[1].version_id.as_deref(), Some("v1"));
+        assert_eq!(objs[1].etag, None);
+        for bad in [&b"{}"[..], b"[{\"key\":\"s3://b/t/x\"}]", b"[1]", b"", b"[{\"key\":1,\"size\":1,\"lastModifiedMs\":1}]"] {
+            let e = ListedObject::page_from_json(bad).unwrap_err();
+            assert!(matches!(e, Error::Protocol { .. }), "{e}");
+        }
+    }
     use crate::format::TableFormat;
 
     const LOC: &str = "s3://bucket/db/t";

@@ -85,8 +85,9 @@ fn iceberg_fixture_plans_are_pinned() {
     }
 }
 
-/// A host that decodes manifests elsewhere (as parallel workers would):
-/// every manifest read is answered with its digest, never its bytes.
+/// A host that decodes manifests elsewhere (as parallel workers would) and
+/// passes pages and decisions as JSON (as a Python host does): every
+/// manifest read is answered with its digest, never its bytes.
 struct Digesting(lakesweep::Session, usize);
 
 impl Planner for Digesting {
@@ -113,13 +114,14 @@ impl Planner for Digesting {
         objects: Vec<lakesweep::ListedObject>,
         is_last: bool,
     ) -> Result<(), lakesweep::Error> {
-        self.0.handle_page(objects, is_last)
+        let page = serde_json::to_vec(&objects).unwrap();
+        self.0.handle_page_json(page, is_last)
     }
     fn handle_pointer(&mut self, m: Option<String>) -> Result<(), lakesweep::Error> {
         self.0.handle_pointer(m)
     }
     fn drain_decisions(&mut self) -> Vec<lakesweep::Decision> {
-        self.0.drain_decisions()
+        serde_json::from_slice(&self.0.drain_decisions_json()).unwrap()
     }
 }
 
@@ -130,7 +132,7 @@ impl Finish for Digesting {
 }
 
 #[test]
-fn plans_from_manifest_digests_are_the_pinned_plans() {
+fn plans_from_manifest_digests_and_json_pages_are_the_pinned_plans() {
     for t in &tables() {
         let cfg = t.config();
         let start = cfg.metadata_location.clone();

@@ -30,6 +30,9 @@ def spark():
         .appName("lakesweep-test")
         .config("spark.ui.enabled", "false")
         .config("spark.driver.bindAddress", "127.0.0.1")
+        # Large results travel as blocks over the driver's advertised
+        # address: loopback, whatever the host name resolves to.
+        .config("spark.driver.host", "127.0.0.1")
         .getOrCreate()
     )
     yield s
@@ -113,7 +116,7 @@ def test_the_spark_submit_entry_point_writes_the_plan(tmp_path):
     root = stage(REPO / "tests/fixtures/generated", tmp_path / "gen", {t["location"][len(VROOT) + 1:]: t["mtimes"]})
     out = tmp_path / "plan.json"
     r = subprocess.run(
-        ["spark-submit", "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+        ["spark-submit", "--master", "local[2]", "--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1",
          str(Path(__file__).with_name("lakesweep_spark.py")), "plan", t["location"],
          "--metadata", t["metadata_location"], "--now", str(t["now_ms"]), "--root", f"{VROOT}={root}",
          "--out", str(out)],
@@ -165,7 +168,7 @@ def test_the_spark_submit_apply_entry_point(tmp_path):
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(golden("iceberg-events"))
     script = str(Path(__file__).with_name("lakesweep_spark.py"))
-    base = ["spark-submit", "--master", "local[2]", "--conf", "spark.ui.enabled=false", script, "apply",
+    base = ["spark-submit", "--master", "local[2]", "--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1", script, "apply",
             str(plan_file), "--root", f"{VROOT}={root}"]
     r = subprocess.run(base, capture_output=True, text=True)
     assert r.returncode == 2 and "needs --metadata" in r.stdout + r.stderr
@@ -180,3 +183,39 @@ def test_the_spark_submit_apply_entry_point(tmp_path):
     assert sorted(x["key"] for x in lines) == sorted(d["key"] for d in planned)
     assert {x["result"] for x in lines} == {"deleted"}
     assert "deleted; receipts in" in r.stdout
+
+
+def test_a_generated_table_plans_on_spark_to_the_sidecars_digest(spark, tmp_path):
+    """A table written by benches/iceberg_table.py (20,000 data files in 20
+    snapshots and 100 partitions, 500 old orphans; LAKESWEEP_SPARK_FILES
+    scales it): planned on Spark and by the sidecar at the same time, the
+    same plan to the digest once sealed with the sidecar's origin."""
+    import subprocess
+    import sys
+    import time
+
+    files = int(os.environ.get("LAKESWEEP_SPARK_FILES", "20000"))
+    out = tmp_path / "table"
+    gen = subprocess.run(
+        [sys.executable, str(REPO / "benches/iceberg_table.py"), str(out), "--files", str(files),
+         "--snapshots", "20", "--partitions", "100", "--orphans", str(max(1, files // 40))],
+        capture_output=True, text=True, check=True,
+    )
+    t = json.loads(gen.stdout)
+    sidecar = Path(os.environ.get("LAKESWEEP_SIDECAR") or REPO / "target/debug/lakesweep")
+    started = time.monotonic()
+    r = subprocess.run(
+        [str(sidecar), "plan", str(out), "--metadata", t["metadata_location"], "--now", str(t["now_ms"]), "--json"],
+        capture_output=True, text=True, env={**os.environ, "LAKESWEEP_WASM": str(REPO / "target/lakesweep.wasm")},
+    )
+    side_s = time.monotonic() - started
+    assert r.returncode == 0, r.stderr
+    side = json.loads(r.stdout)
+    started = time.monotonic()
+    p, decided = plan(spark, t["location"], t["metadata_location"], t["now_ms"], store_spec={"local": []},
+                      origin=side["origin"])
+    spark_s = time.monotonic() - started
+    del side["report"]
+    assert json.loads(p.document) == side
+    assert len(p.delete) == max(1, files // 40) and len(decided) == files + max(1, files // 40) + 42
+    print(f"\n{files} data files: sidecar (debug) {side_s:.1f} s, Spark local[2] {spark_s:.1f} s")

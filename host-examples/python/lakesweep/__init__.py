@@ -65,6 +65,14 @@ def _listed(o):
     )
 
 
+def _page_json(objects):
+    """A page as the planner's JSON page: records cost wasmtime-py far more
+    per object than one JSON text per page."""
+    return json.dumps(
+        [{"key": uri, "size": size, "lastModifiedMs": mtime_ms, "etag": etag} for uri, size, mtime_ms, etag in objects]
+    )
+
+
 class Sweep:
     """One planner session, step by step, for hosts that split the work
     (the page mode's coordinator, a Spark driver): :meth:`until_listing`
@@ -114,8 +122,8 @@ class Sweep:
         return self.c.call(f"[method]session.{name}", self.session, *args)
 
     def _drain(self):
-        for d in self._call("drain-decisions"):
-            self.decisions[field(d, "relative_key")] = (d.verdict, d.detail)
+        for d in json.loads(self._call("drain-decisions-json")):
+            self.decisions[d["relativeKey"]] = (d["verdict"], d["detail"])
 
     def _answer(self):
         """Answers every read and pointer request asked for; returns False
@@ -185,7 +193,7 @@ class Sweep:
 
     def feed(self, objects, last):
         """One listing page: ``[(uri, size, mtime_ms, etag), ...]``."""
-        self._call("handle-page", [_listed(o) for o in objects], bool(last))
+        self._call("handle-page-json", _page_json(objects), bool(last))
         self._drain()
 
     def finish(self):
@@ -223,16 +231,18 @@ class PageClassifier:
         """Decisions for one page (``[(uri, size, mtime_ms, etag), ...]``):
         ``[(relative key, verdict, detail), ...]``; owner checks are settled
         with ``read(uri)`` (another table's metadata raises)."""
-        listed = [_listed(o) for o in objects]
-        ds = self.c.call("[method]page-classifier.classify", self.handle, listed)
+        ds = json.loads(self.c.call("[method]page-classifier.classify-json", self.handle, _page_json(objects)))
         out = []
-        for o, d in zip(listed, ds):
-            if d.verdict == "owner-check":
-                b = read(o.key)
-                d = self.c.call(
-                    "[method]page-classifier.settle-metadata-file", self.handle, o, None if b is None else bytes(b)
+        for o, d in zip(objects, ds):
+            if d["verdict"] == "owner-check":
+                b = read(o[0])
+                s = self.c.call(
+                    "[method]page-classifier.settle-metadata-file", self.handle, _listed(o),
+                    None if b is None else bytes(b),
                 )
-            out.append((field(d, "relative_key"), d.verdict, d.detail))
+                out.append((field(s, "relative_key"), s.verdict, s.detail))
+            else:
+                out.append((d["relativeKey"], d["verdict"], d["detail"]))
         return out
 
 

@@ -64,6 +64,84 @@ def default_wasm():
     return here.parents[2] / "target" / "lakesweep.wasm"
 
 
+def _bulk_bytes():
+    """wasmtime-py 50 converts a ``list<u8>`` one byte at a time through
+    Python (about a microsecond a byte: a 30 MB manifest set costs half a
+    minute). This converts such lists in one copy each way, by writing and
+    reading the value array wasmtime's C API holds. It is installed only
+    when a round trip through the library's own per-byte code agrees (the
+    value layout is the one this expects); otherwise the library's
+    conversion stays."""
+    import ctypes
+
+    from wasmtime import _ffi as ffi
+    from wasmtime.component import _types as types
+
+    val_t = ffi.wasmtime_component_val_t
+    size, off = ctypes.sizeof(val_t), val_t.of.offset
+    u8, list_kind = ffi.WASMTIME_COMPONENT_U8.value, ffi.WASMTIME_COMPONENT_LIST.value
+    per_byte_to, per_byte_from = types.ListType.convert_to_c, types.ListType.convert_from_c
+
+    def to_c(self, store, val, ptr):
+        if not self._is_bytes():
+            return per_byte_to(self, store, val, ptr)
+        if not isinstance(val, bytes):
+            raise TypeError("expected bytes value")
+        n = len(val)
+        raw = ffi.wasmtime_component_vallist_t()
+        ffi.wasmtime_component_vallist_new_uninit(raw, n)
+        if n:
+            buf = bytearray(n * size)
+            buf[0::size] = bytes([u8]) * n
+            buf[off::size] = val
+            ctypes.memmove(raw.data, (ctypes.c_char * len(buf)).from_buffer(buf), len(buf))
+        ptr.contents.kind = ffi.WASMTIME_COMPONENT_LIST
+        ptr.contents.of.list = raw
+
+    def from_c(self, c):
+        if not self._is_bytes():
+            return per_byte_from(self, c)
+        assert c.kind == list_kind
+        try:
+            n = c.of.list.size
+            if n == 0:
+                return b""
+            raw = ctypes.string_at(c.of.list.data, n * size)
+            if raw[0::size] != bytes([u8]) * n:
+                raise TypeError("a list<u8> holding values other than u8")
+            return raw[off::size]
+        finally:
+            ffi.wasmtime_component_vallist_delete(ctypes.byref(c.of.list))
+
+    # The check: bytes written in bulk read back by the library's own
+    # per-byte code, and the library's per-byte writing read in bulk.
+    probe = bytes(range(256)) * 3
+
+    class Probe(types.ListType):
+        element = types.U8()
+
+        def __del__(self):
+            pass
+
+    lt = Probe.__new__(Probe)
+    try:
+        v = val_t()
+        to_c(lt, None, probe, ctypes.pointer(v))
+        ok = per_byte_from(lt, v) == probe
+        w = val_t()
+        per_byte_to(lt, None, probe, ctypes.pointer(w))
+        ok = ok and from_c(lt, w) == probe
+    except Exception as e:  # noqa: BLE001: any surprise keeps the library's code
+        ok = False
+        _bulk_bytes.why = repr(e)
+    if ok:
+        types.ListType.convert_to_c, types.ListType.convert_from_c = to_c, from_c
+    return ok
+
+
+#: Whether ``list<u8>`` values cross in one copy (see :func:`_bulk_bytes`).
+BULK_BYTES = _bulk_bytes()
+
 _COMPILED = {}
 
 
