@@ -455,7 +455,7 @@ impl wp::Guest for Component {
         version_in(pinned).matches(&version_in(seen))
     }
 
-    fn digest_manifest(uri: String, bytes: Vec<u8>) -> Result<Vec<u8>, wt::Error> {
+    fn digest_manifest(uri: String, bytes: Vec<u8>) -> Result<String, wt::Error> {
         core::digest_manifest(&uri, &bytes).map_err(err)
     }
 
@@ -924,7 +924,7 @@ impl wp::GuestSession for Session {
         self.0.borrow().is_manifest_read(&uri)
     }
 
-    fn handle_manifest_digest(&self, uri: String, digest: Vec<u8>) -> Result<(), wt::Error> {
+    fn handle_manifest_digest(&self, uri: String, digest: String) -> Result<(), wt::Error> {
         self.0
             .borrow_mut()
             .handle_manifest_digest(uri, digest)
@@ -970,6 +970,13 @@ impl wp::GuestSession for Session {
         self.0.borrow().finish().map(sealed_plan).map_err(err)
     }
 
+    fn export_keep_set_range(&self, offset: u64, length: u32) -> Result<Vec<u8>, wt::Error> {
+        self.0
+            .borrow()
+            .export_keep_set_range(offset, length)
+            .map_err(err)
+    }
+
     fn keep_set_complete(&self) -> bool {
         self.0.borrow().keep_set_complete()
     }
@@ -1002,7 +1009,10 @@ impl wp::GuestPageClassifier for PageClassifier {
     }
 
     fn classify_json(&self, page: String) -> Result<String, wt::Error> {
-        self.0.classify_json(page.as_bytes()).map(json_text).map_err(err)
+        self.0
+            .classify_json(page.as_bytes())
+            .map(json_text)
+            .map_err(err)
     }
 
     fn settle_metadata_file(

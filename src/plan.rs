@@ -742,7 +742,7 @@ impl Session {
     /// length the manifest list names, the snapshot summaries), so the plan
     /// is the same. Fails (protocol) for a read that is not a manifest's, a
     /// digest of another URI or one that does not decode.
-    pub fn handle_manifest_digest(&mut self, uri: String, digest: Vec<u8>) -> Result<()> {
+    pub fn handle_manifest_digest(&mut self, uri: String, digest: String) -> Result<()> {
         self.guard(|s| {
             let purpose = s.take_pending(&uri)?;
             let Purpose::Manifest {
@@ -755,7 +755,7 @@ impl Session {
                     format!("a manifest digest answers a manifest's read only; `{uri}` was asked for as something else"),
                 ));
             };
-            s.check_budget(&uri, &purpose, &digest)?;
+            s.check_budget(&uri, &purpose, digest.as_bytes())?;
             let d = manifest_digest::ManifestDigest::decode(&digest)?;
             if d.uri != uri {
                 return Err(Error::protocol(
@@ -891,6 +891,17 @@ impl Session {
             s.request_read(loc, Purpose::Metadata);
             Ok(())
         })
+    }
+
+    /// The bytes of [`Session::export_keep_set`] from `offset`, at most
+    /// `length` of them (none past the end), for hosts whose bindings
+    /// cannot take a large list back in one call. Fails as
+    /// `export_keep_set` does.
+    pub fn export_keep_set_range(&self, offset: u64, length: u32) -> Result<Vec<u8>> {
+        let all = self.export_keep_set()?;
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(all.len());
+        let end = start.saturating_add(length as usize).min(all.len());
+        Ok(all[start..end].to_vec())
     }
 
     /// Exports the finished keep set (plus the options verdicts depend on) for

@@ -512,7 +512,13 @@ mod tests {
         assert_eq!(objs[0].etag.as_deref(), Some("\"e\""));
         assert_eq!(objs[1].version_id.as_deref(), Some("v1"));
         assert_eq!(objs[1].etag, None);
-        for bad in [&b"{}"[..], b"[{\"key\":\"s3://b/t/x\"}]", b"[1]", b"", b"[{\"key\":1,\"size\":1,\"lastModifiedMs\":1}]"] {
+        for bad in [
+            &b"{}"[..],
+            b"[{\"key\":\"s3://b/t/x\"}]",
+            b"[1]",
+            b"",
+            b"[{\"key\":1,\"size\":1,\"lastModifiedMs\":1}]",
+        ] {
             let e = ListedObject::page_from_json(bad).unwrap_err();
             assert!(matches!(e, Error::Protocol { .. }), "{e}");
         }

@@ -316,3 +316,36 @@ fn plans_differ_from_their_v1_pins_in_key_spelling_only() {
     }
     assert_eq!(n, 9);
 }
+
+#[test]
+fn the_keep_set_exported_in_ranges_is_the_keep_set() {
+    let t = tables().into_iter().find(|t| t.name == "events").unwrap();
+    let opts = HostOptions::for_table(&t);
+    let mut s = lakesweep::Session::start(t.config()).unwrap();
+    assert!(
+        s.export_keep_set_range(0, 10).is_err(),
+        "not before it is complete"
+    );
+    while !s.keep_set_complete() {
+        match s.poll_request().expect("a request") {
+            lakesweep::Request::ReadBlob { uri } => {
+                let b = read(&uri, &opts).unwrap();
+                s.handle_blob(uri, b).unwrap()
+            }
+            r => panic!("{r:?}"),
+        }
+    }
+    let all = s.export_keep_set().unwrap();
+    for chunk in [1u32, 7, 1000, u32::MAX] {
+        let mut joined = Vec::new();
+        loop {
+            let part = s.export_keep_set_range(joined.len() as u64, chunk).unwrap();
+            if part.is_empty() {
+                break;
+            }
+            joined.extend(part);
+        }
+        assert_eq!(joined, all, "chunks of {chunk}");
+    }
+    assert!(s.export_keep_set_range(u64::MAX, 5).unwrap().is_empty());
+}

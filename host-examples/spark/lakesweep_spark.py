@@ -56,7 +56,10 @@ def _classify_partition(keep_set, digest, pointer, spec):
             c.check_pointer(pointer)
             for folder in folders:
                 for page in store.list(folder):
-                    yield page, c.classify(page, store.read)
+                    # Referenced objects (nearly all of a table) travel as
+                    # their listing only: the driver's session judges every
+                    # page again, and the plan is its.
+                    yield page, [d for d in c.classify(page, store.read) if d[1] != "referenced"]
         except BaseException:
             # An instance that failed (or trapped) is not reused by later tasks.
             _CLASSIFIER.pop(digest, None)
@@ -87,8 +90,9 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, partitions
     ``store_spec`` (see :func:`executor_store`) says how every process
     reaches the table; ``pointer`` reads the metadata location now (default:
     ``metadata``). Returns ``(plan, executor_decisions)``: the sealed
-    :class:`lakesweep.Plan` and every page's decisions as the executors
-    made them (a driver keeping only counts can drop them)."""
+    :class:`lakesweep.Plan` and the executors' decisions on every object
+    they did not find referenced (candidates and every kept-but-unreferenced
+    object, with why)."""
     import hashlib
 
     if pointer is None and options.get("format") == "delta":
@@ -121,7 +125,8 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, partitions
         live = pointer()
         for prefix in prefixes:
             folders, beside = store.children(prefix)
-            n = partitions or max(1, min(len(folders), sc.defaultParallelism * 4))
+            # Small tasks: each task's pages travel to the driver as one result.
+            n = partitions or max(1, min(len(folders), max(sc.defaultParallelism * 4, len(folders) // 16)))
             # Pages stream to the driver partition by partition (the whole
             # listing is never held at once); the one before is held back
             # until the next arrives, so the last is flagged.

@@ -217,5 +217,6 @@ def test_a_generated_table_plans_on_spark_to_the_sidecars_digest(spark, tmp_path
     spark_s = time.monotonic() - started
     del side["report"]
     assert json.loads(p.document) == side
-    assert len(p.delete) == max(1, files // 40) and len(decided) == files + max(1, files // 40) + 42
+    assert len(p.delete) == max(1, files // 40)
+    assert sorted(k for k, v, _ in decided if v == "candidate") == sorted(k for k, _ in p.delete)
     print(f"\n{files} data files: sidecar (debug) {side_s:.1f} s, Spark local[2] {spark_s:.1f} s")

@@ -11,20 +11,28 @@
 //! bytes ([`super::iceberg::read_manifest_digest`]), so a plan made from
 //! digests is byte for byte the plan made from the manifests.
 //!
-//! Wire form (all integers little-endian): `LSMD` `1` (format version);
-//! the manifest's URI (u32 length, UTF-8); the manifest's length in bytes
-//! (u64); the entry count (u64); per entry: status (u8, the spec's number),
-//! content (u8, the spec's number), a snapshot-id flag (u8 0/1) and the id
-//! (i64) when set, the path (u32 length, UTF-8); then the SHA-256 of all
-//! the bytes before it. A digest damaged on its way (a flipped byte would
-//! change a kept path) fails its checksum and is refused.
+//! Wire form: UTF-8 text, one item per line (text, because some hosts'
+//! bindings copy a string in one piece but a byte list value by value):
+//!
+//! ```text
+//! lakesweep-manifest-digest 1
+//! uri "s3://b/t/metadata/m0.avro"          the URI read (a JSON string)
+//! length 7021                              the manifest's bytes
+//! entries 2
+//! 1 0 7 "s3://b/t/data/a.parquet"          status, content (the spec's
+//! 2 1 - "s3://b/t/data/d.puffin"           numbers), snapshot id or -, path
+//! sha256 <hex of every byte before this line>
+//! ```
+//!
+//! A digest damaged on its way (a changed byte would change a kept path)
+//! fails its checksum and is refused.
 
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, ProtocolReason, Result};
 use crate::spec::iceberg::{for_each_manifest_entry_with_snapshot, ContentType, ManifestStatus};
 
-const MAGIC: &[u8; 5] = b"LSMD\x01";
+const HEADER: &str = "lakesweep-manifest-digest 1\n";
 
 /// One manifest entry as the session counts and keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,78 +58,93 @@ pub(crate) struct ManifestDigest {
 /// Digests the manifest `bytes` read from `uri` (the URI exactly as the
 /// session's read request named it). Fails (malformed) for bytes that are
 /// not a readable manifest, exactly as the session would on the bytes.
-pub fn digest_manifest(uri: &str, bytes: &[u8]) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(64 + bytes.len() / 8);
-    out.extend_from_slice(MAGIC);
-    put_str(&mut out, uri);
-    out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-    let count_at = out.len();
-    out.extend_from_slice(&0u64.to_le_bytes());
+pub fn digest_manifest(uri: &str, bytes: &[u8]) -> Result<String> {
+    let mut lines = String::with_capacity(64 + bytes.len() / 4);
     let mut n = 0u64;
     for_each_manifest_entry_with_snapshot(uri, bytes, |status, content, snap, path| {
         n += 1;
-        out.push(status_number(status));
-        out.push(content_number(content));
-        match snap {
-            Some(id) => {
-                out.push(1);
-                out.extend_from_slice(&id.to_le_bytes());
-            }
-            None => out.push(0),
-        }
-        put_str(&mut out, path);
+        let snap = snap.map_or_else(|| "-".to_owned(), |id| id.to_string());
+        lines.push_str(&format!(
+            "{} {} {snap} {}\n",
+            status_number(status),
+            content_number(content),
+            json_string(path)
+        ));
     })?;
-    out[count_at..count_at + 8].copy_from_slice(&n.to_le_bytes());
-    let sum = Sha256::digest(&out);
-    out.extend_from_slice(&sum);
+    let mut out = format!(
+        "{HEADER}uri {}\nlength {}\nentries {n}\n",
+        json_string(uri),
+        bytes.len()
+    );
+    out.push_str(&lines);
+    let sum = crate::digest::hex(&Sha256::digest(out.as_bytes()));
+    out.push_str(&format!("sha256 {sum}\n"));
     Ok(out)
 }
 
 impl ManifestDigest {
-    /// Reads a digest. Fails (protocol: bad-input) for bytes that are not a
+    /// Reads a digest. Fails (protocol: bad-input) for text that is not a
     /// whole digest of this version: a digest is made by the planner, so
     /// anything else is the host's mistake.
-    pub(crate) fn decode(bytes: &[u8]) -> Result<ManifestDigest> {
-        if bytes.len() < MAGIC.len() + 32 || !bytes.starts_with(MAGIC) {
-            return Err(bad("it does not start with `LSMD` version 1"));
+    pub(crate) fn decode(text: &str) -> Result<ManifestDigest> {
+        if !text.starts_with(HEADER) {
+            return Err(bad("it does not start with `lakesweep-manifest-digest 1`"));
         }
-        let (bytes, sum) = bytes.split_at(bytes.len() - 32);
-        if Sha256::digest(bytes).as_slice() != sum {
+        let body_end = text
+            .trim_end_matches('\n')
+            .rfind('\n')
+            .map(|i| i + 1)
+            .ok_or_else(|| bad("it has no checksum line"))?;
+        let (body, sum_line) = text.split_at(body_end);
+        let sum = sum_line
+            .strip_prefix("sha256 ")
+            .and_then(|s| s.strip_suffix('\n'))
+            .ok_or_else(|| bad("its last line is not `sha256 <hex>`"))?;
+        if crate::digest::hex(&Sha256::digest(body.as_bytes())) != sum {
             return Err(bad(
                 "its checksum does not match (damaged or cut on its way)",
             ));
         }
-        let mut r = Reader { bytes, at: 0 };
-        if r.take(MAGIC.len())? != MAGIC {
-            return Err(bad("it does not start with `LSMD` version 1"));
-        }
-        let uri = r.string()?;
-        let source_len = r.u64()?;
-        let count = r.u64()?;
-        // Every entry takes at least 7 bytes: a count beyond that is a lie.
-        if count > (bytes.len() as u64) / 7 {
-            return Err(bad("its entry count is larger than its bytes can hold"));
-        }
-        let mut entries = Vec::with_capacity(count as usize);
-        for _ in 0..count {
-            let status = match r.u8()? {
-                0 => ManifestStatus::Existing,
-                1 => ManifestStatus::Added,
-                2 => ManifestStatus::Deleted,
+        let mut lines = body[HEADER.len()..].lines();
+        let mut field = |name: &str| -> Result<String> {
+            lines
+                .next()
+                .and_then(|l| l.strip_prefix(name))
+                .and_then(|l| l.strip_prefix(' '))
+                .map(str::to_owned)
+                .ok_or_else(|| bad(&format!("no `{name}` line")))
+        };
+        let uri = parse_json_string(&field("uri")?)?;
+        let source_len = field("length")?
+            .parse::<u64>()
+            .map_err(|_| bad("its length is not a number"))?;
+        let count = field("entries")?
+            .parse::<u64>()
+            .map_err(|_| bad("its entry count is not a number"))?;
+        let mut entries = Vec::new();
+        for line in lines {
+            let mut parts = line.splitn(4, ' ');
+            let mut next = || parts.next().ok_or_else(|| bad(&format!("entry `{line}`")));
+            let status = match next()? {
+                "0" => ManifestStatus::Existing,
+                "1" => ManifestStatus::Added,
+                "2" => ManifestStatus::Deleted,
                 s => return Err(bad(&format!("entry status {s}"))),
             };
-            let content = match r.u8()? {
-                0 => ContentType::Data,
-                1 => ContentType::PositionDeletes,
-                2 => ContentType::EqualityDeletes,
+            let content = match next()? {
+                "0" => ContentType::Data,
+                "1" => ContentType::PositionDeletes,
+                "2" => ContentType::EqualityDeletes,
                 c => return Err(bad(&format!("entry content {c}"))),
             };
-            let snapshot_id = match r.u8()? {
-                0 => None,
-                1 => Some(r.u64()? as i64),
-                f => return Err(bad(&format!("snapshot-id flag {f}"))),
+            let snapshot_id = match next()? {
+                "-" => None,
+                id => Some(
+                    id.parse::<i64>()
+                        .map_err(|_| bad(&format!("snapshot id {id}")))?,
+                ),
             };
-            let path = r.string()?;
+            let path = parse_json_string(next()?)?;
             entries.push(DigestEntry {
                 status,
                 content,
@@ -129,8 +152,11 @@ impl ManifestDigest {
                 path,
             });
         }
-        if r.at != bytes.len() {
-            return Err(bad("bytes follow its last entry"));
+        if entries.len() as u64 != count {
+            return Err(bad(&format!(
+                "it says {count} entries and holds {}",
+                entries.len()
+            )));
         }
         Ok(ManifestDigest {
             uri,
@@ -138,6 +164,14 @@ impl ManifestDigest {
             entries,
         })
     }
+}
+
+fn json_string(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serializes")
+}
+
+fn parse_json_string(s: &str) -> Result<String> {
+    serde_json::from_str::<String>(s).map_err(|_| bad(&format!("`{s}` is not a JSON string")))
 }
 
 fn status_number(s: ManifestStatus) -> u8 {
@@ -156,11 +190,6 @@ fn content_number(c: ContentType) -> u8 {
     }
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-    out.extend_from_slice(s.as_bytes());
-}
-
 fn bad(why: &str) -> Error {
     Error::protocol(
         ProtocolReason::BadInput,
@@ -168,66 +197,20 @@ fn bad(why: &str) -> Error {
     )
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self
-            .at
-            .checked_add(n)
-            .filter(|&e| e <= self.bytes.len())
-            .ok_or_else(|| bad("it ends early (truncated)"))?;
-        let s = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(s)
-    }
-
-    fn u8(&mut self) -> Result<u8> {
-        Ok(self.take(1)?[0])
-    }
-
-    fn u64(&mut self) -> Result<u64> {
-        let b = self.take(8)?;
-        Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
-    }
-
-    fn string(&mut self) -> Result<String> {
-        let b = self.take(4)?;
-        let n = u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize;
-        let s = self.take(n)?;
-        String::from_utf8(s.to_vec()).map_err(|_| bad("a string that is not UTF-8"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn sample() -> Vec<u8> {
-        let mut out = MAGIC.to_vec();
-        put_str(&mut out, "s3://b/t/metadata/m.avro");
-        out.extend_from_slice(&1234u64.to_le_bytes());
-        out.extend_from_slice(&2u64.to_le_bytes());
-        out.extend_from_slice(&[1, 0, 1]);
-        out.extend_from_slice(&7i64.to_le_bytes());
-        put_str(&mut out, "s3://b/t/data/a.parquet");
-        out.extend_from_slice(&[2, 1, 0]);
-        put_str(&mut out, "s3://b/t/data/d.puffin");
-        sealed(out)
+    fn sealed(body: &str) -> String {
+        let sum = crate::digest::hex(&Sha256::digest(body.as_bytes()));
+        format!("{body}sha256 {sum}\n")
     }
 
-    fn sealed(mut body: Vec<u8>) -> Vec<u8> {
-        let sum = Sha256::digest(&body);
-        body.extend_from_slice(&sum);
-        body
-    }
+    const BODY: &str = "lakesweep-manifest-digest 1\nuri \"s3://b/t/metadata/m.avro\"\nlength 1234\nentries 2\n1 0 7 \"s3://b/t/data/a b\\n.parquet\"\n2 1 - \"s3://b/t/data/d.puffin\"\n";
 
     #[test]
     fn a_digest_reads_back_entry_for_entry() {
-        let d = ManifestDigest::decode(&sample()).unwrap();
+        let d = ManifestDigest::decode(&sealed(BODY)).unwrap();
         assert_eq!(d.uri, "s3://b/t/metadata/m.avro");
         assert_eq!(d.source_len, 1234);
         assert_eq!(
@@ -237,7 +220,7 @@ mod tests {
                     status: ManifestStatus::Added,
                     content: ContentType::Data,
                     snapshot_id: Some(7),
-                    path: "s3://b/t/data/a.parquet".into()
+                    path: "s3://b/t/data/a b\n.parquet".into()
                 },
                 DigestEntry {
                     status: ManifestStatus::Deleted,
@@ -250,41 +233,38 @@ mod tests {
     }
 
     #[test]
-    fn every_cut_and_every_flipped_byte_is_refused() {
-        let full = sample();
+    fn every_cut_and_every_changed_byte_is_refused() {
+        let full = sealed(BODY);
         for n in 0..full.len() {
             let e = ManifestDigest::decode(&full[..n]).unwrap_err();
             assert!(matches!(e, Error::Protocol { .. }), "cut at {n}: {e}");
         }
         for i in 0..full.len() {
-            let mut flipped = full.clone();
-            flipped[i] ^= 0x20;
+            let mut changed = full.clone().into_bytes();
+            changed[i] = if changed[i] == b'x' { b'y' } else { b'x' };
+            let changed = String::from_utf8(changed).unwrap();
             assert!(
-                ManifestDigest::decode(&flipped).is_err(),
-                "byte {i} flipped"
+                ManifestDigest::decode(&changed).is_err(),
+                "byte {i} changed"
             );
         }
-        let mut longer = full[..full.len() - 32].to_vec();
-        longer.push(0);
-        assert!(ManifestDigest::decode(&sealed(longer))
-            .unwrap_err()
-            .to_string()
-            .contains("follow its last entry"));
         // Well sealed but not well formed: each is named.
-        let body = full[..full.len() - 32].to_vec();
-        let at = MAGIC.len() + 4 + "s3://b/t/metadata/m.avro".len() + 16;
-        let mut status = body.clone();
-        status[at] = 9;
-        assert!(ManifestDigest::decode(&sealed(status))
-            .unwrap_err()
-            .to_string()
-            .contains("status 9"));
-        let mut count = body;
-        count[at - 8..at].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert!(ManifestDigest::decode(&sealed(count))
-            .unwrap_err()
-            .to_string()
-            .contains("entry count"));
+        for (body, why) in [
+            (BODY.replace("2 1 -", "9 1 -"), "status 9"),
+            (
+                BODY.replace("entries 2", "entries 3"),
+                "says 3 entries and holds 2",
+            ),
+            (BODY.replace("1 0 7", "1 0 x"), "snapshot id x"),
+            (
+                BODY.replace("\"s3://b/t/data/d.puffin\"", "s3://b/t/data/d.puffin"),
+                "not a JSON string",
+            ),
+            (BODY.replace("length 1234", "size 1234"), "no `length` line"),
+        ] {
+            let e = ManifestDigest::decode(&sealed(&body)).unwrap_err();
+            assert!(e.to_string().contains(why), "{why}: {e}");
+        }
     }
 
     #[test]

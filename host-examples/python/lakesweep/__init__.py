@@ -152,7 +152,7 @@ class Sweep:
                     if digest is None:
                         self._call("handle-missing", uri)
                     else:
-                        self._call("handle-manifest-digest", uri, bytes(digest))
+                        self._call("handle-manifest-digest", uri, digest)
                     self._drain()
                 if left:
                     raise ValueError(f"the manifest reader answered no digest for {sorted(left)[:3]}")
@@ -184,7 +184,14 @@ class Sweep:
 
     def export_keep_set(self):
         """The keep set's bytes, for :class:`PageClassifier` elsewhere."""
-        return bytes(self._call("export-keep-set"))
+        # In pieces: wasmtime-py refuses to take a list of more than a few
+        # MiB back from a component in one call (its host-call fuel).
+        parts = []
+        while True:
+            part = bytes(self._call("export-keep-set-range", sum(map(len, parts)), 1 << 20))
+            if not part:
+                return b"".join(parts)
+            parts.append(part)
 
     def referenced(self, keys):
         """Which of ``keys`` (relative to the table) the complete keep set
@@ -273,11 +280,11 @@ def plan(table, metadata=None, now_ms=None, **options):
 def digest_manifest(uri, data, *, wasm=None):
     """What a session needs of the Iceberg manifest ``data`` read at ``uri``
     (the URI exactly as the session asked for it): a small sealed digest
-    for :class:`Sweep`'s ``manifests`` reader. Raises :class:`PlanRefused`
+    for :class:`Sweep`'s ``manifests`` reader (text). Raises :class:`PlanRefused`
     (malformed) for bytes that are not a readable manifest."""
     from ._apply import _component
 
-    return bytes(_component(wasm).call("digest-manifest", uri, bytes(data)))
+    return _component(wasm).call("digest-manifest", uri, bytes(data))
 
 
 def delta_head(table, store, *, wasm=None):
