@@ -738,9 +738,10 @@ impl Session {
 
     /// Answers the `ReadBlob` request of a manifest with its digest, made by
     /// [`digest_manifest`] from the bytes read at `uri`: checked and counted
-    /// exactly as [`Session::handle_blob`] checks and counts the bytes (the
-    /// length the manifest list names, the snapshot summaries), so the plan
-    /// is the same. Fails (protocol) for a read that is not a manifest's, a
+    /// by the code that checks and counts the bytes in
+    /// [`Session::handle_blob`] (the length the manifest list names, the
+    /// snapshot summaries), so the plan is the same. The memory budget is
+    /// charged for the digest, which is what the session decodes. Fails (protocol) for a read that is not a manifest's, a
     /// digest of another URI or one that does not decode.
     pub fn handle_manifest_digest(&mut self, uri: String, digest: String) -> Result<()> {
         self.guard(|s| {

@@ -34,13 +34,37 @@ impl ListedObject {
     /// costly pass pages this way. Fails (protocol: bad-input) for text
     /// that is not such an array.
     pub fn page_from_json(page: &[u8]) -> Result<Vec<ListedObject>> {
-        serde_json::from_slice(page).map_err(|e| {
+        let objects: Vec<JsonObject> = serde_json::from_slice(page).map_err(|e| {
             Error::protocol(
                 ProtocolReason::BadInput,
                 format!("a listing page in JSON must be an array of {{key, size, lastModifiedMs, etag?, versionId?}}: {e}"),
             )
-        })
+        })?;
+        Ok(objects
+            .into_iter()
+            .map(|o| ListedObject {
+                key: o.key,
+                size: o.size,
+                last_modified_ms: o.last_modified_ms,
+                etag: o.etag,
+                version_id: o.version_id,
+            })
+            .collect())
     }
+}
+
+/// A listed object as a JSON page spells it: any other field (a misspelt
+/// `eTag` would otherwise drop the version a plan pins) is refused.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct JsonObject {
+    key: String,
+    size: u64,
+    last_modified_ms: i64,
+    #[serde(default)]
+    etag: Option<String>,
+    #[serde(default)]
+    version_id: Option<String>,
 }
 
 impl Decision {

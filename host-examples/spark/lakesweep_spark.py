@@ -23,7 +23,12 @@ after the last batch the driver's damage check names any deleted key the
 live table needs.
 
     spark-submit lakesweep_spark.py plan TABLE --metadata URI --now MS [--root URI=DIR] [--out plan.json]
-    spark-submit lakesweep_spark.py apply PLAN.json [--root URI=DIR] [--receipts FILE]
+    spark-submit lakesweep_spark.py apply PLAN.json --metadata URI [--root URI=DIR] [--receipts FILE] [--dry-run]
+
+``--metadata`` is the pointer for the whole run of the command: a commit
+landing during it is not seen. Call :func:`apply` with a ``pointer``
+function that asks the catalog to have the pointer read before every
+batch.
 """
 
 import argparse
@@ -68,6 +73,17 @@ def _classify_partition(keep_set, digest, pointer, spec):
     return run
 
 
+def _gathered(sc, rdd, n):
+    """The results of the ``n`` partitions of ``rdd``, group by group: each
+    group of twice as many partitions as the cluster runs at once is one
+    job, so the executors work in parallel (``toLocalIterator`` runs one
+    job per partition, one after another) while the driver holds one
+    group's results at a time."""
+    width = max(1, 2 * sc.defaultParallelism)
+    for start in range(0, n, width):
+        yield from sc.runJob(rdd, list, list(range(start, min(n, start + width))))
+
+
 def _digest_partition(spec):
     def run(uris):
         store = executor_store(spec)
@@ -104,7 +120,7 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, partitions
 
     def manifests(uris):
         n = partitions or max(1, min(len(uris), sc.defaultParallelism * 4))
-        return sc.parallelize(uris, n).mapPartitions(_digest_partition(store_spec)).toLocalIterator()
+        return _gathered(sc, sc.parallelize(uris, n).mapPartitions(_digest_partition(store_spec)), n)
 
     s = Sweep(table, metadata, now_ms, store=store, manifests=manifests, **options)
     decided = []
@@ -127,15 +143,15 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, partitions
             folders, beside = store.children(prefix)
             # Small tasks: each task's pages travel to the driver as one result.
             n = partitions or max(1, min(len(folders), max(sc.defaultParallelism * 4, len(folders) // 16)))
-            # Pages stream to the driver partition by partition (the whole
-            # listing is never held at once); the one before is held back
-            # until the next arrives, so the last is flagged.
+            # Pages reach the driver a group of partitions at a time (the
+            # whole listing is never held at once); the page before is held
+            # back until the next arrives, so the last is flagged.
             held = beside
             if folders:
                 rdd = sc.parallelize(folders, n).mapPartitions(
                     _classify_partition(shipped, digest, live, store_spec)
                 )
-                for page, ds in rdd.toLocalIterator():
+                for page, ds in _gathered(sc, rdd, n):
                     decided.extend(ds)
                     if held:
                         s.feed(held, False)
@@ -158,7 +174,8 @@ def apply(spark, document, *, store_spec, pointer=None, batch=lakesweep._apply.B
         if not items:
             return iter(())
         n = partitions or max(1, min(len(items), sc.defaultParallelism * 4))
-        return sc.parallelize(items, n).mapPartitions(_delete_partition(store_spec, d.table, dry_run)).toLocalIterator()
+        rdd = sc.parallelize(items, n).mapPartitions(_delete_partition(store_spec, d.table, dry_run))
+        return _gathered(sc, rdd, n)
 
     return d.run(delete_batch, batch=batch, sink=sink)
 
@@ -177,7 +194,8 @@ def main(argv=None):
     p.add_argument("--out", help="write the sealed plan here")
     ap = sub.add_parser("apply", help="apply a sealed plan, the deletes spread over the executors")
     ap.add_argument("plan", help="the sealed plan file")
-    ap.add_argument("--metadata", help="Iceberg: the table's current metadata location, as its catalog names it now")
+    ap.add_argument("--metadata", help="Iceberg: the table's current metadata location, as its catalog names it now "
+                    "(used for the whole run: a commit during it is not seen)")
     ap.add_argument("--receipts", help="receipts file (JSON Lines); default PLAN.receipts.jsonl")
     ap.add_argument("--dry-run", action="store_true", help="check everything, delete nothing")
     ap.add_argument("--allow-future-now", action="store_true",

@@ -89,6 +89,7 @@ class Sweep:
 
     def __init__(self, table, metadata=None, now_ms=None, *, store=None, format="iceberg", retention_ms=None,
                  location_map=(), policy=None, context=None, keep_versions=(), log_cleanup=False,
+                 allow_short_retention=False,
                  pointer_authoritative=False, memory_budget_bytes=1 << 30, origin=None, wasm=None, manifests=None):
         if now_ms is None:
             raise ValueError("now_ms is required: the planner reads no clock")
@@ -103,7 +104,7 @@ class Sweep:
                 retention_ms if retention_ms is not None else (7 if format == "delta" else 3) * DAY_MS
             ),
             keep_deleted_entries=True,
-            allow_short_retention=False,
+            allow_short_retention=bool(allow_short_retention),
             location_map=[record(**{"from": f, "to": t}) for f, t in location_map],
             policy=policy,
             context=context,
@@ -176,6 +177,19 @@ class Sweep:
             pass
         asked, self.listings = self.listings, []
         return asked
+
+    def until_keep_set(self):
+        """Serves reads and the listings the keep set needs (a Delta log)
+        until the keep set is complete; returns the prefixes of the table
+        listing it asks for then (not served)."""
+        while True:
+            prefixes = self.until_listing()
+            if not prefixes or self.keep_set_complete():
+                return prefixes
+            for prefix in prefixes:
+                pages = list(self.store.list(prefix)) or [[]]
+                for i, page in enumerate(pages):
+                    self.feed(page, i == len(pages) - 1)
 
     def keep_set_complete(self):
         """Whether every reference is known (the next listing is the

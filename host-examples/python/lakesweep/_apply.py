@@ -196,10 +196,28 @@ class Deletion:
                     emit(_receipt(self.table, key, planned, "skipped-protected", None, f"not deleted: {denied[key]}"))
                 else:
                     todo.append((key, planned))
-            for r in delete_batch(todo):
-                if r["result"] == "deleted":
-                    deleted.append(r["key"])
-                emit(r)
+            answered = set()
+            try:
+                for r in delete_batch(todo):
+                    answered.add(r["key"])
+                    # A key absent now may be one this run deleted (a
+                    # cluster retries a failed task, whose receipts are
+                    # lost): it is checked for damage like a deleted one.
+                    if r["result"] in ("deleted", "already-absent"):
+                        deleted.append(r["key"])
+                    emit(r)
+            except Exception as e:  # noqa: BLE001: deletes may have happened; the run stops and is checked
+                why = f"the deletes failed: {e}"
+                for key, planned in todo:
+                    if key not in answered:
+                        deleted.append(key)
+                        emit(_receipt(self.table, key, planned, "unknown", None,
+                                      f"no answer: may or may not be deleted ({why})"))
+                for key, planned in rest:
+                    emit(_receipt(self.table, key, planned, "skipped-stopped", None,
+                                  f"not deleted: the run stopped ({why})"))
+                out.stopped = [why]
+                break
         if deleted:
             self._damage_check(deleted, out)
             for r in out.damage:
@@ -222,17 +240,18 @@ class Deletion:
                 s = Sweep(self.table, metadata, field(tokens, "now_ms"), store=self.store,
                           format="delta" if self.delta else "iceberg",
                           retention_ms=field(tokens, "file_retention_ms"),
-                          location_map=self.location_map,
+                          location_map=self.location_map, allow_short_retention=True,
                           context=self.context(), wasm=self.wasm)
-                s.until_listing()
+                s.until_keep_set()
                 found.extend(s.referenced(deleted))
         except Exception as e:  # noqa: BLE001
             out.damage_unchecked = str(e)
             return
         planned = {k: p for k, p in self.items()}
         for key, why in found:
-            r = _receipt(self.table, key, planned[key], "damaged", None,
-                         f"deleted by this run, and the live table needs it: {why}")
+            p = planned[key]
+            r = _receipt(self.table, key, p, "damaged", (p["size"], p["lastModifiedMs"], p["etag"]),
+                         f"deleted by this run (or absent after it), and the live table needs it: {why}")
             r["restore"] = "no version to restore from on this store: restore the object from a backup or the writer's output"
             out.damage.append(r)
 

@@ -90,11 +90,17 @@ def _bulk_bytes():
         n = len(val)
         raw = ffi.wasmtime_component_vallist_t()
         ffi.wasmtime_component_vallist_new_uninit(raw, n)
-        if n:
-            buf = bytearray(n * size)
-            buf[0::size] = bytes([u8]) * n
-            buf[off::size] = val
-            ctypes.memmove(raw.data, (ctypes.c_char * len(buf)).from_buffer(buf), len(buf))
+        # In slices: the value array is size bytes a byte already; the
+        # buffer that fills it stays small.
+        step = 1 << 16
+        buf = bytearray(min(n, step) * size)
+        buf[0::size] = bytes([u8]) * min(n, step)
+        base = ctypes.addressof(raw.data.contents) if n else 0
+        for start in range(0, n, step):
+            part = val[start:start + step]
+            m = len(part)
+            buf[off:m * size:size] = part
+            ctypes.memmove(base + start * size, (ctypes.c_char * (m * size)).from_buffer(buf), m * size)
         ptr.contents.kind = ffi.WASMTIME_COMPONENT_LIST
         ptr.contents.of.list = raw
 

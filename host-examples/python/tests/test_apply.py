@@ -147,3 +147,40 @@ def test_a_pointer_moving_during_the_run_stops_it_and_the_damage_check_runs(even
     # The damage check planned the live (older) document and found that it
     # does not need the deleted key either.
     assert done.damage == [] and done.damage_unchecked is None
+
+
+def test_a_delta_commit_landing_during_the_run_stops_it_and_names_the_damage(tmp_path):
+    """A writer commits, between two batches, a file the first batch just
+    deleted (an `add` of an old path): the run stops at the next batch, and
+    the damage check (a session on the live log) names the key."""
+    from urllib.parse import quote
+
+    from test_golden import VDELTA
+
+    expect = json.loads((REPO / "tests/fixtures/delta/expect.json").read_text())
+    root = stage(REPO / "tests/fixtures/delta", tmp_path / "delta", {"events": expect["events"]["mtimes"]})
+    store = LocalStore(roots=[(VDELTA, str(root))])
+    now = expect["events"]["generated_at_ms"] + 40 * DAY
+    p = lakesweep.plan(f"{VDELTA}/events", None, now, store=store, format="delta")
+    data = [k for k, _ in p.delete if not k.startswith(("_delta_log/", "_change_data/"))]
+    assert len(p.delete) >= 2 and data, p.delete
+    first = sorted(k for k, _ in p.delete)[0]
+    log = root / "events/_delta_log"
+    head = max(int(f.name[:20]) for f in log.iterdir() if f.name.endswith(".json"))
+    landed = []
+
+    def sink(r):
+        # Just after the first delete: a writer adds that file back.
+        if not landed and r["result"] == "deleted":
+            landed.append(r["key"])
+            action = {"add": {"path": quote(r["key"], safe="/="), "partitionValues": {}, "size": 1,
+                              "modificationTime": now, "dataChange": True}}
+            (log / f"{head + 1:020d}.json").write_text(json.dumps(action) + "\n")
+
+    done = lakesweep.apply(p.document, store, batch=1, sink=sink, allow_future_now=True)
+    assert landed == [first]
+    results = [r["result"] for r in done.receipts]
+    assert results[0] == "deleted" and set(results[1:]) == {"skipped-stopped"}, results
+    assert done.damage_unchecked is None
+    assert [r["key"] for r in done.damage] == [first], done.damage
+    assert "the live table needs it" in done.damage[0]["detail"]
