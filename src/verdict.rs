@@ -542,6 +542,7 @@ mod tests {
             b"[1]",
             b"",
             b"[{\"key\":1,\"size\":1,\"lastModifiedMs\":1}]",
+            b"[{\"key\":\"s3://b/t/x\",\"size\":1,\"lastModifiedMs\":1,\"eTag\":\"e\"}]",
         ] {
             let e = ListedObject::page_from_json(bad).unwrap_err();
             assert!(matches!(e, Error::Protocol { .. }), "{e}");
