@@ -202,8 +202,11 @@ class Deletion:
                     answered.add(r["key"])
                     # A key absent now may be one this run deleted (a
                     # cluster retries a failed task, whose receipts are
-                    # lost): it is checked for damage like a deleted one.
-                    if r["result"] in ("deleted", "already-absent"):
+                    # lost), and a DELETE that failed after its HEAD may
+                    # have landed: both are checked for damage like a
+                    # deleted one.
+                    if r["result"] in ("deleted", "already-absent") or (
+                            r["result"] == "failed" and r["version"] is not None):
                         deleted.append(r["key"])
                     emit(r)
             except Exception as e:  # noqa: BLE001: deletes may have happened; the run stops and is checked

@@ -149,17 +149,27 @@ def test_a_pointer_moving_during_the_run_stops_it_and_the_damage_check_runs(even
     assert done.damage == [] and done.damage_unchecked is None
 
 
-def test_a_delta_commit_landing_during_the_run_stops_it_and_names_the_damage(tmp_path):
+class LostAnswerStore(LocalStore):
+    """Deletes, then loses the answer (a timeout after the store acted)."""
+
+    def delete(self, uri):
+        super().delete(uri)
+        raise TimeoutError("no answer from the store")
+
+
+@pytest.mark.parametrize("store_class", [LocalStore, LostAnswerStore])
+def test_a_delta_commit_landing_during_the_run_stops_it_and_names_the_damage(tmp_path, store_class):
     """A writer commits, between two batches, a file the first batch just
     deleted (an `add` of an old path): the run stops at the next batch, and
-    the damage check (a session on the live log) names the key."""
+    the damage check (a session on the live log) names the key, also when
+    the store lost its answer to the DELETE (a `failed` receipt)."""
     from urllib.parse import quote
 
     from test_golden import VDELTA
 
     expect = json.loads((REPO / "tests/fixtures/delta/expect.json").read_text())
     root = stage(REPO / "tests/fixtures/delta", tmp_path / "delta", {"events": expect["events"]["mtimes"]})
-    store = LocalStore(roots=[(VDELTA, str(root))])
+    store = store_class(roots=[(VDELTA, str(root))])
     now = expect["events"]["generated_at_ms"] + 40 * DAY
     p = lakesweep.plan(f"{VDELTA}/events", None, now, store=store, format="delta")
     data = [k for k, _ in p.delete if not k.startswith(("_delta_log/", "_change_data/"))]
@@ -171,7 +181,7 @@ def test_a_delta_commit_landing_during_the_run_stops_it_and_names_the_damage(tmp
 
     def sink(r):
         # Just after the first delete: a writer adds that file back.
-        if not landed and r["result"] == "deleted":
+        if not landed and r["result"] in ("deleted", "failed"):
             landed.append(r["key"])
             action = {"add": {"path": quote(r["key"], safe="/="), "partitionValues": {}, "size": 1,
                               "modificationTime": now, "dataChange": True}}
@@ -180,7 +190,8 @@ def test_a_delta_commit_landing_during_the_run_stops_it_and_names_the_damage(tmp
     done = lakesweep.apply(p.document, store, batch=1, sink=sink, allow_future_now=True)
     assert landed == [first]
     results = [r["result"] for r in done.receipts]
-    assert results[0] == "deleted" and set(results[1:]) == {"skipped-stopped"}, results
+    assert results[0] == ("deleted" if store_class is LocalStore else "failed")
+    assert set(results[1:]) == {"skipped-stopped"}, results
     assert done.damage_unchecked is None
     assert [r["key"] for r in done.damage] == [first], done.damage
     assert "the live table needs it" in done.damage[0]["detail"]
