@@ -125,16 +125,10 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, partitions
     s = Sweep(table, metadata, now_ms, store=store, manifests=manifests, **options)
     decided = []
     while True:
-        prefixes = s.until_listing()
+        # A listing the keep set needs first (a Delta log) is the driver's.
+        prefixes = s.until_keep_set()
         if not prefixes:
             return s.finish(), decided
-        if not s.keep_set_complete():
-            # A listing the keep set needs first (a Delta log): the driver's.
-            for prefix in prefixes:
-                pages = list(store.list(prefix)) or [[]]
-                for i, page in enumerate(pages):
-                    s.feed(page, i == len(pages) - 1)
-            continue
         keep_set = s.export_keep_set()
         digest = hashlib.sha256(keep_set).hexdigest()
         shipped = sc.broadcast(keep_set)
