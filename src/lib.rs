@@ -28,7 +28,7 @@
 //! ## Layers (each uses only those below it; `tests/layout.rs` checks)
 //!
 //! ```text
-//! bindings, host · ledger · acceptance · plan, expire, bundle · policy, page ·
+//! bindings, host · ledger · acceptance · plan, expire, bundle, pinot · policy, page ·
 //! verdict, context · reach, delta_log · spec · codec ·
 //! error, path, digest, duration, version, format
 //! ```
@@ -52,6 +52,7 @@ pub mod error;
 pub mod host;
 pub mod ledger;
 pub mod path;
+pub mod pinot;
 pub mod policy;
 pub mod spec;
 
@@ -84,6 +85,7 @@ pub use format::TableFormat;
 pub use ledger::{Ledger, ObjectState};
 pub use page::PageClassifier;
 pub use path::PathMapping;
+pub use pinot::{PinotConfig, PinotRequest, PinotSession};
 pub use plan::{
     canonical_pointer, digest_manifest, KeptObject, PlanReport, PlanTokens, PlannedDelete, Request,
     SealedPlan, Session, SessionConfig, Summary, Tally, DEFAULT_MEMORY_BUDGET, PLAN_SCHEMA,

@@ -6,7 +6,7 @@
 //!                               the reference host loop
 //! ledger                        two-phase deletion
 //! acceptance                    the one acceptance path
-//! plan (+ plan/delta), expire, bundle
+//! plan (+ plan/delta), expire, bundle, pinot (snapshot artifacts)
 //! policy, page
 //! verdict, context
 //! reach, delta_log
@@ -40,6 +40,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("plan", 6),
     ("expire", 6),
     ("bundle", 6),
+    ("pinot", 6),
     ("acceptance", 7),
     ("ledger", 8),
     ("bindings", 9),
