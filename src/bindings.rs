@@ -402,6 +402,7 @@ fn heads(h: Vec<wt::HeadAnswer>) -> BTreeMap<String, Option<cl::ObjectVersion>> 
 }
 
 struct Session(RefCell<core::Session>);
+struct PinotSession(RefCell<core::PinotSession>);
 struct PageClassifier(core::PageClassifier);
 struct Ledger(RefCell<core::Ledger>);
 
@@ -429,8 +430,20 @@ impl Ledger {
 
 impl wp::Guest for Component {
     type Session = Session;
+    type PinotSession = PinotSession;
     type PageClassifier = PageClassifier;
     type Ledger = Ledger;
+
+    fn accept_pinot_plan(plan: String, fresh: String) -> Result<wt::PinotApproval, wt::Error> {
+        let a = core::pinot::accept_pinot_plan(&plan, &fresh).map_err(err)?;
+        Ok(wt::PinotApproval {
+            granted: a.granted,
+            segment_retention: a.segment_retention,
+            segments: a.segments,
+            objects: a.objects.into_iter().map(artifact_out).collect(),
+            withheld: a.withheld,
+        })
+    }
 
     fn accept_plan(plan: String, live: wt::LiveFacts) -> Result<wt::Acceptance, wt::Error> {
         let plan = plan_in(&plan)?;
@@ -868,6 +881,92 @@ impl wp::GuestLedger for Ledger {
 
     fn to_document(&self) -> String {
         self.0.borrow().to_json()
+    }
+}
+
+fn artifact_out(a: core::pinot::plan::ArtifactDelete) -> wt::ListedObject {
+    wt::ListedObject {
+        key: a.key,
+        version: version_out(a.version),
+    }
+}
+
+impl wp::GuestPinotSession for PinotSession {
+    fn start(c: wt::PinotConfig) -> Result<wp::PinotSession, wt::Error> {
+        let s = core::PinotSession::start(core::PinotConfig {
+            roots: c.roots,
+            table_config: c.table_config,
+            now_ms: c.now_ms,
+            min_age_ms: c.min_age_ms,
+            segment_column: c.segment_column,
+            origin: c.origin,
+        })
+        .map_err(err)?;
+        Ok(wp::PinotSession::new(PinotSession(RefCell::new(s))))
+    }
+
+    fn poll_request(&self) -> Option<wt::PinotRequest> {
+        self.0.borrow_mut().poll_request().map(|r| match r {
+            core::PinotRequest::ReadState => wt::PinotRequest::ReadState,
+            core::PinotRequest::List(p) => wt::PinotRequest::List(p),
+            core::PinotRequest::ReadBlob(u) => wt::PinotRequest::ReadBlob(u),
+        })
+    }
+
+    fn handle_state(
+        &self,
+        ideal_state: String,
+        watermark: String,
+        active_list: String,
+    ) -> Result<(), wt::Error> {
+        self.0
+            .borrow_mut()
+            .handle_state(ideal_state, watermark, active_list)
+            .map_err(err)
+    }
+
+    fn handle_page(
+        &self,
+        prefix: String,
+        objects: Vec<wt::ListedObject>,
+        is_last: bool,
+    ) -> Result<(), wt::Error> {
+        let objects = objects.into_iter().map(obj).collect();
+        self.0
+            .borrow_mut()
+            .handle_page(prefix, objects, is_last)
+            .map_err(err)
+    }
+
+    fn handle_blob(&self, uri: String, bytes: Vec<u8>) -> Result<(), wt::Error> {
+        self.0.borrow_mut().handle_blob(uri, bytes).map_err(err)
+    }
+
+    fn handle_missing(&self, uri: String) -> Result<(), wt::Error> {
+        self.0.borrow_mut().handle_missing(uri).map_err(err)
+    }
+
+    fn is_done(&self) -> bool {
+        self.0.borrow().is_done()
+    }
+
+    fn finish(&self) -> Result<wt::PinotPlan, wt::Error> {
+        use core::pinot::plan::PlanStatus;
+        let p = self.0.borrow().finish().map_err(err)?;
+        Ok(wt::PinotPlan {
+            document: p.to_json(),
+            table_name_with_type: p.table_name_with_type,
+            status: match p.status {
+                PlanStatus::Complete => wt::PinotStatus::Complete,
+                PlanStatus::Retry => wt::PinotStatus::Retry,
+                PlanStatus::Disabled => wt::PinotStatus::Disabled,
+            },
+            status_detail: p.status_detail,
+            segment_retention: p.settings.deleted_segment_retention,
+            delete_segments: p.delete_segments.into_iter().map(|s| s.segment).collect(),
+            delete_objects: p.delete_objects.into_iter().map(artifact_out).collect(),
+            digest: p.digest,
+        })
     }
 }
 

@@ -159,10 +159,16 @@ impl Host {
     }
 
     fn run(&mut self, cfg: PinotConfig) -> Result<PinotPlan, Error> {
-        let mut s = PinotSession::start(cfg)?;
+        let mut s = Native(PinotSession::start(cfg)?);
+        self.drive(&mut s)?;
+        s.0.finish()
+    }
+
+    /// Answers every request of `s` until it is done.
+    fn drive<P: Planner>(&mut self, s: &mut P) -> Result<(), P::E> {
         while !s.is_done() {
             let mut asked = Vec::new();
-            while let Some(r) = s.poll_request() {
+            while let Some(r) = s.poll() {
                 asked.push(r);
             }
             assert!(
@@ -177,26 +183,61 @@ impl Host {
                     PinotRequest::ReadState => {
                         let st = self.states[self.state_reads.min(self.states.len() - 1)].clone();
                         self.state_reads += 1;
-                        s.handle_state(st.0, st.1, st.2)?;
+                        s.state(st.0, st.1, st.2)?;
                     }
                     PinotRequest::List(p) => {
                         let objs = self.list(&p);
                         let pages: Vec<_> = objs.chunks(self.page_size.max(1)).collect();
                         if pages.is_empty() {
-                            s.handle_page(p.clone(), vec![], true)?;
+                            s.page(p.clone(), vec![], true)?;
                         }
                         for (i, page) in pages.iter().enumerate() {
-                            s.handle_page(p.clone(), page.to_vec(), i + 1 == pages.len())?;
+                            s.page(p.clone(), page.to_vec(), i + 1 == pages.len())?;
                         }
                     }
-                    PinotRequest::ReadBlob(u) => match self.read(&u) {
-                        Some(b) => s.handle_blob(u, b)?,
-                        None => s.handle_missing(u)?,
-                    },
+                    PinotRequest::ReadBlob(u) => {
+                        let b = self.read(&u);
+                        s.blob(u, b)?
+                    }
                 }
             }
         }
-        s.finish()
+        Ok(())
+    }
+}
+
+/// A Pinot session as the test host drives it: the crate's, or the
+/// component's in wasmtime.
+trait Planner {
+    type E: std::fmt::Debug;
+    fn poll(&mut self) -> Option<PinotRequest>;
+    fn state(&mut self, ideal: String, w: String, a: String) -> Result<(), Self::E>;
+    fn page(&mut self, prefix: String, o: Vec<ListedObject>, last: bool) -> Result<(), Self::E>;
+    fn blob(&mut self, uri: String, bytes: Option<Vec<u8>>) -> Result<(), Self::E>;
+    fn is_done(&mut self) -> bool;
+}
+
+struct Native(PinotSession);
+
+impl Planner for Native {
+    type E = Error;
+    fn poll(&mut self) -> Option<PinotRequest> {
+        self.0.poll_request()
+    }
+    fn state(&mut self, ideal: String, w: String, a: String) -> Result<(), Error> {
+        self.0.handle_state(ideal, w, a)
+    }
+    fn page(&mut self, prefix: String, o: Vec<ListedObject>, last: bool) -> Result<(), Error> {
+        self.0.handle_page(prefix, o, last)
+    }
+    fn blob(&mut self, uri: String, bytes: Option<Vec<u8>>) -> Result<(), Error> {
+        match bytes {
+            Some(b) => self.0.handle_blob(uri, b),
+            None => self.0.handle_missing(uri),
+        }
+    }
+    fn is_done(&mut self) -> bool {
+        self.0.is_done()
     }
 }
 
@@ -645,4 +686,315 @@ fn apply_accepts_only_what_a_fresh_run_agrees_with() {
     let retry = h.run(config(doc("table-config.json"))).unwrap();
     let a = accept_pinot_plan(&plan.to_json(), &retry.to_json()).unwrap();
     assert!(a.segments.is_empty() && a.objects.is_empty() && !a.granted);
+}
+
+mod wit {
+    wasmtime::component::bindgen!({ path: "wit", world: "lakesweep" });
+}
+
+/// The component (`target/lakesweep.wasm`) in wasmtime, with no imports.
+struct Wasm {
+    store: wasmtime::Store<()>,
+    api: wit::Lakesweep,
+    session: wasmtime::component::ResourceAny,
+}
+
+impl Wasm {
+    fn start(c: &PinotConfig) -> Result<Wasm, String> {
+        use wasmtime::component::{Component, Linker};
+        // Compiled once per test binary: compiling is what costs.
+        static LOADED: std::sync::OnceLock<(wasmtime::Engine, Component)> =
+            std::sync::OnceLock::new();
+        let (engine, component) = LOADED.get_or_init(|| {
+            let engine = wasmtime::Engine::new(&wasmtime::Config::new()).unwrap();
+            let path = std::env::var_os("LAKESWEEP_WASM")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/lakesweep.wasm")
+                });
+            let component = Component::from_file(&engine, &path).unwrap_or_else(|e| {
+                panic!("{}: {e} (run scripts/build-component.sh)", path.display())
+            });
+            (engine, component)
+        });
+        let mut store = wasmtime::Store::new(engine, ());
+        let api = wit::Lakesweep::instantiate(&mut store, component, &Linker::new(engine)).unwrap();
+        let cfg = wit::lakesweep::planner::types::PinotConfig {
+            roots: c.roots.clone(),
+            table_config: c.table_config.clone(),
+            now_ms: c.now_ms,
+            min_age_ms: c.min_age_ms,
+            segment_column: c.segment_column.clone(),
+            origin: c.origin.clone(),
+        };
+        let session = api
+            .lakesweep_planner_planner()
+            .pinot_session()
+            .call_start(&mut store, &cfg)
+            .unwrap()
+            .map_err(|e| format!("{e:?}"))?;
+        Ok(Wasm {
+            store,
+            api,
+            session,
+        })
+    }
+
+    fn finish(&mut self) -> Result<String, String> {
+        let p = self
+            .api
+            .lakesweep_planner_planner()
+            .pinot_session()
+            .call_finish(&mut self.store, self.session)
+            .unwrap()
+            .map_err(|e| format!("{e:?}"))?;
+        Ok(p.document)
+    }
+}
+
+impl Planner for Wasm {
+    type E = String;
+    fn poll(&mut self) -> Option<PinotRequest> {
+        use wit::lakesweep::planner::types::PinotRequest as R;
+        let r = self
+            .api
+            .lakesweep_planner_planner()
+            .pinot_session()
+            .call_poll_request(&mut self.store, self.session)
+            .unwrap();
+        r.map(|r| match r {
+            R::ReadState => PinotRequest::ReadState,
+            R::List(p) => PinotRequest::List(p),
+            R::ReadBlob(u) => PinotRequest::ReadBlob(u),
+        })
+    }
+    fn state(&mut self, ideal: String, w: String, a: String) -> Result<(), String> {
+        self.api
+            .lakesweep_planner_planner()
+            .pinot_session()
+            .call_handle_state(&mut self.store, self.session, &ideal, &w, &a)
+            .unwrap()
+            .map_err(|e| format!("{e:?}"))
+    }
+    fn page(&mut self, prefix: String, o: Vec<ListedObject>, last: bool) -> Result<(), String> {
+        use wit::lakesweep::planner::types as wt;
+        let objs: Vec<wt::ListedObject> = o
+            .into_iter()
+            .map(|o| wt::ListedObject {
+                key: o.key,
+                version: wt::ObjectVersion {
+                    size: o.size,
+                    last_modified_ms: o.last_modified_ms,
+                    etag: o.etag,
+                    version_id: o.version_id,
+                },
+            })
+            .collect();
+        self.api
+            .lakesweep_planner_planner()
+            .pinot_session()
+            .call_handle_page(&mut self.store, self.session, &prefix, &objs, last)
+            .unwrap()
+            .map_err(|e| format!("{e:?}"))
+    }
+    fn blob(&mut self, uri: String, bytes: Option<Vec<u8>>) -> Result<(), String> {
+        let api = self.api.lakesweep_planner_planner().pinot_session();
+        match bytes {
+            Some(b) => api.call_handle_blob(&mut self.store, self.session, &uri, &b),
+            None => api.call_handle_missing(&mut self.store, self.session, &uri),
+        }
+        .unwrap()
+        .map_err(|e| format!("{e:?}"))
+    }
+    fn is_done(&mut self) -> bool {
+        self.api
+            .lakesweep_planner_planner()
+            .pinot_session()
+            .call_is_done(&mut self.store, self.session)
+            .unwrap()
+    }
+}
+
+#[test]
+fn the_component_plans_byte_for_byte_like_the_crate() {
+    let inprog = layout()["inProgress"].as_str().unwrap().to_owned();
+    let id = ids();
+    type Setup = Box<dyn Fn(&mut Host)>;
+    let scenarios: Vec<(&str, PinotConfig, Setup)> = vec![
+        ("base", config(doc("table-config.json")), Box::new(|_| {})),
+        (
+            "max 5",
+            config(config_with(&[("maxActiveVersions", Some("5"))])),
+            Box::new(|_| {}),
+        ),
+        (
+            "max 0",
+            config(config_with(&[("maxActiveVersions", Some("0"))])),
+            Box::new(|_| {}),
+        ),
+        (
+            "disabled",
+            config(config_with(&[("enabled", Some("false"))])),
+            Box::new(|_| {}),
+        ),
+        (
+            "truncated final",
+            config(doc("table-config.json")),
+            Box::new(move |h| {
+                h.truncate.insert(format!(
+                    "server/snapshots/events_OFFLINE/{}/final.parquet",
+                    ids()[5]
+                ));
+            }),
+        ),
+        (
+            "missing final",
+            config(doc("table-config.json")),
+            Box::new(move |h| {
+                for r in ["controller", "server"] {
+                    h.hide.insert(format!(
+                        "{r}/snapshots/events_OFFLINE/{}/final.parquet",
+                        ids()[4]
+                    ));
+                }
+            }),
+        ),
+        (
+            "completes mid-run",
+            config(doc("table-config.json")),
+            Box::new(move |h| {
+                let (ideal, _, active) = base_state();
+                let now = layout()["nowMs"].as_i64().unwrap();
+                let mut a: Value = serde_json::from_str(&active).unwrap();
+                a["snapshots"].as_array_mut().unwrap().push(
+                    serde_json::json!({"snapshotId": inprog, "completedAtMs": now - 600_000}),
+                );
+                let w = serde_json::json!({"tableNameWithType": "events_OFFLINE",
+                    "snapshotId": inprog, "state": "COMPLETED"});
+                h.states.push((ideal, w.to_string(), a.to_string()));
+                let later = std::fs::read(dir().join("later-final.parquet")).unwrap();
+                h.extra.push((
+                    1,
+                    format!("controller/snapshots/events_OFFLINE/{inprog}/final.parquet"),
+                    later,
+                    now - 600_000,
+                ));
+            }),
+        ),
+    ];
+    assert_eq!(id.len(), 6);
+    for (name, cfg, setup) in scenarios {
+        let mut h = Host::new();
+        setup(&mut h);
+        let native = h.run(cfg.clone()).unwrap().to_json();
+        let mut h = Host::new();
+        setup(&mut h);
+        let mut w = Wasm::start(&cfg).unwrap();
+        h.drive(&mut w).unwrap();
+        assert_eq!(w.finish().unwrap(), native, "{name}");
+    }
+    // Fails closed the same way: another table's watermark.
+    let (ideal, wm, a) = base_state();
+    let mut h = Host::new();
+    h.states = vec![(ideal, wm.replace("events_OFFLINE", "clicks_OFFLINE"), a)];
+    let mut w = Wasm::start(&config(doc("table-config.json"))).unwrap();
+    let e = h.drive(&mut w).unwrap_err();
+    assert!(e.contains("ForeignTable"), "{e}");
+}
+
+#[test]
+fn a_retained_final_parquet_cut_anywhere_never_yields_deletions() {
+    let rel = format!("server/snapshots/events_OFFLINE/{}/final.parquet", ids()[4]);
+    let bytes = std::fs::read(dir().join("deepstore").join(&rel)).unwrap();
+    for cut in 0..bytes.len() {
+        let mut h = Host::new();
+        h.extra
+            .push((0, rel.clone(), bytes[..cut].to_vec(), h.mtimes[&rel]));
+        h.hide.insert(rel.clone());
+        let p = h.run(config(doc("table-config.json"))).unwrap();
+        assert_eq!(p.status, PlanStatus::Retry, "cut at {cut}");
+        assert!(p.delete_segments.is_empty() && p.delete_objects.is_empty());
+    }
+}
+
+mod mutations {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn inputs() -> Vec<(String, Vec<u8>)> {
+        let mut out: Vec<(String, Vec<u8>)> = [
+            "table-config.json",
+            "idealstate.json",
+            "watermark.json",
+            "active.json",
+        ]
+        .iter()
+        .map(|n| (n.to_string(), doc(n).into_bytes()))
+        .collect();
+        out.push((
+            "later-final.parquet".into(),
+            std::fs::read(dir().join("later-final.parquet")).unwrap(),
+        ));
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        /// The safety rule, over maxActiveVersions, page size, order and
+        /// the minimum age: no segment a retained snapshot or an in-progress
+        /// batch names is deleted, and no object of a retained or
+        /// in-progress folder, nor one younger than the minimum age.
+        #[test]
+        fn nothing_live_is_ever_deleted(max in 0u32..9, page in 1usize..20, reverse in any::<bool>(), age_h in 0i64..300) {
+            let l = layout();
+            let mut c = config(config_with(&[("maxActiveVersions", Some(&max.to_string()))]));
+            c.min_age_ms = age_h * 3_600_000;
+            let mut h = Host::new();
+            h.page_size = page;
+            h.reverse = reverse;
+            let p = h.run(c).unwrap();
+            let effective = if max < 2 { 5 } else { max as usize };
+            let completed = l["completed"].as_array().unwrap();
+            let retained = &completed[completed.len().saturating_sub(effective)..];
+            let mut live: BTreeSet<String> = retained
+                .iter()
+                .flat_map(|c| c["segments"].as_array().unwrap().iter())
+                .map(|s| s.as_str().unwrap().to_owned())
+                .collect();
+            live.extend(l["batchSegments"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_owned()));
+            for s in &p.delete_segments {
+                prop_assert!(!live.contains(&s.segment), "{} deleted", s.segment);
+            }
+            let mut folders: BTreeSet<String> = retained.iter().map(|c| c["snapshotId"].as_str().unwrap().to_owned()).collect();
+            folders.insert(l["inProgress"].as_str().unwrap().to_owned());
+            let now = l["nowMs"].as_i64().unwrap();
+            for o in &p.delete_objects {
+                prop_assert!(!folders.contains(&o.snapshot_id), "{} deleted", o.key);
+                prop_assert!(o.version.last_modified_ms <= now - age_h * 3_600_000);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        /// Any cut, flip or splice of any input: a value or a typed error,
+        /// never a panic.
+        #[test]
+        fn mutated_inputs_never_panic(which in 0usize..5, at in any::<usize>(), byte in any::<u8>(), cut in any::<bool>()) {
+            let (name, mut b) = inputs().swap_remove(which);
+            if cut {
+                b.truncate(at % (b.len() + 1));
+            } else if !b.is_empty() {
+                let i = at % b.len();
+                b[i] ^= byte;
+            }
+            let text = String::from_utf8_lossy(&b);
+            let _ = lakesweep::pinot::artifact::segments(&b, "segmentName");
+            let _ = lakesweep::pinot::settings::RetentionSettings::from_table_config(&text);
+            let _ = lakesweep::pinot::documents::ideal_state_segments(&text, "events_OFFLINE", "OFFLINE");
+            let _ = lakesweep::pinot::documents::Watermark::parse(&text, "events_OFFLINE");
+            let _ = lakesweep::pinot::documents::active_snapshots(&text, "events_OFFLINE");
+            prop_assert!(!name.is_empty());
+        }
+    }
 }
