@@ -29,6 +29,10 @@ pub enum Command {
     Apply(ApplyArgs),
     /// `expire`.
     Expire(ExpireArgs),
+    /// `pinot plan`.
+    PinotPlan(crate::pinot::PlanArgs),
+    /// `pinot apply`.
+    PinotApply(crate::pinot::ApplyArgs),
     /// `policy check FILE`.
     PolicyCheck {
         file: String,
@@ -331,6 +335,9 @@ enum Cmd {
     /// Retention policy documents.
     #[command(subcommand)]
     Policy(PolicyCmd),
+    /// Pinot/StarTree snapshot artifacts and segments: plan, apply.
+    #[command(subcommand)]
+    Pinot(PinotCmd),
     /// One two-phase deletion step (run it on a schedule).
     Sweep {
         #[command(flatten)]
@@ -398,6 +405,90 @@ enum Cmd {
         #[command(flatten)]
         planner: PlannerOpts,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum PinotCmd {
+    /// Plans snapshot-artifact retention for a Pinot table synced from
+    /// Iceberg (StarTree snapshot processing): which snapshot folders and
+    /// which segments go, and why; deletes nothing.
+    Plan {
+        #[command(flatten)]
+        state: PinotStateOpts,
+        /// A deep-store root (controller, server, broker; repeatable):
+        /// a local path, file://, s3:// URI. Artifacts are under
+        /// ROOT/snapshots/TABLE_TYPE/.
+        #[arg(long = "root", value_name = "URI", required = true)]
+        roots: Vec<String>,
+        /// The column of final.parquet and batch files that names segments.
+        #[arg(long, value_name = "NAME", default_value = "segmentName")]
+        segment_column: String,
+        /// Artifact objects younger than this are never swept.
+        #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = duration_ms)]
+        min_age: i64,
+        #[command(flatten)]
+        when: NowOpts,
+        /// Writes the sealed plan (the input of pinot apply) to FILE.
+        #[arg(long, value_name = "FILE")]
+        out: Option<String>,
+        /// Prints the plan document instead of the report.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        planner: PlannerOpts,
+    },
+    /// Carries out a Pinot plan: plans again from the live state, then
+    /// deletes only what both plans delete (segments through the
+    /// controller with the plan's retention, artifact objects only at the
+    /// version listed).
+    Apply {
+        /// The plan file written by `pinot plan --out`.
+        plan: String,
+        #[command(flatten)]
+        state: PinotStateOpts,
+        /// The Pinot controller, e.g. http://controller:9000; segments are
+        /// deleted with DELETE /segments/{table}/{segment}?retention=...
+        #[arg(long, value_name = "URL", required_unless_present = "dry_run")]
+        controller: Option<String>,
+        /// Checks the plan against the live state and prints what would
+        /// be deleted; deletes nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Appends one JSON line per segment and object to FILE.
+        #[arg(long, value_name = "FILE")]
+        receipts: Option<String>,
+        #[command(flatten)]
+        planner: PlannerOpts,
+    },
+}
+
+/// Where a Pinot run reads its table config and live state: files or
+/// http(s) URLs (the controller's REST answers).
+#[derive(Args, Debug, Clone)]
+struct PinotStateOpts {
+    /// The table config (GET /tables/{table}).
+    #[arg(long, value_name = "FILE|URL")]
+    table_config: String,
+    /// The ideal state (GET /tables/{table}/idealstate).
+    #[arg(long, value_name = "FILE|URL")]
+    ideal_state: String,
+    /// The ingestion watermark: {tableNameWithType, snapshotId, state}.
+    #[arg(long, value_name = "FILE|URL")]
+    watermark: String,
+    /// The active snapshot list: {tableNameWithType, snapshots: [{snapshotId, completedAtMs}]}.
+    #[arg(long, value_name = "FILE|URL")]
+    active: String,
+}
+
+impl PinotStateOpts {
+    fn sources(self) -> crate::pinot::Sources {
+        crate::pinot::Sources {
+            table_config: self.table_config,
+            ideal_state: self.ideal_state,
+            watermark: self.watermark,
+            active: self.active,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -891,6 +982,40 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             allow_future_now: future.allow_future_now,
             wasm: planner.wasm,
             inputs: context.files(Some(&policy)),
+        }),
+        Cmd::Pinot(PinotCmd::Plan {
+            state,
+            roots,
+            segment_column,
+            min_age,
+            when,
+            out,
+            json,
+            planner,
+        }) => Command::PinotPlan(crate::pinot::PlanArgs {
+            sources: state.sources(),
+            roots,
+            segment_column,
+            min_age_ms: min_age,
+            now_ms: when.now_ms(),
+            out,
+            json,
+            wasm: planner.wasm,
+        }),
+        Cmd::Pinot(PinotCmd::Apply {
+            plan,
+            state,
+            controller,
+            dry_run,
+            receipts,
+            planner,
+        }) => Command::PinotApply(crate::pinot::ApplyArgs {
+            plan,
+            sources: state.sources(),
+            controller,
+            dry_run,
+            receipts,
+            wasm: planner.wasm,
         }),
         Cmd::Policy(PolicyCmd::Check {
             file,

@@ -538,7 +538,7 @@ impl Planner {
 }
 
 /// A component call's answer: a trap or the component's error in one line.
-fn done<T>(r: wasmtime::Result<Result<T, wt::Error>>) -> Result<T, String> {
+pub fn done<T>(r: wasmtime::Result<Result<T, wt::Error>>) -> Result<T, String> {
     r.map_err(trap)?.map_err(|e| describe(&e))
 }
 

@@ -20,6 +20,7 @@ mod error;
 mod estate;
 mod expire;
 mod origin;
+mod pinot;
 mod plan;
 mod pointer;
 mod report;
@@ -590,6 +591,8 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                 ExitCode::SUCCESS
             })
         }
+        Command::PinotPlan(a) => Ok(ExitCode::from(pinot::run_plan(&a).await?)),
+        Command::PinotApply(a) => Ok(ExitCode::from(pinot::run_apply(&a).await?)),
         Command::Compare {
             plan,
             other,

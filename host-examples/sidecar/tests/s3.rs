@@ -10,7 +10,6 @@ use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use common::*;
 use futures::StreamExt;
@@ -27,36 +26,6 @@ fn start_moto() -> Moto {
     // Create the bucket (moto accepts unsigned requests).
     raw(&moto, "PUT", &format!("/{BUCKET}"), "");
     moto
-}
-
-/// An unsigned request to moto (it accepts them), retried until it answers
-/// 200: a server still starting may accept and then reset connections.
-fn raw(m: &Moto, method: &str, path: &str, body: &str) {
-    let port = m.endpoint.rsplit(':').next().unwrap();
-    let t = Instant::now();
-    loop {
-        let mut resp = Vec::new();
-        if let Ok(mut s) = TcpStream::connect(format!("127.0.0.1:{port}")) {
-            let sent = write!(
-                s,
-                "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            if sent.is_ok() {
-                let _ = s.read_to_end(&mut resp);
-            }
-        }
-        let resp = String::from_utf8_lossy(&resp);
-        // A retry after a reset may find the bucket already made by the first try.
-        if resp.starts_with("HTTP/1.1 200") || resp.contains("BucketAlreadyOwnedByYou") {
-            return;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "{method} {path}: {resp}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 /// Runs the binary against the S3 server. `plan`, `apply` and `sweep` get

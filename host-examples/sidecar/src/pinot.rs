@@ -1,0 +1,492 @@
+//! `lakesweep pinot plan|apply`: snapshot-artifact retention for a Pinot
+//! table synced from Iceberg (StarTree's snapshot processing).
+//!
+//! The planner's `pinot-session` decides; this host reads the table config
+//! and the live state (files, or the controller's REST answers over
+//! http(s)), lists and reads the deep-store roots through the same stores
+//! as `plan`, and carries out a plan: segments through the controller's
+//! `DELETE /segments/{table}/{segment}?type=..&retention=..`, artifact
+//! objects through the store, each only at the version the plan listed.
+
+use std::io::Write;
+
+use futures::StreamExt;
+use serde_json::Value;
+
+use crate::component::{done, wt, Planner};
+use crate::report::{bytes, esc};
+use crate::store::{self, Store};
+
+/// Exit status of a plan that says "retry next time": a retained
+/// snapshot's artifact was missing or unreadable, nothing was pruned
+/// (75, EX_TEMPFAIL).
+pub const RETRY: u8 = 75;
+
+/// Objects handed to the planner per page.
+const PAGE: usize = 1000;
+
+/// Where the table config and the live state come from: files or
+/// http(s) URLs.
+#[derive(Debug, Clone)]
+pub struct Sources {
+    /// The table config.
+    pub table_config: String,
+    /// The ideal state.
+    pub ideal_state: String,
+    /// The ingestion watermark.
+    pub watermark: String,
+    /// The active snapshot list.
+    pub active: String,
+}
+
+/// `pinot plan`.
+#[derive(Debug, Clone)]
+pub struct PlanArgs {
+    /// The documents.
+    pub sources: Sources,
+    /// Deep-store roots, as given.
+    pub roots: Vec<String>,
+    /// The segment column.
+    pub segment_column: String,
+    /// Artifact objects younger than this are kept, ms.
+    pub min_age_ms: i64,
+    /// The run's clock, ms.
+    pub now_ms: i64,
+    /// Where to write the plan.
+    pub out: Option<String>,
+    /// Print the document instead of the report.
+    pub json: bool,
+    /// The component.
+    pub wasm: Option<String>,
+}
+
+/// `pinot apply`.
+#[derive(Debug, Clone)]
+pub struct ApplyArgs {
+    /// The plan file.
+    pub plan: String,
+    /// The documents, read again now.
+    pub sources: Sources,
+    /// The controller's base URL.
+    pub controller: Option<String>,
+    /// Check and print only.
+    pub dry_run: bool,
+    /// Receipts file (JSON lines, appended).
+    pub receipts: Option<String>,
+    /// The component.
+    pub wasm: Option<String>,
+}
+
+/// Reads a file, or GETs an http(s) URL (a non-2xx answer is an error).
+async fn fetch(src: &str) -> Result<String, String> {
+    if src.starts_with("http://") || src.starts_with("https://") {
+        let r = reqwest::get(src)
+            .await
+            .map_err(|e| format!("GET {src}: {e}"))?;
+        let status = r.status();
+        let text = r.text().await.map_err(|e| format!("GET {src}: {e}"))?;
+        if !status.is_success() {
+            return Err(format!("GET {src}: {status}: {}", text.trim()));
+        }
+        Ok(text)
+    } else {
+        std::fs::read_to_string(src).map_err(|e| format!("read {src}: {e}"))
+    }
+}
+
+/// A root as the planner takes it: local paths become `file:///abs`.
+fn root_uri(r: &str) -> Result<String, String> {
+    let uri = if r.contains("://") && !r.starts_with("file:") {
+        r.to_owned()
+    } else {
+        store::local_uri(r)?
+    };
+    Ok(uri.trim_end_matches('/').to_owned())
+}
+
+/// Runs one planning session to its sealed plan: the host's whole part is
+/// answering the planner's requests.
+pub async fn plan(
+    planner: &mut Planner,
+    sources: &Sources,
+    roots: &[String],
+    segment_column: &str,
+    min_age_ms: i64,
+    now_ms: i64,
+) -> Result<wt::PinotPlan, String> {
+    let cfg = wt::PinotConfig {
+        roots: roots
+            .iter()
+            .map(|r| root_uri(r))
+            .collect::<Result<_, _>>()?,
+        table_config: fetch(&sources.table_config).await?,
+        now_ms,
+        min_age_ms,
+        segment_column: segment_column.to_owned(),
+        origin: None,
+    };
+    let session = done(
+        planner
+            .api
+            .lakesweep_planner_planner()
+            .pinot_session()
+            .call_start(&mut planner.store, &cfg),
+    )?;
+    loop {
+        let api = planner.api.lakesweep_planner_planner().pinot_session();
+        if api
+            .call_is_done(&mut planner.store, session)
+            .map_err(crate::component::trap)?
+        {
+            break;
+        }
+        let mut asked = Vec::new();
+        while let Some(r) = api
+            .call_poll_request(&mut planner.store, session)
+            .map_err(crate::component::trap)?
+        {
+            asked.push(r);
+        }
+        if asked.is_empty() {
+            return Err("the planner stopped without a plan (internal error)".into());
+        }
+        for r in asked {
+            match r {
+                wt::PinotRequest::ReadState => {
+                    let (i, w, a) = futures::try_join!(
+                        fetch(&sources.ideal_state),
+                        fetch(&sources.watermark),
+                        fetch(&sources.active)
+                    )?;
+                    done(api.call_handle_state(&mut planner.store, session, &i, &w, &a))?;
+                }
+                wt::PinotRequest::List(prefix) => {
+                    let s = Store::for_uri(&prefix)?;
+                    let mut listing = s.list(&prefix);
+                    let mut page = Vec::with_capacity(PAGE);
+                    while let Some(o) = listing.next().await {
+                        let o = o?;
+                        page.push(wt::ListedObject {
+                            version: o.version(),
+                            key: o.uri,
+                        });
+                        if page.len() == PAGE {
+                            done(api.call_handle_page(
+                                &mut planner.store,
+                                session,
+                                &prefix,
+                                &page,
+                                false,
+                            ))?;
+                            page.clear();
+                        }
+                    }
+                    if let Some(k) = s.take_unrepresentable().first() {
+                        return Err(format!(
+                            "{k}: a key the store cannot spell exactly is under {prefix}; \
+                             no plan"
+                        ));
+                    }
+                    done(api.call_handle_page(&mut planner.store, session, &prefix, &page, true))?;
+                }
+                wt::PinotRequest::ReadBlob(uri) => {
+                    let bytes = Store::for_uri(&uri)?.read(&uri).await?;
+                    done(match bytes {
+                        Some(b) => api.call_handle_blob(&mut planner.store, session, &uri, &b),
+                        None => api.call_handle_missing(&mut planner.store, session, &uri),
+                    })?;
+                }
+            }
+        }
+    }
+    done(
+        planner
+            .api
+            .lakesweep_planner_planner()
+            .pinot_session()
+            .call_finish(&mut planner.store, session),
+    )
+}
+
+/// `pinot plan`: prints the report (or the document) and writes the plan.
+/// Exit 0, or [`RETRY`] when the plan says retry.
+pub async fn run_plan(a: &PlanArgs) -> Result<u8, String> {
+    let mut planner = Planner::load(&crate::component::wasm_path(a.wasm.as_deref()))?;
+    let p = plan(
+        &mut planner,
+        &a.sources,
+        &a.roots,
+        &a.segment_column,
+        a.min_age_ms,
+        a.now_ms,
+    )
+    .await?;
+    if let Some(out) = &a.out {
+        std::fs::write(out, &p.document).map_err(|e| format!("write {out}: {e}"))?;
+    }
+    if a.json {
+        println!("{}", p.document);
+    } else {
+        print!("{}", human(&p.document)?);
+        if let Some(out) = &a.out {
+            println!("plan written to {out}; to carry it out: lakesweep pinot apply {out} --controller URL (with the same state sources)");
+        }
+    }
+    Ok(match p.status {
+        wt::PinotStatus::Retry => RETRY,
+        _ => 0,
+    })
+}
+
+/// The report for people, from the plan document.
+pub fn human(document: &str) -> Result<String, String> {
+    let v: Value = serde_json::from_str(document).map_err(|e| format!("plan: {e}"))?;
+    let mut o = String::new();
+    let s = |v: &Value| esc(v.as_str().unwrap_or(""));
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    o += &format!(
+        "Pinot table {}: snapshot-artifact retention plan ({})\n  {}\n",
+        s(&v["tableNameWithType"]),
+        s(&v["status"]),
+        s(&v["statusDetail"])
+    );
+    let st = &v["settings"];
+    o += &format!(
+        "  maxActiveVersions {}, deletedSegmentRetention {}, segment column `{}`\n",
+        st["maxActiveVersions"],
+        s(&st["deletedSegmentRetention"]),
+        s(&v["segmentColumn"])
+    );
+    for note in st["notes"].as_array().into_iter().flatten() {
+        o += &format!("  note: {}\n", s(note));
+    }
+    o += "\nSnapshots:\n";
+    for x in v["snapshots"].as_array().into_iter().flatten() {
+        o += &format!(
+            "  {:<20} {:<11} {:<6} {:>5} objects {:>10}  {}\n",
+            s(&x["snapshotId"]),
+            s(&x["role"]),
+            if x["swept"].as_bool() == Some(true) {
+                "swept"
+            } else {
+                "kept"
+            },
+            n(&x["objects"]),
+            bytes(n(&x["bytes"])),
+            s(&x["detail"])
+        );
+    }
+    let segs = v["deleteSegments"].as_array().cloned().unwrap_or_default();
+    o += &format!(
+        "\nSegments to delete through the controller (retention {}): {}\n",
+        s(&st["deletedSegmentRetention"]),
+        segs.len()
+    );
+    for x in &segs {
+        o += &format!("  {}  ({})\n", s(&x["segment"]), s(&x["why"]));
+    }
+    let objs = v["deleteObjects"].as_array().cloned().unwrap_or_default();
+    o += &format!("\nArtifact objects to delete: {}\n", objs.len());
+    for x in &objs {
+        o += &format!(
+            "  {:>10}  {}  (snapshot {})\n",
+            bytes(n(&x["version"]["size"])),
+            s(&x["key"]),
+            s(&x["snapshotId"])
+        );
+    }
+    for x in v["stray"].as_array().into_iter().flatten() {
+        o += &format!("  kept: {}  ({})\n", s(&x["key"]), s(&x["why"]));
+    }
+    let sm = &v["summary"];
+    o += &format!(
+        "\nSummary: {} segments in the ideal state, {} named by retained or in-progress snapshots \
+         ({} of them not in the ideal state), {} to delete; {} artifact objects ({}) listed, {} ({}) \
+         to delete; {} re-reads.\nDigest {}. Nothing was deleted.\n",
+        n(&sm["idealStateSegments"]),
+        n(&sm["keptSegments"]),
+        n(&sm["keptNotInIdealState"]),
+        segs.len(),
+        n(&sm["objectsListed"]),
+        bytes(n(&sm["bytesListed"])),
+        n(&sm["objectsDeleted"]),
+        bytes(n(&sm["bytesDeleted"])),
+        n(&sm["rechecks"]),
+        s(&v["digest"])
+    );
+    Ok(o)
+}
+
+/// `pinot apply`: plans again from the live state, has the planner accept
+/// the plan against it, then deletes what both agree on. Exit 0 when every
+/// approved deletion went through, 1 when one failed or stayed unknown,
+/// [`RETRY`] when the live run says retry.
+pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
+    let text = std::fs::read_to_string(&a.plan).map_err(|e| format!("read {}: {e}", a.plan))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", a.plan))?;
+    let roots: Vec<String> = v["roots"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let column = v["segmentColumn"].as_str().unwrap_or_default().to_owned();
+    let min_age = v["tokens"]["minAgeMs"].as_i64().unwrap_or(i64::MAX);
+    let mut planner = Planner::load(&crate::component::wasm_path(a.wasm.as_deref()))?;
+    let fresh = plan(
+        &mut planner,
+        &a.sources,
+        &roots,
+        &column,
+        min_age,
+        store::clock_ms(),
+    )
+    .await?;
+    let approval = done(
+        planner
+            .api
+            .lakesweep_planner_planner()
+            .call_accept_pinot_plan(&mut planner.store, &text, &fresh.document),
+    )?;
+    for w in &approval.withheld {
+        println!("withheld: {}", esc(w));
+    }
+    if fresh.status == wt::PinotStatus::Retry {
+        println!("the live state says retry: {}", esc(&fresh.status_detail));
+        return Ok(RETRY);
+    }
+    let table = v["tableNameWithType"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let table_type = v["settings"]["tableType"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let raw = table
+        .strip_suffix(&format!("_{table_type}"))
+        .unwrap_or(&table)
+        .to_owned();
+    if a.dry_run {
+        for s in &approval.segments {
+            println!(
+                "would delete segment {} (retention {})",
+                esc(s),
+                approval.segment_retention
+            );
+        }
+        for o in &approval.objects {
+            println!("would delete {} ({})", esc(&o.key), bytes(o.version.size));
+        }
+        println!(
+            "dry run: {} segments and {} objects approved; nothing deleted",
+            approval.segments.len(),
+            approval.objects.len()
+        );
+        return Ok(0);
+    }
+    let controller = a
+        .controller
+        .as_deref()
+        .ok_or("--controller URL is needed to delete segments")?
+        .trim_end_matches('/')
+        .to_owned();
+    let mut receipts = match &a.receipts {
+        Some(f) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(f)
+                .map_err(|e| format!("open {f}: {e}"))?,
+        ),
+        None => None,
+    };
+    let mut write = |line: Value| -> Result<(), crate::error::HostError> {
+        println!("{line}");
+        if let Some(f) = receipts.as_mut() {
+            writeln!(f, "{line}")
+                .map_err(|e| crate::error::HostError::Stopped(format!("write receipts: {e}")))?;
+        }
+        Ok(())
+    };
+    let client = reqwest::Client::new();
+    let mut failed = 0;
+    for s in &approval.segments {
+        let url = format!(
+            "{controller}/segments/{}/{}?type={}&retention={}",
+            enc(&raw),
+            enc(s),
+            enc(&table_type),
+            enc(&approval.segment_retention)
+        );
+        let (result, detail) = match client.delete(&url).send().await {
+            Ok(r) if r.status().is_success() => ("deleted", r.status().to_string()),
+            Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND => {
+                ("already-absent", r.status().to_string())
+            }
+            Ok(r) => ("failed", r.status().to_string()),
+            Err(e) => ("unknown", e.to_string()),
+        };
+        write(
+            serde_json::json!({"segment": s, "result": result, "retention": approval.segment_retention, "detail": detail}),
+        )?;
+        if result == "failed" || result == "unknown" {
+            failed += 1;
+        }
+    }
+    for o in &approval.objects {
+        let st = Store::for_uri(&o.key)?;
+        let seen = st
+            .head(&o.key)
+            .await
+            .map_err(|e| crate::error::HostError::Stopped(format!("HEAD {}: {e}", o.key)))?;
+        let (result, detail) = match seen {
+            None => ("already-absent", String::new()),
+            Some(seen) => {
+                if !planner.same_version(&o.version, &seen.version())? {
+                    (
+                        "skipped-changed",
+                        "not the version the plan listed".to_owned(),
+                    )
+                } else {
+                    match st.delete_if(&o.key, o.version.etag.as_deref()).await {
+                        Ok(d) if d.changed => {
+                            ("skipped-changed", "changed before the delete".into())
+                        }
+                        Ok(_) => ("deleted", String::new()),
+                        Err(e) => ("failed", e),
+                    }
+                }
+            }
+        };
+        write(
+            serde_json::json!({"key": o.key, "result": result, "size": o.version.size, "detail": detail}),
+        )?;
+        if result == "failed" {
+            failed += 1;
+        }
+    }
+    println!(
+        "applied: {} segments and {} objects approved, {} withheld, {} failed",
+        approval.segments.len(),
+        approval.objects.len(),
+        approval.withheld.len(),
+        failed
+    );
+    Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// Everything but RFC 3986's unreserved characters is escaped.
+const ESCAPED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// Percent-encodes one URL path segment or query value (a segment name
+/// with `/`, `?`, `%` or a space stays one path segment).
+fn enc(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, ESCAPED).to_string()
+}
