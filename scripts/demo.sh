@@ -8,6 +8,8 @@
 #   bash scripts/demo.sh [--json]          the Iceberg demo table (pyiceberg)
 #   bash scripts/demo.sh delta [--json]    the Delta demo table (deltalake), judged
 #                                          8 days after it was written
+#   bash scripts/demo.sh pinot [--json]    a Pinot/StarTree snapshot-artifact layout
+#                                          (pyarrow), three deep-store roots
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
@@ -15,6 +17,21 @@ bash scripts/build-component.sh >&2
 ( cd host-examples/sidecar && cargo build --release --quiet )
 root="$PWD/target/demo"
 rm -rf "$root" && mkdir -p "$root"
+if [ "${1:-}" = pinot ]; then
+  shift
+  cp -r tests/fixtures/pinot "$root/pinot"
+  python3 - "$root/pinot" <<'PY'
+import json, os, sys
+l = json.load(open(os.path.join(sys.argv[1], "layout.json")))
+for rel, ms in l["mtimes"].items():
+    os.utime(os.path.join(sys.argv[1], "deepstore", rel), ns=(ms * 1_000_000, ms * 1_000_000))
+PY
+  p="$root/pinot"
+  exec "$CARGO_TARGET_DIR/release/lakesweep" pinot plan --table-config "$p/table-config.json" \
+    --ideal-state "$p/idealstate.json" --watermark "$p/watermark.json" --active "$p/active.json" \
+    --root "$p/deepstore/controller" --root "$p/deepstore/server" --root "$p/deepstore/broker" \
+    --now 2026-11-30T12:00:00Z "$@"
+fi
 if [ "${1:-}" = delta ]; then
   shift
   cp -r tests/fixtures/delta/events "$root/delta-events"

@@ -44,6 +44,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use sha2::{Digest, Sha256};
 
 use crate::digest::hex;
+use crate::duration::utc;
 use crate::error::{Error, ProtocolReason, Result, UnsafeReason};
 use crate::verdict::ListedObject;
 use crate::version::ObjectVersion;
@@ -515,6 +516,7 @@ impl PinotSession {
         let mut folders: BTreeMap<String, BTreeMap<String, ObjectVersion>> = BTreeMap::new();
         let mut rests: BTreeMap<String, String> = BTreeMap::new();
         let mut stray = Vec::new();
+        let mut odd_newest: BTreeMap<String, i64> = BTreeMap::new();
         for (key, version) in &view.objects {
             match self.folder(key) {
                 Some((id, rest)) => {
@@ -533,6 +535,14 @@ impl PinotSession {
                             crate::path::unaddressable(key, rel).unwrap_or_default()
                         }
                     };
+                    // An odd key inside a snapshot folder still dates it.
+                    if let Some(id) = rel
+                        .split_once('/')
+                        .and_then(|(id, _)| documents::canonical_snapshot_id(id))
+                    {
+                        let t = odd_newest.entry(id).or_insert(i64::MIN);
+                        *t = (*t).max(version.last_modified_ms);
+                    }
                     stray.push(StrayObject {
                         key: key.clone(),
                         why,
@@ -611,6 +621,7 @@ impl PinotSession {
             let newest = objects
                 .values()
                 .map(|v| v.last_modified_ms)
+                .chain(odd_newest.get(id).copied())
                 .max()
                 .unwrap_or(i64::MIN);
             let (swept, why) = match oldest_retained {
@@ -623,24 +634,30 @@ impl PinotSession {
                 Some(t) if newest >= t => (
                     false,
                     format!(
-                        "an object was written at {newest}, not before the oldest retained \
-                         snapshot completed ({t})"
+                        "an object was written at {}, not before the oldest retained \
+                         snapshot completed ({})",
+                        utc(newest),
+                        utc(t)
                     ),
                 ),
                 Some(_) if newest > now_limit => (
                     false,
-                    format!("an object was written at {newest}, within the minimum age"),
+                    format!(
+                        "an object was written at {}, within the minimum age",
+                        utc(newest)
+                    ),
                 ),
                 Some(t) => (
                     true,
                     format!(
-                        "{}; every object is older than the oldest retained snapshot ({t}) \
+                        "{}; every object is older than the oldest retained snapshot ({}) \
                          and the minimum age",
                         match role {
                             SnapshotRole::Evicted =>
                                 "evicted: active but not among the newest maxActiveVersions",
                             _ => "not active and not in progress",
-                        }
+                        },
+                        utc(t)
                     ),
                 ),
             };

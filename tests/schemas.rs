@@ -3,8 +3,9 @@
 //! Each stored document of the core has a schema: the sealed plan
 //! (`plan.v2.json`), the deletion ledger (`ledger.v3.json`), the metadata
 //! bundle (`bundle.v2.json`), the expiry plan (`expiry.v1.json`), the
-//! retention policy (`policy.v1.json`) and the live context
-//! (`context.v1.json`). Every schema is compiled with `boon` (which checks
+//! retention policy (`policy.v1.json`), the live context
+//! (`context.v1.json`) and the Pinot snapshot-artifact plan
+//! (`pinot-plan.v1.json`). Every schema is compiled with `boon` (which checks
 //! it against the draft's metaschema), then:
 //!
 //! - documents the public API makes now (plans of the fixture tables, a
@@ -1201,4 +1202,48 @@ fn every_schema_file_is_tested() {
         ],
         "a schema without a test here (or a test without its schema)"
     );
+}
+
+#[test]
+fn pinot_plans_match_the_pinot_plan_schema() {
+    use common::pinot;
+    let schema = Schema::load("pinot-plan.v1.json");
+    let mut plans = Vec::new();
+    let base = pinot::config(pinot::doc("table-config.json"));
+    plans.push(("complete", pinot::Host::new().run(base.clone()).unwrap()));
+    let mut h = pinot::Host::new();
+    let id = pinot::layout()["completed"][5]["snapshotId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.truncate.insert(format!(
+        "server/snapshots/events_OFFLINE/{id}/final.parquet"
+    ));
+    plans.push(("retry", h.run(base.clone()).unwrap()));
+    let off = pinot::config(pinot::config_with(&[("enabled", Some("false"))]));
+    plans.push(("disabled", pinot::Host::new().run(off).unwrap()));
+    for (what, p) in &plans {
+        schema.accepts(what, &p.to_json());
+    }
+    let doc = json_of("complete", &plans[0].1.to_json());
+    assert!(!doc["deleteObjects"].as_array().unwrap().is_empty());
+    schema.rejects("no digest", &edited(&doc, "/digest", None));
+    schema.rejects(
+        "a misspelt status",
+        &edited(&doc, "/status", Some(json!("completed"))),
+    );
+    schema.rejects(
+        "a role it does not know",
+        &edited(&doc, "/snapshots/0/role", Some(json!("kept"))),
+    );
+    schema.rejects(
+        "a non-canonical id",
+        &edited(&doc, "/deleteObjects/0/snapshotId", Some(json!("0123"))),
+    );
+    schema.rejects("an unknown field", &edited(&doc, "/extra", Some(json!(1))));
+    schema.rejects(
+        "maxActiveVersions 1",
+        &edited(&doc, "/settings/maxActiveVersions", Some(json!(1))),
+    );
+    println!("pinot-plan.v1.json: {} plans valid", plans.len());
 }

@@ -311,6 +311,7 @@ pub fn run_native(cfg: SessionConfig, opts: &HostOptions) -> Result<Run, Error> 
 }
 
 /// Minimal Avro container writer (null codec) for synthetic manifests.
+pub mod pinot;
 pub mod synth;
 
 pub mod avro {
