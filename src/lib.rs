@@ -28,7 +28,7 @@
 //! ## Layers (each uses only those below it; `tests/layout.rs` checks)
 //!
 //! ```text
-//! bindings, host · ledger · acceptance · plan, expire, bundle, pinot · policy, page ·
+//! bindings, host · ledger · acceptance, reclaim · plan, expire, bundle, pinot · policy, page ·
 //! verdict, context · reach, delta_log · spec · codec ·
 //! error, path, digest, duration, version, format
 //! ```
@@ -54,6 +54,7 @@ pub mod ledger;
 pub mod path;
 pub mod pinot;
 pub mod policy;
+pub mod reclaim;
 pub mod spec;
 
 // The machinery: reached through the re-exports below.

@@ -305,6 +305,23 @@ impl PinotSession {
             watermark: Watermark::parse(watermark, &s.table_name_with_type)?,
             active: documents::active_snapshots(active, &s.table_name_with_type)?,
         };
+        if let Some(s) = docs
+            .active
+            .iter()
+            .find(|s| s.completed_at_ms > self.config.now_ms)
+        {
+            return Err(Error::malformed(
+                crate::error::MalformedReason::Inconsistent,
+                "active-list",
+                format!(
+                    "snapshot {} completed at {}, after the run's clock ({}): a time in the \
+                     wrong unit, or a clock ahead",
+                    s.snapshot_id,
+                    utc(s.completed_at_ms),
+                    utc(self.config.now_ms)
+                ),
+            ));
+        }
         let v = self.view_mut()?;
         if v.docs.is_some() {
             return Err(Error::protocol(
@@ -473,29 +490,11 @@ impl PinotSession {
     }
 
     /// Whether a re-read shows what was judged: the same watermark and
-    /// active list, and every folder the plan keeps for a snapshot or
-    /// sweeps holding exactly the same object versions.
+    /// active list, and every object of every root at the same version
+    /// (a batch, a folder, an odd key that landed: judged again).
     fn same_view(&self, j: &Judgement, v: &View) -> bool {
         let Some(d) = &v.docs else { return false };
-        if d.watermark != j.docs.watermark || d.active != j.docs.active {
-            return false;
-        }
-        let mut after: BTreeMap<String, BTreeMap<&String, &ObjectVersion>> = BTreeMap::new();
-        for (k, ver) in &v.objects {
-            if let Some((id, _)) = self.folder(k) {
-                after.entry(id).or_default().insert(k, ver);
-            }
-        }
-        j.verdicts.iter().all(|(id, (role, swept, _))| {
-            let matters =
-                *swept || matches!(role, SnapshotRole::Retained | SnapshotRole::InProgress);
-            let before: BTreeMap<&String, &ObjectVersion> = j
-                .folders
-                .get(id)
-                .map(|b| b.iter().collect())
-                .unwrap_or_default();
-            !matters || before == after.remove(id).unwrap_or_default()
-        })
+        d.watermark == j.docs.watermark && d.active == j.docs.active && v.objects == j.view.objects
     }
 
     /// Judges a complete view: roles, swept folders, reads needed.
@@ -566,7 +565,6 @@ impl PinotSession {
                     artifact::FINAL
                 ));
             }
-            reads.extend(finals.into_iter().cloned());
             verdicts.insert(
                 s.snapshot_id.clone(),
                 (
@@ -582,15 +580,16 @@ impl PinotSession {
         }
         if let Some(p) = &protected {
             if !verdicts.contains_key(p) {
-                if let Some(f) = folders.get(p) {
-                    reads.extend(
-                        f.keys()
-                            .filter(|k| {
-                                let r = rest_of(k);
-                                r == artifact::FINAL || artifact::is_batch(r)
-                            })
-                            .cloned(),
-                    );
+                let completed = docs.watermark.state == Some(documents::CheckpointState::Completed);
+                let has_final = folders
+                    .get(p)
+                    .is_some_and(|f| f.keys().any(|k| rest_of(k) == artifact::FINAL));
+                if completed && !has_final {
+                    problems.push(format!(
+                        "the watermark says snapshot {p} COMPLETED, the active list does not \
+                         hold it yet, and it has no {} under any root",
+                        artifact::FINAL
+                    ));
                 }
                 let state = docs.watermark.state.map_or("", |s| match s {
                     documents::CheckpointState::InProgress => "IN_PROGRESS",
@@ -631,7 +630,8 @@ impl PinotSession {
                      oldest retained one"
                         .to_owned(),
                 ),
-                Some(t) if newest >= t => (
+                // Stores may list times to the second: a margin of one.
+                Some(t) if newest.saturating_add(1000) > t => (
                     false,
                     format!(
                         "an object was written at {}, not before the oldest retained \
@@ -640,7 +640,7 @@ impl PinotSession {
                         utc(t)
                     ),
                 ),
-                Some(_) if newest > now_limit => (
+                Some(_) if newest >= now_limit => (
                     false,
                     format!(
                         "an object was written at {}, within the minimum age",
@@ -670,6 +670,33 @@ impl PinotSession {
                 "evicted: active but not among the newest maxActiveVersions; no folder listed"
                     .into(),
             ));
+        }
+        // The keep set is every segment any artifact that stays names:
+        // retained and in-progress ones, and whatever else is not swept (a
+        // folder the active list does not hold yet, a kept orphan, a folder
+        // named otherwise). Only segments nothing that stays names go.
+        // A retained snapshot is what its final.parquet says (its batches
+        // were work in progress), unless the watermark says it is still in
+        // progress.
+        let in_progress = docs.watermark.in_progress();
+        for key in view.objects.keys() {
+            if !key.ends_with(".parquet") {
+                continue;
+            }
+            let (swept, retained_batch) = match self.folder(key) {
+                Some((id, rest)) => match verdicts.get(&id) {
+                    Some((SnapshotRole::Retained, _, _)) => (
+                        false,
+                        rest != artifact::FINAL && in_progress != Some(id.as_str()),
+                    ),
+                    Some((_, swept, _)) => (*swept, false),
+                    None => (false, false),
+                },
+                None => (false, false),
+            };
+            if !swept && !retained_batch {
+                reads.insert(key.clone());
+            }
         }
         for r in &reads {
             self.queue.push_back(PinotRequest::ReadBlob(r.clone()));
@@ -742,6 +769,13 @@ impl PinotSession {
             .any(|(r, _, _)| *r == SnapshotRole::Retained);
         if let Some(live) = live.filter(|_| retained) {
             for s in j.docs.segments.difference(&j.keep) {
+                if s == "." || s == ".." || s.chars().any(char::is_control) {
+                    plan.warnings.push(format!(
+                        "segment {s:?} is kept: a name a URL path or a client may resolve \
+                         to another resource"
+                    ));
+                    continue;
+                }
                 if live.contains(s) {
                     plan.delete_segments.push(SegmentDelete {
                         segment: s.clone(),
@@ -769,7 +803,8 @@ impl PinotSession {
                         version: version.clone(),
                     });
                     plan.summary.objects_deleted += 1;
-                    plan.summary.bytes_deleted += version.size;
+                    plan.summary.bytes_deleted =
+                        plan.summary.bytes_deleted.saturating_add(version.size);
                 }
             }
             plan.snapshots.push(SnapshotVerdict {
@@ -778,7 +813,9 @@ impl PinotSession {
                 completed_at_ms: completed.get(id.as_str()).copied(),
                 swept,
                 objects: objects.map_or(0, |o| o.len() as u64),
-                bytes: objects.map_or(0, |o| o.values().map(|v| v.size).sum()),
+                bytes: objects.map_or(0, |o| {
+                    o.values().fold(0u64, |a, v| a.saturating_add(v.size))
+                }),
                 detail: detail.clone(),
             });
         }
@@ -788,7 +825,11 @@ impl PinotSession {
         plan.summary.kept_segments = j.keep.len() as u64;
         plan.summary.kept_not_in_ideal_state = j.keep.difference(&j.docs.segments).count() as u64;
         plan.summary.objects_listed = j.view.objects.len() as u64;
-        plan.summary.bytes_listed = j.view.objects.values().map(|v| v.size).sum();
+        plan.summary.bytes_listed = j
+            .view
+            .objects
+            .values()
+            .fold(0u64, |a, v| a.saturating_add(v.size));
         plan.sealed()
     }
 
@@ -816,6 +857,7 @@ impl PinotSession {
             delete_objects: Vec::new(),
             snapshots: Vec::new(),
             stray: Vec::new(),
+            warnings: Vec::new(),
             summary: PinotSummary {
                 rechecks: self.rechecks,
                 ..PinotSummary::default()

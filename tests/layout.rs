@@ -6,6 +6,7 @@
 //!                               the reference host loop
 //! ledger                        two-phase deletion
 //! acceptance                    the one acceptance path
+//! reclaim                       what-if retention (the simulator's engine)
 //! plan (+ plan/delta), expire, bundle, pinot (snapshot artifacts)
 //! policy, page
 //! verdict, context
@@ -42,6 +43,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("bundle", 6),
     ("pinot", 6),
     ("acceptance", 7),
+    ("reclaim", 7),
     ("ledger", 8),
     ("bindings", 9),
     ("host", 9),

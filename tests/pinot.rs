@@ -107,7 +107,7 @@ fn max_active_versions_two_evicts_four_and_keeps_the_in_progress_batches() {
     // batch; events_7 only by a batch: both kept.
     assert_eq!(
         segs(&p),
-        ["events_1", "events_2", "events_3", "events_legacy"]
+        ["events_1", "events_2", "events_3", "events_unnamed"]
     );
     // The stray file and the non-canonical folder are kept, and said why.
 
@@ -143,14 +143,14 @@ fn max_active_versions_two_evicts_four_and_keeps_the_in_progress_batches() {
 fn max_active_versions_zero_one_two_five() {
     let id = ids();
     for (n, retained, deleted) in [
-        ("0", 5, vec!["events_legacy"]),
-        ("1", 5, vec!["events_legacy"]),
+        ("0", 5, vec!["events_unnamed"]),
+        ("1", 5, vec!["events_unnamed"]),
         (
             "2",
             2,
-            vec!["events_1", "events_2", "events_3", "events_legacy"],
+            vec!["events_1", "events_2", "events_3", "events_unnamed"],
         ),
-        ("5", 5, vec!["events_legacy"]),
+        ("5", 5, vec!["events_unnamed"]),
     ] {
         let p = Host::new()
             .run(config(config_with(&[("maxActiveVersions", Some(n))])))
@@ -185,7 +185,7 @@ fn max_active_versions_zero_one_two_five() {
         .run(config(config_with(&[("maxActiveVersions", Some("6"))])))
         .unwrap();
     assert!(p.snapshots.iter().all(|s| s.role != SnapshotRole::Evicted));
-    assert_eq!(segs(&p), ["events_legacy"]);
+    assert_eq!(segs(&p), ["events_unnamed"]);
 }
 
 #[test]
@@ -224,7 +224,7 @@ fn a_snapshot_completing_mid_run_is_judged_on_the_new_state() {
             "events_2",
             "events_3",
             "events_4",
-            "events_legacy"
+            "events_unnamed"
         ]
     );
     // Judged on the first state alone, events_4 would have been kept and
@@ -408,7 +408,7 @@ fn segments_that_appear_or_go_mid_run_are_never_deleted() {
     h.states.push((v.to_string(), w, a));
     let p = h.run(config(doc("table-config.json"))).unwrap();
     assert_eq!(p.summary.rechecks, 0);
-    assert_eq!(segs(&p), ["events_1", "events_3", "events_legacy"]);
+    assert_eq!(segs(&p), ["events_1", "events_3", "events_unnamed"]);
 }
 
 #[test]
@@ -458,7 +458,7 @@ fn apply_accepts_only_what_a_fresh_run_agrees_with() {
     assert!(a.withheld.iter().any(|w| w.contains(&rewritten)), "{a:?}");
     assert_eq!(a.objects.len(), plan.delete_objects.len() - 1);
     // An edited plan is refused.
-    let edited = plan.to_json().replace("events_legacy", "events_5");
+    let edited = plan.to_json().replace("events_unnamed", "events_5");
     assert!(accept_pinot_plan(&edited, &fresh.to_json()).is_err());
     // A fresh run that says retry approves nothing.
     let mut h = Host::new();
@@ -780,4 +780,106 @@ mod mutations {
             prop_assert!(!name.is_empty());
         }
     }
+}
+
+/// The adversarial cases: what stays must protect its segments, whatever
+/// the state documents say or lag.
+#[test]
+fn what_stays_protects_its_segments_when_the_state_lags_or_lies() {
+    let l = layout();
+    let now = l["nowMs"].as_i64().unwrap();
+    let id = ids();
+    let (ideal, w, a) = base_state();
+    // A folder whose name is not a canonical id protects what it names.
+    let p = Host::new().run(config(doc("table-config.json"))).unwrap();
+    assert!(!segs(&p).contains(&"events_legacy"));
+
+    // Segment names a URL may resolve elsewhere are never deleted.
+    let mut v: Value = serde_json::from_str(&ideal).unwrap();
+    for odd in [".", "..", "a\u{7}b"] {
+        v["OFFLINE"][odd] = serde_json::json!({"s": "ONLINE"});
+    }
+    let mut h = Host::new();
+    h.states = vec![(v.to_string(), w.clone(), a.clone())];
+    let p = h.run(config(doc("table-config.json"))).unwrap();
+    assert_eq!(
+        segs(&p),
+        ["events_1", "events_2", "events_3", "events_unnamed"]
+    );
+    assert_eq!(p.warnings.len(), 3, "{:?}", p.warnings);
+
+    // The active list lags: snapshot 9 completed (its final.parquet names
+    // events_2) and the watermark moved on, but the list does not hold it.
+    let lagging = "7340615108342410009";
+    let mut h = Host::new();
+    let wm = serde_json::json!({"tableNameWithType": "events_OFFLINE", "snapshotId": "7340615108342410010", "state": "IN_PROGRESS"});
+    h.states = vec![(ideal.clone(), wm.to_string(), a.clone())];
+    let names_2 = std::fs::read(
+        dir()
+            .join("deepstore/controller/snapshots/events_OFFLINE")
+            .join(&id[1])
+            .join("final.parquet"),
+    )
+    .unwrap();
+    h.extra.push((
+        0,
+        format!("controller/snapshots/events_OFFLINE/{lagging}/final.parquet"),
+        names_2.clone(),
+        now - 1_800_000,
+    ));
+    let p = h.run(config(doc("table-config.json"))).unwrap();
+    assert_eq!(role(&p, lagging), (SnapshotRole::Orphan, false));
+    assert!(!segs(&p).contains(&"events_2"), "{:?}", segs(&p));
+    // The former in-progress folder is no longer the watermark's, but it
+    // is recent: kept, and its batches still protect events_0.
+    assert!(!segs(&p).contains(&"events_0"));
+
+    // COMPLETED but not yet active, without a final.parquet: retry.
+    let mut h = Host::new();
+    let wm = serde_json::json!({"tableNameWithType": "events_OFFLINE", "snapshotId": l["inProgress"], "state": "COMPLETED"});
+    h.states = vec![(ideal.clone(), wm.to_string(), a.clone())];
+    assert_eq!(
+        h.run(config(doc("table-config.json"))).unwrap().status,
+        PlanStatus::Retry
+    );
+
+    // IN_PROGRESS for a snapshot the active list already holds: its
+    // batches still protect (batch-0001 of snapshot 6 names events_6 only;
+    // give it one naming events_2).
+    let mut h = Host::new();
+    let wm = serde_json::json!({"tableNameWithType": "events_OFFLINE", "snapshotId": id[5], "state": "IN_PROGRESS"});
+    h.states = vec![(ideal.clone(), wm.to_string(), a.clone())];
+    h.extra.push((
+        0,
+        format!(
+            "controller/snapshots/events_OFFLINE/{}/batches/batch-0009.parquet",
+            id[5]
+        ),
+        names_2,
+        now - 7_200_000,
+    ));
+    let p = h.run(config(doc("table-config.json"))).unwrap();
+    assert!(!segs(&p).contains(&"events_2"), "{:?}", segs(&p));
+
+    // A completion time after the run's clock (microseconds for ms?) is refused.
+    let mut av: Value = serde_json::from_str(&a).unwrap();
+    av["snapshots"][5]["completedAtMs"] = (now * 1000).into();
+    let mut h = Host::new();
+    h.states = vec![(ideal.clone(), w.clone(), av.to_string())];
+    assert!(matches!(
+        h.run(config(doc("table-config.json"))),
+        Err(Error::Malformed { .. })
+    ));
+
+    // An odd key landing between the listing and the re-read: judged again.
+    let mut h = Host::new();
+    h.extra.push((
+        2,
+        format!("controller/snapshots/events_OFFLINE/{}/x//y", id[0]),
+        vec![1],
+        now - 100,
+    ));
+    let p = h.run(config(doc("table-config.json"))).unwrap();
+    assert_eq!(p.summary.rechecks, 1);
+    assert_eq!(role(&p, &id[0]), (SnapshotRole::Evicted, false));
 }

@@ -134,6 +134,64 @@ pub fn plan_expiry(req: &ExpiryRequest, metadata_bytes: &[u8]) -> Result<ExpiryP
     let uri = req.metadata_location.as_str();
     let md = TableMetadata::parse(uri, metadata_bytes)?;
     let now = req.now_ms;
+    let policy = req.policy.as_ref();
+    let Decided {
+        expire,
+        retain,
+        expired,
+        remove_refs,
+        warnings,
+    } = decide(req, &md)?;
+    let (commit, new_metadata) = if expire.is_empty() && remove_refs.is_empty() {
+        (Value::Null, Value::Null)
+    } else {
+        let raw = maybe_gunzip(uri, metadata_bytes)?;
+        let raw: Value = serde_json::from_slice(&raw).map_err(|e| {
+            Error::malformed(MalformedReason::Encoding, uri, format!("not JSON: {e}"))
+        })?;
+        (
+            commit::request(&md, &remove_refs, &expire),
+            commit::new_metadata(raw, uri, now, &remove_refs, &expire)?,
+        )
+    };
+    Ok(ExpiryPlan {
+        schema: EXPIRY_SCHEMA.into(),
+        table_uuid: md.table_uuid.clone(),
+        metadata_location: req.metadata_location.clone(),
+        now_ms: now,
+        policy_digest: policy.map(Policy::digest),
+        hold_generation: req.context.hold_generation(),
+        lease_watermark: req.context.lease_watermark(),
+        expire,
+        retain,
+        expired,
+        remove_refs,
+        warnings,
+        commit,
+        new_metadata,
+    })
+}
+
+/// Which snapshots an expiry keeps (with every reason) and removes (with
+/// why), without the commit: what [`plan_expiry`] decides, for callers
+/// that hold the parsed metadata and ask many times (a what-if).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Decided {
+    /// Snapshot ids to expire, ascending.
+    pub expire: Vec<i64>,
+    /// Snapshots that stay, by id.
+    pub retain: Vec<Retained>,
+    /// Snapshots that expire, by id.
+    pub expired: Vec<Expired>,
+    /// Refs to remove.
+    pub remove_refs: Vec<String>,
+    /// Things the operator should know, sorted.
+    pub warnings: Vec<String>,
+}
+
+/// The expiry rules over parsed metadata (see [`plan_expiry`]).
+pub(crate) fn decide(req: &ExpiryRequest, md: &TableMetadata) -> Result<Decided> {
+    let now = req.now_ms;
     let mut warnings: BTreeSet<String> = BTreeSet::new();
 
     if !md.gc_enabled() {
@@ -145,15 +203,15 @@ pub fn plan_expiry(req: &ExpiryRequest, metadata_bytes: &[u8]) -> Result<ExpiryP
     let policy = req.policy.as_ref();
     if let Some(p) = policy {
         p.ensure_valid()?;
-        p.ensure_binds(&md)?;
+        p.ensure_binds(md)?;
         p.ensure_holds_current(&req.context)?;
     }
     let sr = policy
         .map(|p| p.snapshot_retention.clone())
         .unwrap_or_default();
-    let defaults = Defaults::of(&sr, &md)?;
-    let history = History::of(&md);
-    let holds = protections::Holds::of(&req.context, policy, &md, &mut warnings)?;
+    let defaults = Defaults::of(&sr, md)?;
+    let history = History::of(md);
+    let holds = protections::Holds::of(&req.context, policy, md, &mut warnings)?;
     let max_writer = policy
         .and_then(|p| p.file_retention.max_writer_duration)
         .map(|d| d.0);
@@ -161,10 +219,10 @@ pub fn plan_expiry(req: &ExpiryRequest, metadata_bytes: &[u8]) -> Result<ExpiryP
 
     // Java's `RemoveSnapshots`, then ours on top (which win over explicit
     // ids too).
-    let mut java = java::Retention::of(&md, &sr, &defaults, &history, &holds, now, &mut warnings)?;
+    let mut java = java::Retention::of(md, &sr, &defaults, &history, &holds, now, &mut warnings)?;
     let explicit: BTreeSet<i64> = req.expire_ids.iter().copied().collect();
     java.expire_explicitly(&explicit, &history, &mut warnings)?;
-    let ours = protections::reasons(req, &md, policy, &history, &holds, now, &mut warnings)?;
+    let ours = protections::reasons(req, md, policy, &history, &holds, now, &mut warnings)?;
     let mut reasons = java.reasons;
     for (id, rs) in ours {
         if explicit.contains(&id) {
@@ -213,34 +271,12 @@ pub fn plan_expiry(req: &ExpiryRequest, metadata_bytes: &[u8]) -> Result<ExpiryP
     retain.sort_by_key(|r| r.snapshot_id);
     expired.sort_by_key(|e| e.snapshot_id);
 
-    let remove_refs = java.remove_refs;
-    let (commit, new_metadata) = if expire.is_empty() && remove_refs.is_empty() {
-        (Value::Null, Value::Null)
-    } else {
-        let raw = maybe_gunzip(uri, metadata_bytes)?;
-        let raw: Value = serde_json::from_slice(&raw).map_err(|e| {
-            Error::malformed(MalformedReason::Encoding, uri, format!("not JSON: {e}"))
-        })?;
-        (
-            commit::request(&md, &remove_refs, &expire),
-            commit::new_metadata(raw, uri, now, &remove_refs, &expire)?,
-        )
-    };
-    Ok(ExpiryPlan {
-        schema: EXPIRY_SCHEMA.into(),
-        table_uuid: md.table_uuid.clone(),
-        metadata_location: req.metadata_location.clone(),
-        now_ms: now,
-        policy_digest: policy.map(Policy::digest),
-        hold_generation: req.context.hold_generation(),
-        lease_watermark: req.context.lease_watermark(),
+    Ok(Decided {
         expire,
         retain,
         expired,
-        remove_refs,
+        remove_refs: java.remove_refs,
         warnings: warnings.into_iter().collect(),
-        commit,
-        new_metadata,
     })
 }
 

@@ -55,12 +55,6 @@ impl ArtifactKey {
     }
 }
 
-/// Whether `rest` (inside a snapshot folder) is a batch file.
-pub fn is_batch(rest: &str) -> bool {
-    rest.strip_prefix(BATCHES)
-        .is_some_and(|f| !f.contains('/') && f.ends_with(".parquet"))
-}
-
 /// The segments named by one artifact's `column`. Fails with why, in words,
 /// when the bytes are not a Parquet file this reader reads, the column is
 /// missing or not a string, or a row is null or empty: a retained
@@ -113,9 +107,6 @@ mod tests {
         assert!(matches!(ArtifactKey::parse("12/"), ArtifactKey::Stray(_)));
         assert!(matches!(ArtifactKey::parse("12//x"), ArtifactKey::Stray(_)));
         assert!(matches!(ArtifactKey::parse("12/a/"), ArtifactKey::Stray(_)));
-        assert!(is_batch("batches/b-0001.parquet"));
-        assert!(!is_batch("batches/x/b.parquet"));
-        assert!(!is_batch("final.parquet"));
     }
 
     #[test]

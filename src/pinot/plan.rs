@@ -168,6 +168,8 @@ pub struct PinotPlan {
     pub snapshots: Vec<SnapshotVerdict>,
     /// Objects kept because they are outside any snapshot folder.
     pub stray: Vec<StrayObject>,
+    /// What the operator should know (a segment kept for its name, ...).
+    pub warnings: Vec<String>,
     /// Counts.
     pub summary: PinotSummary,
     /// SHA-256 (hex) over the document with this field empty.

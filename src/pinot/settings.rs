@@ -97,7 +97,12 @@ impl RetentionSettings {
             }
             _ => format!("{name}_{table_type}"),
         };
-        if name.is_empty() || name.contains('/') {
+        if name.is_empty()
+            || name.contains('/')
+            || name == "."
+            || name == ".."
+            || name.chars().any(char::is_control)
+        {
             return Err(Error::malformed(
                 MalformedReason::Field,
                 URI,
@@ -207,7 +212,7 @@ pub fn pinot_period(ms: i64) -> String {
             return format!("{}{unit}", ms / size);
         }
     }
-    format!("{}s", (ms + 999) / 1000)
+    format!("{}s", ms.saturating_add(999) / 1000)
 }
 
 #[cfg(test)]

@@ -74,7 +74,9 @@ pub struct Host {
     pub truncate: BTreeSet<String>,
     /// Layout-relative keys listed but gone when read.
     pub vanish: BTreeSet<String>,
-    /// Objects that appear from a round on: (round, rel, bytes, mtime).
+    /// Objects that appear from a round on: (round, rel, bytes, mtime);
+    /// the listings after the Nth state read are round N (the first
+    /// listing is round 1, the re-read's round 2).
     pub extra: Vec<(usize, String, Vec<u8>, i64)>,
     pub page_size: usize,
     pub reverse: bool,

@@ -415,17 +415,8 @@ enum PinotCmd {
     Plan {
         #[command(flatten)]
         state: PinotStateOpts,
-        /// A deep-store root (controller, server, broker; repeatable):
-        /// a local path, file://, s3:// URI. Artifacts are under
-        /// ROOT/snapshots/TABLE_TYPE/.
-        #[arg(long = "root", value_name = "URI", required = true)]
-        roots: Vec<String>,
-        /// The column of final.parquet and batch files that names segments.
-        #[arg(long, value_name = "NAME", default_value = "segmentName")]
-        segment_column: String,
-        /// Artifact objects younger than this are never swept.
-        #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = duration_ms)]
-        min_age: i64,
+        #[command(flatten)]
+        layout: PinotLayoutOpts,
         #[command(flatten)]
         when: NowOpts,
         /// Writes the sealed plan (the input of pinot apply) to FILE.
@@ -446,6 +437,8 @@ enum PinotCmd {
         plan: String,
         #[command(flatten)]
         state: PinotStateOpts,
+        #[command(flatten)]
+        layout: PinotLayoutOpts,
         /// The Pinot controller, e.g. http://controller:9000; segments are
         /// deleted with DELETE /segments/{table}/{segment}?retention=...
         #[arg(long, value_name = "URL", required_unless_present = "dry_run")]
@@ -460,6 +453,24 @@ enum PinotCmd {
         #[command(flatten)]
         planner: PlannerOpts,
     },
+}
+
+/// Where a Pinot table's artifacts are and how they are read (apply takes
+/// them again: the live run must be the plan's, and a plan file cannot
+/// widen them).
+#[derive(Args, Debug, Clone)]
+struct PinotLayoutOpts {
+    /// A deep-store root (controller, server, broker; repeatable): a local
+    /// path, file://, s3:// URI. Artifacts are under
+    /// ROOT/snapshots/<tableNameWithType>/.
+    #[arg(long = "root", value_name = "URI", required = true)]
+    roots: Vec<String>,
+    /// The column of final.parquet and batch files that names segments.
+    #[arg(long, value_name = "NAME", default_value = "segmentName")]
+    segment_column: String,
+    /// Artifact objects younger than this are never swept.
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = duration_ms)]
+    min_age: i64,
 }
 
 /// Where a Pinot run reads its table config and live state: files or
@@ -985,18 +996,16 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
         }),
         Cmd::Pinot(PinotCmd::Plan {
             state,
-            roots,
-            segment_column,
-            min_age,
+            layout,
             when,
             out,
             json,
             planner,
         }) => Command::PinotPlan(crate::pinot::PlanArgs {
             sources: state.sources(),
-            roots,
-            segment_column,
-            min_age_ms: min_age,
+            roots: layout.roots,
+            segment_column: layout.segment_column,
+            min_age_ms: layout.min_age,
             now_ms: when.now_ms(),
             out,
             json,
@@ -1005,6 +1014,7 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
         Cmd::Pinot(PinotCmd::Apply {
             plan,
             state,
+            layout,
             controller,
             dry_run,
             receipts,
@@ -1012,6 +1022,9 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
         }) => Command::PinotApply(crate::pinot::ApplyArgs {
             plan,
             sources: state.sources(),
+            roots: layout.roots,
+            segment_column: layout.segment_column,
+            min_age_ms: layout.min_age,
             controller,
             dry_run,
             receipts,

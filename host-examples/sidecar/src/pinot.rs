@@ -67,6 +67,12 @@ pub struct ApplyArgs {
     pub plan: String,
     /// The documents, read again now.
     pub sources: Sources,
+    /// Deep-store roots (must be the plan's).
+    pub roots: Vec<String>,
+    /// The segment column (must be the plan's).
+    pub segment_column: String,
+    /// The minimum age for the live run, ms.
+    pub min_age_ms: i64,
     /// The controller's base URL.
     pub controller: Option<String>,
     /// Check and print only.
@@ -229,7 +235,7 @@ pub async fn run_plan(a: &PlanArgs) -> Result<u8, String> {
     } else {
         print!("{}", human(&p.document)?);
         if let Some(out) = &a.out {
-            println!("plan written to {out}; to carry it out: lakesweep pinot apply {out} --controller URL (with the same state sources)");
+            println!("plan written to {out}; to carry it out: lakesweep pinot apply {out} --controller URL (with the live state sources and the same --root options)");
         }
     }
     Ok(match p.status {
@@ -298,6 +304,9 @@ pub fn human(document: &str) -> Result<String, String> {
     for x in v["stray"].as_array().into_iter().flatten() {
         o += &format!("  kept: {}  ({})\n", s(&x["key"]), s(&x["why"]));
     }
+    for w in v["warnings"].as_array().into_iter().flatten() {
+        o += &format!("  warning: {}\n", s(w));
+    }
     let sm = &v["summary"];
     o += &format!(
         "\nSummary: {} segments in the ideal state, {} named by retained or in-progress snapshots \
@@ -324,23 +333,16 @@ pub fn human(document: &str) -> Result<String, String> {
 pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
     let text = std::fs::read_to_string(&a.plan).map_err(|e| format!("read {}: {e}", a.plan))?;
     let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", a.plan))?;
-    let roots: Vec<String> = v["roots"]
-        .as_array()
-        .map(|r| {
-            r.iter()
-                .filter_map(|x| x.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
-    let column = v["segmentColumn"].as_str().unwrap_or_default().to_owned();
-    let min_age = v["tokens"]["minAgeMs"].as_i64().unwrap_or(i64::MAX);
     let mut planner = Planner::load(&crate::component::wasm_path(a.wasm.as_deref()))?;
+    // The live run takes its roots, column and age from the command line:
+    // the planner refuses a plan of other roots or another column, and a
+    // plan file cannot widen them.
     let fresh = plan(
         &mut planner,
         &a.sources,
-        &roots,
-        &column,
-        min_age,
+        &a.roots,
+        &a.segment_column,
+        a.min_age_ms,
         store::clock_ms(),
     )
     .await?;
@@ -421,7 +423,20 @@ pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
             enc(&table_type),
             enc(&approval.segment_retention)
         );
-        let (result, detail) = match client.delete(&url).send().await {
+        // The request must name exactly this segment: a URL library that
+        // resolves `.` or `..` would aim it at the whole table.
+        let parsed = reqwest::Url::parse(&url).map_err(|e| format!("{url}: {e}"))?;
+        if !parsed
+            .path()
+            .ends_with(&format!("/segments/{}/{}", enc(&raw), enc(s)))
+        {
+            return Err(format!(
+                "the DELETE for segment {s:?} would go to {}: refused",
+                parsed.path()
+            )
+            .into());
+        }
+        let (result, detail) = match client.delete(parsed).send().await {
             Ok(r) if r.status().is_success() => ("deleted", r.status().to_string()),
             Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND => {
                 ("already-absent", r.status().to_string())

@@ -57,15 +57,21 @@ impl Layout {
         ]
     }
 
-    fn plan_args(&self) -> Vec<String> {
-        let mut a = vec!["pinot".into(), "plan".into()];
-        a.extend(self.state_args());
+    fn roots(&self) -> Vec<String> {
+        let mut a = Vec::new();
         for r in ROOTS {
             a.extend([
                 "--root".into(),
                 self.root.join("deepstore").join(r).display().to_string(),
             ]);
         }
+        a
+    }
+
+    fn plan_args(&self) -> Vec<String> {
+        let mut a = vec!["pinot".into(), "plan".into()];
+        a.extend(self.state_args());
+        a.extend(self.roots());
         a.extend(["--now".into(), NOW.into()]);
         a
     }
@@ -205,7 +211,7 @@ fn segments(plan: &Value) -> Vec<String> {
 #[test]
 fn plan_from_files_and_from_the_controller_agree_and_apply_deletes_exactly_the_plan() {
     let lay = Layout::new("apply");
-    let ctl = Controller::start(lay.root.clone(), &["events_legacy"]);
+    let ctl = Controller::start(lay.root.clone(), &["events_unnamed"]);
     let out = lay.root.join("plan.json");
     let mut a = lay.plan_args();
     a.extend(["--out".into(), out.display().to_string()]);
@@ -224,7 +230,7 @@ fn plan_from_files_and_from_the_controller_agree_and_apply_deletes_exactly_the_p
     let plan: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(
         segments(&plan),
-        ["events_1", "events_2", "events_3", "events_legacy"]
+        ["events_1", "events_2", "events_3", "events_unnamed"]
     );
 
     // The same documents through the controller's REST answers: the same plan.
@@ -242,6 +248,7 @@ fn plan_from_files_and_from_the_controller_agree_and_apply_deletes_exactly_the_p
         "--dry-run".into(),
     ];
     d.extend(lay.state_args());
+    d.extend(lay.roots());
     let o = lakesweep(&d);
     assert!(o.status.success(), "{}", out_text(&o));
     assert!(ctl.deletes().is_empty());
@@ -258,11 +265,18 @@ fn plan_from_files_and_from_the_controller_agree_and_apply_deletes_exactly_the_p
         receipts.display().to_string(),
     ];
     ap.extend(ctl.state_args());
+    // Another set of roots than the plan's: refused before any delete.
+    let mut other = ap.clone();
+    other.extend(lay.roots().into_iter().take(4));
+    let o = lakesweep(&other);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(ctl.deletes().is_empty());
+    ap.extend(lay.roots());
     let o = lakesweep(&ap);
     assert!(o.status.success(), "{}", out_text(&o));
     let deletes = ctl.deletes();
     assert_eq!(deletes.len(), 4, "{deletes:?}");
-    for s in ["events_1", "events_2", "events_3", "events_legacy"] {
+    for s in ["events_1", "events_2", "events_3", "events_unnamed"] {
         assert!(
             deletes.iter().any(|l| l.starts_with(&format!(
                 "DELETE /segments/events/{s}?type=OFFLINE&retention=3d "
@@ -307,7 +321,7 @@ fn plan_from_files_and_from_the_controller_agree_and_apply_deletes_exactly_the_p
     );
     assert!(lines
         .iter()
-        .any(|l| l["segment"] == "events_legacy" && l["result"] == "already-absent"));
+        .any(|l| l["segment"] == "events_unnamed" && l["result"] == "already-absent"));
     assert!(lines
         .iter()
         .filter(|l| l["key"].is_string())
@@ -356,6 +370,7 @@ fn apply_withholds_what_the_live_state_now_protects() {
         ctl.url.clone(),
     ];
     ap.extend(lay.state_args());
+    ap.extend(lay.roots());
     let o = lakesweep(&ap);
     assert!(o.status.success(), "{}", out_text(&o));
     let text = String::from_utf8_lossy(&o.stdout);
@@ -463,8 +478,11 @@ fn three_roots_on_an_s3_server() {
             .unwrap()
             .last_modified
             .timestamp_millis()
-            + 1000
+            + 1001
     });
+    // Completions more than a second after every upload (stores may list
+    // times to the second), and behind the clock when apply runs.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
     // The active list, completed (in order) after every upload.
     let mut active: Value =
         serde_json::from_str(&std::fs::read_to_string(lay.root.join("active.json")).unwrap())
@@ -475,7 +493,7 @@ fn three_roots_on_an_s3_server() {
         .iter_mut()
         .enumerate()
     {
-        s["completedAtMs"] = (t0 + i as i64 * 1000).into();
+        s["completedAtMs"] = (t0 + i as i64).into();
     }
     std::fs::write(lay.root.join("active.json"), active.to_string()).unwrap();
     let mut a = vec!["pinot".to_owned(), "plan".into()];
@@ -486,7 +504,7 @@ fn three_roots_on_an_s3_server() {
     let out = lay.root.join("plan.json");
     a.extend([
         "--now".into(),
-        (t0 + 10_000).to_string(),
+        (t0 + 100).to_string(),
         "--min-age".into(),
         "0s".into(),
         "--out".into(),
@@ -499,7 +517,7 @@ fn three_roots_on_an_s3_server() {
     assert_eq!(plan["status"], "complete", "{}", plan["statusDetail"]);
     assert_eq!(
         segments(&plan),
-        ["events_1", "events_2", "events_3", "events_legacy"]
+        ["events_1", "events_2", "events_3", "events_unnamed"]
     );
     let keys: BTreeSet<String> = plan["deleteObjects"]
         .as_array()
@@ -529,6 +547,10 @@ fn three_roots_on_an_s3_server() {
         ctl.url.clone(),
     ];
     ap.extend(lay.state_args());
+    for r in ROOTS {
+        ap.extend(["--root".into(), format!("s3://{bucket}/pinot/{r}")]);
+    }
+    ap.extend(["--min-age".into(), "0s".into()]);
     let o = lakesweep_with(&m.aws_env(), &ap);
     assert!(o.status.success(), "{}", out_text(&o));
     assert_eq!(ctl.deletes().len(), 4);
