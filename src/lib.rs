@@ -72,6 +72,8 @@ mod version;
 
 #[cfg(feature = "component")]
 mod bindings;
+#[cfg(feature = "web")]
+mod web;
 
 pub use acceptance::{accept, check_clock, delta_head, Acceptance, LiveFacts, MAX_CLOCK_SKEW_MS};
 pub use context::Context;

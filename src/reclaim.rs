@@ -513,8 +513,53 @@ impl ReclaimIndex {
         out
     }
 
+    /// The table's snapshots (metadata order) and refs, as JSON with ids
+    /// as strings (a JavaScript number cannot hold a 64-bit id).
+    pub fn table_json(&self) -> String {
+        let md = &self.md;
+        serde_json::json!({
+            "tableUuid": md.table_uuid,
+            "location": md.location,
+            "currentSnapshotId": md.current_snapshot_id.map(|i| i.to_string()),
+            "snapshots": md.snapshots.iter().map(|s| serde_json::json!({
+                "snapshotId": s.snapshot_id.to_string(),
+                "parentId": s.parent_snapshot_id.map(|i| i.to_string()),
+                "timestampMs": s.timestamp_ms,
+            })).collect::<Vec<_>>(),
+            "refs": md.refs.iter().map(|(name, r)| serde_json::json!({
+                "name": name,
+                "snapshotId": r.snapshot_id.to_string(),
+                "kind": match r.kind {
+                    crate::spec::iceberg::RefKind::Branch => "branch",
+                    crate::spec::iceberg::RefKind::Tag => "tag",
+                },
+            })).collect::<Vec<_>>(),
+        })
+        .to_string()
+    }
+
     /// Referenced objects the listing does not hold.
     pub fn unlisted(&self) -> u64 {
         roaring::MultiOps::union(self.snapshots.iter()).difference_len(&self.listed)
     }
+}
+
+/// A what-if as JSON with snapshot ids as strings (see
+/// [`ReclaimIndex::table_json`]).
+pub fn what_if_json(w: &WhatIf) -> String {
+    serde_json::json!({
+        "retain": w.retain.iter().map(|r| serde_json::json!({
+            "snapshotId": r.snapshot_id.to_string(), "reasons": r.reasons,
+        })).collect::<Vec<_>>(),
+        "expired": w.expired.iter().map(|e| serde_json::json!({
+            "snapshotId": e.snapshot_id.to_string(), "why": e.why,
+        })).collect::<Vec<_>>(),
+        "removeRefs": w.remove_refs,
+        "warnings": w.warnings,
+        "freedObjects": w.freed_objects,
+        "freedBytes": w.freed_bytes,
+        "referencedObjects": w.referenced_objects,
+        "referencedBytes": w.referenced_bytes,
+    })
+    .to_string()
 }

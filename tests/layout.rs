@@ -46,6 +46,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("reclaim", 7),
     ("ledger", 8),
     ("bindings", 9),
+    ("web", 9),
     ("host", 9),
 ];
 

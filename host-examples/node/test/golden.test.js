@@ -8,38 +8,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { promises as fs } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import { plan, planner } from '../src/planner.js';
 import { LocalStore } from '../src/local.js';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const VROOT = 'file:///lakesweep-fixtures';
-const VDELTA = 'file:///lakesweep-delta-fixtures';
-const DAY = 86_400_000;
-
-// A pin is the document and one newline.
-const golden = async (name) =>
-  (await fs.readFile(path.join(repo, 'tests/golden', `${name}.json`), 'utf8')).replace(/\n$/, '');
-const readJson = async (p) => JSON.parse(await fs.readFile(p, 'utf8'));
-
-/// Copies `from` to a scratch folder and stamps each file of `tables`
-/// ({dir relative to the copy: {relative path: ms}}) with its recorded time.
-async function stage(from, tag, tables) {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), `lakesweep-node-${tag}-`));
-  await fs.cp(from, dir, { recursive: true });
-  for (const [tableDir, mtimes] of Object.entries(tables)) {
-    for (const [rel, ms] of Object.entries(mtimes)) {
-      // Seconds as a double cannot hold every millisecond exactly: half a
-      // microsecond more keeps the stamped time from flooring one ms short.
-      const t = (ms + 0.0005) / 1000;
-      await fs.utimes(path.join(dir, tableDir, rel), t, t);
-    }
-  }
-  return dir;
-}
+import { repo, VROOT, VDELTA, DAY, golden, readJson, stage } from './fixtures.js';
 
 test('Iceberg fixture plans equal the native pins', async () => {
   const expect = await readJson(path.join(repo, 'tests/fixtures/generated/expect.json'));
