@@ -40,6 +40,7 @@ for name in ("events", "simple_v1"):
     src = os.path.join("tests/fixtures/generated", rel)
     shutil.copytree(src, os.path.join(out, name))
     tables.append({"name": name, "format": "iceberg", "nowMs": t["now_ms"], "mtimes": t["mtimes"],
+                   "metadata": "metadata/" + t["metadata_location"].rsplit("/metadata/", 1)[1],
                    "note": "written by pyiceberg, with planted orphans"})
 delta = json.load(open("tests/fixtures/delta/expect.json"))
 t = delta["events"]

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs the Python packages the tests use
-# (tests/requirements.txt), builds the component, then runs every test (the
-# core's unit, integration, property, mutation and component tests, the
-# benchmark's smoke pass, the sidecar's tests, including the S3 and
-# pyiceberg end-to-end tests, and the Node, Python and Spark hosts' tests).
+# (tests/requirements.txt), builds the component and the browser build, then
+# runs every test (the core's unit, integration, property, mutation and
+# component tests, the benchmark's smoke pass, the sidecar's tests,
+# including the S3 and pyiceberg end-to-end tests, and the Node, browser,
+# Python and Spark hosts' tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
@@ -21,6 +22,9 @@ if [ ! -x "$azurite/node_modules/.bin/azurite-blob" ]; then
 fi
 export LAKESWEEP_AZURITE="$azurite/node_modules/.bin/azurite-blob"
 bash scripts/build-component.sh
+# The core's wasm-bindgen build (the browser simulator's; the wasm-bindgen
+# CLI of the pinned version is installed from crates.io when missing).
+bash scripts/build-web.sh
 cargo test --all-targets
 # Conformance over the public fixtures beside the checkout (CI has them):
 # ignored in a fresh clone without ../shared, run here where they exist.
@@ -29,11 +33,16 @@ if [ -d ../shared/fixtures ]; then
 fi
 cargo test --doc
 ( cd host-examples/sidecar && cargo test )
-# The Node host: the component transpiled by jco; its tests reproduce the
-# pinned plans and compare with the sidecar (built above) on moto.
+# The Node host: the component transpiled by jco, and the wasm-bindgen
+# build; their tests reproduce the pinned plans and compare with the
+# sidecar (built above) on moto.
 # The hosts' tests compare with the sidecar binary the tests above built.
 export LAKESWEEP_SIDECAR="$CARGO_TARGET_DIR/debug/lakesweep"
 ( cd host-examples/node && npm ci --silent --no-audit --no-fund && npm test )
+# The browser simulator in headless Chromium (Debian's chromium, driven by
+# playwright-core): the demo under a changed policy and a hold equals the
+# sidecar's expire and plan; a 1,000 x 1,000,000 what-if is measured.
+( cd host-examples/browser && npm ci --silent --no-audit --no-fund && npm test )
 # The Python package: the component in wasmtime-py, installed as a user
 # would install it (the component packaged inside); its tests reproduce the
 # pinned plans and compare with the sidecar, on disk and on moto's S3.
