@@ -3,8 +3,8 @@
 //! change of a policy field (the browser simulator's engine).
 //!
 //! Built once per table: for every snapshot, the set of objects under the
-//! table location it references (its manifest list, its manifests, their
-//! live entries, its statistics files), as a compressed bitmap of object
+//! table location it references (its manifest list, its manifests, every
+//! file their entries name, its statistics files), as a compressed bitmap of object
 //! ids (`roaring`). A what-if is then the expiry rules over the parsed
 //! metadata (the same rules as [`crate::plan_expiry`]) and one bitmap
 //! union: the objects freed are those some snapshot references and no
@@ -34,9 +34,7 @@ use crate::error::{Error, ProtocolReason, Result, UnsafeReason};
 use crate::expire::{decide, Expired, ExpiryRequest, Retained};
 use crate::path::{CanonicalUri, TableLocation};
 use crate::policy::Policy;
-use crate::spec::iceberg::{
-    for_each_manifest_entry, read_manifest_list, ManifestStatus, TableMetadata,
-};
+use crate::spec::iceberg::{for_each_manifest_entry, read_manifest_list, TableMetadata};
 
 /// One object of a listing: its key relative to the table location and
 /// its size in bytes.
@@ -63,7 +61,7 @@ pub struct ReclaimBuilder {
     per_snapshot: Vec<BTreeSet<String>>,
     /// Which snapshots read each manifest list / manifest.
     readers: BTreeMap<String, Vec<usize>>,
-    /// A manifest's live entries, once read.
+    /// Every path a manifest's entries name, once read.
     manifest_keys: BTreeMap<String, Vec<String>>,
 }
 
@@ -144,7 +142,7 @@ impl ReclaimBuilder {
     }
 
     /// Answers a read with the blob's bytes: a manifest list queues its
-    /// manifests; a manifest gives its live entries. Fails (malformed) on
+    /// manifests; a manifest gives the paths of its entries. Fails (malformed) on
     /// bytes that do not decode, (protocol) for a read never asked for.
     pub fn handle_blob(&mut self, uri: &str, bytes: &[u8]) -> Result<()> {
         if !self.pending.remove(uri) {
@@ -169,11 +167,12 @@ impl ReclaimBuilder {
                 }
             }
         } else {
+            // Every entry, DELETED ones too: a sweep keeps what a DELETED
+            // entry of a retained snapshot names (a reader at that
+            // snapshot's parent may still need it), so it is not freed.
             let mut keys = Vec::new();
-            for_each_manifest_entry(uri, bytes, |status, _content, path| {
-                if status != ManifestStatus::Deleted {
-                    keys.push(path.to_owned());
-                }
+            for_each_manifest_entry(uri, bytes, |_status, _content, path| {
+                keys.push(path.to_owned());
             })?;
             self.manifest_keys.insert(uri.to_owned(), keys);
         }

@@ -155,7 +155,7 @@ test('the demo under a changed policy and a hold shows what the sidecar says', a
     const cand = plan.summary.verdicts.candidate || { count: 0, bytes: 0 };
     assert.equal(shown.candidates, cand.count);
     assert.equal(shown.candidateBytes, cand.bytes);
-    console.log(`page: core loaded and demo ready in ${loadMs} ms; retained ${shown.retained.length}, expired ${shown.expired.length}, frees ${shown.freedBytes} bytes, ${shown.candidates} orphans deletable`);
+    console.log(`page: ready (core compiled, demo list read) in ${loadMs} ms; retained ${shown.retained.length}, expired ${shown.expired.length}, frees ${shown.freedBytes} bytes, ${shown.candidates} orphans deletable`);
   } finally {
     await fs.rm(dir, { recursive: true, force: true });
     await page.close();
