@@ -132,6 +132,17 @@ test('the demo under a changed policy and a hold shows what the sidecar says', a
   }));
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: path.join(shots, 'simulator-policy.png') });
+  // Pin this policy as A, keep one snapshot more, and the diff says so.
+  await page.click('#pin');
+  await setField(page, 'retainLast', 3);
+  await page.waitForFunction(() => !document.querySelector('#diff').hidden && /Kept by this only/.test(document.querySelector('#diff').textContent));
+  // The policy exports as the JSON the page judges on.
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-policy')]);
+  const exported = JSON.parse(await fs.readFile(await download.path(), 'utf8'));
+  assert.equal(exported.snapshotRetention.retainLast, 3);
+  assert.equal(exported.snapshotRetention.maxSnapshotAge, '1d');
+  await setField(page, 'retainLast', 2);
+  await page.waitForTimeout(300);
   assert.deepEqual(errors, []);
 
   const { dir, tdir, t } = await stageDemo();
