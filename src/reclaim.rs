@@ -383,6 +383,18 @@ impl ReclaimIndex {
         }
     }
 
+    /// The metadata-order positions of the snapshots `ids` names.
+    fn positions(&self, ids: &[i64]) -> Vec<usize> {
+        let ids: BTreeSet<i64> = ids.iter().copied().collect();
+        self.md
+            .snapshots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| ids.contains(&s.snapshot_id))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
     /// Snapshots indexed.
     pub fn snapshot_count(&self) -> usize {
         self.snapshots.len()
@@ -429,16 +441,8 @@ impl ReclaimIndex {
             ));
         }
         let d = decide(&req, &self.md)?;
-        let kept: BTreeSet<i64> = d.retain.iter().map(|r| r.snapshot_id).collect();
-        let idx: Vec<usize> = self
-            .md
-            .snapshots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| kept.contains(&s.snapshot_id))
-            .map(|(i, _)| i)
-            .collect();
-        let (freed_objects, freed_bytes) = self.freed(&idx);
+        let kept: Vec<i64> = d.retain.iter().map(|r| r.snapshot_id).collect();
+        let (freed_objects, freed_bytes) = self.freed(&self.positions(&kept));
         let (referenced_objects, referenced_bytes) = self.totals();
         Ok(WhatIf {
             retain: d.retain,
@@ -488,15 +492,7 @@ impl ReclaimIndex {
     /// The keys of objects only expiring snapshots reference, for a
     /// what-if's retained snapshot ids (sorted; at most `limit`).
     pub fn freed_keys(&self, retained_ids: &[i64], limit: usize) -> Vec<(String, u64)> {
-        let kept: BTreeSet<i64> = retained_ids.iter().copied().collect();
-        let idx: Vec<usize> = self
-            .md
-            .snapshots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| kept.contains(&s.snapshot_id))
-            .map(|(i, _)| i)
-            .collect();
+        let idx = self.positions(retained_ids);
         let kept = roaring::MultiOps::union(idx.iter().filter_map(|&i| self.snapshots.get(i)));
         let all = roaring::MultiOps::union(self.snapshots.iter());
         let mut out: Vec<(String, u64)> = (all - kept)

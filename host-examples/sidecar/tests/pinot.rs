@@ -437,21 +437,12 @@ fn another_tables_watermark_is_refused() {
 
 #[test]
 fn three_roots_on_an_s3_server() {
-    use object_store::aws::AmazonS3Builder;
     use object_store::path::Path as OPath;
     use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
     let m = moto();
     let bucket = "pinot-deepstore";
     raw(&m, "PUT", &format!("/{bucket}"), "");
-    let store = AmazonS3Builder::new()
-        .with_bucket_name(bucket)
-        .with_endpoint(&m.endpoint)
-        .with_allow_http(true)
-        .with_access_key_id("testing")
-        .with_secret_access_key("testing")
-        .with_region("us-east-1")
-        .build()
-        .unwrap();
+    let store = s3_bucket(&m, bucket);
     let lay = Layout::new("s3");
     let deep = lay.root.join("deepstore");
     let rt = tokio::runtime::Runtime::new().unwrap();

@@ -13,7 +13,6 @@ use std::process::Command;
 
 use common::*;
 use futures::StreamExt;
-use object_store::aws::AmazonS3Builder;
 use object_store::path::Path as OPath;
 use object_store::{ObjectStoreExt, PutPayload};
 
@@ -385,15 +384,7 @@ fn a_suspended_bucket_does_not_promise_an_undo() {
 }
 
 fn s3(m: &Moto) -> object_store::aws::AmazonS3 {
-    AmazonS3Builder::new()
-        .with_bucket_name(BUCKET)
-        .with_endpoint(&m.endpoint)
-        .with_allow_http(true)
-        .with_access_key_id("testing")
-        .with_secret_access_key("testing")
-        .with_region("us-east-1")
-        .build()
-        .unwrap()
+    s3_bucket(m, BUCKET)
 }
 
 /// One unsigned request; returns (status line, body).

@@ -529,3 +529,16 @@ pub fn raw(m: &Moto, method: &str, path: &str, body: &str) {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// An object_store client for `bucket` on the moto server (test keys).
+pub fn s3_bucket(m: &Moto, bucket: &str) -> object_store::aws::AmazonS3 {
+    object_store::aws::AmazonS3Builder::new()
+        .with_bucket_name(bucket)
+        .with_endpoint(&m.endpoint)
+        .with_allow_http(true)
+        .with_access_key_id("testing")
+        .with_secret_access_key("testing")
+        .with_region("us-east-1")
+        .build()
+        .unwrap()
+}
