@@ -36,14 +36,39 @@ use crate::path::{CanonicalUri, TableLocation};
 use crate::policy::Policy;
 use crate::spec::iceberg::{for_each_manifest_entry, read_manifest_list, TableMetadata};
 
-/// One object of a listing: its key relative to the table location and
-/// its size in bytes.
+/// One object of a listing: its key relative to the table location, its
+/// size in bytes and its last-modified time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SizedKey {
     /// The key, relative to the table location.
     pub key: String,
     /// Its size in bytes.
     pub size: u64,
+    /// Last modified, milliseconds since the epoch.
+    pub last_modified_ms: i64,
+}
+
+/// Object ids: every key under the location named by the metadata gets
+/// one, once (a table of a million files holds each key once, however many
+/// snapshots read it).
+#[derive(Debug, Clone, Default)]
+struct Keys {
+    ids: HashMap<String, u32>,
+    keys: Vec<String>,
+}
+
+impl Keys {
+    fn id(&mut self, rel: &str) -> Result<u32> {
+        if let Some(&id) = self.ids.get(rel) {
+            return Ok(id);
+        }
+        let id = u32::try_from(self.keys.len()).map_err(|_| {
+            Error::unsupported("more than 4,294,967,295 objects in one what-if", rel)
+        })?;
+        self.keys.push(rel.to_owned());
+        self.ids.insert(rel.to_owned(), id);
+        Ok(id)
+    }
 }
 
 /// Reads a table's manifest lists and manifests into a [`ReclaimIndex`].
@@ -55,14 +80,18 @@ pub struct ReclaimBuilder {
     queue: VecDeque<String>,
     /// Reads handed out or queued, not yet answered.
     pending: BTreeSet<String>,
-    /// Every blob read or asked for.
-    asked: BTreeSet<String>,
-    /// Per snapshot (metadata order): the keys it references so far.
-    per_snapshot: Vec<BTreeSet<String>>,
-    /// Which snapshots read each manifest list / manifest.
-    readers: BTreeMap<String, Vec<usize>>,
-    /// Every path a manifest's entries name, once read.
-    manifest_keys: BTreeMap<String, Vec<String>>,
+    /// Every blob asked for, and whether it is a manifest list.
+    asked: BTreeMap<String, bool>,
+    keys: Keys,
+    /// Per snapshot (metadata order): the objects it names directly (its
+    /// manifest list, its manifests, its statistics files).
+    direct: Vec<RoaringBitmap>,
+    /// Per snapshot: the manifests it reads (canonical URIs).
+    manifests: Vec<BTreeSet<String>>,
+    /// Which snapshots read each manifest list.
+    list_readers: BTreeMap<String, Vec<usize>>,
+    /// Per manifest read: the objects its entries name.
+    entries: BTreeMap<String, RoaringBitmap>,
 }
 
 impl ReclaimBuilder {
@@ -78,60 +107,79 @@ impl ReclaimBuilder {
                 format!("location `{}`: {e}", md.location),
             )
         })?;
+        let n = md.snapshots.len();
         let mut b = ReclaimBuilder {
-            per_snapshot: vec![BTreeSet::new(); md.snapshots.len()],
             md,
             location,
             queue: VecDeque::new(),
             pending: BTreeSet::new(),
-            asked: BTreeSet::new(),
-            readers: BTreeMap::new(),
-            manifest_keys: BTreeMap::new(),
+            asked: BTreeMap::new(),
+            keys: Keys::default(),
+            direct: vec![RoaringBitmap::new(); n],
+            manifests: vec![BTreeSet::new(); n],
+            list_readers: BTreeMap::new(),
+            entries: BTreeMap::new(),
         };
-        for i in 0..b.md.snapshots.len() {
+        for i in 0..n {
             let s = b.md.snapshots[i].clone();
             if let Some(list) = &s.manifest_list {
-                if let Some(uri) = b.note(i, list) {
-                    b.ask(uri, i);
-                }
+                let uri = b.note(i, metadata_uri, list)?;
+                b.list_readers.entry(uri.clone()).or_default().push(i);
+                b.ask(uri, true);
             }
             for m in &s.manifests {
-                if let Some(uri) = b.note(i, m) {
-                    b.ask(uri, i);
-                }
+                let uri = b.note(i, metadata_uri, m)?;
+                b.manifests[i].insert(uri.clone());
+                b.ask(uri, false);
             }
         }
-        for (id, path) in
+        let stats: Vec<(i64, String)> =
             b.md.statistics
-                .clone()
                 .iter()
-                .chain(b.md.partition_statistics.clone().iter())
-        {
-            if let Some(i) = b.md.snapshots.iter().position(|s| s.snapshot_id == *id) {
-                b.note(i, path);
+                .chain(b.md.partition_statistics.iter())
+                .cloned()
+                .collect();
+        for (id, path) in stats {
+            if let Some(i) = b.md.snapshots.iter().position(|s| s.snapshot_id == id) {
+                b.note(i, metadata_uri, &path)?;
             }
         }
         Ok(b)
     }
 
-    /// Records that snapshot `i` references `path`; returns the canonical
-    /// URI to read when the path lies under the location.
-    fn note(&mut self, i: usize, path: &str) -> Option<String> {
-        let c = CanonicalUri::parse(path).ok()?;
-        let rel = self.location.relative(&c)?.to_owned();
-        self.per_snapshot[i].insert(rel);
-        Some(c.to_uri_string())
+    /// The table location, canonical: the prefix every key the builder
+    /// reads and every listing key must have (a host keys its files by it).
+    pub fn location(&self) -> String {
+        self.location.as_uri()
     }
 
-    fn ask(&mut self, uri: String, reader: usize) {
-        self.readers.entry(uri.clone()).or_default().push(reader);
-        if self.asked.insert(uri.clone()) {
+    /// Records that snapshot `i` names `path` (an object id when it lies
+    /// under the location); returns its canonical URI. Fails (malformed,
+    /// path) on a path that is not a URI.
+    fn note(&mut self, i: usize, blob: &str, path: &str) -> Result<String> {
+        let c = CanonicalUri::parse(path).map_err(|e| {
+            Error::malformed(
+                crate::error::MalformedReason::Path,
+                blob,
+                format!("path `{path}`: {e}"),
+            )
+        })?;
+        if let Some(rel) = self.location.relative(&c) {
+            let id = self.keys.id(rel)?;
+            self.direct[i].insert(id);
+        }
+        Ok(c.to_uri_string())
+    }
+
+    fn ask(&mut self, uri: String, is_list: bool) {
+        if self.asked.insert(uri.clone(), is_list).is_none() {
             self.pending.insert(uri.clone());
             self.queue.push_back(uri);
         }
     }
 
-    /// The next blob to read, if any.
+    /// The next blob to read, if any. Manifest lists and manifests outside
+    /// the location are asked for too: what they name counts.
     pub fn next_read(&mut self) -> Option<String> {
         self.queue.pop_front()
     }
@@ -142,8 +190,10 @@ impl ReclaimBuilder {
     }
 
     /// Answers a read with the blob's bytes: a manifest list queues its
-    /// manifests; a manifest gives the paths of its entries. Fails (malformed) on
-    /// bytes that do not decode, (protocol) for a read never asked for.
+    /// manifests; a manifest gives the paths of its entries (DELETED ones
+    /// too: a sweep keeps what a DELETED entry of a retained snapshot
+    /// names, so it is not freed). Fails (malformed) on bytes that do not
+    /// decode, (protocol) for a read never asked for.
     pub fn handle_blob(&mut self, uri: &str, bytes: &[u8]) -> Result<()> {
         if !self.pending.remove(uri) {
             return Err(Error::protocol(
@@ -151,30 +201,37 @@ impl ReclaimBuilder {
                 format!("{uri} was not asked for"),
             ));
         }
-        let readers = self.readers.get(uri).cloned().unwrap_or_default();
-        let is_list = readers.iter().any(|&i| {
-            self.md.snapshots[i]
-                .manifest_list
-                .as_deref()
-                .is_some_and(|l| CanonicalUri::parse(l).is_ok_and(|c| c.to_uri_string() == uri))
-        });
-        if is_list {
+        if self.asked.get(uri) == Some(&true) {
+            let readers = self.list_readers.get(uri).cloned().unwrap_or_default();
             for m in read_manifest_list(uri, bytes)? {
+                let mut mu = String::new();
                 for &i in &readers {
-                    if let Some(mu) = self.note(i, &m.path) {
-                        self.ask(mu, i);
-                    }
+                    mu = self.note(i, uri, &m.path)?;
+                    self.manifests[i].insert(mu.clone());
+                }
+                if !mu.is_empty() {
+                    self.ask(mu, false);
                 }
             }
         } else {
-            // Every entry, DELETED ones too: a sweep keeps what a DELETED
-            // entry of a retained snapshot names (a reader at that
-            // snapshot's parent may still need it), so it is not freed.
-            let mut keys = Vec::new();
+            let mut paths = Vec::new();
             for_each_manifest_entry(uri, bytes, |_status, _content, path| {
-                keys.push(path.to_owned());
+                paths.push(path.to_owned());
             })?;
-            self.manifest_keys.insert(uri.to_owned(), keys);
+            let mut ids = RoaringBitmap::new();
+            for path in paths {
+                let c = CanonicalUri::parse(&path).map_err(|e| {
+                    Error::malformed(
+                        crate::error::MalformedReason::Path,
+                        uri,
+                        format!("path `{path}`: {e}"),
+                    )
+                })?;
+                if let Some(rel) = self.location.relative(&c) {
+                    ids.insert(self.keys.id(rel)?);
+                }
+            }
+            self.entries.insert(uri.to_owned(), ids);
         }
         Ok(())
     }
@@ -184,62 +241,51 @@ impl ReclaimBuilder {
     pub fn handle_missing(&mut self, uri: &str) -> Result<()> {
         Err(Error::unsafe_(
             UnsafeReason::MissingMetadata,
-            format!("{uri} is named by the metadata but does not exist"),
+            format!(
+                "{uri} is named by the metadata but cannot be read (outside the folder, or gone)"
+            ),
         ))
     }
 
-    /// The index, with object sizes from `listing` (keys the listing does
-    /// not hold count with size 0). Fails (protocol, out of order) before
-    /// every read was answered.
-    pub fn finish(mut self, listing: &[SizedKey]) -> Result<ReclaimIndex> {
+    /// The index, with each object's size and time from `listing` (keys
+    /// the listing does not hold count with size 0). Fails (protocol, out
+    /// of order) before every read was answered.
+    pub fn finish(self, listing: &[SizedKey]) -> Result<ReclaimIndex> {
         if !self.is_done() {
             return Err(Error::protocol(
                 ProtocolReason::OutOfOrder,
                 "the index is finished before every manifest was read",
             ));
         }
-        // Each manifest's entries go to every snapshot that reads it.
-        let mut entries: Vec<(usize, String)> = Vec::new();
-        for (uri, keys) in &self.manifest_keys {
-            for &i in self.readers.get(uri).into_iter().flatten() {
-                for k in keys {
-                    entries.push((i, k.clone()));
+        let mut snapshots = Vec::with_capacity(self.direct.len());
+        for (i, direct) in self.direct.into_iter().enumerate() {
+            let mut b = direct;
+            for m in &self.manifests[i] {
+                if let Some(e) = self.entries.get(m) {
+                    b |= e;
                 }
             }
+            snapshots.push(b);
         }
-        for (i, k) in entries {
-            self.note(i, &k);
-        }
-        let mut ids: HashMap<String, u32> = HashMap::new();
-        let mut keys: Vec<String> = Vec::new();
-        let mut id_of = |k: &str| -> u32 {
-            if let Some(&id) = ids.get(k) {
-                return id;
-            }
-            let id = keys.len() as u32;
-            keys.push(k.to_owned());
-            ids.insert(k.to_owned(), id);
-            id
-        };
-        let mut refs = Vec::with_capacity(self.per_snapshot.len());
-        for set in &self.per_snapshot {
-            refs.push(set.iter().map(|k| id_of(k)).collect::<RoaringBitmap>());
-        }
-        let mut sizes = vec![0u64; keys.len()];
+        let n = self.keys.keys.len();
+        let mut sizes = vec![0u64; n];
+        let mut times = vec![i64::MAX; n];
         let mut listed = RoaringBitmap::new();
         for o in listing {
-            if let Some(&id) = ids.get(&o.key) {
+            if let Some(&id) = self.keys.ids.get(&o.key) {
                 sizes[id as usize] = o.size;
+                times[id as usize] = o.last_modified_ms;
                 listed.insert(id);
             }
         }
-        Ok(ReclaimIndex {
-            md: self.md,
-            snapshots: refs,
-            keys,
+        Ok(ReclaimIndex::new(
+            self.md,
+            snapshots,
+            self.keys.keys,
             sizes,
+            times,
             listed,
-        })
+        ))
     }
 }
 
@@ -250,10 +296,15 @@ pub struct ReclaimIndex {
     md: TableMetadata,
     /// Per snapshot (metadata order): the ids of the objects it references.
     snapshots: Vec<RoaringBitmap>,
+    /// Every object some snapshot references, and their bytes.
+    all: RoaringBitmap,
+    all_bytes: u64,
     /// Object ids to keys (relative to the location).
     keys: Vec<String>,
     /// Object ids to sizes in bytes.
     sizes: Vec<u64>,
+    /// Object ids to last-modified times (ms; unlisted: never old).
+    times: Vec<i64>,
     /// Objects the listing holds.
     listed: RoaringBitmap,
 }
@@ -274,10 +325,30 @@ pub struct WhatIf {
     pub freed_objects: u64,
     /// Their bytes (as listed).
     pub freed_bytes: u64,
+    /// Of those, objects older than the window at `now`: what the sweep
+    /// after the expiry deletes at once (the rest, later).
+    pub freed_now_objects: u64,
+    /// Their bytes.
+    pub freed_now_bytes: u64,
     /// Objects some snapshot references.
     pub referenced_objects: u64,
     /// Their bytes.
     pub referenced_bytes: u64,
+}
+
+/// What an expiry frees: objects and bytes, and those old enough for the
+/// sweep's window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Freed {
+    /// Objects only expiring snapshots reference.
+    pub objects: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Of those, the objects old enough to go at once.
+    pub now_objects: u64,
+    /// Their bytes.
+    pub now_bytes: u64,
 }
 
 /// One point of a retention curve.
@@ -374,12 +445,31 @@ impl ReclaimIndex {
             properties: BTreeMap::new(),
             partition_field_names: BTreeSet::new(),
         };
+        let times = vec![now_ms - 30 * 86_400_000; sizes.len()];
+        ReclaimIndex::new(md, refs, Vec::new(), sizes, times, (0..total).collect())
+    }
+
+    fn new(
+        md: TableMetadata,
+        snapshots: Vec<RoaringBitmap>,
+        keys: Vec<String>,
+        sizes: Vec<u64>,
+        times: Vec<i64>,
+        listed: RoaringBitmap,
+    ) -> ReclaimIndex {
+        let all = roaring::MultiOps::union(snapshots.iter());
+        let all_bytes = all
+            .iter()
+            .fold(0u64, |a, id| a.saturating_add(sizes[id as usize]));
         ReclaimIndex {
             md,
-            snapshots: refs,
-            keys: Vec::new(),
+            snapshots,
+            all,
+            all_bytes,
+            keys,
             sizes,
-            listed: (0..total).collect(),
+            times,
+            listed,
         }
     }
 
@@ -405,27 +495,38 @@ impl ReclaimIndex {
         self.sizes.len()
     }
 
-    /// Objects and bytes referenced only by snapshots not in `retained`
-    /// (indexes in metadata order).
-    pub fn freed(&self, retained: &[usize]) -> (u64, u64) {
+    /// What expiring every snapshot but `retained` (positions in metadata
+    /// order) frees: the objects only the others reference, and of those
+    /// the ones last modified at or before `old_at_ms` (old enough for the
+    /// sweep's window).
+    pub fn freed(&self, retained: &[usize], old_at_ms: i64) -> Freed {
         let kept = roaring::MultiOps::union(retained.iter().filter_map(|&i| self.snapshots.get(i)));
-        let all = roaring::MultiOps::union(self.snapshots.iter());
-        let freed = all - kept;
-        let bytes = freed.iter().map(|id| self.sizes[id as usize]).sum();
-        (freed.len(), bytes)
-    }
-
-    fn totals(&self) -> (u64, u64) {
-        let all = roaring::MultiOps::union(self.snapshots.iter());
-        let bytes = all.iter().map(|id| self.sizes[id as usize]).sum();
-        (all.len(), bytes)
+        let freed = &self.all - kept;
+        let mut f = Freed::default();
+        for id in &freed {
+            let size = self.sizes[id as usize];
+            f.objects += 1;
+            f.bytes = f.bytes.saturating_add(size);
+            if self.times[id as usize] <= old_at_ms {
+                f.now_objects += 1;
+                f.now_bytes = f.now_bytes.saturating_add(size);
+            }
+        }
+        f
     }
 
     /// The expiry under `policy` and `context` at `now_ms` (the rules of
     /// [`crate::plan_expiry`]), and what it frees. Fails as
     /// [`crate::plan_expiry`] does (a policy for another table, an invalid
     /// policy, gc disabled).
+    ///
+    /// The objects freed at once are those older than the window a plan
+    /// would use: the policy's `orphanSafetyInterval`, else 3 days
+    /// (Iceberg's own).
     pub fn what_if(&self, policy: Option<Policy>, context: Context, now_ms: i64) -> Result<WhatIf> {
+        let window = policy.as_ref().map_or(3 * 86_400_000, |p| {
+            p.file_retention.orphan_safety_interval.0
+        });
         let req = ExpiryRequest {
             metadata_location: String::new(),
             now_ms,
@@ -442,17 +543,18 @@ impl ReclaimIndex {
         }
         let d = decide(&req, &self.md)?;
         let kept: Vec<i64> = d.retain.iter().map(|r| r.snapshot_id).collect();
-        let (freed_objects, freed_bytes) = self.freed(&self.positions(&kept));
-        let (referenced_objects, referenced_bytes) = self.totals();
+        let f = self.freed(&self.positions(&kept), now_ms.saturating_sub(window));
         Ok(WhatIf {
             retain: d.retain,
             expired: d.expired,
             remove_refs: d.remove_refs,
             warnings: d.warnings,
-            freed_objects,
-            freed_bytes,
-            referenced_objects,
-            referenced_bytes,
+            freed_objects: f.objects,
+            freed_bytes: f.bytes,
+            freed_now_objects: f.now_objects,
+            freed_now_bytes: f.now_bytes,
+            referenced_objects: self.all.len(),
+            referenced_bytes: self.all_bytes,
         })
     }
 
@@ -494,8 +596,7 @@ impl ReclaimIndex {
     pub fn freed_keys(&self, retained_ids: &[i64], limit: usize) -> Vec<(String, u64)> {
         let idx = self.positions(retained_ids);
         let kept = roaring::MultiOps::union(idx.iter().filter_map(|&i| self.snapshots.get(i)));
-        let all = roaring::MultiOps::union(self.snapshots.iter());
-        let mut out: Vec<(String, u64)> = (all - kept)
+        let mut out: Vec<(String, u64)> = (&self.all - kept)
             .iter()
             .filter_map(|id| {
                 self.keys
@@ -535,7 +636,7 @@ impl ReclaimIndex {
 
     /// Referenced objects the listing does not hold.
     pub fn unlisted(&self) -> u64 {
-        roaring::MultiOps::union(self.snapshots.iter()).difference_len(&self.listed)
+        self.all.difference_len(&self.listed)
     }
 }
 
@@ -553,6 +654,8 @@ pub fn what_if_json(w: &WhatIf) -> String {
         "warnings": w.warnings,
         "freedObjects": w.freed_objects,
         "freedBytes": w.freed_bytes,
+        "freedNowObjects": w.freed_now_objects,
+        "freedNowBytes": w.freed_now_bytes,
         "referencedObjects": w.referenced_objects,
         "referencedBytes": w.referenced_bytes,
     })

@@ -33,7 +33,8 @@ export interface WhatIf {
   retain: { snapshotId: string; reasons: string[] }[];
   expired: { snapshotId: string; why: string }[];
   removeRefs: string[]; warnings: string[];
-  freedObjects: number; freedBytes: number; referencedObjects: number; referencedBytes: number;
+  freedObjects: number; freedBytes: number; freedNowObjects: number; freedNowBytes: number;
+  referencedObjects: number; referencedBytes: number;
 }
 /** One point of a retention curve (`Simulator.curve`). */
 export interface CurvePoint { value: number; retained: number; freedBytes: number }
@@ -230,6 +231,7 @@ pub fn check_policy(policy: &str) -> Result<String, JsError> {
 pub struct Simulator {
     builder: Option<ReclaimBuilder>,
     index: Option<ReclaimIndex>,
+    location: String,
 }
 
 fn policy_of(json: Option<String>) -> Result<Option<core::Policy>, JsError> {
@@ -251,21 +253,37 @@ impl Simulator {
     /// Starts reading the table whose current metadata is `metadata`.
     #[wasm_bindgen(constructor)]
     pub fn new(metadata_location: &str, metadata: &[u8]) -> Result<Simulator, JsError> {
+        let b = ReclaimBuilder::start(metadata_location, metadata).map_err(js)?;
         Ok(Simulator {
-            builder: Some(ReclaimBuilder::start(metadata_location, metadata).map_err(js)?),
+            location: b.location(),
+            builder: Some(b),
             index: None,
         })
     }
 
+    /// The table location, canonical: the prefix of every URI the
+    /// simulator reads (a host keys its files by it, and hands the same
+    /// location to a session).
+    pub fn location(&self) -> String {
+        self.location.clone()
+    }
+
     /// A synthetic table of `snapshots` × `files` (for measuring).
+    /// Refused over 100,000 snapshots or 50,000,000 files.
     pub fn synthetic(
         snapshots: u32,
         files: u32,
         rewrite_every: u32,
         seed: u32,
         now_ms: f64,
-    ) -> Simulator {
-        Simulator {
+    ) -> Result<Simulator, JsError> {
+        if snapshots == 0 || snapshots > 100_000 || files > 50_000_000 {
+            return Err(JsError::new(
+                "operator must act: a generated table has 1 to 100,000 snapshots and at most 50,000,000 files",
+            ));
+        }
+        Ok(Simulator {
+            location: "file:///synthetic".into(),
             builder: None,
             index: Some(ReclaimIndex::synthetic(
                 snapshots,
@@ -274,7 +292,7 @@ impl Simulator {
                 u64::from(seed),
                 now_ms as i64,
             )),
-        }
+        })
     }
 
     /// The next manifest list or manifest to read, if any.
@@ -306,12 +324,20 @@ impl Simulator {
     }
 
     /// Builds the index once every read is answered; `listing` is a JSON
-    /// array of `{key, size}`, keys relative to the table location.
+    /// array of `{key, size, lastModifiedMs}`, keys relative to the table
+    /// location.
     pub fn build(&mut self, listing: &str) -> Result<(), JsError> {
         #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
         struct Listed {
             key: String,
             size: u64,
+            last_modified_ms: i64,
+        }
+        if !self.builder.as_ref().is_some_and(ReclaimBuilder::is_done) {
+            return Err(JsError::new(
+                "host must act: build before every read was answered, or built already",
+            ));
         }
         let listed: Vec<Listed> = serde_json::from_str(listing)
             .map_err(|e| JsError::new(&format!("host must act: listing: {e}")))?;
@@ -324,6 +350,7 @@ impl Simulator {
             .map(|l| SizedKey {
                 key: l.key,
                 size: l.size,
+                last_modified_ms: l.last_modified_ms,
             })
             .collect();
         self.index = Some(b.finish(&keys).map_err(js)?);

@@ -25,6 +25,7 @@ fn index(t: &Table) -> ReclaimIndex {
         .map(|o| SizedKey {
             key: o.key[t.location.len() + 1..].to_owned(),
             size: o.size,
+            last_modified_ms: o.last_modified_ms,
         })
         .collect();
     b.finish(&listing).unwrap()
@@ -88,6 +89,11 @@ fn what_ifs_retain_as_expiry_and_free_what_the_next_sweep_deletes() {
                 .map(|(k, _)| k)
                 .collect();
             assert_eq!(freed.len() as u64, w.freed_objects);
+            // 400 days on, everything freed is older than the window.
+            assert_eq!(
+                (w.freed_now_objects, w.freed_now_bytes),
+                (w.freed_objects, w.freed_bytes)
+            );
             // The sweep after the expiry, against the sweep before it.
             let opts = HostOptions::for_table(&t);
             let before = candidates(&t, &t.metadata_location, &opts);
@@ -179,4 +185,29 @@ fn a_missing_manifest_or_an_unasked_answer_is_refused() {
     assert!(b.handle_blob("file:///elsewhere/x.avro", b"").is_err());
     assert!(b.clone().finish(&[]).is_err(), "finished before every read");
     assert!(ReclaimBuilder::start(&t.metadata_location, b"{not json").is_err());
+}
+
+#[test]
+fn the_window_splits_what_goes_at_once_from_what_goes_later() {
+    let t = tables().into_iter().find(|t| t.name == "events").unwrap();
+    let idx = index(&t);
+    // A window longer than the table's whole history: everything freed
+    // is younger than it, and waits.
+    let mut p = policy(&t, 1, "0d");
+    p.file_retention.orphan_safety_interval = lakesweep::DurationMs(3650 * DAY);
+    let w = idx
+        .what_if(Some(p), Context::default(), t.now_ms + 400 * DAY)
+        .unwrap();
+    assert!(w.freed_objects > 0);
+    assert_eq!((w.freed_now_objects, w.freed_now_bytes), (0, 0));
+}
+
+#[test]
+fn a_location_spelled_otherwise_is_keyed_canonically() {
+    let t = tables().into_iter().find(|t| t.name == "events").unwrap();
+    let md = std::fs::read_to_string(vpath(&t.metadata_location).unwrap()).unwrap();
+    let spelled = md.replace("file:///lakesweep-fixtures/", "file:/lakesweep-fixtures/");
+    assert_ne!(md, spelled);
+    let b = ReclaimBuilder::start(&t.metadata_location, spelled.as_bytes()).unwrap();
+    assert_eq!(b.location(), t.location);
 }

@@ -4,7 +4,11 @@
 // it, turns the controls into a policy and a context document, and draws
 // what the core answers. It compares nothing itself.
 
-import init, { WebSession, Simulator, checkPolicy } from './pkg/lakesweep.js';
+// The core is loaded in main(), so a page without it (not built yet, or
+// opened from file://) says so instead of staying blank.
+let WebSession;
+let Simulator;
+let checkPolicy;
 
 const $ = (sel) => document.querySelector(sel);
 const DAY = 86_400_000;
@@ -139,7 +143,11 @@ async function describe(t) {
     const num = (d) => Number((/^metadata\/v?(\d+)/.exec(d) || [])[1] ?? -1);
     current = docs.sort((a, b) => num(a) - num(b) || (a < b ? -1 : 1)).at(-1);
   }
-  const text = new TextDecoder().decode(await t.files.get(current).bytes());
+  let raw = await t.files.get(current).bytes();
+  if (raw[0] === 0x1f && raw[1] === 0x8b) {
+    raw = new Uint8Array(await new Response(new Blob([raw]).stream().pipeThrough(new DecompressionStream('gzip'))).arrayBuffer());
+  }
+  const text = new TextDecoder().decode(raw);
   let md;
   try {
     md = JSON.parse(text);
@@ -150,42 +158,59 @@ async function describe(t) {
   return { format: 'iceberg', metadata: current, location: md.location.replace(/\/+$/, ''), uuid: md['table-uuid'] };
 }
 
-/// The key of a listed file, and the file a read names.
-const keyOf = (rel) => `${table.location}/${rel}`;
-function relOf(uri) {
-  const base = `${table.location}/`;
+async function readFrom(t, uri) {
+  const base = `${t.location}/`;
   if (!uri.startsWith(base)) return null;
   let rel = uri.slice(base.length);
-  if (!table.files.has(rel)) {
+  if (!t.files.has(rel)) {
     try { rel = decodeURIComponent(rel); } catch { return null; }
   }
-  return table.files.has(rel) ? rel : null;
+  return t.files.has(rel) ? t.files.get(rel).bytes() : null;
 }
-async function read(uri) {
-  const rel = relOf(uri);
-  return rel === null ? null : table.files.get(rel).bytes();
-}
+const read = (uri) => readFrom(table, uri);
 
 async function open(t) {
+  try {
+    await load(t);
+  } catch (e) {
+    table = null;
+    sim = null;
+    $('#work').hidden = true;
+    status('');
+    throw e;
+  }
+}
+
+async function load(t) {
   clearError();
-  status(`reading ${t.name}…`);
-  const d = await describe(t);
-  table = { ...t, ...d };
-  if (d.format === 'delta') table.location = `file:///dropped/${encodeURIComponent(t.name)}`;
+  tableGen++;
+  table = null;
   sim = null;
   info = null;
+  $('#work').hidden = true;
+  status(`reading ${t.name}…`);
+  const d = await describe(t);
+  const next = { ...t, ...d };
+  if (d.format === 'delta') next.location = `file:///dropped/${encodeURIComponent(t.name)}`;
   if (d.format === 'iceberg') {
-    const mdUri = keyOf(d.metadata);
-    const s = new Simulator(mdUri, await t.files.get(d.metadata).bytes());
+    const s = new Simulator(`${d.location}/${d.metadata}`, await t.files.get(d.metadata).bytes());
+    // The core's canonical spelling of the location: every URI it asks
+    // for, and every key it is given, starts with it.
+    next.location = s.location();
+    table = next;
     for (let uri = s.nextRead(); uri !== undefined; uri = s.nextRead()) {
       const b = await read(uri);
       if (b === null) s.handleMissing(uri);
       else s.handleBlob(uri, b);
     }
-    s.build(JSON.stringify([...t.files].map(([key, f]) => ({ key, size: f.size }))));
+    s.build(JSON.stringify([...t.files].map(([key, f]) => ({ key, size: f.size, lastModifiedMs: f.mtimeMs }))));
     sim = s;
     info = JSON.parse(s.tableJson());
   }
+  table = next;
+  if (d.format === 'delta') $('#orphanSafetyInterval').value = '7d';
+  $('#add-hold').disabled = !sim;
+  $('#add-lease').disabled = !sim;
   $('#now').value = iso(t.nowMs ?? Date.now());
   context.holds = [];
   context.leases = [];
@@ -248,16 +273,23 @@ function showFindings(report, extra) {
 // ---- recomputation on every change ----
 
 let planTimer = null;
+let tableGen = 0;
+let planGen = 0;
+let planDone = Promise.resolve();
 async function recompute() {
   if (!table) return;
+  clearError();
   const extra = [];
   const now = nowMs();
   if (now === null) extra.push({ field: 'now', message: 'not a time: write it as 2026-11-30T12:00:00Z' });
-  let report;
-  try {
-    report = JSON.parse(checkPolicy(policyJson()));
-  } catch (e) {
-    report = { errors: [{ field: '*', message: e.message }], warnings: [] };
+  // A policy binds an Iceberg table; a Delta table gets the plan alone.
+  let report = { errors: [], warnings: [] };
+  if (sim) {
+    try {
+      report = JSON.parse(checkPolicy(policyJson()));
+    } catch (e) {
+      report = { errors: [{ field: '*', message: e.message }], warnings: [] };
+    }
   }
   showFindings(report, extra);
   if (report.errors.length || now === null) {
@@ -275,7 +307,10 @@ async function recompute() {
     window.lastWhatIf = w;
   }
   clearTimeout(planTimer);
-  planTimer = setTimeout(() => plan(now).catch(showError), 50);
+  const gen = ++planGen;
+  planDone = new Promise((resolve) => {
+    planTimer = setTimeout(() => plan(now, gen).catch((e) => gen === planGen && showError(e)).finally(resolve), 50);
+  });
 }
 
 function drawWhatIf(w) {
@@ -284,6 +319,8 @@ function drawWhatIf(w) {
   $('#freed-objects').textContent = w.freedObjects;
   $('#freed-bytes').textContent = bytes(w.freedBytes);
   $('#freed-bytes').dataset.bytes = w.freedBytes;
+  $('#freed-now').textContent = `${bytes(w.freedNowBytes)} (${w.freedNowObjects})`;
+  $('#freed-now').dataset.bytes = w.freedNowBytes;
   $('#warnings').innerHTML = w.warnings.length ? `<ul>${w.warnings.map((x) => `<li>${esc(x)}</li>`).join('')}</ul>` : '';
   const verdict = new Map();
   for (const r of w.retain) verdict.set(r.snapshotId, { kept: true, why: r.reasons.join('; ') });
@@ -355,17 +392,23 @@ function drawDiff(w) {
 
 // ---- the sweep plan: the same session as the sidecar's plan ----
 
-async function plan(now) {
+/// One sweep plan for the inputs now; `gen` is dropped if inputs changed
+/// (or another table was opened) before it finished.
+async function plan(now, gen) {
+  const t = table;
+  const tgen = tableGen;
+  const read = async (uri) => (tableGen === tgen ? readFrom(t, uri) : null);
+  const keyOf = (rel) => `${t.location}/${rel}`;
   const policy = sim ? policyJson() : undefined;
-  const window = parseDuration($('#orphanSafetyInterval').value) ?? 3 * DAY;
+  const window = parseDuration($('#orphanSafetyInterval').value) ?? (t.format === 'delta' ? 7 : 3) * DAY;
   const cfg = {
-    tableLocation: table.location,
-    format: table.format,
-    metadataLocation: table.format === 'iceberg' ? keyOf(table.metadata) : '',
+    tableLocation: t.location,
+    format: t.format,
+    metadataLocation: t.format === 'iceberg' ? keyOf(t.metadata) : '',
     nowMs: now,
-    fileRetentionMs: table.format === 'delta' ? 7 * DAY : window,
+    fileRetentionMs: window,
     policy,
-    context: contextJson(),
+    context: sim ? contextJson() : undefined,
   };
   const s = new WebSession(JSON.stringify(cfg));
   const decisions = new Map();
@@ -381,17 +424,19 @@ async function plan(now) {
         else s.handleBlob(r.uri, b);
       } else if (r.kind === 'list') {
         const prefix = r.prefix.endsWith('/') ? r.prefix : `${r.prefix}/`;
-        const page = [...table.files]
+        const page = [...t.files]
           .map(([rel, f]) => ({ key: keyOf(rel), size: f.size, lastModifiedMs: f.mtimeMs }))
           .filter((o) => o.key.startsWith(prefix));
         s.handlePageJson(JSON.stringify(page), true);
       } else {
-        s.handlePointer(table.format === 'iceberg' ? keyOf(table.metadata) : undefined);
+        s.handlePointer(t.format === 'iceberg' ? keyOf(t.metadata) : undefined);
       }
       drain();
     }
   }
-  lastPlan = s.finish();
+  const finished = s.finish();
+  if (gen !== planGen || tgen !== tableGen) return;
+  lastPlan = finished;
   const doc = JSON.parse(lastPlan);
   lastDecisions = [...decisions.values()];
   const cand = doc.summary.verdicts.candidate || { count: 0, bytes: 0 };
@@ -399,6 +444,7 @@ async function plan(now) {
   $('#plan-bytes').textContent = bytes(cand.bytes);
   $('#plan-bytes').dataset.bytes = cand.bytes;
   drawObjects(now);
+  document.body.dataset.planned = String(gen);
 }
 
 let sortKey = 'verdict';
@@ -456,12 +502,28 @@ function measure(snapshots, files) {
 window.lakesweepMeasure = measure;
 /// What the page judges on now, for a test to hand the same to the sidecar.
 window.lakesweepState = () => ({ policy: policyJson(), context: contextJson(), now: nowMs() });
+/// Resolves once the sweep plan for the current inputs is drawn.
+window.lakesweepIdle = async () => {
+  for (;;) {
+    const p = planDone;
+    await p;
+    if (p === planDone) return;
+  }
+};
 
 // ---- wiring ----
 
 async function main() {
   const t0 = performance.now();
-  await init();
+  try {
+    const core = await import('./pkg/lakesweep.js');
+    await core.default();
+    ({ WebSession, Simulator, checkPolicy } = core);
+  } catch (e) {
+    throw new Error(
+      `The planner core did not load (${e.message}). Build it with \`bash scripts/build-web.sh\` and serve this folder over HTTP (python3 -m http.server), not from file://.`,
+    );
+  }
   window.lakesweepLoadMs = performance.now() - t0;
   try {
     demos = (await (await fetch('demo/index.json')).json()).tables;

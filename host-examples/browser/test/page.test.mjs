@@ -21,7 +21,9 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const page_dir = path.resolve(here, '..');
 const repo = path.resolve(page_dir, '../..');
 const sidecar = process.env.LAKESWEEP_SIDECAR || path.join(repo, 'target/debug/lakesweep');
-const shots = path.join(repo, 'docs/img');
+// Screenshots go to test-output/ (docs/img/ holds the README's: set
+// LAKESWEEP_SCREENSHOTS=docs/img to refresh them).
+const shots = path.resolve(repo, process.env.LAKESWEEP_SCREENSHOTS || 'host-examples/browser/test-output');
 
 const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.json': 'application/json', '.wasm': 'application/wasm' };
 let server;
@@ -119,13 +121,14 @@ test('the demo under a changed policy and a hold shows what the sidecar says', a
     const row = document.querySelector(`#snapshots tr[data-snapshot="${id}"]`);
     return row && row.classList.contains('retained');
   }, held);
-  // Let the debounced plan run on the final inputs.
-  await page.waitForTimeout(300);
+  // The sweep plan of the final inputs drawn.
+  await page.evaluate(() => window.lakesweepIdle());
   const shown = await page.evaluate(() => ({
     retained: [...document.querySelectorAll('#snapshots tr.retained')].map((r) => r.dataset.snapshot).sort(),
     expired: [...document.querySelectorAll('#snapshots tr.expired')].map((r) => r.dataset.snapshot).sort(),
     nRetained: Number(document.querySelector('#n-retained').textContent),
     freedBytes: Number(document.querySelector('#freed-bytes').dataset.bytes),
+    freedNowBytes: Number(document.querySelector('#freed-now').dataset.bytes),
     candidates: Number(document.querySelector('#plan-candidates').textContent),
     candidateBytes: Number(document.querySelector('#plan-bytes').dataset.bytes),
     state: window.lakesweepState(),
@@ -142,7 +145,7 @@ test('the demo under a changed policy and a hold shows what the sidecar says', a
   assert.equal(exported.snapshotRetention.retainLast, 3);
   assert.equal(exported.snapshotRetention.maxSnapshotAge, '1d');
   await setField(page, 'retainLast', 2);
-  await page.waitForTimeout(300);
+  await page.evaluate(() => window.lakesweepIdle());
   assert.deepEqual(errors, []);
 
   const { dir, tdir, t } = await stageDemo();
@@ -161,7 +164,10 @@ test('the demo under a changed policy and a hold shows what the sidecar says', a
     assert.deepEqual(shown.expired, ids(expire.expired));
     assert.equal(shown.nRetained, expire.retain.length);
     assert.ok(shown.retained.includes(held), 'the held snapshot is retained');
-    assert.equal(shown.freedBytes, expire.frees.bytes, 'the bytes the expiry frees');
+    // The sidecar counts what the next plan deletes: the objects older
+    // than the window; the page shows those and, beside them, all it frees.
+    assert.equal(shown.freedNowBytes, expire.frees.bytes, 'the bytes the expiry frees at once');
+    assert.ok(shown.freedBytes >= shown.freedNowBytes);
     const plan = lakesweep(['plan', ...common]);
     const cand = plan.summary.verdicts.candidate || { count: 0, bytes: 0 };
     assert.equal(shown.candidates, cand.count);
@@ -184,6 +190,7 @@ test('a 1,000-snapshot × 1,000,000-file what-if answers in under 100 ms in the 
 
 test('a folder that is not a table, and a broken manifest, say so on the page', async () => {
   const scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'lakesweep-browser-bad-'));
+  let staged = null;
   try {
     const notTable = path.join(scratch, 'photos');
     await fs.mkdir(notTable);
@@ -194,7 +201,8 @@ test('a folder that is not a table, and a broken manifest, say so on the page', 
     assert.match(await page.textContent('#error'), /not a table folder/);
     await page.close();
 
-    const { tdir } = await stageDemo();
+    const { dir, tdir } = await stageDemo();
+    staged = dir;
     const md = path.join(tdir, 'metadata');
     const manifest = (await fs.readdir(md)).find((n) => n.endsWith('-m0.avro'));
     const bytes = await fs.readFile(path.join(md, manifest));
@@ -207,8 +215,22 @@ test('a folder that is not a table, and a broken manifest, say so on the page', 
     assert.match(text, /m0\.avro/);
     await page.screenshot({ path: path.join(shots, 'simulator-error.png') });
     await page.close();
-    await fs.rm(path.dirname(path.dirname(path.dirname(tdir))), { recursive: true, force: true });
   } finally {
     await fs.rm(scratch, { recursive: true, force: true });
+    if (staged) await fs.rm(staged, { recursive: true, force: true });
   }
+});
+
+test('a Delta demo table gets its sweep plan, and no snapshot controls', async () => {
+  const { page, errors } = await openPage();
+  await page.selectOption('#demo', 'delta-events');
+  await page.click('#open-demo');
+  await page.waitForFunction(() => document.querySelector('#plan-candidates').textContent !== '–');
+  await page.evaluate(() => window.lakesweepIdle());
+  assert.equal(await page.isHidden('#error'), true, await page.textContent('#error'));
+  assert.ok(Number(await page.textContent('#plan-candidates')) >= 0);
+  assert.equal(await page.isDisabled('#add-hold'), true);
+  assert.ok(Number(await page.$eval('#objects-count', (e) => e.textContent.split(' of ')[1])) > 0);
+  assert.deepEqual(errors, []);
+  await page.close();
 });
