@@ -1197,6 +1197,7 @@ fn every_schema_file_is_tested() {
             "expiry.v1.json",
             "ledger.v2.json",
             "ledger.v3.json",
+            "pinot-plan.v1.json",
             "plan.v2.json",
             "policy.v1.json"
         ],
