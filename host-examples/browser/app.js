@@ -223,7 +223,10 @@ async function load(t) {
       .join('');
   }
   $('#work').hidden = false;
-  status(sim ? `${info.snapshots.length} snapshots, ${sim.size()[1]} objects referenced` : 'Delta table: the sweep plan below (snapshot-expiry what-ifs are for Iceberg tables)');
+  table.summary = sim
+    ? `${info.snapshots.length} snapshots, ${sim.size()[1]} objects referenced`
+    : 'Delta table: the sweep plan below (snapshot-expiry what-ifs are for Iceberg tables)';
+  status(table.summary);
   await recompute();
 }
 
@@ -293,9 +296,10 @@ async function recompute() {
   }
   showFindings(report, extra);
   if (report.errors.length || now === null) {
-    status('fix the findings above: nothing is recomputed while the policy is invalid');
+    status('fix the findings in the policy: nothing is recomputed while one is an error');
     return;
   }
+  status(table.summary);
   if (sim) {
     const t0 = performance.now();
     const w = JSON.parse(sim.whatIf(policyJson(), contextJson(), now));
