@@ -768,11 +768,23 @@ impl PinotSession {
             .values()
             .any(|(r, _, _)| *r == SnapshotRole::Retained);
         if let Some(live) = live.filter(|_| retained) {
+            // Names are compared exactly; one that equals a kept segment's
+            // up to case, percent-encoding, spaces or slashes is a near-miss
+            // (a writer's spelling, not another segment): kept, and said.
+            let loose = |n: &str| crate::path::loose(n.trim());
+            let near: BTreeMap<String, &String> = j.keep.iter().map(|k| (loose(k), k)).collect();
             for s in j.docs.segments.difference(&j.keep) {
                 if s == "." || s == ".." || s.chars().any(char::is_control) {
                     plan.warnings.push(format!(
                         "segment {s:?} is kept: a name a URL path or a client may resolve \
                          to another resource"
+                    ));
+                    continue;
+                }
+                if let Some(k) = near.get(&loose(s)) {
+                    plan.warnings.push(format!(
+                        "segment {s:?} is kept: a kept artifact names {k:?}, the same name \
+                         up to case, encoding or spaces (a near-miss is never deleted)"
                     ));
                     continue;
                 }

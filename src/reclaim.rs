@@ -535,12 +535,7 @@ impl ReclaimIndex {
             expire_ids: Vec::new(),
             dr_metadata: Vec::new(),
         };
-        if !self.md.gc_enabled() {
-            return Err(Error::unsafe_(
-                UnsafeReason::GcDisabled,
-                "table property gc.enabled=false forbids snapshot expiry",
-            ));
-        }
+        // `decide` refuses a table with gc disabled, as plan_expiry does.
         let d = decide(&req, &self.md)?;
         let kept: Vec<i64> = d.retain.iter().map(|r| r.snapshot_id).collect();
         let f = self.freed(&self.positions(&kept), now_ms.saturating_sub(window));

@@ -808,6 +808,26 @@ fn what_stays_protects_its_segments_when_the_state_lags_or_lies() {
     );
     assert_eq!(p.warnings.len(), 3, "{:?}", p.warnings);
 
+    // A name equal to a kept segment's up to case, encoding or spaces is a
+    // near-miss: kept, with a warning; the unrelated ones still go.
+    let mut v: Value = serde_json::from_str(&ideal).unwrap();
+    for odd in ["EVENTS_5", "events%5F6", "events_4 "] {
+        v["OFFLINE"][odd] = serde_json::json!({"s": "ONLINE"});
+    }
+    let mut h = Host::new();
+    h.states = vec![(v.to_string(), w.clone(), a.clone())];
+    let p = h.run(config(doc("table-config.json"))).unwrap();
+    assert_eq!(
+        segs(&p),
+        ["events_1", "events_2", "events_3", "events_unnamed"]
+    );
+    assert_eq!(p.warnings.len(), 3, "{:?}", p.warnings);
+    assert!(
+        p.warnings.iter().all(|w| w.contains("near-miss")),
+        "{:?}",
+        p.warnings
+    );
+
     // The active list lags: snapshot 9 completed (its final.parquet names
     // events_2) and the watermark moved on, but the list does not hold it.
     let lagging = "7340615108342410009";
