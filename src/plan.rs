@@ -1357,7 +1357,10 @@ impl Session {
             }
         }
         for l in &loose {
-            self.classifier.keep.insert_loose(l);
+            // A loose form equal to a canonical key is in the keep set already.
+            if !inside.contains(l) {
+                self.classifier.keep.insert_loose(l);
+            }
         }
         self.check_graph(blob, raw, &inside, &outside, &source)?;
         let external = !outside.is_empty();

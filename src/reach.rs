@@ -1,18 +1,28 @@
 //! The keep set: every key under the table location that some retained
 //! snapshot or table-level role references, with the reason it is kept.
 //!
-//! Keys are stored as 128-bit XXH3 fingerprints of their canonical relative
+//! Keys are stored as 64-bit XXH3 fingerprints of their canonical relative
 //! path (the part after `location + "/"`), each with the index of its
-//! [`Source`]. A fingerprint collision can only make an unreferenced key look
-//! referenced, so it errs towards keeping, never towards deleting. A second
-//! set holds 64-bit fingerprints of the *loose* form of every referenced path
-//! (see [`crate::path::loose`]) to catch near-misses.
+//! [`Source`]. While the set is built they sit in a hash map (about 17
+//! bytes per key, 34 while it grows); once complete they are frozen into a
+//! bucketed array of their low 32 bits ([`fingerprints`]: 4.5 bytes per key)
+//! plus a 2-byte source index (4 bytes past 65,536 distinct sources): about
+//! 6.5 bytes per referenced file.
 //!
-//! Memory: while building, a hash map (about 40–60 bytes per key); once the
-//! keep set is complete it is frozen into sorted arrays of 28 bytes per key
-//! (16 fingerprint + 4 source + 8 loose fingerprint).
+//! A fingerprint collision can only make an unreferenced key look
+//! referenced: it errs towards keeping, never towards deleting (the module
+//! [`fingerprints`] gives the odds). The one check where "referenced" would
+//! relax a rule, the stale-pointer check on unreferenced metadata
+//! documents, asks [`KeepSet::references_document`], which is exact.
+//!
+//! Near-misses: a second set holds fingerprints of the *loose* form of the
+//! referenced paths (see [`crate::path::loose`]) whose loose form differs
+//! from their canonical key; a loose form equal to its canonical key is
+//! already in the first set, and [`KeepSet::contains_loose`] asks both.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+mod fingerprints;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::{Deserialize, Serialize};
@@ -20,6 +30,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::spec::iceberg::{ContentType, ManifestStatus};
+use fingerprints::{bits_for, slot, FingerprintSet};
 
 /// Why a key is referenced. Ordered: when several sources reference the same
 /// key, the smallest is reported, so reasons do not depend on read order.
@@ -144,18 +155,18 @@ impl Source {
     }
 }
 
-/// A 128-bit fingerprint of a canonical relative key.
-pub type Fingerprint = [u64; 2];
+/// A 64-bit fingerprint of a canonical relative key.
+pub type Fingerprint = u64;
 
 /// Fingerprint of a canonical relative key.
 pub fn fingerprint(rel: &str) -> Fingerprint {
-    let h = xxhash_rust::xxh3::xxh3_128(rel.as_bytes());
-    [(h >> 64) as u64, h as u64]
+    xxhash_rust::xxh3::xxh3_64(rel.as_bytes())
 }
 
-/// Fingerprint of a loose relative key.
+/// Fingerprint of a loose relative key (the same function: a loose form
+/// equal to a canonical key has the same fingerprint in both sets).
 pub fn loose_fingerprint(loose_rel: &str) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(loose_rel.as_bytes())
+    fingerprint(loose_rel)
 }
 
 /// Hasher for keys that are already uniformly distributed fingerprints.
@@ -180,16 +191,75 @@ impl Hasher for FoldHasher {
 
 type Fold = BuildHasherDefault<FoldHasher>;
 
+/// Source indices of the frozen keys, as narrow as the number of distinct
+/// sources allows.
+#[derive(Debug, Clone)]
+enum SourceIds {
+    /// At most 65,536 distinct sources.
+    Narrow(Vec<u16>),
+    /// More.
+    Wide(Vec<u32>),
+}
+
+impl Default for SourceIds {
+    fn default() -> Self {
+        SourceIds::Narrow(Vec::new())
+    }
+}
+
+impl SourceIds {
+    fn new(distinct: usize, ids: impl Iterator<Item = u32>) -> Self {
+        if distinct <= 1 << 16 {
+            SourceIds::Narrow(ids.map(|i| i as u16).collect())
+        } else {
+            SourceIds::Wide(ids.collect())
+        }
+    }
+
+    fn get(&self, i: usize) -> u32 {
+        match self {
+            SourceIds::Narrow(v) => u32::from(v[i]),
+            SourceIds::Wide(v) => v[i],
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            SourceIds::Narrow(v) => v.len(),
+            SourceIds::Wide(v) => v.len(),
+        }
+    }
+
+    /// Bytes per index.
+    fn width(&self) -> usize {
+        match self {
+            SourceIds::Narrow(_) => 2,
+            SourceIds::Wide(_) => 4,
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        match self {
+            SourceIds::Narrow(v) => v.capacity() * 2,
+            SourceIds::Wide(v) => v.capacity() * 4,
+        }
+    }
+}
+
 /// The set of referenced keys, with reasons.
 #[derive(Debug, Clone, Default)]
 pub struct KeepSet {
     sources: Vec<Source>,
     source_ids: HashMap<Source, u32>,
+    /// The source interned last (consecutive references mostly share one).
+    last_source: Option<u32>,
     building: HashMap<Fingerprint, u32, Fold>,
-    frozen_keys: Vec<Fingerprint>,
-    frozen_sources: Vec<u32>,
+    keys: FingerprintSet,
+    key_sources: SourceIds,
     loose_building: HashSet<u64, Fold>,
-    loose_frozen: Vec<u64>,
+    loose: FingerprintSet,
+    /// Metadata documents referenced, exactly (see [`KeepSet::references_document`]).
+    documents: BTreeSet<String>,
 }
 
 impl KeepSet {
@@ -199,21 +269,41 @@ impl KeepSet {
     }
 
     fn source_id(&mut self, s: Source) -> u32 {
-        if let Some(&id) = self.source_ids.get(&s) {
-            return id;
+        if let Some(id) = self.last_source {
+            if self.sources[id as usize] == s {
+                return id;
+            }
         }
-        let id = self.sources.len() as u32;
-        self.sources.push(s.clone());
-        self.source_ids.insert(s, id);
+        let id = match self.source_ids.get(&s) {
+            Some(&id) => id,
+            None => {
+                let id = self.sources.len() as u32;
+                self.sources.push(s.clone());
+                self.source_ids.insert(s, id);
+                id
+            }
+        };
+        self.last_source = Some(id);
         id
     }
 
     /// Adds a referenced key (canonical, relative to the location). Returns
-    /// true when the key was not referenced before.
+    /// true when the key was not referenced before (a fingerprint collision
+    /// may say false for a new key; callers use it for counting only).
     pub fn insert(&mut self, rel: &str, source: Source) -> bool {
+        if matches!(
+            source,
+            Source::CurrentMetadata
+                | Source::VersionHint
+                | Source::MetadataLog
+                | Source::DrCheckpoint
+        ) && !self.documents.contains(rel)
+        {
+            self.documents.insert(rel.to_owned());
+        }
         let fp = fingerprint(rel);
         let id = self.source_id(source);
-        if let Some(existing) = self.frozen_lookup(&fp) {
+        if let Some(existing) = self.frozen_lookup(fp) {
             if self.sources[id as usize] < self.sources[existing as usize] {
                 // Keep the smallest reason; the frozen entry is shadowed.
                 self.building.insert(fp, id);
@@ -234,81 +324,132 @@ impl KeepSet {
         }
     }
 
-    /// Adds the loose fingerprint of a referenced path.
+    /// Adds the loose form of a referenced path whose loose form differs
+    /// from its canonical key (an equal one is in the set already).
     pub fn insert_loose(&mut self, loose_rel: &str) {
         let fp = loose_fingerprint(loose_rel);
-        if self.loose_frozen.binary_search(&fp).is_err() {
+        if self.loose.find(fp).is_none() {
             self.loose_building.insert(fp);
         }
     }
 
-    fn frozen_lookup(&self, fp: &Fingerprint) -> Option<u32> {
-        self.frozen_keys
-            .binary_search(fp)
-            .ok()
-            .map(|i| self.frozen_sources[i])
+    fn frozen_lookup(&self, fp: Fingerprint) -> Option<u32> {
+        self.keys.find(fp).map(|i| self.key_sources.get(i))
     }
 
-    /// The reason a canonical relative key is referenced, if it is.
+    /// The reason a canonical relative key is referenced, if it is (or, by
+    /// a fingerprint collision, appears to be: see the module notes).
     pub fn lookup(&self, rel: &str) -> Option<&Source> {
         let fp = fingerprint(rel);
         let id = self
             .building
             .get(&fp)
             .copied()
-            .or_else(|| self.frozen_lookup(&fp))?;
+            .or_else(|| self.frozen_lookup(fp))?;
         self.sources.get(id as usize)
     }
 
-    /// True when some referenced path equals `loose_rel` in loose form.
-    pub fn contains_loose(&self, loose_rel: &str) -> bool {
-        let fp = loose_fingerprint(loose_rel);
-        self.loose_building.contains(&fp) || self.loose_frozen.binary_search(&fp).is_ok()
+    /// True when `rel` is a metadata document this keep set references
+    /// (current, `metadata-log`, version hint, disaster-recovery
+    /// checkpoint), compared exactly: it decides whether an unreferenced
+    /// newer document refuses the plan, where a collision must not answer.
+    pub fn references_document(&self, rel: &str) -> bool {
+        self.documents.contains(rel)
     }
 
-    /// Number of distinct referenced keys.
+    /// True when some referenced path equals `loose_rel` in loose form
+    /// (or a collision says so: a near-miss is kept, never deleted).
+    pub fn contains_loose(&self, loose_rel: &str) -> bool {
+        let fp = loose_fingerprint(loose_rel);
+        self.loose_building.contains(&fp)
+            || self.loose.find(fp).is_some()
+            || self.building.contains_key(&fp)
+            || self.keys.find(fp).is_some()
+    }
+
+    /// Number of distinct referenced keys (distinct fingerprint slots).
     pub fn len(&self) -> usize {
         let shadowed = self
             .building
             .keys()
-            .filter(|k| self.frozen_keys.binary_search(k).is_ok())
+            .filter(|k| self.keys.find(**k).is_some())
             .count();
-        self.frozen_keys.len() + self.building.len() - shadowed
+        self.keys.len() + self.building.len() - shadowed
     }
 
-    /// Moves everything into sorted arrays (28 bytes per key) and frees the maps.
-    pub fn freeze(&mut self) {
-        if self.building.is_empty() && self.loose_building.is_empty() {
-            return;
+    /// Each source's rank in the order of [`Source`] (smallest first).
+    fn source_ranks(&self) -> Vec<u32> {
+        let mut order: Vec<u32> = (0..self.sources.len() as u32).collect();
+        order.sort_by(|a, b| self.sources[*a as usize].cmp(&self.sources[*b as usize]));
+        let mut rank = vec![0u32; order.len()];
+        for (r, id) in order.into_iter().enumerate() {
+            rank[id as usize] = r as u32;
         }
-        let mut all: BTreeMap<Fingerprint, u32> = self
-            .frozen_keys
-            .iter()
-            .copied()
-            .zip(self.frozen_sources.iter().copied())
-            .collect();
-        all.extend(self.building.drain());
-        self.frozen_keys = all.keys().copied().collect();
-        self.frozen_sources = all.values().copied().collect();
-        let mut loose: BTreeSet<u64> = self.loose_frozen.iter().copied().collect();
-        loose.extend(self.loose_building.drain());
-        self.loose_frozen = loose.into_iter().collect();
-        self.building = HashMap::default();
-        self.loose_building = HashSet::default();
+        rank
     }
 
-    /// Heap bytes held by the key index (fingerprints, sources, loose set;
-    /// excludes the small table of distinct sources).
+    /// Moves everything into the frozen arrays and frees the maps. The
+    /// bucket count is chosen at the first freeze (later ones add only the
+    /// few keys a re-check finds, into the same buckets).
+    pub fn freeze(&mut self) {
+        if !self.building.is_empty() {
+            let bits = if self.keys.len() == 0 {
+                bits_for(self.building.len())
+            } else {
+                self.keys.bits()
+            };
+            let rank = self.source_ranks();
+            let mut all: Vec<(u64, u32)> =
+                Vec::with_capacity(self.keys.len() + self.building.len());
+            all.extend(
+                self.keys
+                    .slots()
+                    .enumerate()
+                    .map(|(i, s)| (s, self.key_sources.get(i))),
+            );
+            all.extend(
+                std::mem::take(&mut self.building)
+                    .into_iter()
+                    .map(|(fp, id)| (slot(fp, bits), id)),
+            );
+            // Per slot, the smallest reason first; repeats (a shadowed
+            // frozen entry, a collision) go.
+            all.sort_unstable_by_key(|&(s, id)| (s, rank[id as usize]));
+            all.dedup_by_key(|e| e.0);
+            self.keys = FingerprintSet::from_sorted_slots(bits, all.iter().map(|e| e.0));
+            self.key_sources = SourceIds::new(self.sources.len(), all.iter().map(|e| e.1));
+        }
+        if !self.loose_building.is_empty() {
+            let bits = if self.loose.len() == 0 {
+                bits_for(self.loose_building.len())
+            } else {
+                self.loose.bits()
+            };
+            let mut all: Vec<u64> = self.loose.slots().collect();
+            all.extend(
+                std::mem::take(&mut self.loose_building)
+                    .into_iter()
+                    .map(|fp| slot(fp, bits)),
+            );
+            all.sort_unstable();
+            all.dedup();
+            self.loose = FingerprintSet::from_sorted_slots(bits, all.into_iter());
+        }
+    }
+
+    /// Heap bytes held by the key index (fingerprints, sources, loose set,
+    /// the maps while building; excludes the small tables of distinct
+    /// sources and metadata documents).
     pub fn index_bytes(&self) -> usize {
-        self.frozen_keys.capacity() * 16
-            + self.frozen_sources.capacity() * 4
-            + self.loose_frozen.capacity() * 8
-            + self.building.capacity() * (16 + 4 + 4 + 1)
+        self.keys.heap_bytes()
+            + self.key_sources.heap_bytes()
+            + self.loose.heap_bytes()
+            + self.building.capacity() * (16 + 1)
             + self.loose_building.capacity() * (8 + 1)
     }
 
-    /// Serialises the (frozen) keep set: sorted arrays, the source table,
-    /// and a SHA-256 over everything so a damaged copy is refused.
+    /// Serialises the (frozen) keep set: the frozen arrays, the source
+    /// table, and a SHA-256 over everything so a damaged copy is refused.
     pub(crate) fn encode(&self, header: &[u8], out: &mut Vec<u8>) {
         let mut me = self.clone();
         me.freeze();
@@ -318,18 +459,17 @@ impl KeepSet {
             out.extend_from_slice(&(part.len() as u64).to_le_bytes());
             out.extend_from_slice(part);
         }
-        out.extend_from_slice(&(me.frozen_keys.len() as u64).to_le_bytes());
-        for k in &me.frozen_keys {
-            out.extend_from_slice(&k[0].to_le_bytes());
-            out.extend_from_slice(&k[1].to_le_bytes());
+        me.keys.encode(out);
+        out.extend_from_slice(&(me.key_sources.width() as u64).to_le_bytes());
+        match &me.key_sources {
+            SourceIds::Narrow(v) => v
+                .iter()
+                .for_each(|s| out.extend_from_slice(&s.to_le_bytes())),
+            SourceIds::Wide(v) => v
+                .iter()
+                .for_each(|s| out.extend_from_slice(&s.to_le_bytes())),
         }
-        for s in &me.frozen_sources {
-            out.extend_from_slice(&s.to_le_bytes());
-        }
-        out.extend_from_slice(&(me.loose_frozen.len() as u64).to_le_bytes());
-        for l in &me.loose_frozen {
-            out.extend_from_slice(&l.to_le_bytes());
-        }
+        me.loose.encode(out);
         let digest = Sha256::digest(&out[..]);
         out.extend_from_slice(&digest);
     }
@@ -353,42 +493,28 @@ impl KeepSet {
         let sl = r.u64()? as usize;
         let sources: Vec<Source> =
             serde_json::from_slice(r.take(sl)?).map_err(|_| bad("source table"))?;
-        let n = r.u64()? as usize;
-        let keys = r.take(n.checked_mul(16).ok_or_else(|| bad("count"))?)?;
-        let frozen_keys: Vec<Fingerprint> = keys
-            .chunks_exact(16)
-            .map(|c| {
-                let mut a = [0u8; 8];
-                let mut b = [0u8; 8];
-                a.copy_from_slice(&c[..8]);
-                b.copy_from_slice(&c[8..]);
-                [u64::from_le_bytes(a), u64::from_le_bytes(b)]
-            })
-            .collect();
-        let srcs = r.take(n.checked_mul(4).ok_or_else(|| bad("count"))?)?;
-        let frozen_sources: Vec<u32> = srcs
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        if frozen_sources.iter().any(|&s| s as usize >= sources.len()) {
+        let keys = FingerprintSet::decode(|n| r.take(n), bad)?;
+        let width = r.u64()?;
+        let n = keys.len();
+        let key_sources = match width {
+            2 if sources.len() <= 1 << 16 => SourceIds::Narrow(
+                r.take(n * 2)?
+                    .chunks_exact(2)
+                    .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                    .collect(),
+            ),
+            4 if sources.len() > 1 << 16 => SourceIds::Wide(
+                r.take(n * 4)?
+                    .chunks_exact(4)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect(),
+            ),
+            _ => return Err(bad("source index width")),
+        };
+        if (0..key_sources.len()).any(|i| key_sources.get(i) as usize >= sources.len()) {
             return Err(bad("source index out of range"));
         }
-        if frozen_keys.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(bad("keys not sorted"));
-        }
-        let ln = r.u64()? as usize;
-        let loose = r.take(ln.checked_mul(8).ok_or_else(|| bad("count"))?)?;
-        let loose_frozen: Vec<u64> = loose
-            .chunks_exact(8)
-            .map(|c| {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(c);
-                u64::from_le_bytes(a)
-            })
-            .collect();
-        if loose_frozen.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(bad("loose keys not sorted"));
-        }
+        let loose = FingerprintSet::decode(|n| r.take(n), bad)?;
         if r.pos != body.len() {
             return Err(bad("trailing bytes"));
         }
@@ -402,18 +528,17 @@ impl KeepSet {
             KeepSet {
                 sources,
                 source_ids,
-                building: HashMap::default(),
-                frozen_keys,
-                frozen_sources,
-                loose_building: HashSet::default(),
-                loose_frozen,
+                keys,
+                key_sources,
+                loose,
+                ..KeepSet::default()
             },
             header,
         ))
     }
 }
 
-const MAGIC: &[u8] = b"LSKEEP\x00\x01";
+const MAGIC: &[u8] = b"LSKEEP\x00\x02";
 
 struct ByteReader<'a> {
     body: &'a [u8],
@@ -468,11 +593,9 @@ mod tests {
     }
 
     #[test]
-    fn fingerprint_carries_all_128_bits_high_word_first() {
+    fn fingerprint_is_xxh3_64_of_the_key() {
         for k in ["data/a.parquet", "x"] {
-            let h = xxhash_rust::xxh3::xxh3_128(k.as_bytes());
-            assert_eq!(fingerprint(k), [(h >> 64) as u64, h as u64]);
-            assert_ne!(fingerprint(k)[0], 0);
+            assert_eq!(fingerprint(k), xxhash_rust::xxh3::xxh3_64(k.as_bytes()));
         }
     }
 
@@ -513,9 +636,33 @@ mod tests {
         }
         k.freeze();
         assert!(k.building.is_empty());
-        assert_eq!(k.frozen_keys.len(), 100);
-        assert!(k.index_bytes() <= 100 * 20);
+        assert_eq!(k.keys.len(), 100);
+        assert!(k.index_bytes() <= 100 * 7 + 64);
         assert!(k.lookup("data/f42.parquet").is_some());
+    }
+
+    #[test]
+    fn a_loose_form_equal_to_a_canonical_key_is_found_without_the_loose_set() {
+        let mut k = KeepSet::new();
+        // `data/a.parquet` is its own loose form: the session adds no loose
+        // fingerprint for it, and a listed `data/A.parquet` (loose form
+        // `data/a.parquet`) is still a near-miss, before and after freezing.
+        k.insert("data/a.parquet", Source::MetadataLog);
+        assert!(k.contains_loose("data/a.parquet"));
+        k.freeze();
+        assert!(k.contains_loose("data/a.parquet"));
+        assert!(k.loose.len() == 0 && !k.contains_loose("data/b.parquet"));
+    }
+
+    #[test]
+    fn metadata_documents_are_known_exactly() {
+        let mut k = KeepSet::new();
+        k.insert("metadata/v1.metadata.json", Source::MetadataLog);
+        k.insert("data/x.parquet", Source::DeltaActive { version: 1 });
+        k.freeze();
+        assert!(k.references_document("metadata/v1.metadata.json"));
+        assert!(!k.references_document("data/x.parquet"));
+        assert!(!k.references_document("metadata/v2.metadata.json"));
     }
 
     #[test]
@@ -543,7 +690,7 @@ mod tests {
         assert_eq!(h, b"hdr");
         assert_eq!(k2.len(), 1000);
         assert_eq!(k2.lookup("data/f5.parquet"), k.lookup("data/f5.parquet"));
-        assert!(k.index_bytes() <= 1000 * 28 + 64);
+        assert!(k.index_bytes() <= 1000 * 11 + 64, "{}", k.index_bytes());
         for i in [0, 9, 20, bytes.len() - 1] {
             let mut bad = bytes.clone();
             bad[i] ^= 1;

@@ -625,7 +625,7 @@ impl Session {
         let keep = &self.classifier.keep;
         let warnings = i.judge_stray_documents(
             &self.metadata_location,
-            |rel| keep.lookup(rel).is_some(),
+            |rel| keep.references_document(rel),
             self.config.pointer_authoritative,
         )?;
         self.warnings.extend(warnings);
