@@ -162,6 +162,20 @@ pub fn needs_spellings(uri: &CanonicalUri) -> bool {
     has_dot_or_empty_segment(&uri.path)
 }
 
+/// True for a relative key of lower-case ASCII without `%`, control
+/// characters, empty, `.` or `..` segments, or a leading or trailing `/`:
+/// a key with one spelling that is its own loose form (see [`loose`];
+/// tested against it in this module).
+pub fn is_plain_key(rel: &str) -> bool {
+    !rel.is_empty()
+        && rel
+            .bytes()
+            .all(|b| b.is_ascii() && !b.is_ascii_uppercase() && !b.is_ascii_control() && b != b'%')
+        && !rel.starts_with('/')
+        && !rel.ends_with('/')
+        && !has_dot_or_empty_segment(rel)
+}
+
 /// True when a path has a `.` or `..` segment or an empty segment (`//`):
 /// spellings that readers may resolve differently from the store.
 pub fn has_dot_or_empty_segment(path: &str) -> bool {
@@ -270,6 +284,8 @@ pub fn apply_mappings(raw: &str, mappings: &[PathMapping]) -> String {
 pub struct TableLocation {
     uri: CanonicalUri,
     loose_prefix: String,
+    /// `uri` as text plus `/` (the listing prefix).
+    prefix: String,
 }
 
 impl TableLocation {
@@ -286,7 +302,12 @@ impl TableLocation {
             ));
         }
         let loose_prefix = format!("{}/", loose(&uri.path));
-        Ok(TableLocation { uri, loose_prefix })
+        let prefix = format!("{}/", uri.to_uri_string());
+        Ok(TableLocation {
+            uri,
+            loose_prefix,
+            prefix,
+        })
     }
 
     /// The canonical location (no trailing slash).
@@ -301,7 +322,17 @@ impl TableLocation {
 
     /// The listing prefix: canonical location plus `/`.
     pub fn prefix(&self) -> String {
-        format!("{}/", self.uri.to_uri_string())
+        self.prefix.clone()
+    }
+
+    /// The key relative to the location when `raw` is spelled as the
+    /// canonical prefix plus a non-empty key: then parsing `raw` and asking
+    /// [`TableLocation::relative`] gives the same key (the prefix is already
+    /// canonical), which this finds without parsing or allocating. `None`
+    /// says only "not spelled so": such a key takes the parsing path.
+    pub fn relative_text<'a>(&self, raw: &'a str) -> Option<&'a str> {
+        raw.strip_prefix(self.prefix.as_str())
+            .filter(|r| !r.is_empty())
     }
 
     /// The key relative to the location if `uri` is strictly under
@@ -634,5 +665,70 @@ mod tests {
         assert_eq!(percent_decode("a%25"), "a%");
         assert_eq!(percent_decode("%zz%41"), "%zzA");
         assert_eq!(loose("/x/100%2525"), "/x/100%");
+    }
+}
+
+#[cfg(test)]
+mod fast_path_props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn locations() -> impl Strategy<Value = String> {
+        prop::sample::select(vec![
+            "s3://bucket/wh/db/t".to_owned(),
+            "file:///tmp/Tables/Events".to_owned(),
+            "abfss://c@acct.dfs.core.windows.net/a%2Fb/t%25".to_owned(),
+            "gs://b/x/ΣΑΣ".to_owned(),
+            "hdfs://nn:8020/user/hive/t".to_owned(),
+        ])
+    }
+
+    fn tails() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop::sample::select(vec![
+                "a",
+                "B",
+                "/",
+                "//",
+                ".",
+                "..",
+                "%",
+                "%2F",
+                "%41",
+                "=",
+                "x.parquet",
+                "Σ",
+                " ",
+                "\t",
+            ]),
+            0..8,
+        )
+        .prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        // The shortcut of classification and of references: a key spelled
+        // as the canonical prefix plus a tail is the key parsing gives.
+        #[test]
+        fn relative_text_agrees_with_parsing(loc in locations(), tail in tails()) {
+            let l = TableLocation::parse(&loc).unwrap();
+            let raw = format!("{}{tail}", l.prefix());
+            if let Some(fast) = l.relative_text(&raw) {
+                let c = CanonicalUri::parse(&raw).unwrap();
+                prop_assert_eq!(l.relative(&c), Some(fast));
+            }
+        }
+
+        // A plain key (lower-case ASCII, no `%`, no empty, `.` or `..`
+        // segment, no leading or trailing `/`) is its own loose form, so the
+        // session adds no loose fingerprint for it.
+        #[test]
+        fn a_plain_key_is_its_own_loose_form(loc in locations(), tail in tails()) {
+            let l = TableLocation::parse(&loc).unwrap();
+            if is_plain_key(&tail) {
+                let c = CanonicalUri::parse(&format!("{}{tail}", l.prefix())).unwrap();
+                prop_assert_eq!(l.loose_relative(&c), Some(tail.clone()));
+            }
+        }
     }
 }

@@ -1176,11 +1176,15 @@ impl Session {
                 }
             }
         }
-        self.summary
-            .verdicts
-            .entry(d.verdict.as_str().into())
-            .or_default()
-            .add(d.size);
+        match self.summary.verdicts.get_mut(d.verdict.as_str()) {
+            Some(t) => t.add(d.size),
+            None => self
+                .summary
+                .verdicts
+                .entry(d.verdict.as_str().into())
+                .or_default()
+                .add(d.size),
+        }
         match d.verdict {
             Verdict::Referenced => {
                 if self.alt_only.contains(&d.relative_key) {
@@ -1220,9 +1224,34 @@ impl Session {
 
     /// Canonicalises a path from metadata and records it in the keep set.
     fn reference(&mut self, blob: &str, raw: &str, source: Source) -> Result<()> {
+        if let Some(rel) = self.plain_key(raw) {
+            // The common case, with exactly the effects `reference_all` has
+            // on it: one spelling, inside the table, its own loose form.
+            self.check_graph(blob, raw, &[rel], &[], &source)?;
+            self.classifier.keep.insert(rel, source);
+            if self.alt_only.remove(rel) && self.listed_members.contains(rel) {
+                self.matched += 1;
+                self.matched_alt = self.matched_alt.saturating_sub(1);
+            }
+            return Ok(());
+        }
         let (mapped, spelled) = self.map_reference(raw);
         self.reference_all(blob, raw, &mapped, &spelled, source)
             .map(|_| ())
+    }
+
+    /// `raw`'s key when it needs none of [`Session::reference_all`]'s
+    /// work: no location maps are set, and `raw` is spelled as the
+    /// canonical location prefix plus a plain key
+    /// ([`crate::path::is_plain_key`]). Such a key is the reference's only
+    /// spelling, and its own loose form (so no loose fingerprint is added,
+    /// as `reference_all` adds none).
+    fn plain_key<'a>(&self, raw: &'a str) -> Option<&'a str> {
+        if !self.config.location_map.is_empty() {
+            return None;
+        }
+        let rel = self.classifier.location.relative_text(raw)?;
+        crate::path::is_plain_key(rel).then_some(rel)
     }
 
     /// Maps a reference: the mapped text, and (when the reference has other
@@ -1414,7 +1443,7 @@ impl Session {
         &mut self,
         blob: &str,
         raw: &str,
-        inside: &[String],
+        inside: &[impl AsRef<str>],
         outside: &[&CanonicalUri],
         source: &Source,
     ) -> Result<()> {
@@ -1430,6 +1459,7 @@ impl Session {
             ))
         };
         for rel in inside {
+            let rel = rel.as_ref();
             if let Some(other) = self.classifier.keep.lookup(rel).and_then(graph_role) {
                 if other != role {
                     return cycle(other);

@@ -260,6 +260,8 @@ pub struct KeepSet {
     loose: FingerprintSet,
     /// Metadata documents referenced, exactly (see [`KeepSet::references_document`]).
     documents: BTreeSet<String>,
+    /// [`Source::describe`] of each source, made once when it is interned.
+    descriptions: Vec<String>,
 }
 
 impl KeepSet {
@@ -278,6 +280,7 @@ impl KeepSet {
             Some(&id) => id,
             None => {
                 let id = self.sources.len() as u32;
+                self.descriptions.push(s.describe());
                 self.sources.push(s.clone());
                 self.source_ids.insert(s, id);
                 id
@@ -347,6 +350,18 @@ impl KeepSet {
             .copied()
             .or_else(|| self.frozen_lookup(fp))?;
         self.sources.get(id as usize)
+    }
+
+    /// Why a canonical relative key is referenced ([`Source::describe`] of
+    /// [`KeepSet::lookup`]'s answer), without formatting it again.
+    pub fn reason(&self, rel: &str) -> Option<&str> {
+        let fp = fingerprint(rel);
+        let id = self
+            .building
+            .get(&fp)
+            .copied()
+            .or_else(|| self.frozen_lookup(fp))?;
+        self.descriptions.get(id as usize).map(String::as_str)
     }
 
     /// True when `rel` is a metadata document this keep set references
@@ -524,10 +539,12 @@ impl KeepSet {
             .enumerate()
             .map(|(i, s)| (s, i as u32))
             .collect();
+        let descriptions = sources.iter().map(Source::describe).collect();
         Ok((
             KeepSet {
                 sources,
                 source_ids,
+                descriptions,
                 keys,
                 key_sources,
                 loose,

@@ -263,13 +263,26 @@ impl Classifier {
 
     /// Judges one object. Unreferenced metadata JSON files need an owner check.
     pub(crate) fn judge(&self, obj: &ListedObject) -> Result<Judged> {
+        // Most keys are spelled as the canonical prefix plus a referenced
+        // key: judged without parsing (the same key the parse would give,
+        // see `TableLocation::relative_text`).
+        if let Some(rel) = self.location.relative_text(&obj.key) {
+            if let Some(why) = self.keep.reason(rel) {
+                return Ok(Judged::Final(Self::decision(
+                    obj,
+                    rel,
+                    Verdict::Referenced,
+                    why.to_owned(),
+                )));
+            }
+        }
         let (uri, rel) = self.relative_key(&obj.key)?;
-        if let Some(src) = self.keep.lookup(&rel) {
+        if let Some(why) = self.keep.reason(&rel) {
             return Ok(Judged::Final(Self::decision(
                 obj,
                 &rel,
                 Verdict::Referenced,
-                src.describe(),
+                why.to_owned(),
             )));
         }
         if rel == VERSION_HINT {
