@@ -38,6 +38,7 @@ const COLUMNS: i32 = 24;
 struct Scale {
     manifests: usize,
     entries: usize,
+    small_entries: usize,
     reps: usize,
     page: usize,
 }
@@ -48,6 +49,7 @@ fn main() {
         Scale {
             manifests: 8,
             entries: 12_500,
+            small_entries: 250_000,
             reps: 5,
             page: 1000,
         }
@@ -55,6 +57,7 @@ fn main() {
         Scale {
             manifests: 2,
             entries: 300,
+            small_entries: 1000,
             reps: 1,
             page: 100,
         }
@@ -133,6 +136,51 @@ fn main() {
             common::python()
         ),
     }
+
+    // 1b. Small entries (no column statistics, as a fast append without
+    // metrics writes them): the projection against inflating alone.
+    let small = write_small_manifests(&scale);
+    let small_bytes: usize = small.iter().map(|(_, b)| b.len()).sum();
+    let small_n = (scale.manifests * scale.small_entries) as u64;
+    println!(
+        "small manifests: {} files x {} entries, no statistics, deflate: {:.1} MiB on disk",
+        scale.manifests,
+        scale.small_entries,
+        small_bytes as f64 / 1048576.0
+    );
+    let small_ours = best_of(scale.reps, || {
+        let mut count = 0u64;
+        for (p, b) in &small {
+            for_each_manifest_entry(&p.to_string_lossy(), b, |_, _, _| count += 1).unwrap();
+        }
+        count
+    });
+    let inflate = best_of(scale.reps, || {
+        let mut count = 0u64;
+        for (_, b) in &small {
+            let c = lakesweep::codec::avro::Container::open(b).unwrap();
+            c.for_each_block(|n, block| {
+                count += n;
+                std::hint::black_box(block);
+                Ok(())
+            })
+            .unwrap();
+        }
+        count
+    });
+    assert_eq!(small_ours.1, small_n, "lakesweep decoded every small entry");
+    assert_eq!(inflate.1, small_n, "every block inflated");
+    report("lakesweep projection", small_ours.0, small_n, small_bytes);
+    report(
+        "inflate alone (miniz_oxide)",
+        inflate.0,
+        small_n,
+        small_bytes,
+    );
+    println!(
+        "  ratio lakesweep / inflate alone: {:.2}x",
+        small_ours.0.as_secs_f64() / inflate.0.as_secs_f64()
+    );
 
     // 2. Keep set: a real session over a table of these manifests.
     let (opts, metadata) = table(&files);
@@ -377,6 +425,60 @@ fn write_manifests(scale: &Scale) -> Vec<(PathBuf, Vec<u8>)> {
             let p = dir.join(format!("manifest-{}-{m}.avro", scale.entries));
             std::fs::write(&p, &bytes).unwrap();
             (p, bytes)
+        })
+        .collect()
+}
+
+/// Manifests of small entries (no statistics maps), written by apache-avro.
+fn write_small_manifests(scale: &Scale) -> Vec<(PathBuf, Vec<u8>)> {
+    let schema = Schema::parse_str(
+        r#"{"type":"record","name":"manifest_entry","fields":[
+          {"name":"status","type":"int","field-id":0},
+          {"name":"snapshot_id","type":["null","long"],"default":null,"field-id":1},
+          {"name":"sequence_number","type":["null","long"],"default":null,"field-id":3},
+          {"name":"file_sequence_number","type":["null","long"],"default":null,"field-id":4},
+          {"name":"data_file","type":{"type":"record","name":"r2","fields":[
+            {"name":"content","type":"int","field-id":134},
+            {"name":"file_path","type":"string","field-id":100},
+            {"name":"file_format","type":"string","field-id":101},
+            {"name":"partition","type":{"type":"record","name":"r102","fields":[
+              {"name":"day","type":["null","int"],"default":null,"field-id":1000}]},"field-id":102},
+            {"name":"record_count","type":"long","field-id":103},
+            {"name":"file_size_in_bytes","type":"long","field-id":104}]},"field-id":2}]}"#,
+    )
+    .unwrap();
+    (0..scale.manifests)
+        .map(|m| {
+            let mut w = Writer::with_codec(
+                &schema,
+                Vec::new(),
+                Codec::Deflate(DeflateSettings::default()),
+            );
+            for e in 0..scale.small_entries {
+                w.append(AV::Record(vec![
+                    ("status".into(), AV::Int(1)),
+                    ("snapshot_id".into(), some(AV::Long(1))),
+                    ("sequence_number".into(), some(AV::Long(1))),
+                    ("file_sequence_number".into(), some(AV::Long(1))),
+                    (
+                        "data_file".into(),
+                        AV::Record(vec![
+                            ("content".into(), AV::Int(0)),
+                            ("file_path".into(), AV::String(data_path(m, e))),
+                            ("file_format".into(), AV::String("PARQUET".into())),
+                            (
+                                "partition".into(),
+                                AV::Record(vec![("day".into(), some(AV::Int(20_000)))]),
+                            ),
+                            ("record_count".into(), AV::Long(100_000)),
+                            ("file_size_in_bytes".into(), AV::Long(64 << 20)),
+                        ]),
+                    ),
+                ]))
+                .unwrap();
+            }
+            let bytes = w.into_inner().unwrap();
+            (PathBuf::from(format!("small-{m}.avro")), bytes)
         })
         .collect()
 }

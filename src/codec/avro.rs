@@ -53,6 +53,14 @@ impl<'a> Cursor<'a> {
     /// Reads a zig-zag varint `long`.
     #[inline]
     pub fn long(&mut self) -> AResult<i64> {
+        // Most values fit one byte.
+        if let Some(&b) = self.buf.get(self.pos) {
+            if b & 0x80 == 0 {
+                self.pos += 1;
+                let v = u64::from(b);
+                return Ok(((v >> 1) as i64) ^ -((v & 1) as i64));
+            }
+        }
         let mut value: u64 = 0;
         let mut shift = 0u32;
         loop {
@@ -444,7 +452,16 @@ fn run_ops<'a>(
 ) -> AResult<()> {
     for op in ops {
         match op {
-            Op::Skip(n) => skip(schema, *n, cur, depth + 1)?,
+            // The common primitives inline; the rest through `skip`.
+            Op::Skip(n) => match &schema.nodes[*n] {
+                Node::Int | Node::Long | Node::Enum(_) => {
+                    cur.long()?;
+                }
+                Node::Bytes | Node::String => {
+                    cur.bytes()?;
+                }
+                _ => skip(schema, *n, cur, depth + 1)?,
+            },
             Op::Take { slot, node } => out[*slot] = take(schema, *node, cur, depth + 1)?,
             Op::Descend { node, ops } => match &schema.nodes[*node] {
                 Node::Union(branches) => {
