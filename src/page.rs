@@ -166,7 +166,7 @@ impl PageClassifier {
     /// Classifies one page. Keys outside the table are a protocol error.
     pub fn classify(&self, objects: Vec<ListedObject>) -> Result<Vec<Decision>> {
         objects
-            .iter()
+            .into_iter()
             .map(|o| {
                 Ok(match self.classifier.judge(o)? {
                     Judged::Final(d) => d,

@@ -825,9 +825,17 @@ impl Session {
             }
             for obj in objects {
                 s.summary.listed.add(obj.size);
-                match s.classifier.judge(&obj)? {
+                match s.classifier.judge(obj)? {
                     Judged::Final(d) => s.record(d),
                     Judged::NeedsOwner { decision } => {
+                        // The listed object, as the decision carries it.
+                        let obj = ListedObject {
+                            key: decision.key.clone(),
+                            size: decision.size,
+                            last_modified_ms: decision.last_modified_ms,
+                            etag: decision.etag.clone(),
+                            version_id: decision.version_id.clone(),
+                        };
                         let uri = CanonicalUri::parse(&obj.key)
                             .map_err(|e| Error::protocol(ProtocolReason::BadKey, e))?
                             .to_uri_string();

@@ -262,20 +262,31 @@ impl Classifier {
     }
 
     /// Judges one object. Unreferenced metadata JSON files need an owner check.
-    pub(crate) fn judge(&self, obj: &ListedObject) -> Result<Judged> {
+    pub(crate) fn judge(&self, obj: ListedObject) -> Result<Judged> {
         // Most keys are spelled as the canonical prefix plus a referenced
         // key: judged without parsing (the same key the parse would give,
-        // see `TableLocation::relative_text`).
+        // see `TableLocation::relative_text`), the listed strings moved
+        // into the decision.
         if let Some(rel) = self.location.relative_text(&obj.key) {
             if let Some(why) = self.keep.reason(rel) {
-                return Ok(Judged::Final(Self::decision(
-                    obj,
-                    rel,
-                    Verdict::Referenced,
-                    why.to_owned(),
-                )));
+                let relative_key = rel.to_owned();
+                return Ok(Judged::Final(Decision {
+                    relative_key,
+                    verdict: Verdict::Referenced,
+                    detail: why.to_owned(),
+                    size: obj.size,
+                    last_modified_ms: obj.last_modified_ms,
+                    key: obj.key,
+                    etag: obj.etag,
+                    version_id: obj.version_id,
+                }));
             }
         }
+        self.judge_parsed(&obj)
+    }
+
+    /// [`Classifier::judge`] past its shortcut.
+    fn judge_parsed(&self, obj: &ListedObject) -> Result<Judged> {
         let (uri, rel) = self.relative_key(&obj.key)?;
         if let Some(why) = self.keep.reason(&rel) {
             return Ok(Judged::Final(Self::decision(
@@ -595,7 +606,7 @@ mod tests {
     }
 
     fn judged(c: &Classifier, rel: &str, mtime: i64) -> Decision {
-        match c.judge(&obj(rel, mtime)).unwrap() {
+        match c.judge(obj(rel, mtime)).unwrap() {
             Judged::Final(d) => d,
             Judged::NeedsOwner { decision } => decision,
         }
