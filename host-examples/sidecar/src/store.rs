@@ -373,12 +373,16 @@ impl Store {
     }
 
     /// Takes the keys the listings so far found but could not represent,
-    /// as the store spelled them (never deleted: no reference can name them).
+    /// as the store spelled them (never deleted: no reference can name
+    /// them), sorted (a local walk finds them in no particular order).
     pub fn take_unrepresentable(&self) -> Vec<String> {
-        self.skipped
+        let mut v = self
+            .skipped
             .lock()
             .map(|mut v| std::mem::take(&mut *v))
-            .unwrap_or_default()
+            .unwrap_or_default();
+        v.sort();
+        v
     }
 
     /// Takes what the store's client has to tell the run (a fallback it took).
@@ -633,10 +637,13 @@ fn local_object(uri: String, m: &std::fs::Metadata) -> Object {
     }
 }
 
-/// Walks `dir` on a blocking thread and streams its files. A symbolic link
-/// or any other non-regular file ends the stream with an error (deleting a
-/// link to a folder would cut off live data; following it could reach
-/// another table). A file whose name is not UTF-8 is put in `skipped`: no
+/// Walks `dir` on blocking threads (one per core, at most four, sharing a
+/// stack of folders) and streams its files, in no particular order. Each
+/// file is looked up relative to its open folder (`DirEntry::metadata`, no
+/// symbolic link followed), not by its whole path. A symbolic link or any
+/// other non-regular file ends the stream with an error (deleting a link
+/// to a folder would cut off live data; following it could reach another
+/// table). A file whose name is not UTF-8 is put in `skipped`: no
 /// reference (metadata is UTF-8) can name it, so it is kept and reported.
 fn list_local(
     dir: std::path::PathBuf,
@@ -644,56 +651,136 @@ fn list_local(
 ) -> BoxStream<'static, Result<Object, String>> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Option<Object>, String>>(1024);
     tokio::task::spawn_blocking(move || {
-        let mut stack = match std::fs::symlink_metadata(&dir) {
+        let stack = match std::fs::symlink_metadata(&dir) {
             Ok(m) if m.is_dir() => vec![dir],
             _ => vec![],
         };
-        while let Some(d) = stack.pop() {
-            let entries = match std::fs::read_dir(&d) {
-                Ok(e) => e,
-                Err(e) => {
-                    let _ = tx.blocking_send(Err(format!("list {}: {e}", d.display())));
-                    return;
-                }
-            };
-            for e in entries {
-                let r = e
-                    .and_then(|e| Ok((e.path(), std::fs::symlink_metadata(e.path())?)))
-                    .map_err(|err| format!("list {}: {err}", d.display()));
-                let (path, m) = match r {
-                    Ok(x) => x,
-                    Err(e) => {
-                        let _ = tx.blocking_send(Err(e));
-                        return;
-                    }
-                };
-                if m.is_dir() {
-                    stack.push(path);
-                    continue;
-                }
-                let item = match path.to_str() {
-                    _ if !m.is_file() => Err(format!(
-                        "list {}: {} is a symbolic link or special file; lakesweep sweeps only regular files",
-                        d.display(),
-                        path.display()
-                    )),
-                    Some(p) => Ok(Some(local_object(format!("file://{p}"), &m))),
-                    None => {
-                        if let Ok(mut v) = skipped.lock() {
-                            v.push(format!("file://{}", path.display()));
-                        }
-                        continue;
-                    }
-                };
-                let stop = item.is_err();
-                if tx.blocking_send(item).is_err() || stop {
-                    return;
-                }
+        let walk = Walk {
+            state: std::sync::Mutex::new((stack, 0)),
+            wake: std::sync::Condvar::new(),
+            failed: std::sync::atomic::AtomicBool::new(false),
+        };
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, 4);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| walk.work(&tx, &skipped));
             }
+        });
+        if !walk.failed.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = tx.blocking_send(Ok(None));
         }
-        let _ = tx.blocking_send(Ok(None));
     });
     until_end(rx, "local listing")
+}
+
+/// The shared state of a parallel folder walk: folders to read and how
+/// many are being read (the walk ends when both are zero), and whether a
+/// worker failed (then every worker stops and no end is sent).
+struct Walk {
+    state: std::sync::Mutex<(Vec<std::path::PathBuf>, usize)>,
+    wake: std::sync::Condvar,
+    failed: std::sync::atomic::AtomicBool,
+}
+
+impl Walk {
+    /// Takes folders until none is left and none is being read.
+    fn work(
+        &self,
+        tx: &tokio::sync::mpsc::Sender<Result<Option<Object>, String>>,
+        skipped: &std::sync::Mutex<Vec<String>>,
+    ) {
+        use std::sync::atomic::Ordering::SeqCst;
+        loop {
+            let d = {
+                let Ok(mut g) = self.state.lock() else { return };
+                loop {
+                    if self.failed.load(SeqCst) {
+                        return;
+                    }
+                    if let Some(d) = g.0.pop() {
+                        g.1 += 1;
+                        break d;
+                    }
+                    if g.1 == 0 {
+                        self.wake.notify_all();
+                        return;
+                    }
+                    g = match self.wake.wait(g) {
+                        Ok(g) => g,
+                        Err(_) => return,
+                    };
+                }
+            };
+            let mut found = Vec::new();
+            let ok = self.read_folder(&d, tx, skipped, &mut found);
+            if !ok {
+                self.failed.store(true, SeqCst);
+            }
+            let Ok(mut g) = self.state.lock() else { return };
+            g.0.extend(found);
+            g.1 -= 1;
+            self.wake.notify_all();
+        }
+    }
+
+    /// Sends the files of folder `d` and collects its sub-folders; false
+    /// when it sent an error (or the receiver is gone).
+    fn read_folder(
+        &self,
+        d: &std::path::Path,
+        tx: &tokio::sync::mpsc::Sender<Result<Option<Object>, String>>,
+        skipped: &std::sync::Mutex<Vec<String>>,
+        found: &mut Vec<std::path::PathBuf>,
+    ) -> bool {
+        let entries = match std::fs::read_dir(d) {
+            Ok(e) => e,
+            Err(e) => {
+                let _ = tx.blocking_send(Err(format!("list {}: {e}", d.display())));
+                return false;
+            }
+        };
+        for e in entries {
+            if self.failed.load(std::sync::atomic::Ordering::SeqCst) {
+                return true;
+            }
+            let r = e
+                .and_then(|e| Ok((e.path(), e.metadata()?)))
+                .map_err(|err| format!("list {}: {err}", d.display()));
+            let (path, m) = match r {
+                Ok(x) => x,
+                Err(e) => {
+                    let _ = tx.blocking_send(Err(e));
+                    return false;
+                }
+            };
+            if m.is_dir() {
+                found.push(path);
+                continue;
+            }
+            let item = match path.to_str() {
+                _ if !m.is_file() => Err(format!(
+                    "list {}: {} is a symbolic link or special file; lakesweep sweeps only regular files",
+                    d.display(),
+                    path.display()
+                )),
+                Some(p) => Ok(Some(local_object(format!("file://{p}"), &m))),
+                None => {
+                    if let Ok(mut v) = skipped.lock() {
+                        v.push(format!("file://{}", path.display()));
+                    }
+                    continue;
+                }
+            };
+            let stop = item.is_err();
+            if tx.blocking_send(item).is_err() || stop {
+                return false;
+            }
+        }
+        true
+    }
 }
 
 #[cfg(test)]
@@ -730,6 +817,43 @@ mod tests {
         }
         assert!(s.path(&format!("{root}//x")).is_err());
         assert!(s.path("s3://b/t/x").is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_parallel_walk_lists_every_file_once_and_stops_at_a_link() {
+        let dir = std::env::temp_dir().join(format!("lakesweep-walk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut want = Vec::new();
+        for a in 0..7 {
+            for b in 0..(a * 3) {
+                let d = dir.join(format!("a={a}/b={b}"));
+                std::fs::create_dir_all(&d).unwrap();
+                for f in 0..(b % 4) {
+                    std::fs::write(d.join(format!("{f}.parquet")), b"x").unwrap();
+                    want.push(format!("file://{}/{f}.parquet", d.display()));
+                }
+            }
+            std::fs::create_dir_all(dir.join(format!("empty-{a}/deeper"))).unwrap();
+        }
+        want.sort();
+        let root = format!("file://{}", dir.display());
+        let s = Store::for_uri(&root).unwrap();
+        let mut got: Vec<String> = s
+            .list(&root)
+            .map(|o| o.unwrap().uri)
+            .collect::<Vec<_>>()
+            .await;
+        got.sort();
+        assert_eq!(got, want);
+        // A symbolic link anywhere ends the listing with an error.
+        std::os::unix::fs::symlink(dir.join("a=6"), dir.join("a=3/b=2/link")).unwrap();
+        let all: Vec<Result<Object, String>> = s.list(&root).collect().await;
+        let last = all.last().unwrap();
+        assert!(
+            matches!(last, Err(e) if e.contains("symbolic link")),
+            "{last:?}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
