@@ -38,6 +38,9 @@ cargo test --doc
 # sidecar (built above) on moto.
 # The hosts' tests compare with the sidecar binary the tests above built.
 export LAKESWEEP_SIDECAR="$CARGO_TARGET_DIR/debug/lakesweep"
+# Scale smoke: a generated 1,000,000-file Iceberg table (100 snapshots)
+# planned end to end by the sidecar; exactly the planted orphans deleted.
+python3 benches/scale_check.py --files 1000000
 ( cd host-examples/node && npm ci --silent --no-audit --no-fund && npm test )
 # The browser simulator in headless Chromium (Debian's chromium, driven by
 # playwright-core): the demo under a changed policy and a hold equals the

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Plan a generated Iceberg table of N files end to end and check the plan.
+
+    python3 benches/scale_check.py [--files 1000000] [--snapshots 100]
+                                   [--orphans 10000] [--lakesweep BIN] [--wasm W]
+                                   [--dir DIR] [--keep]
+
+Writes the table with benches/iceberg_table.py (manifests written directly,
+data files created empty, orphans planted 30 days old), times the listing's
+own cost on the same tree (a walk that reads every file's size and time, as
+a plan must), then runs `lakesweep plan DIR --metadata M --now T --json`
+and checks the plan: every listed object, and exactly the planted orphans to
+delete. Prints the plan's wall time and peak memory (the sidecar process's
+own, from wait4) next to the walk's time. Exits non-zero on any difference.
+
+scripts/test.sh runs it on 1,000,000 files with the test build of the
+sidecar; the figures in docs/benchmark.md come from the release build.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def walk_cost(root):
+    """Seconds to walk `root` reading every file's size and time."""
+    t = time.perf_counter()
+    n = 0
+    stack = [root]
+    while stack:
+        with os.scandir(stack.pop()) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(e.path)
+                else:
+                    st = e.stat(follow_symlinks=False)
+                    n += st.st_size >= 0 and st.st_mtime > 0
+    return time.perf_counter() - t, n
+
+
+def main():
+    a = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    a.add_argument("--files", type=int, default=1_000_000)
+    a.add_argument("--snapshots", type=int, default=100)
+    a.add_argument("--orphans", type=int, default=10_000)
+    a.add_argument("--lakesweep", default=os.environ.get(
+        "LAKESWEEP_SIDECAR", str(REPO / "host-examples/sidecar/target/release/lakesweep")))
+    a.add_argument("--wasm", default=str(REPO / "target/lakesweep.wasm"))
+    a.add_argument("--dir", help="where to write the table (default: a temporary folder)")
+    a.add_argument("--keep", action="store_true", help="keep the table afterwards")
+    args = a.parse_args()
+
+    base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="lakesweep-scale-"))
+    table = base / "table"
+    try:
+        t = time.perf_counter()
+        gen = subprocess.run(
+            [sys.executable, str(REPO / "benches/iceberg_table.py"), str(table), "--force",
+             "--files", str(args.files), "--snapshots", str(args.snapshots), "--orphans", str(args.orphans), "--partitions", "1000"],
+            capture_output=True, text=True)
+        if gen.returncode != 0:
+            sys.exit(f"the generator failed:\n{gen.stderr}")
+        made = json.loads(gen.stdout)
+        print(f"generated {args.files:,} files, {args.snapshots} snapshots, {args.orphans:,} orphans "
+              f"in {time.perf_counter() - t:.1f} s")
+        walk_s, walked = walk_cost(str(table))
+        cmd = [args.lakesweep, "plan", str(table), "--metadata", made["metadata_location"],
+               "--now", str(made["now_ms"]), "--json", "--wasm", args.wasm]
+        t = time.perf_counter()
+        with tempfile.TemporaryFile() as errf:
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errf)
+            out = p.stdout.read()
+            _, status, usage = os.wait4(p.pid, 0)
+            errf.seek(0)
+            err = errf.read()
+        wall = time.perf_counter() - t
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode != 0:
+            sys.exit(f"lakesweep plan failed ({p.returncode}):\n{err.decode(errors='replace')}")
+        peak_mib = usage.ru_maxrss / 1024
+        plan = json.loads(out)
+        deleted = sorted(d["key"] for d in plan["delete"])
+        want = sorted(f"data/p={i % 1000}/orphan-{i:07d}.parquet" for i in range(args.orphans))
+        listed = plan["summary"]["listed"]["count"]
+        problems = []
+        if deleted != want:
+            extra = sorted(set(deleted) - set(want))[:5]
+            missing = sorted(set(want) - set(deleted))[:5]
+            problems.append(f"the plan deletes {len(deleted)} keys, not the {len(want)} orphans "
+                            f"(extra {extra}, missing {missing})")
+        if listed != walked:
+            problems.append(f"the plan listed {listed} objects, the walk found {walked}")
+        print(f"lakesweep plan: {wall:.2f} s, {peak_mib:.0f} MiB peak; {listed:,} objects listed, "
+              f"{len(deleted):,} to delete, keep set {plan['summary']['keepSetBytes'] / max(1, args.files):.1f} "
+              f"bytes per file")
+        print(f"the listing's own cost (a walk reading every size and time): {walk_s:.2f} s "
+              f"(plan / walk = {wall / walk_s:.1f}x)")
+        if problems:
+            sys.exit("; ".join(problems))
+        print("ok: every object listed, exactly the orphans to delete")
+    finally:
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
