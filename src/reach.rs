@@ -511,14 +511,16 @@ impl KeepSet {
         let keys = FingerprintSet::decode(|n| r.take(n), bad)?;
         let width = r.u64()?;
         let n = keys.len();
+        // Either width reads back (a keep set frozen while it had few
+        // sources may have gained more since); every index is checked below.
         let key_sources = match width {
-            2 if sources.len() <= 1 << 16 => SourceIds::Narrow(
+            2 => SourceIds::Narrow(
                 r.take(n * 2)?
                     .chunks_exact(2)
                     .map(|c| u16::from_le_bytes([c[0], c[1]]))
                     .collect(),
             ),
-            4 if sources.len() > 1 << 16 => SourceIds::Wide(
+            4 => SourceIds::Wide(
                 r.take(n * 4)?
                     .chunks_exact(4)
                     .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
