@@ -82,13 +82,7 @@ fn main() {
     );
 
     // 1. Decoding.
-    let ours = best_of(scale.reps, || {
-        let mut count = 0u64;
-        for (p, b) in &files {
-            for_each_manifest_entry(&p.to_string_lossy(), b, |_, _, _| count += 1).unwrap();
-        }
-        count
-    });
+    let ours = best_of(scale.reps, || decode_all(&files));
     let generic = best_of(scale.reps, || {
         let mut count = 0u64;
         for (_, b) in &files {
@@ -148,13 +142,7 @@ fn main() {
         scale.small_entries,
         small_bytes as f64 / 1048576.0
     );
-    let small_ours = best_of(scale.reps, || {
-        let mut count = 0u64;
-        for (p, b) in &small {
-            for_each_manifest_entry(&p.to_string_lossy(), b, |_, _, _| count += 1).unwrap();
-        }
-        count
-    });
+    let small_ours = best_of(scale.reps, || decode_all(&small));
     let inflate = best_of(scale.reps, || {
         let mut count = 0u64;
         for (_, b) in &small {
@@ -250,6 +238,15 @@ fn main() {
             wasm_path().display()
         ),
     }
+}
+
+/// Entries lakesweep's reader decodes in `files`.
+fn decode_all(files: &[(PathBuf, Vec<u8>)]) -> u64 {
+    let mut count = 0u64;
+    for (p, b) in files {
+        for_each_manifest_entry(&p.to_string_lossy(), b, |_, _, _| count += 1).unwrap();
+    }
+    count
 }
 
 /// Best wall time of `reps` runs, and the run's result.
@@ -367,38 +364,46 @@ fn entry(rng: &mut Rng, path: String) -> AV {
                 .collect(),
         ))
     };
+    let partition = AV::Record(vec![
+        ("day".into(), some(AV::Int(20_000))),
+        ("category".into(), some(AV::String("clicks".into()))),
+    ]);
+    entry_of(
+        path,
+        partition,
+        vec![
+            ("column_sizes".into(), map_long(rng)),
+            ("value_counts".into(), map_long(rng)),
+            ("null_value_counts".into(), map_long(rng)),
+            ("nan_value_counts".into(), map_long(rng)),
+            ("lower_bounds".into(), map_bytes(rng)),
+            ("upper_bounds".into(), map_bytes(rng)),
+            ("key_metadata".into(), AV::Union(0, Box::new(AV::Null))),
+            ("split_offsets".into(), some(AV::Array(vec![AV::Long(4)]))),
+            ("equality_ids".into(), AV::Union(0, Box::new(AV::Null))),
+            ("sort_order_id".into(), some(AV::Int(0))),
+        ],
+    )
+}
+
+/// A manifest entry ADDED by snapshot 1: `partition`, then `more` data
+/// file fields after `file_size_in_bytes`.
+fn entry_of(path: String, partition: AV, more: Vec<(String, AV)>) -> AV {
+    let mut data_file = vec![
+        ("content".into(), AV::Int(0)),
+        ("file_path".into(), AV::String(path)),
+        ("file_format".into(), AV::String("PARQUET".into())),
+        ("partition".into(), partition),
+        ("record_count".into(), AV::Long(100_000)),
+        ("file_size_in_bytes".into(), AV::Long(64 << 20)),
+    ];
+    data_file.extend(more);
     AV::Record(vec![
         ("status".into(), AV::Int(1)),
         ("snapshot_id".into(), some(AV::Long(1))),
         ("sequence_number".into(), some(AV::Long(1))),
         ("file_sequence_number".into(), some(AV::Long(1))),
-        (
-            "data_file".into(),
-            AV::Record(vec![
-                ("content".into(), AV::Int(0)),
-                ("file_path".into(), AV::String(path)),
-                ("file_format".into(), AV::String("PARQUET".into())),
-                (
-                    "partition".into(),
-                    AV::Record(vec![
-                        ("day".into(), some(AV::Int(20_000))),
-                        ("category".into(), some(AV::String("clicks".into()))),
-                    ]),
-                ),
-                ("record_count".into(), AV::Long(100_000)),
-                ("file_size_in_bytes".into(), AV::Long(64 << 20)),
-                ("column_sizes".into(), map_long(rng)),
-                ("value_counts".into(), map_long(rng)),
-                ("null_value_counts".into(), map_long(rng)),
-                ("nan_value_counts".into(), map_long(rng)),
-                ("lower_bounds".into(), map_bytes(rng)),
-                ("upper_bounds".into(), map_bytes(rng)),
-                ("key_metadata".into(), AV::Union(0, Box::new(AV::Null))),
-                ("split_offsets".into(), some(AV::Array(vec![AV::Long(4)]))),
-                ("equality_ids".into(), AV::Union(0, Box::new(AV::Null))),
-                ("sort_order_id".into(), some(AV::Int(0))),
-            ]),
-        ),
+        ("data_file".into(), AV::Record(data_file)),
     ])
 }
 
@@ -413,20 +418,28 @@ fn write_manifests(scale: &Scale) -> Vec<(PathBuf, Vec<u8>)> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     (0..scale.manifests)
         .map(|m| {
-            let mut w = Writer::with_codec(
+            let bytes = deflated(
                 &schema,
-                Vec::new(),
-                Codec::Deflate(DeflateSettings::default()),
+                (0..scale.entries).map(|e| entry(&mut rng, data_path(m, e))),
             );
-            for e in 0..scale.entries {
-                w.append(entry(&mut rng, data_path(m, e))).unwrap();
-            }
-            let bytes = w.into_inner().unwrap();
             let p = dir.join(format!("manifest-{}-{m}.avro", scale.entries));
             std::fs::write(&p, &bytes).unwrap();
             (p, bytes)
         })
         .collect()
+}
+
+/// An Avro container of `records` (deflate), written by apache-avro.
+fn deflated(schema: &Schema, records: impl Iterator<Item = AV>) -> Vec<u8> {
+    let mut w = Writer::with_codec(
+        schema,
+        Vec::new(),
+        Codec::Deflate(DeflateSettings::default()),
+    );
+    for r in records {
+        w.append(r).unwrap();
+    }
+    w.into_inner().unwrap()
 }
 
 /// Manifests of small entries (no statistics maps), written by apache-avro.
@@ -449,36 +462,14 @@ fn write_small_manifests(scale: &Scale) -> Vec<(PathBuf, Vec<u8>)> {
     .unwrap();
     (0..scale.manifests)
         .map(|m| {
-            let mut w = Writer::with_codec(
-                &schema,
-                Vec::new(),
-                Codec::Deflate(DeflateSettings::default()),
-            );
-            for e in 0..scale.small_entries {
-                w.append(AV::Record(vec![
-                    ("status".into(), AV::Int(1)),
-                    ("snapshot_id".into(), some(AV::Long(1))),
-                    ("sequence_number".into(), some(AV::Long(1))),
-                    ("file_sequence_number".into(), some(AV::Long(1))),
-                    (
-                        "data_file".into(),
-                        AV::Record(vec![
-                            ("content".into(), AV::Int(0)),
-                            ("file_path".into(), AV::String(data_path(m, e))),
-                            ("file_format".into(), AV::String("PARQUET".into())),
-                            (
-                                "partition".into(),
-                                AV::Record(vec![("day".into(), some(AV::Int(20_000)))]),
-                            ),
-                            ("record_count".into(), AV::Long(100_000)),
-                            ("file_size_in_bytes".into(), AV::Long(64 << 20)),
-                        ]),
-                    ),
-                ]))
-                .unwrap();
-            }
-            let bytes = w.into_inner().unwrap();
-            (PathBuf::from(format!("small-{m}.avro")), bytes)
+            let records = (0..scale.small_entries).map(|e| {
+                let partition = AV::Record(vec![("day".into(), some(AV::Int(20_000)))]);
+                entry_of(data_path(m, e), partition, Vec::new())
+            });
+            (
+                PathBuf::from(format!("small-{m}.avro")),
+                deflated(&schema, records),
+            )
         })
         .collect()
 }

@@ -343,25 +343,24 @@ impl KeepSet {
     /// The reason a canonical relative key is referenced, if it is (or, by
     /// a fingerprint collision, appears to be: see the module notes).
     pub fn lookup(&self, rel: &str) -> Option<&Source> {
+        self.sources.get(self.source_of(rel)? as usize)
+    }
+
+    /// The source id of a canonical relative key, if it is referenced.
+    fn source_of(&self, rel: &str) -> Option<u32> {
         let fp = fingerprint(rel);
-        let id = self
-            .building
+        self.building
             .get(&fp)
             .copied()
-            .or_else(|| self.frozen_lookup(fp))?;
-        self.sources.get(id as usize)
+            .or_else(|| self.frozen_lookup(fp))
     }
 
     /// Why a canonical relative key is referenced ([`Source::describe`] of
     /// [`KeepSet::lookup`]'s answer), without formatting it again.
     pub fn reason(&self, rel: &str) -> Option<&str> {
-        let fp = fingerprint(rel);
-        let id = self
-            .building
-            .get(&fp)
-            .copied()
-            .or_else(|| self.frozen_lookup(fp))?;
-        self.descriptions.get(id as usize).map(String::as_str)
+        self.descriptions
+            .get(self.source_of(rel)? as usize)
+            .map(String::as_str)
     }
 
     /// True when `rel` is a metadata document this keep set references

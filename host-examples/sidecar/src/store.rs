@@ -787,6 +787,17 @@ impl Walk {
 mod tests {
     use super::*;
 
+    /// Every URI a listing of `root` gives, sorted.
+    async fn listed(s: &Store, root: &str) -> Vec<String> {
+        let mut got: Vec<String> = s
+            .list(root)
+            .map(|o| o.unwrap().uri)
+            .collect::<Vec<_>>()
+            .await;
+        got.sort();
+        got
+    }
+
     #[tokio::test]
     async fn local_names_are_listed_byte_for_byte() {
         let dir = std::env::temp_dir().join(format!("lakesweep-store-{}", std::process::id()));
@@ -798,12 +809,7 @@ mod tests {
         }
         let root = format!("file://{}", dir.display());
         let s = Store::for_uri(&root).unwrap();
-        let mut got: Vec<String> = s
-            .list(&root)
-            .map(|o| o.unwrap().uri)
-            .collect::<Vec<_>>()
-            .await;
-        got.sort();
+        let got = listed(&s, &root).await;
         let mut want: Vec<String> = names
             .iter()
             .map(|n| format!("{root}/{n}/x.parquet"))
@@ -839,12 +845,7 @@ mod tests {
         want.sort();
         let root = format!("file://{}", dir.display());
         let s = Store::for_uri(&root).unwrap();
-        let mut got: Vec<String> = s
-            .list(&root)
-            .map(|o| o.unwrap().uri)
-            .collect::<Vec<_>>()
-            .await;
-        got.sort();
+        let got = listed(&s, &root).await;
         assert_eq!(got, want);
         // A symbolic link anywhere ends the listing with an error.
         std::os::unix::fs::symlink(dir.join("a=6"), dir.join("a=3/b=2/link")).unwrap();
