@@ -48,7 +48,7 @@ fn iceberg() -> crate::format::TableFormat {
 
 const KEEPSET_SCHEMA: &str = "lakesweep.keepset.v2";
 
-pub(crate) fn export(c: &Classifier, metadata_location: &str) -> Vec<u8> {
+pub(crate) fn export(c: &Classifier, metadata_location: &str) -> Result<Vec<u8>> {
     let header = Header {
         schema: KEEPSET_SCHEMA.into(),
         table_location: c.location.as_uri(),
@@ -65,8 +65,8 @@ pub(crate) fn export(c: &Classifier, metadata_location: &str) -> Vec<u8> {
     };
     let h = serde_json::to_vec(&header).unwrap_or_default();
     let mut out = Vec::new();
-    c.keep.encode(&h, &mut out);
-    out
+    c.keep.encode(&h, &mut out)?;
+    Ok(out)
 }
 
 /// A loaded keep set that classifies listing pages without a session.
@@ -206,9 +206,9 @@ mod tests {
 
     fn exported(header: &str) -> Vec<u8> {
         let mut k = KeepSet::new();
-        k.freeze();
+        k.freeze().unwrap();
         let mut out = Vec::new();
-        k.encode(header.as_bytes(), &mut out);
+        k.encode(header.as_bytes(), &mut out).unwrap();
         out
     }
 

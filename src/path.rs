@@ -325,6 +325,12 @@ impl TableLocation {
         self.prefix.clone()
     }
 
+    /// True when the location's path has no `.`, `..` or empty segment:
+    /// the location is its own only spelling.
+    pub fn has_plain_path(&self) -> bool {
+        !has_dot_or_empty_segment(&self.uri.path)
+    }
+
     /// The key relative to the location when `raw` is spelled as the
     /// canonical prefix plus a non-empty key: then parsing `raw` and asking
     /// [`TableLocation::relative`] gives the same key (the prefix is already

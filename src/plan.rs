@@ -598,6 +598,17 @@ impl Session {
         }
         let location = TableLocation::parse(&config.table_location)
             .map_err(|e| Error::invalid("table_location", e))?;
+        if !location.has_plain_path() {
+            // Readers resolve `.`, `..` and `//` differently: which keys
+            // are inside the table would be a guess.
+            return Err(Error::invalid(
+                "table_location",
+                format!(
+                    "`{}` has a `.`, `..` or empty segment: give the location as the catalog resolves it",
+                    config.table_location
+                ),
+            ));
+        }
         if config.file_retention_ms < 0 {
             return Err(Error::invalid("file_retention_ms", "must not be negative"));
         }
@@ -925,10 +936,7 @@ impl Session {
                 "the keep set is not complete yet",
             ));
         }
-        Ok(crate::page::export(
-            &self.classifier,
-            &self.metadata_location,
-        ))
+        crate::page::export(&self.classifier, &self.metadata_location)
     }
 
     fn listing_requested(&self) -> bool {
@@ -1194,6 +1202,9 @@ impl Session {
                 .add(d.size),
         }
         match d.verdict {
+            // The version hint is judged referenced by its name alone: it
+            // proves nothing about whether the listing is the table's.
+            Verdict::Referenced if d.relative_key == crate::verdict::VERSION_HINT => {}
             Verdict::Referenced => {
                 if self.alt_only.contains(&d.relative_key) {
                     self.matched_alt += 1;
@@ -1255,7 +1266,9 @@ impl Session {
     /// spelling, and its own loose form (so no loose fingerprint is added,
     /// as `reference_all` adds none).
     fn plain_key<'a>(&self, raw: &'a str) -> Option<&'a str> {
-        if !self.config.location_map.is_empty() {
+        // A location with dot or empty segments has other spellings itself
+        // (refused at the start; checked again here, where it would matter).
+        if !self.config.location_map.is_empty() || !self.classifier.location.has_plain_path() {
             return None;
         }
         let rel = self.classifier.location.relative_text(raw)?;
@@ -1575,7 +1588,7 @@ impl Session {
     /// context's protections are checked against it, and it is frozen.
     fn start_listing(&mut self) -> Result<()> {
         self.check_protections()?;
-        self.classifier.keep.freeze();
+        self.classifier.keep.freeze()?;
         self.phase = Phase::Listing {
             last_page_seen: false,
         };

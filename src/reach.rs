@@ -5,15 +5,19 @@
 //! path (the part after `location + "/"`), each with the index of its
 //! [`Source`]. While the set is built they sit in a hash map (about 17
 //! bytes per key, 34 while it grows); once complete they are frozen into a
-//! bucketed array of their low 32 bits ([`fingerprints`]: 4.5 bytes per key)
+//! bucketed array of their low 48 bits ([`fingerprints`]: 6.5 bytes per key)
 //! plus a 2-byte source index (4 bytes past 65,536 distinct sources): about
-//! 6.5 bytes per referenced file.
+//! 8.5 bytes per referenced file.
 //!
 //! A fingerprint collision can only make an unreferenced key look
 //! referenced: it errs towards keeping, never towards deleting (the module
 //! [`fingerprints`] gives the odds). The one check where "referenced" would
 //! relax a rule, the stale-pointer check on unreferenced metadata
-//! documents, asks [`KeepSet::references_document`], which is exact.
+//! documents, asks [`KeepSet::references_document`], which is exact. The
+//! listing's sanity guard (a listing where no referenced key appears is
+//! refused) counts fingerprint hits: a listing of the wrong prefix passes
+//! it only if one of its keys collides, about 1 in 20,000 for a billion
+//! objects.
 //!
 //! Near-misses: a second set holds fingerprints of the *loose* form of the
 //! referenced paths (see [`crate::path::loose`]) whose loose form differs
@@ -307,8 +311,10 @@ impl KeepSet {
         let fp = fingerprint(rel);
         let id = self.source_id(source);
         if let Some(existing) = self.frozen_lookup(fp) {
-            if self.sources[id as usize] < self.sources[existing as usize] {
-                // Keep the smallest reason; the frozen entry is shadowed.
+            // Keep the smallest reason: the frozen entry is shadowed by a
+            // smaller one, or by the smallest of several.
+            let current = self.building.get(&fp).copied().unwrap_or(existing);
+            if self.sources[id as usize] < self.sources[current as usize] {
                 self.building.insert(fp, id);
             }
             return false;
@@ -405,7 +411,7 @@ impl KeepSet {
     /// Moves everything into the frozen arrays and frees the maps. The
     /// bucket count is chosen at the first freeze (later ones add only the
     /// few keys a re-check finds, into the same buckets).
-    pub fn freeze(&mut self) {
+    pub fn freeze(&mut self) -> Result<()> {
         if !self.building.is_empty() {
             let bits = if self.keys.len() == 0 {
                 bits_for(self.building.len())
@@ -430,7 +436,7 @@ impl KeepSet {
             // frozen entry, a collision) go.
             all.sort_unstable_by_key(|&(s, id)| (s, rank[id as usize]));
             all.dedup_by_key(|e| e.0);
-            self.keys = FingerprintSet::from_sorted_slots(bits, all.iter().map(|e| e.0));
+            self.keys = FingerprintSet::from_sorted_slots(bits, all.iter().map(|e| e.0))?;
             self.key_sources = SourceIds::new(self.sources.len(), all.iter().map(|e| e.1));
         }
         if !self.loose_building.is_empty() {
@@ -447,8 +453,9 @@ impl KeepSet {
             );
             all.sort_unstable();
             all.dedup();
-            self.loose = FingerprintSet::from_sorted_slots(bits, all.into_iter());
+            self.loose = FingerprintSet::from_sorted_slots(bits, all.into_iter())?;
         }
+        Ok(())
     }
 
     /// Heap bytes held by the key index (fingerprints, sources, loose set,
@@ -464,9 +471,9 @@ impl KeepSet {
 
     /// Serialises the (frozen) keep set: the frozen arrays, the source
     /// table, and a SHA-256 over everything so a damaged copy is refused.
-    pub(crate) fn encode(&self, header: &[u8], out: &mut Vec<u8>) {
+    pub(crate) fn encode(&self, header: &[u8], out: &mut Vec<u8>) -> Result<()> {
         let mut me = self.clone();
-        me.freeze();
+        me.freeze()?;
         let sources = serde_json::to_vec(&me.sources).unwrap_or_default();
         out.extend_from_slice(MAGIC);
         for part in [header, &sources[..]] {
@@ -486,11 +493,17 @@ impl KeepSet {
         me.loose.encode(out);
         let digest = Sha256::digest(&out[..]);
         out.extend_from_slice(&digest);
+        Ok(())
     }
 
     /// Reads what [`KeepSet::encode`] wrote; returns the header bytes too.
     pub(crate) fn decode(bytes: &[u8]) -> Result<(KeepSet, Vec<u8>)> {
         let bad = |d: &str| Error::invalid("keep-set", format!("not a lakesweep keep set: {d}"));
+        if bytes.starts_with(b"LSKEEP\x00\x01") {
+            return Err(bad(
+                "exported by an earlier lakesweep (keep set format 1): export it again",
+            ));
+        }
         if bytes.len() < MAGIC.len() + 32 || !bytes.starts_with(MAGIC) {
             return Err(bad("bad magic"));
         }
@@ -602,7 +615,7 @@ mod tests {
         k1.insert("x", a.clone());
         let mut k2 = KeepSet::new();
         k2.insert("x", a.clone());
-        k2.freeze();
+        k2.freeze().unwrap();
         k2.insert("x", b);
         assert_eq!(k1.lookup("x"), Some(&a));
         assert_eq!(k2.lookup("x"), Some(&a));
@@ -627,10 +640,10 @@ mod tests {
         };
         let mut k = KeepSet::new();
         k.insert("x", big);
-        k.freeze();
+        k.freeze().unwrap();
         assert!(!k.insert("x", small.clone()));
         assert_eq!(k.lookup("x"), Some(&small));
-        k.freeze();
+        k.freeze().unwrap();
         assert_eq!(k.lookup("x"), Some(&small));
         assert_eq!(k.len(), 1);
     }
@@ -639,7 +652,7 @@ mod tests {
     fn reinserting_a_frozen_key_with_its_own_reason_allocates_nothing() {
         let mut k = KeepSet::new();
         k.insert("x", Source::MetadataLog);
-        k.freeze();
+        k.freeze().unwrap();
         let before = k.index_bytes();
         assert!(!k.insert("x", Source::MetadataLog));
         assert!(k.building.is_empty());
@@ -652,10 +665,10 @@ mod tests {
         for i in 0..100 {
             k.insert(&format!("data/f{i}.parquet"), Source::MetadataLog);
         }
-        k.freeze();
+        k.freeze().unwrap();
         assert!(k.building.is_empty());
         assert_eq!(k.keys.len(), 100);
-        assert!(k.index_bytes() <= 100 * 7 + 64);
+        assert!(k.index_bytes() <= 100 * 9 + 64);
         assert!(k.lookup("data/f42.parquet").is_some());
     }
 
@@ -667,7 +680,7 @@ mod tests {
         // `data/a.parquet`) is still a near-miss, before and after freezing.
         k.insert("data/a.parquet", Source::MetadataLog);
         assert!(k.contains_loose("data/a.parquet"));
-        k.freeze();
+        k.freeze().unwrap();
         assert!(k.contains_loose("data/a.parquet"));
         assert!(k.loose.len() == 0 && !k.contains_loose("data/b.parquet"));
     }
@@ -677,7 +690,7 @@ mod tests {
         let mut k = KeepSet::new();
         k.insert("metadata/v1.metadata.json", Source::MetadataLog);
         k.insert("data/x.parquet", Source::DeltaActive { version: 1 });
-        k.freeze();
+        k.freeze().unwrap();
         assert!(k.references_document("metadata/v1.metadata.json"));
         assert!(!k.references_document("data/x.parquet"));
         assert!(!k.references_document("metadata/v2.metadata.json"));
@@ -697,18 +710,18 @@ mod tests {
             );
             k.insert_loose(&format!("data/f{i}.parquet"));
         }
-        k.freeze();
+        k.freeze().unwrap();
         assert_eq!(k.len(), 1000);
         assert!(k.lookup("data/f7.parquet").is_some());
         assert!(k.lookup("data/f7.parquet ").is_none());
         assert!(k.contains_loose("data/f999.parquet"));
         let mut bytes = Vec::new();
-        k.encode(b"hdr", &mut bytes);
+        k.encode(b"hdr", &mut bytes).unwrap();
         let (k2, h) = KeepSet::decode(&bytes).unwrap();
         assert_eq!(h, b"hdr");
         assert_eq!(k2.len(), 1000);
         assert_eq!(k2.lookup("data/f5.parquet"), k.lookup("data/f5.parquet"));
-        assert!(k.index_bytes() <= 1000 * 11 + 64, "{}", k.index_bytes());
+        assert!(k.index_bytes() <= 1000 * 16 + 64, "{}", k.index_bytes());
         for i in [0, 9, 20, bytes.len() - 1] {
             let mut bad = bytes.clone();
             bad[i] ^= 1;

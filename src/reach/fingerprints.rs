@@ -1,21 +1,23 @@
-//! A frozen set of 64-bit key fingerprints, about 4.5 bytes per key.
+//! A frozen set of 64-bit key fingerprints, about 6.5 bytes per key.
 //!
 //! The top `bits` bits of a fingerprint choose a bucket; `starts` holds
 //! each bucket's first slot (2^bits + 1 entries, `bits` chosen for 8 to 16
-//! keys per bucket, so at most half a byte per key) and `rems` the low 32
-//! bits of every fingerprint, sorted within its bucket. A lookup reads one
-//! pair of starts and searches one short run: two or three cache lines,
-//! where a binary search over 16-byte fingerprints touched about twenty.
+//! keys per bucket, so at most half a byte per key), and each slot the low
+//! 48 bits of a fingerprint (`rems` the low 32, `his` the next 16), sorted
+//! within its bucket. A lookup reads one pair of starts and searches one
+//! short run: a few cache lines.
 //!
 //! Collisions, and why they are safe: two keys whose fingerprints agree in
-//! their bucket bits and their low 32 bits share one slot. The set never
+//! their bucket bits and their low 48 bits share one slot. The set never
 //! loses a member through that (both keys answer "present"), so the only
 //! error possible is a key that is *not* a member answering "present":
-//! with k keys in its bucket that happens with probability about
-//! k / 2^32 (below 4 in 10^9 per lookup). Every user of the keep set reads
-//! "present" as "keep": a collision keeps a piece of garbage, and never
-//! deletes a live file. Checks where "present" would *relax* a safety rule
-//! use exact sets instead (see [`super::KeepSet::references_document`]).
+//! with k keys in its bucket that happens with probability about k / 2^48
+//! (below 6 in 10^14 per lookup; a listing of a billion garbage objects
+//! meets one with odds of about 1 in 20,000). Every user of the keep set
+//! reads "present" as "keep": a collision keeps a piece of garbage, and
+//! never deletes a live file. Checks where "present" would *relax* a
+//! safety rule use exact sets instead (see
+//! [`super::KeepSet::references_document`]).
 
 use crate::error::{Error, Result};
 
@@ -32,12 +34,28 @@ pub(super) fn bits_for(n: usize) -> u32 {
     }
 }
 
-/// The slot key of a fingerprint under `bits` bucket bits: bucket in the
-/// high half, low 32 bits of the fingerprint in the low half. Slots sort
-/// in the order of the frozen arrays.
+/// The low 48 bits of a fingerprint: what a slot stores.
+const LOW: u64 = (1 << 48) - 1;
+
+/// The slot key of a fingerprint under `bits` bucket bits: the fingerprint
+/// with only its bucket bits and its low 48 bits kept (the bits between,
+/// when `bits` < 16, are dropped). Slot keys sort by bucket, then by the low
+/// 48 bits: the order of the frozen arrays. Equal slot keys share a slot.
 pub(super) fn slot(fp: u64, bits: u32) -> u64 {
-    let bucket = if bits == 0 { 0 } else { fp >> (64 - bits) };
-    (bucket << 32) | (fp & 0xffff_ffff)
+    if bits == 0 {
+        fp & LOW
+    } else {
+        fp & ((!0u64 << (64 - bits)) | LOW)
+    }
+}
+
+/// The bucket of a fingerprint (or slot key) under `bits` bucket bits.
+fn bucket(fp: u64, bits: u32) -> usize {
+    if bits == 0 {
+        0
+    } else {
+        (fp >> (64 - bits)) as usize
+    }
 }
 
 /// A frozen fingerprint set; see the module documentation.
@@ -46,6 +64,7 @@ pub(super) struct FingerprintSet {
     bits: u32,
     starts: Vec<u32>,
     rems: Vec<u32>,
+    his: Vec<u16>,
 }
 
 impl Default for FingerprintSet {
@@ -54,25 +73,42 @@ impl Default for FingerprintSet {
             bits: 0,
             starts: vec![0, 0],
             rems: Vec::new(),
+            his: Vec::new(),
         }
     }
 }
 
 impl FingerprintSet {
     /// Builds the set from slot keys (see [`slot`], all made with `bits`)
-    /// sorted ascending and without repeats.
-    pub(super) fn from_sorted_slots(bits: u32, slots: impl ExactSizeIterator<Item = u64>) -> Self {
+    /// sorted ascending and without repeats. Fails past 2^32 slots.
+    pub(super) fn from_sorted_slots(
+        bits: u32,
+        slots: impl ExactSizeIterator<Item = u64>,
+    ) -> Result<Self> {
+        if slots.len() > u32::MAX as usize {
+            return Err(Error::invalid(
+                "keep-set",
+                "more than 2^32 referenced keys: beyond what one keep set indexes",
+            ));
+        }
         let buckets = 1usize << bits;
         let mut starts = vec![0u32; buckets + 1];
         let mut rems = Vec::with_capacity(slots.len());
+        let mut his = Vec::with_capacity(slots.len());
         for s in slots {
-            starts[(s >> 32) as usize + 1] += 1;
+            starts[bucket(s, bits) + 1] += 1;
             rems.push(s as u32);
+            his.push((s >> 32) as u16);
         }
         for i in 0..buckets {
             starts[i + 1] += starts[i];
         }
-        FingerprintSet { bits, starts, rems }
+        Ok(FingerprintSet {
+            bits,
+            starts,
+            rems,
+            his,
+        })
     }
 
     /// Bucket bits.
@@ -85,38 +121,56 @@ impl FingerprintSet {
         self.rems.len()
     }
 
+    /// The low 48 bits slot `i` holds.
+    fn low(&self, i: usize) -> u64 {
+        (u64::from(self.his[i]) << 32) | u64::from(self.rems[i])
+    }
+
     /// The slot index of `fp`, if present.
     pub(super) fn find(&self, fp: u64) -> Option<usize> {
-        let s = slot(fp, self.bits);
-        let b = (s >> 32) as usize;
-        let (lo, hi) = (self.starts[b] as usize, self.starts[b + 1] as usize);
-        self.rems[lo..hi]
-            .binary_search(&(s as u32))
-            .ok()
-            .map(|i| lo + i)
+        let b = bucket(fp, self.bits);
+        let (mut lo, mut hi) = (self.starts[b] as usize, self.starts[b + 1] as usize);
+        let want = fp & LOW;
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.low(mid).cmp(&want) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
     }
 
     /// Every slot key, in order.
     pub(super) fn slots(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
-        let mut bucket = 0usize;
+        let mut b = 0usize;
         (0..self.rems.len()).map(move |i| {
-            while self.starts[bucket + 1] as usize <= i {
-                bucket += 1;
+            while self.starts[b + 1] as usize <= i {
+                b += 1;
             }
-            ((bucket as u64) << 32) | u64::from(self.rems[i])
+            let top = if self.bits == 0 {
+                0
+            } else {
+                (b as u64) << (64 - self.bits)
+            };
+            top | self.low(i)
         })
     }
 
     /// Heap bytes held.
     pub(super) fn heap_bytes(&self) -> usize {
-        (self.starts.capacity() + self.rems.capacity()) * 4
+        (self.starts.capacity() + self.rems.capacity()) * 4 + self.his.capacity() * 2
     }
 
-    /// Appends the set: bits, count, starts, rems (little-endian).
+    /// Appends the set: bits, count, starts, rems, his (little-endian).
     pub(super) fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&u64::from(self.bits).to_le_bytes());
         out.extend_from_slice(&(self.rems.len() as u64).to_le_bytes());
         for v in self.starts.iter().chain(&self.rems) {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in &self.his {
             out.extend_from_slice(&v.to_le_bytes());
         }
     }
@@ -143,28 +197,35 @@ impl FingerprintSet {
             .ok()
             .filter(|n| n.checked_mul(4).is_some())
             .ok_or_else(|| bad("fingerprint set size"))?;
+        // The count is checked against the bytes present before anything
+        // of that size is allocated.
         let u32s = |b: &[u8]| -> Vec<u32> {
             b.chunks_exact(4)
                 .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                 .collect()
         };
-        // The count is checked against the bytes present before anything
-        // of that size is allocated.
         let starts = u32s(take((buckets + 1) * 4)?);
         let rems = u32s(take(n * 4)?);
+        let his: Vec<u16> = take(n * 2)?
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect();
         if starts[0] != 0 || starts[buckets] as usize != n || starts.windows(2).any(|w| w[0] > w[1])
         {
             return Err(bad("bucket starts"));
         }
-        for w in starts.windows(2) {
-            if rems[w[0] as usize..w[1] as usize]
-                .windows(2)
-                .any(|r| r[0] >= r[1])
-            {
+        let set = FingerprintSet {
+            bits,
+            starts,
+            rems,
+            his,
+        };
+        for w in set.starts.windows(2) {
+            if (w[0] as usize + 1..w[1] as usize).any(|i| set.low(i - 1) >= set.low(i)) {
                 return Err(bad("fingerprints not sorted"));
             }
         }
-        Ok(FingerprintSet { bits, starts, rems })
+        Ok(set)
     }
 }
 
@@ -177,7 +238,7 @@ mod tests {
         let mut slots: Vec<u64> = fps.iter().map(|&f| slot(f, bits)).collect();
         slots.sort_unstable();
         slots.dedup();
-        FingerprintSet::from_sorted_slots(bits, slots.into_iter())
+        FingerprintSet::from_sorted_slots(bits, slots.into_iter()).unwrap()
     }
 
     #[test]
@@ -195,15 +256,15 @@ mod tests {
             })
             .count();
         assert_eq!(misses, 0, "a false hit is ~1e-9 per lookup");
-        assert!(s.heap_bytes() <= 100_000 * 4 + 100_000 / 2 + 8);
+        assert!(s.heap_bytes() <= 100_000 * 6 + 100_000 / 2 + 8);
         assert!(s.slots().eq(set_of(&fps).slots()));
     }
 
     #[test]
     fn a_collision_keeps_both_keys_present() {
-        // Same top bits and same low 32 bits: one slot, both "present".
+        // Same top bits and same low 48 bits: one slot, both "present".
         let a = 0x1234_5678_0000_0042u64;
-        let b = 0x1fff_ffff_0000_0042u64;
+        let b = 0x1fff_5678_0000_0042u64;
         let mut fps = vec![a, b];
         fps.extend((0..64u64).map(|i| xxhash_rust::xxh3::xxh3_64(&i.to_le_bytes())));
         assert_eq!(bits_for(fps.len()), 3);
@@ -254,12 +315,16 @@ mod tests {
         let mut huge = bytes.clone();
         huge[0] = 29;
         assert!(read(&huge).is_err());
+        // The first two slots of bucket 0 swapped (both halves).
+        assert!(s.starts[1] >= 2);
         let mut swapped = bytes.clone();
-        let at = 16 + s.starts.len() * 4;
-        swapped.swap(at, at + 4);
-        swapped.swap(at + 1, at + 5);
-        swapped.swap(at + 2, at + 6);
-        swapped.swap(at + 3, at + 7);
+        let rems = 16 + s.starts.len() * 4;
+        let his = rems + s.len() * 4;
+        for i in 0..4 {
+            swapped.swap(rems + i, rems + 4 + i);
+        }
+        swapped.swap(his, his + 2);
+        swapped.swap(his + 1, his + 3);
         assert!(read(&swapped).is_err());
         assert!(read(&bytes[..bytes.len() - 1]).is_err());
     }

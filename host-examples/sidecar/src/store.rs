@@ -676,6 +676,30 @@ fn list_local(
     until_end(rx, "local listing")
 }
 
+/// One folder read: on drop, its sub-folders join the stack and the
+/// count of folders being read goes down; a panic fails the walk.
+struct Done<'a> {
+    walk: &'a Walk,
+    found: Vec<std::path::PathBuf>,
+}
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.walk
+                .failed
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        let mut g = match self.walk.state.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        g.0.append(&mut self.found);
+        g.1 -= 1;
+        self.walk.wake.notify_all();
+    }
+}
+
 /// The shared state of a parallel folder walk: folders to read and how
 /// many are being read (the walk ends when both are zero), and whether a
 /// worker failed (then every worker stops and no end is sent).
@@ -695,7 +719,10 @@ impl Walk {
         use std::sync::atomic::Ordering::SeqCst;
         loop {
             let d = {
-                let Ok(mut g) = self.state.lock() else { return };
+                let mut g = match self.state.lock() {
+                    Ok(g) => g,
+                    Err(p) => p.into_inner(),
+                };
                 loop {
                     if self.failed.load(SeqCst) {
                         return;
@@ -710,19 +737,19 @@ impl Walk {
                     }
                     g = match self.wake.wait(g) {
                         Ok(g) => g,
-                        Err(_) => return,
+                        Err(p) => p.into_inner(),
                     };
                 }
             };
-            let mut found = Vec::new();
-            let ok = self.read_folder(&d, tx, skipped, &mut found);
-            if !ok {
+            // Counts the folder done however reading it ends (a panic
+            // included: then the walk fails instead of waiting forever).
+            let mut done = Done {
+                walk: self,
+                found: Vec::new(),
+            };
+            if !self.read_folder(&d, tx, skipped, &mut done.found) {
                 self.failed.store(true, SeqCst);
             }
-            let Ok(mut g) = self.state.lock() else { return };
-            g.0.extend(found);
-            g.1 -= 1;
-            self.wake.notify_all();
         }
     }
 
