@@ -205,6 +205,28 @@ fn a_listing_where_nothing_referenced_matches_is_refused() {
     }
     let e = run_native(cfg(&meta), &listed).err().unwrap();
     assert_eq!(unsafe_reason(e), UnsafeReason::NoReferencedKeyListed);
+    // A version hint in that listing (judged referenced by its name alone)
+    // does not make it the table's.
+    listed.extra.insert(
+        format!("{LOC}/metadata/version-hint.text"),
+        (b"1".to_vec(), 0),
+    );
+    let e = run_native(cfg(&meta), &listed).err().unwrap();
+    assert_eq!(unsafe_reason(e), UnsafeReason::NoReferencedKeyListed);
+}
+
+#[test]
+fn a_table_location_with_dot_or_empty_segments_is_refused() {
+    let (_, meta) = base();
+    for loc in ["s3://b/wh/x/../t", "s3://b/wh/./t", "s3://b/wh//t"] {
+        let mut c = cfg(&meta);
+        c.table_location = loc.into();
+        let e = lakesweep::Session::start(c).err().unwrap();
+        assert!(
+            e.to_string().contains("`.`, `..` or empty segment"),
+            "{loc}: {e}"
+        );
+    }
 }
 
 #[test]
