@@ -12,7 +12,9 @@
 //! file stops the plan: a version that cannot be reconstructed cannot be
 //! told apart from garbage.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::hashing::Map;
 
 use crate::error::MalformedReason;
 use crate::error::{Error, Result, UnsafeReason};
@@ -517,11 +519,11 @@ pub(crate) enum Source {
 #[derive(Debug, Default)]
 pub(crate) struct Replay {
     /// Live adds: (path, deletion-vector id) -> deletion-vector file.
-    live: HashMap<(LogPath, String), Option<LogPath>>,
+    live: Map<(LogPath, String), Option<LogPath>>,
     /// Removed logical files, keyed like adds (one file may be removed with
     /// several deletion vectors in turn; each DV file has its own
     /// tombstone): -> (deletion timestamp, DV file).
-    pub tombstones: HashMap<(LogPath, String), (Option<i64>, Option<LogPath>)>,
+    pub tombstones: Map<(LogPath, String), (Option<i64>, Option<LogPath>)>,
     /// Change-data files with the version that wrote them.
     pub cdc: Vec<(LogPath, u64)>,
     /// The newest protocol.
@@ -602,6 +604,16 @@ impl Replay {
             }
         }
         Ok(())
+    }
+
+    /// Takes every file the current state references, leaving it empty
+    /// (the newest version's files, without a copy of them).
+    pub fn take_live(&mut self) -> impl Iterator<Item = Kept> {
+        std::mem::take(&mut self.live)
+            .into_iter()
+            .flat_map(|((path, _), dv)| {
+                std::iter::once(Kept::Active(path)).chain(dv.map(Kept::DeletionVector))
+            })
     }
 
     /// Every file the current state references.

@@ -64,6 +64,7 @@ mod digest;
 mod duration;
 mod expire;
 mod format;
+mod hashing;
 mod page;
 mod plan;
 mod reach;

@@ -179,7 +179,7 @@ pub fn is_plain_key(rel: &str) -> bool {
 /// True when a path has a `.` or `..` segment or an empty segment (`//`):
 /// spellings that readers may resolve differently from the store.
 pub fn has_dot_or_empty_segment(path: &str) -> bool {
-    path.contains("//") || path.split('/').any(|s| s == "." || s == "..")
+    path.as_bytes().windows(2).any(|w| w == b"//") || path.split('/').any(|s| s == "." || s == "..")
 }
 
 /// Why a listed key cannot be deleted reliably, if it cannot: control

@@ -548,13 +548,13 @@ pub struct Session {
     /// their role (those inside are in the keep set with their reason).
     graph: HashMap<String, &'static str>,
     /// Keys kept only as one of several keys an ambiguous reference may name.
-    alt_only: HashSet<String>,
+    alt_only: crate::hashing::Set<String>,
     /// Keys of ambiguous references that may all lie inside the table.
     groups: BTreeSet<Vec<String>>,
     /// Every key of an ambiguous reference.
     group_members: HashSet<String>,
     /// Keys of ambiguous references that the listing held.
-    listed_members: HashSet<String>,
+    listed_members: crate::hashing::Set<String>,
     /// Listed keys that are only alternatives of ambiguous references.
     matched_alt: u64,
     /// References that may name more than one key.
@@ -696,10 +696,10 @@ impl Session {
             roots_listed: 0,
             hold_hits: BTreeMap::new(),
             graph: HashMap::new(),
-            alt_only: HashSet::new(),
+            alt_only: Default::default(),
             groups: BTreeSet::new(),
             group_members: HashSet::new(),
-            listed_members: HashSet::new(),
+            listed_members: Default::default(),
             matched_alt: 0,
             ambiguous_references: 0,
         };
@@ -1244,35 +1244,48 @@ impl Session {
     /// Canonicalises a path from metadata and records it in the keep set.
     fn reference(&mut self, blob: &str, raw: &str, source: Source) -> Result<()> {
         if let Some(rel) = self.plain_key(raw) {
-            // The common case, with exactly the effects `reference_all` has
-            // on it: one spelling, inside the table, its own loose form.
-            self.check_graph(blob, raw, &[rel], &[], &source)?;
-            self.classifier.keep.insert(rel, source);
-            if self.alt_only.remove(rel) && self.listed_members.contains(rel) {
-                self.matched += 1;
-                self.matched_alt = self.matched_alt.saturating_sub(1);
-            }
-            return Ok(());
+            return self.keep_plain(blob, raw, rel, source);
         }
         let (mapped, spelled) = self.map_reference(raw);
         self.reference_all(blob, raw, &mapped, &spelled, source)
             .map(|_| ())
     }
 
+    /// Keeps `rel`, a key [`Session::is_plain`] accepts, named as `raw` in
+    /// `blob`: the common case, with exactly the effects `reference_all`
+    /// has on it (one spelling, inside the table, its own loose form).
+    fn keep_plain(&mut self, blob: &str, raw: &str, rel: &str, source: Source) -> Result<()> {
+        self.check_graph(blob, raw, &[rel], &[], &source)?;
+        self.classifier.keep.insert(rel, source);
+        if !self.alt_only.is_empty()
+            && self.alt_only.remove(rel)
+            && self.listed_members.contains(rel)
+        {
+            self.matched += 1;
+            self.matched_alt = self.matched_alt.saturating_sub(1);
+        }
+        Ok(())
+    }
+
     /// `raw`'s key when it needs none of [`Session::reference_all`]'s
-    /// work: no location maps are set, and `raw` is spelled as the
-    /// canonical location prefix plus a plain key
-    /// ([`crate::path::is_plain_key`]). Such a key is the reference's only
-    /// spelling, and its own loose form (so no loose fingerprint is added,
-    /// as `reference_all` adds none).
+    /// work: `raw` is spelled as the canonical location prefix plus a key
+    /// [`Session::is_plain`] accepts.
     fn plain_key<'a>(&self, raw: &'a str) -> Option<&'a str> {
+        let rel = self.classifier.location.relative_text(raw)?;
+        self.is_plain(rel).then_some(rel)
+    }
+
+    /// True when the key `rel` (relative to the table) is the only object
+    /// its reference can name: no location maps are set, and `rel` is a
+    /// plain key ([`crate::path::is_plain_key`]), its own only spelling and
+    /// its own loose form (so no loose fingerprint is added, as
+    /// `reference_all` adds none).
+    fn is_plain(&self, rel: &str) -> bool {
         // A location with dot or empty segments has other spellings itself
         // (refused at the start; checked again here, where it would matter).
-        if !self.config.location_map.is_empty() || !self.classifier.location.has_plain_path() {
-            return None;
-        }
-        let rel = self.classifier.location.relative_text(raw)?;
-        crate::path::is_plain_key(rel).then_some(rel)
+        self.config.location_map.is_empty()
+            && self.classifier.location.has_plain_path()
+            && crate::path::is_plain_key(rel)
     }
 
     /// Maps a reference: the mapped text, and (when the reference has other

@@ -275,6 +275,13 @@ impl Value {
             _ => None,
         }
     }
+    /// The value as a string, if it is one and valid UTF-8, without a copy.
+    pub fn into_string(self) -> Option<String> {
+        match self {
+            Value::Bytes(b) => String::from_utf8(b).ok(),
+            _ => None,
+        }
+    }
     /// The value as an integer, if it is one.
     pub fn as_int(&self) -> Option<i64> {
         match self {
@@ -307,6 +314,14 @@ impl Column {
     pub fn flat(&self, row: usize) -> Option<&Value> {
         match self {
             Column::Flat(v) => v.get(row).and_then(|x| x.as_ref()),
+            _ => None,
+        }
+    }
+    /// Takes the value of row `row` of a flat column, leaving null
+    /// (`None` when null or absent).
+    pub fn take(&mut self, row: usize) -> Option<Value> {
+        match self {
+            Column::Flat(v) => v.get_mut(row).and_then(Option::take),
             _ => None,
         }
     }
@@ -560,10 +575,36 @@ impl<'a> ParquetFile<'a> {
         self.leaves.iter().position(|l| glob(pattern, &l.path))
     }
 
-    /// Decodes the leaf column matching `pattern`: names, where `**` matches
-    /// one or more path components (the group names of lists and maps vary
-    /// between writers). [`Column::Absent`] when no leaf matches.
+    /// Number of row groups.
+    pub fn row_groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Number of rows in row group `group` (0 past the last).
+    pub fn group_rows(&self, group: usize) -> usize {
+        self.groups.get(group).map_or(0, |(n, _)| *n)
+    }
+
+    /// Decodes the leaf column matching `pattern` over the whole file:
+    /// names, where `**` matches one or more path components (the group
+    /// names of lists and maps vary between writers). [`Column::Absent`]
+    /// when no leaf matches. Holds every row's value at once: a large file
+    /// is better read a row group at a time ([`ParquetFile::group_column`]).
     pub fn column(&self, pattern: &[&str]) -> PResult<Column> {
+        self.decode(pattern, 0..self.groups.len())
+    }
+
+    /// Decodes the leaf column matching `pattern` (as
+    /// [`ParquetFile::column`]) in row group `group` only: rows are
+    /// numbered from the group's first.
+    pub fn group_column(&self, pattern: &[&str], group: usize) -> PResult<Column> {
+        if group >= self.groups.len() {
+            return corrupt(format!("no row group {group}"));
+        }
+        self.decode(pattern, group..group + 1)
+    }
+
+    fn decode(&self, pattern: &[&str], groups: std::ops::Range<usize>) -> PResult<Column> {
         let Some(idx) = self.find(pattern) else {
             return Ok(Column::Absent);
         };
@@ -576,7 +617,7 @@ impl<'a> ParquetFile<'a> {
         }
         let mut flat = Vec::new();
         let mut repeated: Vec<Vec<Option<Value>>> = Vec::new();
-        for (rows, chunks) in &self.groups {
+        for (rows, chunks) in &self.groups[groups] {
             let chunk = &chunks[idx];
             let before = if leaf.max_rep == 0 {
                 flat.len()

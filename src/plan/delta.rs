@@ -12,6 +12,7 @@
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use super::{Phase, Purpose, Request, Session};
 use crate::context::{DrCheckpoint, HoldScope};
@@ -42,8 +43,15 @@ pub(super) struct DeltaSweep {
     log_prefix: String,
     log: LogListing,
     plan: Option<ReadPlan>,
-    /// Parsed files by (order, version, name).
+    /// Parsed files by (order, version, name). A checkpoint's files keep
+    /// only their actions other than adds, removes and change data, to be
+    /// validated together: those are applied to `checkpoint_state` as soon
+    /// as they are read.
     blobs: BTreeMap<(u8, u64, String), Vec<Action>>,
+    /// The checkpoint's state, its files applied as they are read (a
+    /// checkpoint is reconciled: the order of its parts does not matter),
+    /// so millions of its actions are never held as parsed.
+    checkpoint_state: Replay,
     /// Versions whose files are all kept, besides the latest.
     keep_versions: BTreeSet<u64>,
     pub(super) replayed: bool,
@@ -91,26 +99,38 @@ fn version_of(what: &str, id: i64) -> Result<u64> {
 /// A path the log names that the session must keep: the log file it was
 /// read from (`blob`), the path as decoded (relative to the table, or
 /// absolute), and why.
+/// The blob's name is shared by every path it names (millions, for a
+/// checkpoint's version).
 #[derive(Debug, Clone)]
 pub(super) struct KeepPath {
-    pub(super) blob: String,
+    pub(super) blob: Rc<str>,
     pub(super) path: LogPath,
     pub(super) source: Source,
 }
 
-/// `files` of `version` as read from `blob`, to keep.
-fn keep_files(blob: &str, files: Vec<Kept>, version: u64, out: &mut Vec<KeepPath>) {
-    for k in files {
-        let (path, source) = match k {
+impl KeepPath {
+    /// `kept`, a file of `version` as read from `blob`.
+    fn of_version(blob: &Rc<str>, kept: Kept, version: u64) -> KeepPath {
+        let (path, source) = match kept {
             Kept::Active(p) => (p, Source::DeltaActive { version }),
             Kept::DeletionVector(p) => (p, Source::DeltaDeletionVector { version }),
         };
-        out.push(KeepPath {
-            blob: blob.to_owned(),
+        KeepPath {
+            blob: Rc::clone(blob),
             path,
             source,
-        });
+        }
     }
+}
+
+/// `files` of `version` as read from `blob`, to keep.
+fn keep_files(blob: &str, files: Vec<Kept>, version: u64, out: &mut Vec<KeepPath>) {
+    let blob: Rc<str> = blob.into();
+    out.extend(
+        files
+            .into_iter()
+            .map(|k| KeepPath::of_version(&blob, k, version)),
+    );
 }
 
 /// What the session needs of the run's settings to start a Delta sweep.
@@ -343,6 +363,20 @@ impl DeltaSweep {
                 }
             }
         }
+        let actions = if order.0 == CHECKPOINT {
+            let (files, control): (Vec<Action>, Vec<Action>) = actions.into_iter().partition(|a| {
+                matches!(
+                    a,
+                    Action::Add { .. } | Action::Remove { .. } | Action::Cdc { .. }
+                )
+            });
+            let state = &mut self.checkpoint_state;
+            state.apply(uri, order.1, files, ReplaySource::Checkpoint)?;
+            state.apply(uri, order.1, control.clone(), ReplaySource::Checkpoint)?;
+            control
+        } else {
+            actions
+        };
         self.blobs
             .insert((order.0, order.1, uri.to_owned()), actions);
         Ok(reads)
@@ -431,9 +465,10 @@ impl DeltaSweep {
     }
 
     /// Replays the checkpoint and the commits after it in version order;
-    /// returns the table they make and the files of every kept version on
-    /// the way (the latest's included), to keep.
-    pub(super) fn replay(&mut self, latest_uri: &str) -> Result<(Replayed, Replay, Vec<KeepPath>)> {
+    /// returns the table they make, the replay (whose live files are the
+    /// newest version's) and the files of every other kept version on the
+    /// way, to keep.
+    pub(super) fn replay(&mut self) -> Result<(Replayed, Replay, Vec<KeepPath>)> {
         self.replayed = true;
         let blobs = std::mem::take(&mut self.blobs);
         let Some(plan) = self.plan.clone() else {
@@ -455,7 +490,8 @@ impl DeltaSweep {
         }
         let kept_version = |v: u64| self.keep_versions.contains(&v);
         let mut keep = Vec::new();
-        let mut replay = Replay::default();
+        // The checkpoint's files were applied as they were read.
+        let mut replay = std::mem::take(&mut self.checkpoint_state);
         let mut done_checkpoint = false;
         for ((order, version, uri), actions) in blobs {
             if order != CHECKPOINT && !done_checkpoint {
@@ -465,7 +501,7 @@ impl DeltaSweep {
                 }
             }
             let how = match order {
-                CHECKPOINT => ReplaySource::Checkpoint,
+                CHECKPOINT => continue,
                 RECENT_BEFORE => ReplaySource::Before,
                 _ => ReplaySource::Commit,
             };
@@ -487,7 +523,8 @@ impl DeltaSweep {
                 "the replayed log has no protocol or no metaData action",
             ));
         };
-        keep_files(latest_uri, replay.live_files(), plan.latest, &mut keep);
+        // The newest version's files are left in `replay` for the session
+        // to take (`Replay::take_live`) rather than copied here.
         self.latest = plan.latest;
         let replayed = Replayed {
             latest: plan.latest,
@@ -516,11 +553,12 @@ impl DeltaSweep {
             "{undated} removed files have no deletionTimestamp: kept (a missing time is not time zero)"
         ));
         let change_data = recent_change_data(replay, &self.log, cutoff);
+        let blob: Rc<str> = latest_uri.into();
         let keep = kept
             .into_iter()
             .chain(change_data)
             .map(|(path, source)| KeepPath {
-                blob: latest_uri.to_owned(),
+                blob: Rc::clone(&blob),
                 path,
                 source,
             })
@@ -615,8 +653,9 @@ impl DeltaSweep {
         )?;
         let mut keep = Vec::new();
         keep_files(uri, replay.live_files(), version, &mut keep);
+        let blob: Rc<str> = uri.into();
         let keep_path = |path: LogPath, source: Source| KeepPath {
-            blob: uri.to_owned(),
+            blob: Rc::clone(&blob),
             path,
             source,
         };
@@ -741,10 +780,14 @@ impl Session {
     }
 
     /// Keeps what the log names (relative to the table, or absolute).
-    fn keep_paths(&mut self, keep: Vec<KeepPath>) -> Result<()> {
+    fn keep_paths(&mut self, keep: impl IntoIterator<Item = KeepPath>) -> Result<()> {
         for k in keep {
             match &k.path {
                 LogPath::Absolute(p) => self.reference(&k.blob, p, k.source)?,
+                // Relative to the table: its key, when plainly spelled.
+                LogPath::Relative(p) if self.is_plain(p) => {
+                    self.keep_plain(&k.blob, p, p, k.source)?;
+                }
                 LogPath::Relative(p) => {
                     let full = format!("{}{p}", self.classifier.location.prefix());
                     self.reference_mapped(&k.blob, p, &full, k.source)?;
@@ -818,8 +861,14 @@ impl Session {
     /// window, a UniForm table's Iceberg metadata, and log cleanup.
     pub(super) fn delta_replay(&mut self) -> Result<()> {
         let latest_uri = self.metadata_location.clone();
-        let (replayed, replay, keep) = self.sweep()?.replay(&latest_uri)?;
+        let (replayed, mut replay, keep) = self.sweep()?.replay()?;
         self.keep_paths(keep)?;
+        let blob: Rc<str> = latest_uri.as_str().into();
+        self.keep_paths(
+            replay
+                .take_live()
+                .map(|k| KeepPath::of_version(&blob, k, replayed.latest)),
+        )?;
         self.readable.clone_from(&replayed.readable);
         self.refs = BTreeMap::from([("version".to_owned(), replayed.latest as i64)]);
         self.classifier.table_uuid = replayed.table_id.clone();
@@ -1009,12 +1058,19 @@ mod tests {
             };
             assert!(d.log_blob(uri, *order, bytes).unwrap().is_empty());
         }
-        let (replayed, replay, keep) = d.replay(&l.latest_uri).unwrap();
+        let (replayed, mut replay, keep) = d.replay().unwrap();
         assert_eq!(replayed.latest, 1);
         assert_eq!(replayed.table_id.as_deref(), Some("t-1"));
         assert_eq!(replayed.partition_columns, ["day"]);
+        // The newest version's files are left in the replay to take.
+        let blob: Rc<str> = l.latest_uri.as_str().into();
+        let newest: Vec<KeepPath> = replay
+            .take_live()
+            .map(|k| KeepPath::of_version(&blob, k, replayed.latest))
+            .collect();
         let kept: Vec<(String, Source)> = keep
             .iter()
+            .chain(&newest)
             .map(|k| (format!("{:?}", k.path), k.source.clone()))
             .collect();
         // Version 0 is kept whole; the latest keeps its live file.

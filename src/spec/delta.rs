@@ -320,31 +320,6 @@ fn pq_err(uri: &str, e: ParquetError) -> Error {
 /// multi-part checkpoint, a V2 checkpoint or a sidecar file).
 pub fn parse_parquet_actions(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
     let f = ParquetFile::open(bytes).map_err(|e| pq_err(uri, e))?;
-    let col = |p: &[&str]| f.column(p).map_err(|e| pq_err(uri, e));
-    let bad = |what: &str, row: usize| {
-        Error::malformed(
-            MalformedReason::Encoding,
-            uri,
-            format!("{what} of row {row} is not a UTF-8 string"),
-        )
-    };
-    // A present value that is not a valid string is an error, never "absent".
-    let s = |c: &Column, row: usize, what: &str| -> Result<Option<String>> {
-        match c.flat(row) {
-            None => Ok(None),
-            Some(v) => v.as_str().map(Some).ok_or_else(|| bad(what, row)),
-        }
-    };
-    let i = |c: &Column, row: usize| c.flat(row).and_then(|v| v.as_int());
-    let strings = |c: &Column, row: usize, what: &str| -> Result<Vec<Option<String>>> {
-        c.repeated(row)
-            .iter()
-            .map(|v| match v {
-                None => Ok(None),
-                Some(v) => v.as_str().map(Some).ok_or_else(|| bad(what, row)),
-            })
-            .collect()
-    };
     let v2_top = f.has_column(&["sidecar", "path"]);
     for required in [["add", "path"], ["remove", "path"]] {
         if !v2_top && !f.has_column(&required) {
@@ -358,117 +333,151 @@ pub fn parse_parquet_actions(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
             ));
         }
     }
-    let add_path = col(&["add", "path"])?;
-    let add_dv = [
-        col(&["add", "deletionVector", "storageType"])?,
-        col(&["add", "deletionVector", "pathOrInlineDv"])?,
-        col(&["add", "deletionVector", "offset"])?,
-    ];
-    let rm_path = col(&["remove", "path"])?;
-    let rm_ts = col(&["remove", "deletionTimestamp"])?;
-    let rm_dv = [
-        col(&["remove", "deletionVector", "storageType"])?,
-        col(&["remove", "deletionVector", "pathOrInlineDv"])?,
-        col(&["remove", "deletionVector", "offset"])?,
-    ];
-    let sidecar = col(&["sidecar", "path"])?;
-    let cp_meta = col(&["checkpointMetadata", "version"])?;
-    let p_reader = col(&["protocol", "minReaderVersion"])?;
-    let p_writer = col(&["protocol", "minWriterVersion"])?;
-    let p_rf = col(&["protocol", "readerFeatures", "**"])?;
-    let p_wf = col(&["protocol", "writerFeatures", "**"])?;
-    let m_id = col(&["metaData", "id"])?;
-    let m_parts = col(&["metaData", "partitionColumns", "**"])?;
-    let m_keys = col(&["metaData", "configuration", "**", "key"])?;
-    let m_vals = col(&["metaData", "configuration", "**", "value"])?;
-    let has_rf = f.has_column(&["protocol", "readerFeatures", "**"]);
-    let has_wf = f.has_column(&["protocol", "writerFeatures", "**"]);
-    let dv_at = |cols: &[Column; 3], row: usize, what: &str| -> Result<Option<DeletionVector>> {
-        match (
-            s(&cols[0], row, "deletionVector.storageType")?,
-            s(&cols[1], row, "deletionVector.pathOrInlineDv")?,
-        ) {
-            (None, None) => Ok(None),
-            (Some(storage_type), Some(path_or_inline_dv)) => Ok(Some(DeletionVector {
-                storage_type,
-                path_or_inline_dv,
-                offset: i(&cols[2], row),
-            })),
-            _ => Err(Error::malformed(
-                MalformedReason::Field,
-                uri,
-                format!("{what}.deletionVector of row {row} is half empty"),
-            )),
-        }
-    };
     let mut out = Vec::new();
     if f.has_column(&["add", "path"]) && !f.has_column(&["add", "deletionVector", "storageType"]) {
         out.push(Action::LacksDeletionVectorColumns);
     }
-    for row in 0..f.rows() {
-        if let Some(path) = s(&add_path, row, "add.path")? {
-            out.push(Action::Add {
-                path,
-                dv: dv_at(&add_dv, row, "add")?,
-            });
-        } else if let Some(path) = s(&rm_path, row, "remove.path")? {
-            out.push(Action::Remove {
-                path,
-                deletion_timestamp: i(&rm_ts, row),
-                dv: dv_at(&rm_dv, row, "remove")?,
-            });
-        } else if let Some(path) = s(&sidecar, row, "sidecar.path")? {
-            out.push(Action::Sidecar { path });
-        } else if i(&cp_meta, row).is_some() {
-            out.push(Action::CheckpointMetadata);
-        } else if let Some(r) = i(&p_reader, row) {
-            let feats = |c: &Column, present: bool, what: &str| -> Result<Option<Vec<String>>> {
-                if !present {
-                    return Ok(None);
-                }
-                Ok(Some(strings(c, row, what)?.into_iter().flatten().collect()))
-            };
-            out.push(Action::Protocol(Protocol {
-                min_reader_version: r,
-                min_writer_version: i(&p_writer, row).unwrap_or(0),
-                reader_features: feats(&p_rf, has_rf && r >= 3, "protocol.readerFeatures")?,
-                writer_features: feats(&p_wf, has_wf, "protocol.writerFeatures")?,
-            }));
-        } else if let Some(id) = s(&m_id, row, "metaData.id")? {
-            let keys = strings(&m_keys, row, "metaData.configuration")?;
-            let vals = strings(&m_vals, row, "metaData.configuration")?;
-            if keys.len() != vals.len() {
-                return Err(Error::malformed(
-                    MalformedReason::Inconsistent,
-                    uri,
-                    "metaData.configuration keys and values differ in number",
-                ));
+    // Row group by row group: only one group's columns are decoded at a
+    // time, so a checkpoint of millions of rows never holds every value of
+    // every column at once (rows are numbered from the file's first).
+    let mut base = 0usize;
+    for group in 0..f.row_groups() {
+        let col = |p: &[&str]| f.group_column(p, group).map_err(|e| pq_err(uri, e));
+        let bad = |what: &str, row: usize| {
+            Error::malformed(
+                MalformedReason::Encoding,
+                uri,
+                format!("{what} of row {} is not a UTF-8 string", base + row),
+            )
+        };
+        // A present value that is not a valid string is an error, never
+        // "absent". Each value is read once: taken, not copied.
+        let s = |c: &mut Column, row: usize, what: &str| -> Result<Option<String>> {
+            match c.take(row) {
+                None => Ok(None),
+                Some(v) => v.into_string().map(Some).ok_or_else(|| bad(what, row)),
             }
-            let mut configuration = BTreeMap::new();
-            for (k, v) in keys.into_iter().zip(vals) {
-                let Some(k) = k else {
-                    return Err(Error::malformed(
+        };
+        let i = |c: &Column, row: usize| c.flat(row).and_then(|v| v.as_int());
+        let strings = |c: &Column, row: usize, what: &str| -> Result<Vec<Option<String>>> {
+            c.repeated(row)
+                .iter()
+                .map(|v| match v {
+                    None => Ok(None),
+                    Some(v) => v.as_str().map(Some).ok_or_else(|| bad(what, row)),
+                })
+                .collect()
+        };
+        let mut add_path = col(&["add", "path"])?;
+        let mut add_dv = [
+            col(&["add", "deletionVector", "storageType"])?,
+            col(&["add", "deletionVector", "pathOrInlineDv"])?,
+            col(&["add", "deletionVector", "offset"])?,
+        ];
+        let mut rm_path = col(&["remove", "path"])?;
+        let rm_ts = col(&["remove", "deletionTimestamp"])?;
+        let mut rm_dv = [
+            col(&["remove", "deletionVector", "storageType"])?,
+            col(&["remove", "deletionVector", "pathOrInlineDv"])?,
+            col(&["remove", "deletionVector", "offset"])?,
+        ];
+        let mut sidecar = col(&["sidecar", "path"])?;
+        let cp_meta = col(&["checkpointMetadata", "version"])?;
+        let p_reader = col(&["protocol", "minReaderVersion"])?;
+        let p_writer = col(&["protocol", "minWriterVersion"])?;
+        let p_rf = col(&["protocol", "readerFeatures", "**"])?;
+        let p_wf = col(&["protocol", "writerFeatures", "**"])?;
+        let mut m_id = col(&["metaData", "id"])?;
+        let m_parts = col(&["metaData", "partitionColumns", "**"])?;
+        let m_keys = col(&["metaData", "configuration", "**", "key"])?;
+        let m_vals = col(&["metaData", "configuration", "**", "value"])?;
+        let has_rf = f.has_column(&["protocol", "readerFeatures", "**"]);
+        let has_wf = f.has_column(&["protocol", "writerFeatures", "**"]);
+        let dv_at =
+            |cols: &mut [Column; 3], row: usize, what: &str| -> Result<Option<DeletionVector>> {
+                match (
+                    s(&mut cols[0], row, "deletionVector.storageType")?,
+                    s(&mut cols[1], row, "deletionVector.pathOrInlineDv")?,
+                ) {
+                    (None, None) => Ok(None),
+                    (Some(storage_type), Some(path_or_inline_dv)) => Ok(Some(DeletionVector {
+                        storage_type,
+                        path_or_inline_dv,
+                        offset: i(&cols[2], row),
+                    })),
+                    _ => Err(Error::malformed(
                         MalformedReason::Field,
                         uri,
-                        "null configuration key",
+                        format!("{what}.deletionVector of row {} is half empty", base + row),
+                    )),
+                }
+            };
+        for row in 0..f.group_rows(group) {
+            if let Some(path) = s(&mut add_path, row, "add.path")? {
+                out.push(Action::Add {
+                    path,
+                    dv: dv_at(&mut add_dv, row, "add")?,
+                });
+            } else if let Some(path) = s(&mut rm_path, row, "remove.path")? {
+                out.push(Action::Remove {
+                    path,
+                    deletion_timestamp: i(&rm_ts, row),
+                    dv: dv_at(&mut rm_dv, row, "remove")?,
+                });
+            } else if let Some(path) = s(&mut sidecar, row, "sidecar.path")? {
+                out.push(Action::Sidecar { path });
+            } else if i(&cp_meta, row).is_some() {
+                out.push(Action::CheckpointMetadata);
+            } else if let Some(r) = i(&p_reader, row) {
+                let feats =
+                    |c: &Column, present: bool, what: &str| -> Result<Option<Vec<String>>> {
+                        if !present {
+                            return Ok(None);
+                        }
+                        Ok(Some(strings(c, row, what)?.into_iter().flatten().collect()))
+                    };
+                out.push(Action::Protocol(Protocol {
+                    min_reader_version: r,
+                    min_writer_version: i(&p_writer, row).unwrap_or(0),
+                    reader_features: feats(&p_rf, has_rf && r >= 3, "protocol.readerFeatures")?,
+                    writer_features: feats(&p_wf, has_wf, "protocol.writerFeatures")?,
+                }));
+            } else if let Some(id) = s(&mut m_id, row, "metaData.id")? {
+                let keys = strings(&m_keys, row, "metaData.configuration")?;
+                let vals = strings(&m_vals, row, "metaData.configuration")?;
+                if keys.len() != vals.len() {
+                    return Err(Error::malformed(
+                        MalformedReason::Inconsistent,
+                        uri,
+                        "metaData.configuration keys and values differ in number",
                     ));
-                };
-                configuration.insert(k, v);
+                }
+                let mut configuration = BTreeMap::new();
+                for (k, v) in keys.into_iter().zip(vals) {
+                    let Some(k) = k else {
+                        return Err(Error::malformed(
+                            MalformedReason::Field,
+                            uri,
+                            "null configuration key",
+                        ));
+                    };
+                    configuration.insert(k, v);
+                }
+                out.push(Action::Metadata(Metadata {
+                    id,
+                    partition_columns: strings(&m_parts, row, "metaData.partitionColumns")?
+                        .into_iter()
+                        .flatten()
+                        .collect(),
+                    configuration,
+                }));
             }
-            out.push(Action::Metadata(Metadata {
-                id,
-                partition_columns: strings(&m_parts, row, "metaData.partitionColumns")?
-                    .into_iter()
-                    .flatten()
-                    .collect(),
-                configuration,
-            }));
         }
+        base += f.group_rows(group);
     }
     Ok(out)
 }
 
-/// Refuses a protocol whose features this planner does not understand.
 pub fn check_protocol(uri: &str, p: &Protocol) -> Result<()> {
     if !(1..=3).contains(&p.min_reader_version) {
         return Err(Error::unsupported(
