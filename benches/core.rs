@@ -9,6 +9,8 @@
 //!    made of those manifests.
 //! 3. Page classification keys per second: native [`PageClassifier`] and the
 //!    same through the component (`target/lakesweep.wasm`) in wasmtime.
+//! 4. The Delta replay's path table: hashbrown with foldhash (fixed seed)
+//!    against the standard library's `HashMap` it replaced, same paths.
 //!
 //! Without `--bench` (as under `cargo test --all-targets`) it runs a small
 //! smoke pass with the same code and checks that the three readers agree.
@@ -238,6 +240,50 @@ fn main() {
             wasm_path().display()
         ),
     }
+
+    // 4. The hash table of a Delta replay's live files (src/hashing.rs):
+    // hashbrown with foldhash at a fixed seed against the standard
+    // library's HashMap (SipHash-1-3) it replaced, on the same paths.
+    let paths: u64 = if full { 1_000_000 } else { 10_000 };
+    let keys: Vec<String> = (0..paths)
+        .map(|i| {
+            format!(
+                "bucket={}/part-00000-{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}-c000.snappy.parquet",
+                i % 1000,
+                i.wrapping_mul(2_654_435_761) as u32,
+                i & 0xffff,
+                i & 0xfff,
+                (i >> 12) & 0xfff,
+                i.wrapping_mul(40_503)
+            )
+        })
+        .collect();
+    let std_map = best_of(scale.reps, || {
+        let mut m = std::collections::HashMap::new();
+        for k in &keys {
+            m.insert(k.clone(), ());
+        }
+        keys.iter().filter(|k| m.contains_key(k.as_str())).count() as u64
+    });
+    let fold_map = best_of(scale.reps, || {
+        let mut m = hashbrown::HashMap::with_hasher(foldhash::fast::FixedState::default());
+        for k in &keys {
+            m.insert(k.clone(), ());
+        }
+        keys.iter().filter(|k| m.contains_key(k.as_str())).count() as u64
+    });
+    assert_eq!(std_map.1, paths);
+    assert_eq!(fold_map.1, paths);
+    println!("path table ({paths} Delta-style paths inserted, then each looked up):");
+    println!(
+        "  hashbrown + foldhash: {:>12.0} paths/s",
+        paths as f64 / fold_map.0.as_secs_f64()
+    );
+    println!(
+        "  std HashMap (SipHash): {:>11.0} paths/s (std / hashbrown = {:.2}x the time)",
+        paths as f64 / std_map.0.as_secs_f64(),
+        std_map.0.as_secs_f64() / fold_map.0.as_secs_f64()
+    );
 }
 
 /// Entries lakesweep's reader decodes in `files`.

@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""Plan a generated Iceberg table of N files end to end and check the plan.
+"""Plan a generated table of N files end to end and check the plan.
 
-    python3 benches/scale_check.py [--files 1000000] [--snapshots 100]
+    python3 benches/scale_check.py [--format iceberg|delta] [--files 1000000]
+                                   [--snapshots 100] [--parts 10] [--row-group 100000]
                                    [--orphans 10000] [--lakesweep BIN] [--wasm W]
                                    [--dir DIR] [--keep]
 
-Writes the table with benches/iceberg_table.py (manifests written directly,
-data files created empty, orphans planted 30 days old), times the listing's
-own cost on the same tree (a walk that reads every file's size and time, as
-a plan must), then runs `lakesweep plan DIR --metadata M --now T --json`
-and checks the plan: every listed object, and exactly the planted orphans to
-delete. Prints the plan's wall time and peak memory (the sidecar process's
+Writes the table, an Iceberg one with benches/iceberg_table.py (manifests
+written directly, --snapshots fast appends) or a Delta one with
+benches/delta_multipart_table.py (a checkpoint of --parts parts, --row-group
+rows per row group, and commits after it); data files are created empty and
+orphans planted 30 days old. Times the listing's own cost on the same tree
+(a walk that reads every file's size and time, as a plan must), then runs
+`lakesweep plan DIR --json` and checks the plan: every listed object, and
+exactly the planted garbage to delete. Prints the plan's wall time and peak memory (the sidecar process's
 own, from wait4) next to the walk's time. Exits non-zero on any difference.
 
 scripts/test.sh runs it on 1,000,000 files with the test build of the
@@ -47,8 +50,11 @@ def walk_cost(root):
 
 def main():
     a = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    a.add_argument("--format", choices=["iceberg", "delta"], default="iceberg")
     a.add_argument("--files", type=int, default=1_000_000)
-    a.add_argument("--snapshots", type=int, default=100)
+    a.add_argument("--snapshots", type=int, default=100, help="Iceberg: fast appends")
+    a.add_argument("--parts", type=int, default=10, help="Delta: checkpoint parts")
+    a.add_argument("--row-group", type=int, default=100_000, help="Delta: checkpoint rows per row group")
     a.add_argument("--orphans", type=int, default=10_000)
     a.add_argument("--lakesweep", default=os.environ.get(
         "LAKESWEEP_SIDECAR", str(REPO / "host-examples/sidecar/target/release/lakesweep")))
@@ -61,18 +67,30 @@ def main():
     table = base / "table"
     try:
         t = time.perf_counter()
-        gen = subprocess.run(
-            [sys.executable, str(REPO / "benches/iceberg_table.py"), str(table), "--force",
-             "--files", str(args.files), "--snapshots", str(args.snapshots), "--orphans", str(args.orphans), "--partitions", "1000"],
-            capture_output=True, text=True)
+        common = [str(table), "--force", "--files", str(args.files), "--orphans", str(args.orphans),
+                  "--partitions", "1000"]
+        if args.format == "iceberg":
+            gen = [str(REPO / "benches/iceberg_table.py"), *common, "--snapshots", str(args.snapshots)]
+            shape = f"{args.snapshots} snapshots"
+        else:
+            expect = base / "expect.txt"
+            gen = [str(REPO / "benches/delta_multipart_table.py"), *common, "--parts", str(args.parts),
+                   "--row-group", str(args.row_group), "--expect", str(expect)]
+            shape = f"a checkpoint of {args.parts} parts"
+        gen = subprocess.run([sys.executable, *gen], capture_output=True, text=True)
         if gen.returncode != 0:
             sys.exit(f"the generator failed:\n{gen.stderr}")
         made = json.loads(gen.stdout)
-        print(f"generated {args.files:,} files, {args.snapshots} snapshots, {args.orphans:,} orphans "
+        print(f"generated {args.format} table: {args.files:,} files, {shape}, {args.orphans:,} orphans "
               f"in {time.perf_counter() - t:.1f} s")
         walk_s, walked = walk_cost(str(table))
-        cmd = [args.lakesweep, "plan", str(table), "--metadata", made["metadata_location"],
-               "--now", str(made["now_ms"]), "--json", "--wasm", args.wasm]
+        cmd = [args.lakesweep, "plan", str(table), "--now", str(made["now_ms"]), "--json", "--wasm", args.wasm]
+        if args.format == "iceberg":
+            cmd += ["--metadata", made["metadata_location"]]
+            want = sorted(f"data/p={i % 1000}/orphan-{i:07d}.parquet" for i in range(args.orphans))
+        else:
+            cmd += ["--format", "delta"]
+            want = expect.read_text().split()
         t = time.perf_counter()
         with tempfile.TemporaryFile() as errf:
             p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errf)
@@ -87,13 +105,12 @@ def main():
         peak_mib = usage.ru_maxrss / 1024
         plan = json.loads(out)
         deleted = sorted(d["key"] for d in plan["delete"])
-        want = sorted(f"data/p={i % 1000}/orphan-{i:07d}.parquet" for i in range(args.orphans))
         listed = plan["summary"]["listed"]["count"]
         problems = []
         if deleted != want:
             extra = sorted(set(deleted) - set(want))[:5]
             missing = sorted(set(want) - set(deleted))[:5]
-            problems.append(f"the plan deletes {len(deleted)} keys, not the {len(want)} orphans "
+            problems.append(f"the plan deletes {len(deleted)} keys, not the {len(want)} planted "
                             f"(extra {extra}, missing {missing})")
         if listed != walked:
             problems.append(f"the plan listed {listed} objects, the walk found {walked}")
@@ -104,7 +121,7 @@ def main():
               f"(plan / walk = {wall / walk_s:.1f}x)")
         if problems:
             sys.exit("; ".join(problems))
-        print("ok: every object listed, exactly the orphans to delete")
+        print("ok: every object listed, exactly the planted garbage to delete")
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
