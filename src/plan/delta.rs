@@ -98,9 +98,8 @@ fn version_of(what: &str, id: i64) -> Result<u64> {
 
 /// A path the log names that the session must keep: the log file it was
 /// read from (`blob`), the path as decoded (relative to the table, or
-/// absolute), and why.
-/// The blob's name is shared by every path it names (millions, for a
-/// checkpoint's version).
+/// absolute), and why. The blob's name is shared by every path it names
+/// (millions, for a checkpoint's version).
 #[derive(Debug, Clone)]
 pub(super) struct KeepPath {
     pub(super) blob: Rc<str>,
