@@ -41,6 +41,8 @@ import uuid
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from iceberg_table import touch  # an empty file with the given time
+
 DAY_MS = 86_400_000
 CHECKPOINT = 100
 OLD_TOMBSTONES = 1_000
@@ -91,12 +93,6 @@ def rows_table(kind, rows):
         else:
             cols[field.name] = pa.nulls(len(rows), type=field.type)
     return pa.table(cols, schema=SCHEMA)
-
-
-def touch(path, mtime_s):
-    with open(path, "wb"):
-        pass
-    os.utime(path, (mtime_s, mtime_s))
 
 
 def main():

@@ -39,11 +39,11 @@ cargo test --doc
 # The hosts' tests compare with the sidecar binary the tests above built.
 export LAKESWEEP_SIDECAR="$CARGO_TARGET_DIR/debug/lakesweep"
 # Scale smoke: a generated 1,000,000-file Iceberg table (100 snapshots),
-# and a 1,000,000-file Delta table (a checkpoint of 10 parts of 100,000-row
-# row groups, commits after it) planned end to end by the sidecar; exactly
-# the planted garbage deleted.
+# and a 1,000,000-file Delta table (a checkpoint of 10 parts, each of four
+# 25,000-row row groups, commits after it) planned end to end by the
+# sidecar; exactly the planted garbage deleted.
 python3 benches/scale_check.py --files 1000000
-python3 benches/scale_check.py --format delta --files 1000000
+python3 benches/scale_check.py --format delta --files 1000000 --row-group 25000
 ( cd host-examples/node && npm ci --silent --no-audit --no-fund && npm test )
 # The browser simulator in headless Chromium (Debian's chromium, driven by
 # playwright-core): the demo under a changed policy and a hold equals the
