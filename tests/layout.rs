@@ -13,7 +13,7 @@
 //! reach, delta_log
 //! spec (iceberg, delta)         the formats' nouns
 //! codec (avro, parquet, gzip)   containers
-//! error, path, digest, duration, version, format   leaf vocabulary
+//! error, path, digest, duration, version, format, hashing   leaf vocabulary
 //! ```
 //!
 //! Unit tests (`#[cfg(test)] mod tests`) may use anything.
@@ -30,6 +30,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("duration", 0),
     ("version", 0),
     ("format", 0),
+    ("hashing", 0),
     ("codec", 1),
     ("spec", 2),
     ("reach", 3),
