@@ -2,13 +2,17 @@
 """Generate a large Iceberg v2 table quickly, for scale benchmarks.
 
     python3 benches/iceberg_table.py OUT_DIR [--files 1000000] [--snapshots 100]
-                                             [--partitions 1000] [--orphans 10000] [--force]
+                                             [--partitions 1000] [--orphans 10000]
+                                             [--stats-columns 0] [--force]
 
 Writing a million data files through a query engine takes hours; this writes
 the table's metadata directly instead: fastavro writes the manifests and
 manifest lists (Iceberg v2 schemas with their field ids, deflate), the
 metadata document is written as JSON, and every data file is created empty
-(a sweeper reads names, sizes and times, never data files).
+(a sweeper reads names, sizes and times, never data files). With
+--stats-columns N the table has N more columns and every manifest entry
+carries their statistics (sizes, value and null counts, lower and upper
+bounds), as an engine writing metrics does: manifests many times larger.
 
 History: --snapshots fast appends; snapshot k adds one manifest of
 files/snapshots files and its manifest list names the manifests of
@@ -52,6 +56,38 @@ ENTRY = {
             ]}},
     ]}
 
+
+def stat_map(name, field_id, key_id, value_id, value_type):
+    """An Iceberg map<int, T> column-statistics field: an Avro array of key/value records."""
+    return {"name": name, "field-id": field_id, "default": None, "type": ["null", {
+        "type": "array", "logicalType": "map", "items": {
+            "type": "record", "name": f"k{key_id}_v{value_id}", "fields": [
+                {"name": "key", "type": "int", "field-id": key_id},
+                {"name": "value", "type": value_type, "field-id": value_id}]}}]}
+
+
+STATS = [stat_map("column_sizes", 108, 117, 118, "long"), stat_map("value_counts", 109, 119, 120, "long"),
+         stat_map("null_value_counts", 110, 121, 122, "long"), stat_map("lower_bounds", 125, 126, 127, "bytes"),
+         stat_map("upper_bounds", 128, 129, 130, "bytes")]
+
+
+def entry_schema(stats_columns):
+    if not stats_columns:
+        return ENTRY
+    schema = json.loads(json.dumps(ENTRY))
+    schema["fields"][4]["type"]["fields"].extend(STATS)
+    return schema
+
+
+def entry_stats(stats_columns, f):
+    ids = range(3, 3 + stats_columns)
+    lo, hi = f"a{f:08d}".encode(), f"z{f:08d}".encode()
+    return {"column_sizes": [{"key": c, "value": 1000 + c} for c in ids],
+            "value_counts": [{"key": c, "value": 100} for c in ids],
+            "null_value_counts": [{"key": c, "value": 0} for c in ids],
+            "lower_bounds": [{"key": c, "value": lo} for c in ids],
+            "upper_bounds": [{"key": c, "value": hi} for c in ids]}
+
 MANIFEST_FILE = {
     "type": "record", "name": "manifest_file", "fields": [
         {"name": "manifest_path", "type": "string", "field-id": 500},
@@ -88,6 +124,7 @@ def main():
     a.add_argument("--snapshots", type=int, default=100)
     a.add_argument("--partitions", type=int, default=1000)
     a.add_argument("--orphans", type=int, default=10_000)
+    a.add_argument("--stats-columns", type=int, default=0)
     a.add_argument("--force", action="store_true")
     args = a.parse_args()
     if args.snapshots < 1 or args.files < args.snapshots or args.partitions < 1:
@@ -98,6 +135,9 @@ def main():
             a.error(f"{out} is not empty (use --force to replace it)")
         shutil.rmtree(out)
     loc = f"file://{out}"
+    schema = dict(SCHEMA, fields=SCHEMA["fields"] + [
+        {"id": c, "name": f"c{c}", "required": False, "type": "string"} for c in range(3, 3 + args.stats_columns)])
+    entry = fastavro.parse_schema(entry_schema(args.stats_columns))
     now_ms = time.time_ns() // 1_000_000
     old_s = (now_ms - 30 * DAY_MS) / 1000
     os.makedirs(f"{out}/metadata")
@@ -115,14 +155,17 @@ def main():
             p = f % args.partitions
             path = f"{loc}/data/p={p}/f-{k:05d}-{f:08d}.parquet"
             touch(path[len("file://"):], old_s)
+            data_file = {"content": 0, "file_path": path, "file_format": "PARQUET",
+                         "partition": {"p": p}, "record_count": 1, "file_size_in_bytes": 0}
+            if args.stats_columns:
+                data_file.update(entry_stats(args.stats_columns, f))
             entries.append({"status": 1, "snapshot_id": sid, "sequence_number": k, "file_sequence_number": k,
-                            "data_file": {"content": 0, "file_path": path, "file_format": "PARQUET",
-                                          "partition": {"p": p}, "record_count": 1, "file_size_in_bytes": 0}})
+                            "data_file": data_file})
         total += n
         mpath = f"{out}/metadata/{uuid.uuid4()}-m0.avro"
         with open(mpath, "wb") as fo:
-            fastavro.writer(fo, fastavro.parse_schema(ENTRY), entries, codec="deflate", metadata={
-                "schema": json.dumps(SCHEMA), "partition-spec": json.dumps(SPEC["fields"]),
+            fastavro.writer(fo, entry, entries, codec="deflate", metadata={
+                "schema": json.dumps(schema), "partition-spec": json.dumps(SPEC["fields"]),
                 "partition-spec-id": "0", "format-version": "2", "content": "data"})
         manifests.append({"manifest_path": f"file://{mpath}", "manifest_length": os.path.getsize(mpath),
                           "partition_spec_id": 0, "content": 0, "sequence_number": k, "min_sequence_number": k,
@@ -149,7 +192,7 @@ def main():
     md = {
         "format-version": 2, "table-uuid": str(uuid.uuid4()), "location": loc,
         "last-sequence-number": args.snapshots, "last-updated-ms": snapshots[-1]["timestamp-ms"],
-        "last-column-id": 2, "schemas": [SCHEMA], "current-schema-id": 0, "partition-specs": [SPEC],
+        "last-column-id": 2 + args.stats_columns, "schemas": [schema], "current-schema-id": 0, "partition-specs": [SPEC],
         "default-spec-id": 0, "last-partition-id": 1000, "properties": {},
         "current-snapshot-id": snapshots[-1]["snapshot-id"], "snapshots": snapshots,
         "snapshot-log": [{"snapshot-id": s["snapshot-id"], "timestamp-ms": s["timestamp-ms"]} for s in snapshots],

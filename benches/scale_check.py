@@ -4,7 +4,7 @@
     python3 benches/scale_check.py [--format iceberg|delta] [--files 1000000]
                                    [--snapshots 100] [--parts 10] [--row-group 100000]
                                    [--orphans 10000] [--lakesweep BIN] [--wasm W]
-                                   [--dir DIR] [--keep]
+                                   [--stats-columns 0] [--manifest-cache] [--dir DIR] [--keep]
 
 Writes the table, an Iceberg one with benches/iceberg_table.py (manifests
 written directly, --snapshots fast appends) or a Delta one with
@@ -18,6 +18,12 @@ own, from wait4) next to the walk's time. Exits non-zero on any difference.
 
 scripts/test.sh runs it on 1,000,000 files with the test build of the
 sidecar; the figures in docs/benchmark.md come from the release build.
+
+Iceberg: --stats-columns N writes column statistics for N columns into every
+manifest entry (as engines do). --manifest-cache plans twice more with
+`--manifest-cache` in a fresh cache folder (the first fills it, the second
+reads every manifest's digest from it) and checks that all three plans are
+the same plan.
 """
 import argparse
 import json
@@ -48,6 +54,22 @@ def walk_cost(root):
     return time.perf_counter() - t, n
 
 
+def run_plan(cmd, env=None):
+    """Runs one plan; returns (wall seconds, peak MiB, the plan)."""
+    t = time.perf_counter()
+    with tempfile.TemporaryFile() as errf:
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errf, env=env)
+        out = p.stdout.read()
+        _, status, usage = os.wait4(p.pid, 0)
+        errf.seek(0)
+        err = errf.read()
+    wall = time.perf_counter() - t
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        sys.exit(f"lakesweep plan failed ({code}):\n{err.decode(errors='replace')}")
+    return wall, usage.ru_maxrss / 1024, json.loads(out)
+
+
 def main():
     a = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     a.add_argument("--format", choices=["iceberg", "delta"], default="iceberg")
@@ -59,6 +81,8 @@ def main():
     a.add_argument("--lakesweep", default=os.environ.get(
         "LAKESWEEP_SIDECAR", str(REPO / "host-examples/sidecar/target/release/lakesweep")))
     a.add_argument("--wasm", default=str(REPO / "target/lakesweep.wasm"))
+    a.add_argument("--stats-columns", type=int, default=0, help="Iceberg: statistics per manifest entry")
+    a.add_argument("--manifest-cache", action="store_true", help="Iceberg: plan again from a manifest cache")
     a.add_argument("--dir", help="where to write the table (default: a temporary folder)")
     a.add_argument("--keep", action="store_true", help="keep the table afterwards")
     args = a.parse_args()
@@ -70,7 +94,8 @@ def main():
         common = [str(table), "--force", "--files", str(args.files), "--orphans", str(args.orphans),
                   "--partitions", "1000"]
         if args.format == "iceberg":
-            gen = [str(REPO / "benches/iceberg_table.py"), *common, "--snapshots", str(args.snapshots)]
+            gen = [str(REPO / "benches/iceberg_table.py"), *common, "--snapshots", str(args.snapshots),
+                   "--stats-columns", str(args.stats_columns)]
             shape = f"{args.snapshots} snapshots"
         else:
             expect = base / "expect.txt"
@@ -91,19 +116,7 @@ def main():
         else:
             cmd += ["--format", "delta"]
             want = expect.read_text().split()
-        t = time.perf_counter()
-        with tempfile.TemporaryFile() as errf:
-            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errf)
-            out = p.stdout.read()
-            _, status, usage = os.wait4(p.pid, 0)
-            errf.seek(0)
-            err = errf.read()
-        wall = time.perf_counter() - t
-        p.returncode = os.waitstatus_to_exitcode(status)
-        if p.returncode != 0:
-            sys.exit(f"lakesweep plan failed ({p.returncode}):\n{err.decode(errors='replace')}")
-        peak_mib = usage.ru_maxrss / 1024
-        plan = json.loads(out)
+        wall, peak_mib, plan = run_plan(cmd)
         deleted = sorted(d["key"] for d in plan["delete"])
         listed = plan["summary"]["listed"]["count"]
         problems = []
@@ -119,6 +132,14 @@ def main():
               f"bytes per file")
         print(f"the listing's own cost (a walk reading every size and time): {walk_s:.2f} s "
               f"(plan / walk = {wall / walk_s:.1f}x)")
+        if args.manifest_cache and args.format == "iceberg":
+            env = dict(os.environ, LAKESWEEP_CACHE_DIR=str(base / "cache"))
+            for run in ("filling", "reading"):
+                c_wall, c_peak, c_plan = run_plan(cmd + ["--manifest-cache"], env)
+                print(f"lakesweep plan --manifest-cache, {run} the cache: {c_wall:.2f} s, {c_peak:.0f} MiB peak "
+                      f"(plan / walk = {c_wall / walk_s:.1f}x)")
+                if c_plan["digest"] != plan["digest"]:
+                    problems.append(f"the plan {run} the manifest cache differs from the plan without it")
         if problems:
             sys.exit("; ".join(problems))
         print("ok: every object listed, exactly the planted garbage to delete")

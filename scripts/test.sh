@@ -42,7 +42,7 @@ export LAKESWEEP_SIDECAR="$CARGO_TARGET_DIR/debug/lakesweep"
 # and a 1,000,000-file Delta table (a checkpoint of 10 parts, each of four
 # 25,000-row row groups, commits after it) planned end to end by the
 # sidecar; exactly the planted garbage deleted.
-python3 benches/scale_check.py --files 1000000
+python3 benches/scale_check.py --files 1000000 --manifest-cache
 python3 benches/scale_check.py --format delta --files 1000000 --row-group 25000
 ( cd host-examples/node && npm ci --silent --no-audit --no-fund && npm test )
 # The browser simulator in headless Chromium (Debian's chromium, driven by

@@ -131,6 +131,8 @@ pub struct PlanArgs {
     pub allow_short_retention: bool,
     /// `--memory-budget`, bytes (None: the planner's default, 1 GiB).
     pub memory_budget: Option<u64>,
+    /// `--manifest-cache`.
+    pub manifest_cache: bool,
 }
 
 /// Arguments of a `plan` over many tables.
@@ -722,6 +724,11 @@ struct PlanOpts {
     /// more is refused by name, never half-read.
     #[arg(long, value_name = "SIZE", value_parser = size_bytes)]
     memory_budget: Option<u64>,
+    /// Iceberg: keeps each manifest's digest (its entries' paths) in the
+    /// cache folder, filed under the manifest's ETag or inode and change
+    /// time, and reads it instead of an unchanged manifest on later plans.
+    #[arg(long)]
+    manifest_cache: bool,
     #[command(flatten)]
     planner: PlannerOpts,
 }
@@ -775,6 +782,7 @@ impl PlanOpts {
             log_cleanup: self.log_cleanup,
             allow_short_retention: self.allow_short_retention,
             memory_budget: self.memory_budget,
+            manifest_cache: self.manifest_cache,
         })
     }
 }

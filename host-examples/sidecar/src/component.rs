@@ -60,7 +60,7 @@ pub fn wasm_path(arg: Option<&str>) -> Wasm {
 /// Where compiled components are cached: `$LAKESWEEP_CACHE_DIR`, else
 /// `$XDG_CACHE_HOME/lakesweep`, else `~/.cache/lakesweep`; `None` when
 /// `LAKESWEEP_CACHE_DIR` is empty (caching off).
-fn cache_dir() -> Option<PathBuf> {
+pub fn cache_dir() -> Option<PathBuf> {
     match std::env::var_os("LAKESWEEP_CACHE_DIR") {
         Some(d) if d.is_empty() => None,
         Some(d) => Some(d.into()),
@@ -107,22 +107,46 @@ fn compiled(engine: &Engine, wasm: &[u8]) -> Result<Component, String> {
     unsafe { Component::deserialize(engine, &bytes) }.map_err(|e| e.to_string())
 }
 
+/// The component's bytes and a name for it in messages.
+fn wasm_bytes(source: &Wasm) -> Result<(Vec<u8>, String), String> {
+    Ok(match source {
+        Wasm::File(path) => (
+            std::fs::read(path).map_err(|e| {
+                format!(
+                    "load {}: {e} (build it with scripts/build-component.sh)",
+                    path.display()
+                )
+            })?,
+            path.display().to_string(),
+        ),
+        Wasm::Embedded => (EMBEDDED.to_vec(), "the built-in planner".to_owned()),
+    })
+}
+
+/// The SHA-256 of the component's bytes, hex: what anything this host
+/// caches from the component's answers is filed under (another build of
+/// the planner may answer differently).
+pub fn wasm_sha256(source: &Wasm) -> Result<String, String> {
+    use sha2::{Digest, Sha256};
+    Ok(hex(&Sha256::digest(wasm_bytes(source)?.0)))
+}
+
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
+
 impl Planner {
     /// Loads and instantiates the component at `path`.
     pub fn load(source: &Wasm) -> Result<Planner, String> {
         let engine = Engine::new(&Config::new()).map_err(|e| e.to_string())?;
-        let (wasm, name) = match source {
-            Wasm::File(path) => (
-                std::fs::read(path).map_err(|e| {
-                    format!(
-                        "load {}: {e} (build it with scripts/build-component.sh)",
-                        path.display()
-                    )
-                })?,
-                path.display().to_string(),
-            ),
-            Wasm::Embedded => (EMBEDDED.to_vec(), "the built-in planner".to_owned()),
-        };
+        let (wasm, name) = wasm_bytes(source)?;
         let component = compiled(&engine, &wasm).map_err(|e| format!("load {name}: {e}"))?;
         let mut store = Store::new(&engine, ());
         let linker: Linker<()> = Linker::new(&engine);
@@ -139,6 +163,12 @@ pub struct LedgerHandle(wasmtime::component::ResourceAny);
 /// One method per WIT call: typed records in and out; every error is the
 /// component's, described in one line.
 impl Planner {
+    /// `digest-manifest`.
+    pub fn digest_manifest(&mut self, uri: &str, bytes: &[u8]) -> Result<String, String> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_digest_manifest(&mut self.store, &uri.to_owned(), bytes))
+    }
+
     /// `check-policy`.
     pub fn check_policy(&mut self, policy: &str) -> Result<wt::PolicyReport, String> {
         let api = self.api.lakesweep_planner_planner();

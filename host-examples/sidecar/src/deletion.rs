@@ -350,6 +350,7 @@ async fn damage_check(
                 log_cleanup: false,
                 allow_short_retention: true,
                 memory_budget: None,
+                manifest_cache: false,
                 origin: None,
                 report: false,
                 what_if: None,

@@ -58,6 +58,7 @@ async fn frees(
         log_cleanup: false,
         allow_short_retention: false,
         memory_budget: None,
+        manifest_cache: false,
         origin: None,
         report: false,
         what_if: None,

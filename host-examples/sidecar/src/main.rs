@@ -19,6 +19,7 @@ mod drill;
 mod error;
 mod estate;
 mod expire;
+mod manifests;
 mod origin;
 mod pinot;
 mod plan;
@@ -65,6 +66,7 @@ fn plan_input_for(
         log_cleanup: a.log_cleanup,
         allow_short_retention: a.allow_short_retention,
         memory_budget: a.memory_budget,
+        manifest_cache: a.manifest_cache,
         origin: Some(origin::Origin::new(pointer, &a.location_map, &a.inputs).to_document()),
         report: false,
         what_if: None,

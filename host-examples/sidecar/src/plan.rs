@@ -8,6 +8,7 @@ use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::component::{describe, mappings, trap, wasm_path, wt, Planner};
+use crate::manifests::{Answer, Manifests};
 use crate::pointer::Pointer;
 use crate::store::{Object, Store};
 
@@ -62,6 +63,9 @@ pub struct PlanInput {
     pub allow_short_retention: bool,
     /// The planner's memory budget, bytes (None: its default).
     pub memory_budget: Option<u64>,
+    /// Iceberg: keep manifest digests in the cache folder and read them
+    /// instead of unchanged manifests (see `manifests`).
+    pub manifest_cache: bool,
     /// How the plan is made (`lakesweep.origin.v1`), sealed into it.
     pub origin: Option<String>,
     /// Write the plan document with its report for people (`report-plan`).
@@ -103,6 +107,8 @@ pub struct Outcome {
     pub decisions: BTreeMap<String, wt::Decision>,
     /// Blobs (metadata, manifest lists, manifests) read.
     pub reads: usize,
+    /// Of those, manifests answered by their cached digest.
+    pub cached_reads: usize,
     /// Objects the listing found whose keys this host cannot represent
     /// (names that are not UTF-8), as the store spelled them: not given to
     /// the planner, so never deleted; reported.
@@ -198,6 +204,7 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         }
     };
     let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
+    let manifests = Manifests::new(wasm_path(input.wasm.as_deref()), input.manifest_cache)?;
     let cfg = wt::SessionConfig {
         table_location: input.table.clone(),
         format: if format == Format::Delta {
@@ -277,17 +284,32 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         if blobs.is_empty() && lists.is_empty() && !pointer_asked {
             break;
         }
-        let mut fetched = futures::stream::iter(blobs)
-            .map(|uri| {
+        // Manifests are digested on spare instances, every core at once;
+        // the session checks each digest as it would the bytes.
+        let mut asked = Vec::with_capacity(blobs.len());
+        for uri in blobs {
+            let manifest = p
+                .session()
+                .call_is_manifest_read(&mut *wstore, session, &uri)
+                .map_err(trap)?;
+            asked.push((uri, manifest));
+        }
+        let mut fetched = futures::stream::iter(asked)
+            .map(|(uri, manifest)| {
                 let store = store.clone();
+                let manifests = manifests.clone();
                 let what_if = input.what_if.as_ref().filter(|w| w.answers(&uri));
                 async move {
                     if let Some(w) = what_if {
-                        return (uri, Ok(Some(w.bytes.clone())));
+                        return (uri, Ok(Answer::Bytes(w.bytes.clone())));
                     }
                     // A table's other write roots may live in another bucket.
                     let r = match store.holding(&uri) {
-                        Ok(s) => s.read(&uri).await,
+                        Ok(s) if manifest => manifests.answer(&s, &uri).await,
+                        Ok(s) => s
+                            .read(&uri)
+                            .await
+                            .map(|b| b.map_or(Answer::Missing, Answer::Bytes)),
                         Err(e) => Err(e),
                     };
                     (uri, r)
@@ -297,13 +319,27 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         while let Some((uri, r)) = fetched.next().await {
             reads += 1;
             reads_bar.inc(1);
-            let r = match r.map_err(|e| format!("{e} (nothing deleted)"))? {
-                Some(b) => p
-                    .session()
-                    .call_handle_blob(&mut *wstore, session, &uri, &b),
-                None => p.session().call_handle_missing(&mut *wstore, session, &uri),
-            };
-            r.map_err(trap)?.map_err(|e| describe(&e))?;
+            let s = p.session();
+            match r.map_err(|e| format!("{e} (nothing deleted)"))? {
+                Answer::Bytes(b) => s.call_handle_blob(&mut *wstore, session, &uri, &b),
+                Answer::Missing => s.call_handle_missing(&mut *wstore, session, &uri),
+                Answer::Digest { text, cached } => {
+                    let r = s.call_handle_manifest_digest(&mut *wstore, session, &uri, &text);
+                    match (r, manifests.cache_folder()) {
+                        (Ok(Err(e)), Some(dir)) if cached => {
+                            return Err(format!(
+                                "{} (the digest came from the manifest cache: remove {} \
+                                 to read the manifests again; nothing deleted)",
+                                describe(&e),
+                                dir.display()
+                            ))
+                        }
+                        (r, _) => r,
+                    }
+                }
+            }
+            .map_err(trap)?
+            .map_err(|e| describe(&e))?;
             drain(wstore, &mut decisions)?;
         }
         drop(fetched);
@@ -397,6 +433,7 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         plan,
         decisions,
         reads,
+        cached_reads: manifests.cache_hits(),
         unrepresentable,
         store_notes,
     })))

@@ -90,8 +90,13 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
     } else {
         line(format!("  pointer       {pointer_source}"));
         line(format!(
-            "  snapshots     {} (all kept: expiry is planned separately)   blobs read: {}",
-            s.snapshots, o.reads
+            "  snapshots     {} (all kept: expiry is planned separately)   blobs read: {}{}",
+            s.snapshots,
+            o.reads,
+            match o.cached_reads {
+                0 => String::new(),
+                n => format!(" ({n} manifests from the digest cache)"),
+            }
         ));
     }
     let (n, b) = tally(Some(&s.listed));

@@ -177,6 +177,16 @@ impl Bucket {
 
     /// Reads a whole object; `Ok(None)` when it does not exist.
     pub async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
+        Ok(self.read_with_id(key).await?.map(|(b, _)| b))
+    }
+
+    /// Reads a whole object with the identity of the bytes returned (see
+    /// [`crate::store::Store::content_id`]): from the GET's own answer, so
+    /// it names these bytes even if the object changed since any HEAD.
+    pub async fn read_with_id(
+        &self,
+        key: &str,
+    ) -> Result<Option<(Vec<u8>, Option<String>)>, String> {
         let r = self
             .client()
             .await
@@ -186,12 +196,18 @@ impl Bucket {
             .send()
             .await;
         match r {
-            Ok(o) => o
-                .body
-                .collect()
-                .await
-                .map(|b| Some(b.into_bytes().to_vec()))
-                .map_err(|e| format!("read {key}: {e}")),
+            Ok(o) => {
+                let id = crate::store::content_id_of(
+                    o.content_length().unwrap_or(-1),
+                    o.e_tag(),
+                    o.version_id(),
+                );
+                o.body
+                    .collect()
+                    .await
+                    .map(|b| Some((b.into_bytes().to_vec(), id)))
+                    .map_err(|e| format!("read {key}: {e}"))
+            }
             Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => Ok(None),
             Err(e) => Err(format!("read {key}: {}", words(&e))),
         }

@@ -448,6 +448,74 @@ impl Store {
         }
     }
 
+    /// Reads a whole object with the identity of the bytes returned
+    /// (`None` where the store gives none, see [`Store::content_id`]);
+    /// `Ok(None)` when it does not exist. On a local disk the file is
+    /// stat-ed before and after the read through the open file: a file
+    /// that changed meanwhile has no identity.
+    pub async fn read_with_id(
+        &self,
+        uri: &str,
+    ) -> Result<Option<(Vec<u8>, Option<String>)>, String> {
+        if let Kind::S3(b) = &self.kind {
+            return b
+                .read_with_id(self.key(uri)?)
+                .await
+                .map_err(|e| format!("{e} ({uri})"));
+        }
+        if matches!(self.kind, Kind::Local) {
+            use tokio::io::AsyncReadExt;
+            let mut f = match tokio::fs::File::open(self.file(uri)?).await {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(format!("read {uri}: {e}")),
+            };
+            let io = |e: std::io::Error| format!("read {uri}: {e}");
+            let before = f.metadata().await.map_err(io)?;
+            let mut b = Vec::with_capacity(before.len() as usize);
+            f.read_to_end(&mut b).await.map_err(io)?;
+            let after = f.metadata().await.map_err(io)?;
+            let (id, again) = (local_id(&before), local_id(&after));
+            let same = id == again && b.len() as u64 == before.len();
+            return Ok(Some((b, Some(id).filter(|_| same))));
+        }
+        let p = self.path(uri)?;
+        match self.inner.get(&p).await {
+            Ok(r) => {
+                let m = &r.meta;
+                let id = content_id_of(m.size as i64, m.e_tag.as_deref(), m.version.as_deref());
+                match r.bytes().await {
+                    Ok(b) => Ok(Some((b.to_vec(), id))),
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(format!("read {uri}: {e}")),
+                }
+            }
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(format!("read {uri}: {e}")),
+        }
+    }
+
+    /// The identity of an object's current content, for caches of what was
+    /// derived from it: on object stores its size, ETag and version id (an
+    /// ETag changes with the content; `None` without one); on a local disk
+    /// its device, inode, size, and modification and change times to the
+    /// nanosecond (the change time moves on every write and cannot be set
+    /// back). `Ok(None)` also when the object does not exist.
+    pub async fn content_id(&self, uri: &str) -> Result<Option<String>, String> {
+        if matches!(self.kind, Kind::Local) {
+            return match tokio::fs::symlink_metadata(self.file(uri)?).await {
+                Ok(m) if m.is_file() => Ok(Some(local_id(&m))),
+                Ok(_) => Ok(None),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(format!("stat {uri}: {e}")),
+            };
+        }
+        Ok(self
+            .head(uri)
+            .await?
+            .and_then(|o| content_id_of(o.size as i64, o.etag.as_deref(), o.version_id.as_deref())))
+    }
+
     /// Metadata of one object; `Ok(None)` when it does not exist.
     pub async fn head(&self, uri: &str) -> Result<Option<Object>, String> {
         if let Kind::S3(b) = &self.kind {
@@ -618,6 +686,29 @@ impl Store {
             })
             .boxed()
     }
+}
+
+/// An object store's content identity (see [`Store::content_id`]): size,
+/// quoted ETag and version id; `None` without an ETag or a size.
+pub fn content_id_of(size: i64, etag: Option<&str>, version: Option<&str>) -> Option<String> {
+    let etag = etag_form(etag?.to_owned());
+    let version = version.filter(|v| *v != "null").unwrap_or("");
+    (size >= 0).then(|| format!("object:{size}:{etag}:{version}"))
+}
+
+/// A local file's content identity (see [`Store::content_id`]).
+fn local_id(m: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    format!(
+        "local:{}:{}:{}:{}.{:09}:{}.{:09}",
+        m.dev(),
+        m.ino(),
+        m.len(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec()
+    )
 }
 
 fn local_object(uri: String, m: &std::fs::Metadata) -> Object {

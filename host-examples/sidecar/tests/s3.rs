@@ -14,7 +14,7 @@ use std::process::Command;
 use common::*;
 use futures::StreamExt;
 use object_store::path::Path as OPath;
-use object_store::{ObjectStoreExt, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
 const BUCKET: &str = "lakesweep-e2e";
 const EXTRA: usize = 1100;
@@ -815,4 +815,105 @@ fn odd_keys_are_addressed_byte_for_byte() {
 #[test]
 fn odd_keys_on_a_versioned_bucket_pin_versions_and_name_delete_markers() {
     odd_keys(true);
+}
+
+/// `--manifest-cache` on S3: digests are filed under each manifest's ETag;
+/// the second plan reads them instead of the manifests and makes the same
+/// plan; a manifest overwritten with other bytes is read again (and here
+/// refused), and once its own bytes are back (the same ETag) the digest
+/// filed for them serves again.
+#[test]
+fn manifest_digests_are_cached_by_etag() {
+    let m = start_moto();
+    upload(&m);
+    let map = format!("file:///lakesweep-fixtures=s3://{BUCKET}");
+    let now = days_after_uploads(&m, 30).to_string();
+    let dir = std::env::temp_dir().join(format!("lakesweep-s3-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let plan = |cached: bool| {
+        let mut a: Vec<String> = vec![
+            "plan".into(),
+            format!("s3://{BUCKET}/warehouse/demo/events"),
+            "--location-map".into(),
+            map.clone(),
+            "--now".into(),
+            now.clone(),
+        ];
+        if cached {
+            a.push("--manifest-cache".into());
+        }
+        let mut c = Command::new(env!("CARGO_BIN_EXE_lakesweep"));
+        c.args(&a)
+            .args([
+                "--catalog",
+                &format!("sqlite:{}", fixtures().join("catalog.db").display()),
+                "--table",
+                "demo.events",
+            ])
+            .envs(m.aws_env())
+            .env("LAKESWEEP_CACHE_DIR", &dir)
+            .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"));
+        c.output().unwrap()
+    };
+    let text = |o: &std::process::Output| {
+        assert!(o.status.success(), "{}", out_text(o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let plain = text(&plan(false));
+    let first = text(&plan(true));
+    assert!(!first.contains("from the digest cache"), "{first}");
+    let second = text(&plan(true));
+    assert!(
+        second.contains("manifests from the digest cache"),
+        "{second}"
+    );
+    let delete_lines = |t: &str| -> Vec<String> {
+        t.lines()
+            .skip_while(|l| !l.starts_with("would delete"))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(delete_lines(&second), delete_lines(&plain));
+    assert!(!delete_lines(&plain).is_empty());
+
+    // Overwrite one manifest with a byte changed (same length).
+    let store = s3(&m);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let manifest = rt.block_on(async {
+        let prefix = OPath::parse("warehouse/demo/events/metadata").unwrap();
+        let mut l = store.list(Some(&prefix));
+        while let Some(o) = l.next().await {
+            let p = o.unwrap().location;
+            let name = p.filename().unwrap().to_owned();
+            if name.ends_with(".avro") && !name.starts_with("snap-") {
+                return p;
+            }
+        }
+        panic!("no manifest uploaded")
+    });
+    let original =
+        rt.block_on(async { store.get(&manifest).await.unwrap().bytes().await.unwrap() });
+    let mut damaged = original.to_vec();
+    *damaged.last_mut().unwrap() ^= 0xff;
+    rt.block_on(async {
+        store
+            .put(&manifest, PutPayload::from(damaged))
+            .await
+            .unwrap()
+    });
+    let o = plan(true);
+    assert!(!o.status.success(), "{}", out_text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(manifest.filename().unwrap()), "{err}");
+    // Its own bytes again: the same ETag, the filed digest stands.
+    rt.block_on(async {
+        store
+            .put(&manifest, PutPayload::from(original.to_vec()))
+            .await
+            .unwrap()
+    });
+    let again = text(&plan(true));
+    assert_eq!(delete_lines(&again), delete_lines(&plain));
+    assert!(again.contains("manifests from the digest cache"), "{again}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,0 +1,238 @@
+//! Iceberg manifests read for a session: each is decoded into its digest
+//! (`digest-manifest`) by a spare instance of the component on the blocking
+//! pool, so manifests decode on every core while the session keeps their
+//! files. With `--manifest-cache` each digest is also filed on disk under
+//! the identity of the bytes it was made from ([`Store::content_id`]: ETag
+//! and version, or inode and change time), and a later plan reads the
+//! digest instead of the manifest when the manifest's identity now is the
+//! one it was made from: Iceberg manifests are written once, so a second
+//! plan of an unchanged table costs its listing and metadata reads.
+//!
+//! Nothing here decides anything: the session checks a digest exactly as it
+//! checks the bytes (its checksum and URI, the length its manifest list
+//! gives, the entry counts of the snapshot summaries), and bytes the
+//! digest refuses are handed to the session as bytes, so its error is the
+//! one a plan without digests gives.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use sha2::{Digest, Sha256};
+
+use crate::component::{hex, Planner, Wasm};
+use crate::store::Store;
+
+/// What a manifest read answers the session with.
+pub enum Answer {
+    /// The manifest's digest (`cached`: read from the cache, not made now).
+    Digest { text: String, cached: bool },
+    /// The bytes, which did not digest: the session says why.
+    Bytes(Vec<u8>),
+    /// The manifest does not exist.
+    Missing,
+}
+
+/// Reads and digests manifests for one session.
+pub struct Manifests {
+    wasm: Wasm,
+    /// Idle component instances (at most one per core is ever made).
+    idle: Mutex<Vec<Planner>>,
+    /// Instances that may digest at once.
+    permits: tokio::sync::Semaphore,
+    cache: Option<DigestCache>,
+    hits: AtomicUsize,
+}
+
+impl Manifests {
+    /// Digesting with the component `wasm`; with a cache when `cache` and a
+    /// cache folder exists for this user (`LAKESWEEP_CACHE_DIR`, else
+    /// `$XDG_CACHE_HOME/lakesweep`, else `~/.cache/lakesweep`).
+    pub fn new(wasm: Wasm, cache: bool) -> Result<Arc<Manifests>, String> {
+        let cache = match cache.then(crate::component::cache_dir).flatten() {
+            Some(root) => Some(DigestCache {
+                dir: root
+                    .join("manifest-digests")
+                    .join(&crate::component::wasm_sha256(&wasm)?[..16]),
+            }),
+            None if cache => {
+                return Err(
+                    "--manifest-cache: no cache folder (LAKESWEEP_CACHE_DIR is empty \
+                     and neither XDG_CACHE_HOME nor HOME is set)"
+                        .into(),
+                )
+            }
+            None => None,
+        };
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
+        Ok(Arc::new(Manifests {
+            wasm,
+            idle: Mutex::new(Vec::new()),
+            permits: tokio::sync::Semaphore::new(cores),
+            cache,
+            hits: AtomicUsize::new(0),
+        }))
+    }
+
+    /// Digests answered from the cache so far.
+    pub fn cache_hits(&self) -> usize {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    /// The cache folder of this component's digests, if caching.
+    pub fn cache_folder(&self) -> Option<&std::path::Path> {
+        self.cache.as_ref().map(|c| c.dir.as_path())
+    }
+
+    /// Reads the manifest at `uri` (in `store`) and digests it, or finds
+    /// its digest in the cache.
+    pub async fn answer(self: &Arc<Self>, store: &Store, uri: &str) -> Result<Answer, String> {
+        if let Some(c) = &self.cache {
+            if let Some(id) = store.content_id(uri).await? {
+                if let Some(text) = c.get(uri, &id) {
+                    self.hits.fetch_add(1, Ordering::Relaxed);
+                    return Ok(Answer::Digest { text, cached: true });
+                }
+            }
+        }
+        let Some((bytes, id)) = store.read_with_id(uri).await? else {
+            return Ok(Answer::Missing);
+        };
+        let permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|e| format!("digest {uri}: {e}"))?;
+        let me = self.clone();
+        let u = uri.to_owned();
+        let (bytes, digest) = tokio::task::spawn_blocking(move || me.digest(&u, bytes))
+            .await
+            .map_err(|e| format!("digest {uri}: {e}"))?;
+        drop(permit);
+        match digest {
+            Ok(text) => {
+                if let (Some(c), Some(id)) = (&self.cache, id) {
+                    c.put(uri, &id, &text);
+                }
+                Ok(Answer::Digest {
+                    text,
+                    cached: false,
+                })
+            }
+            Err(_) => Ok(Answer::Bytes(bytes)),
+        }
+    }
+
+    /// Digests `bytes` on an idle instance (made when none is idle); an
+    /// instance that failed is dropped, not reused.
+    fn digest(&self, uri: &str, bytes: Vec<u8>) -> (Vec<u8>, Result<String, String>) {
+        let idle = self.idle.lock().ok().and_then(|mut v| v.pop());
+        let mut planner = match idle.map_or_else(|| Planner::load(&self.wasm), Ok) {
+            Ok(p) => p,
+            Err(e) => return (bytes, Err(e)),
+        };
+        let r = planner.digest_manifest(uri, &bytes);
+        if r.is_ok() {
+            if let Ok(mut v) = self.idle.lock() {
+                v.push(planner);
+            }
+        }
+        (bytes, r)
+    }
+}
+
+/// Digests on disk: one file per manifest version, named by the SHA-256 of
+/// its URI and content identity, holding the digest text. A file whose
+/// checksum line does not match its text (cut or damaged) is removed and
+/// the manifest read again. The folder may be deleted at any time.
+struct DigestCache {
+    dir: PathBuf,
+}
+
+impl DigestCache {
+    fn file(&self, uri: &str, id: &str) -> PathBuf {
+        let mut h = Sha256::new();
+        h.update(uri.as_bytes());
+        h.update([0]);
+        h.update(id.as_bytes());
+        self.dir.join(hex(&h.finalize()))
+    }
+
+    fn get(&self, uri: &str, id: &str) -> Option<String> {
+        let file = self.file(uri, id);
+        let text = std::fs::read_to_string(&file).ok()?;
+        if whole(&text) {
+            Some(text)
+        } else {
+            let _ = std::fs::remove_file(&file);
+            None
+        }
+    }
+
+    /// Best effort: a digest that cannot be filed only costs a read later.
+    fn put(&self, uri: &str, id: &str, text: &str) {
+        let file = self.file(uri, id);
+        let tmp = file.with_extension(format!("tmp-{}", std::process::id()));
+        if std::fs::create_dir_all(&self.dir).is_ok() && std::fs::write(&tmp, text).is_ok() {
+            let _ = std::fs::rename(&tmp, &file);
+        }
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// Whether `text` ends with the checksum line of everything before it
+/// (the digest's own integrity line; the session checks it again).
+fn whole(text: &str) -> bool {
+    let Some(body) = text.strip_suffix('\n') else {
+        return false;
+    };
+    let Some(cut) = body.rfind('\n').map(|i| i + 1) else {
+        return false;
+    };
+    let (before, last) = text.split_at(cut);
+    last.strip_prefix("sha256 ")
+        .and_then(|s| s.strip_suffix('\n'))
+        .is_some_and(|sum| sum == hex(&Sha256::digest(before.as_bytes())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sealed(body: &str) -> String {
+        format!("{body}sha256 {}\n", hex(&Sha256::digest(body.as_bytes())))
+    }
+
+    #[test]
+    fn a_digest_is_whole_only_with_its_checksum_line() {
+        let d = sealed("lakesweep-manifest-digest 1\nuri \"x\"\nlength 1\nentries 0\n");
+        assert!(whole(&d));
+        assert!(!whole(&d[..d.len() - 1]), "cut before its last newline");
+        assert!(!whole(&d[..d.len() / 2]), "cut in half");
+        assert!(!whole(&d.replace("length 1", "length 2")), "a changed byte");
+        assert!(!whole(""));
+    }
+
+    #[test]
+    fn entries_are_filed_by_uri_and_identity_and_damaged_ones_dropped() {
+        let dir = std::env::temp_dir().join(format!("lakesweep-digests-{}", std::process::id()));
+        let c = DigestCache { dir: dir.clone() };
+        let d = sealed("lakesweep-manifest-digest 1\nuri \"x\"\nlength 1\nentries 0\n");
+        c.put("file:///t/m.avro", "local:1", &d);
+        assert_eq!(c.get("file:///t/m.avro", "local:1").as_deref(), Some(&*d));
+        assert_eq!(
+            c.get("file:///t/m.avro", "local:2"),
+            None,
+            "another version"
+        );
+        assert_eq!(
+            c.get("file:///t/n.avro", "local:1"),
+            None,
+            "another manifest"
+        );
+        std::fs::write(c.file("file:///t/m.avro", "local:1"), &d[..10]).unwrap();
+        assert_eq!(c.get("file:///t/m.avro", "local:1"), None);
+        assert!(!c.file("file:///t/m.avro", "local:1").exists(), "removed");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
