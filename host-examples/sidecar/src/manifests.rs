@@ -42,13 +42,18 @@ pub struct Manifests {
     permits: tokio::sync::Semaphore,
     cache: Option<DigestCache>,
     hits: AtomicUsize,
+    /// Larger manifests go to the session as bytes, where its memory
+    /// budget judges them (a worker instance has no budget of its own).
+    max_bytes: usize,
 }
 
 impl Manifests {
     /// Digesting with the component `wasm`; with a cache when `cache` and a
     /// cache folder exists for this user (`LAKESWEEP_CACHE_DIR`, else
     /// `$XDG_CACHE_HOME/lakesweep`, else `~/.cache/lakesweep`).
-    pub fn new(wasm: Wasm, cache: bool) -> Result<Arc<Manifests>, String> {
+    /// Manifests over a sixteenth of `memory_budget` bytes are not digested
+    /// here.
+    pub fn new(wasm: Wasm, cache: bool, memory_budget: u64) -> Result<Arc<Manifests>, String> {
         let cache = match cache.then(crate::component::cache_dir).flatten() {
             Some(root) => Some(DigestCache {
                 dir: root
@@ -71,6 +76,7 @@ impl Manifests {
             permits: tokio::sync::Semaphore::new(cores),
             cache,
             hits: AtomicUsize::new(0),
+            max_bytes: usize::try_from(memory_budget / 16).unwrap_or(usize::MAX),
         }))
     }
 
@@ -98,6 +104,9 @@ impl Manifests {
         let Some((bytes, id)) = store.read_with_id(uri).await? else {
             return Ok(Answer::Missing);
         };
+        if bytes.len() > self.max_bytes {
+            return Ok(Answer::Bytes(bytes));
+        }
         let permit = self
             .permits
             .acquire()

@@ -204,7 +204,11 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         }
     };
     let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
-    let manifests = Manifests::new(wasm_path(input.wasm.as_deref()), input.manifest_cache)?;
+    let manifests = Manifests::new(
+        wasm_path(input.wasm.as_deref()),
+        input.manifest_cache,
+        input.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET),
+    )?;
     let cfg = wt::SessionConfig {
         table_location: input.table.clone(),
         format: if format == Format::Delta {

@@ -452,7 +452,9 @@ impl Store {
     /// (`None` where the store gives none, see [`Store::content_id`]);
     /// `Ok(None)` when it does not exist. On a local disk the file is
     /// stat-ed before and after the read through the open file: a file
-    /// that changed meanwhile has no identity.
+    /// that changed meanwhile has no identity, and neither has one changed
+    /// less than a second ago (file times advance in clock ticks: a second
+    /// write within the tick of the first could leave every time as it was).
     pub async fn read_with_id(
         &self,
         uri: &str,
@@ -476,7 +478,7 @@ impl Store {
             f.read_to_end(&mut b).await.map_err(io)?;
             let after = f.metadata().await.map_err(io)?;
             let (id, again) = (local_id(&before), local_id(&after));
-            let same = id == again && b.len() as u64 == before.len();
+            let same = id == again && b.len() as u64 == before.len() && settled(&after);
             return Ok(Some((b, Some(id).filter(|_| same))));
         }
         let p = self.path(uri)?;
@@ -689,11 +691,26 @@ impl Store {
 }
 
 /// An object store's content identity (see [`Store::content_id`]): size,
-/// quoted ETag and version id; `None` without an ETag or a size.
+/// quoted ETag and version id; `None` without a size or a non-empty ETag
+/// (an empty tag would leave the size alone to tell versions apart).
 pub fn content_id_of(size: i64, etag: Option<&str>, version: Option<&str>) -> Option<String> {
     let etag = etag_form(etag?.to_owned());
+    if etag.trim_start_matches("W/").trim_matches('"').is_empty() {
+        return None;
+    }
     let version = version.filter(|v| *v != "null").unwrap_or("");
     (size >= 0).then(|| format!("object:{size}:{etag}:{version}"))
+}
+
+/// Whether a local file last changed at least a second ago by this
+/// machine's clock (a change time ahead of the clock: not settled).
+fn settled(m: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let changed_ns = i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec());
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
+    now_ns - changed_ns >= 1_000_000_000
 }
 
 /// A local file's content identity (see [`Store::content_id`]).
@@ -904,6 +921,49 @@ impl Walk {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_content_identity_needs_a_real_etag() {
+        let id = |e: Option<&str>, v: Option<&str>| content_id_of(7, e, v);
+        assert_eq!(
+            id(Some("abc"), None),
+            id(Some("\"abc\""), None),
+            "quoted or not"
+        );
+        assert_ne!(id(Some("abc"), None), id(Some("abd"), None));
+        assert_ne!(id(Some("abc"), Some("v1")), id(Some("abc"), Some("v2")));
+        assert_eq!(id(Some("abc"), Some("null")), id(Some("abc"), None));
+        for none in [None, Some(""), Some("\"\""), Some("W/\"\"")] {
+            assert_eq!(id(none, Some("v1")), None, "{none:?}");
+        }
+        assert_eq!(content_id_of(-1, Some("abc"), None), None, "no size");
+    }
+
+    #[tokio::test]
+    async fn a_local_identity_changes_with_every_write() {
+        let dir = std::env::temp_dir().join(format!("lakesweep-id-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("m.avro");
+        std::fs::write(&f, b"one").unwrap();
+        let uri = format!("file://{}", f.display());
+        let s = Store::for_uri(&format!("file://{}", dir.display())).unwrap();
+        let (b, id) = s.read_with_id(&uri).await.unwrap().unwrap();
+        assert_eq!(b, b"one");
+        assert_eq!(id, None, "changed under a second ago: no identity yet");
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let (_, id) = s.read_with_id(&uri).await.unwrap().unwrap();
+        assert!(id.is_some());
+        assert_eq!(
+            id,
+            s.content_id(&uri).await.unwrap(),
+            "the read names what a stat names"
+        );
+        // The same bytes written again: a new change time, a new identity.
+        std::fs::write(&f, b"one").unwrap();
+        assert_ne!(id, s.content_id(&uri).await.unwrap());
+        assert_eq!(s.content_id(&format!("{uri}.gone")).await.unwrap(), None);
+        let _ = std::fs::remove_dir_all(dir);
+    }
 
     /// Every URI a listing of `root` gives, sorted.
     async fn listed(s: &Store, root: &str) -> Vec<String> {
