@@ -153,7 +153,9 @@ impl Manifests {
 /// Digests on disk: one file per manifest version, named by the SHA-256 of
 /// its URI and content identity, holding the digest text. A file whose
 /// checksum line does not match its text (cut or damaged) is removed and
-/// the manifest read again. The folder may be deleted at any time.
+/// the manifest read again. The folder may be deleted at any time. It is
+/// this user's own, as the compiled component's cache beside it: whoever
+/// can write there can already run code as this user.
 struct DigestCache {
     dir: PathBuf,
 }

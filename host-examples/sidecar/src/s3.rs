@@ -175,11 +175,6 @@ impl Bucket {
             .await
     }
 
-    /// Reads a whole object; `Ok(None)` when it does not exist.
-    pub async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
-        Ok(self.read_with_id(key).await?.map(|(b, _)| b))
-    }
-
     /// Reads a whole object with the identity of the bytes returned (see
     /// [`crate::store::Store::content_id`]): from the GET's own answer, so
     /// it names these bytes even if the object changed since any HEAD.

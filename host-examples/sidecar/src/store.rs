@@ -423,12 +423,6 @@ impl Store {
 
     /// Reads a whole object; `Ok(None)` when it does not exist.
     pub async fn read(&self, uri: &str) -> Result<Option<Vec<u8>>, String> {
-        if let Kind::S3(b) = &self.kind {
-            return b
-                .read(self.key(uri)?)
-                .await
-                .map_err(|e| format!("{e} ({uri})"));
-        }
         if matches!(self.kind, Kind::Local) {
             return match tokio::fs::read(self.file(uri)?).await {
                 Ok(b) => Ok(Some(b)),
@@ -436,16 +430,7 @@ impl Store {
                 Err(e) => Err(format!("read {uri}: {e}")),
             };
         }
-        let p = self.path(uri)?;
-        match self.inner.get(&p).await {
-            Ok(r) => match r.bytes().await {
-                Ok(b) => Ok(Some(b.to_vec())),
-                Err(object_store::Error::NotFound { .. }) => Ok(None),
-                Err(e) => Err(format!("read {uri}: {e}")),
-            },
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(e) => Err(format!("read {uri}: {e}")),
-        }
+        Ok(self.read_with_id(uri).await?.map(|(b, _)| b))
     }
 
     /// Reads a whole object with the identity of the bytes returned
@@ -474,7 +459,10 @@ impl Store {
             };
             let io = |e: std::io::Error| format!("read {uri}: {e}");
             let before = f.metadata().await.map_err(io)?;
-            let mut b = Vec::with_capacity(before.len() as usize);
+            // A hostile size (a sparse file of terabytes) is an error, not an abort.
+            let mut b = Vec::new();
+            b.try_reserve_exact(usize::try_from(before.len()).unwrap_or(usize::MAX))
+                .map_err(|e| format!("read {uri}: {} bytes: {e}", before.len()))?;
             f.read_to_end(&mut b).await.map_err(io)?;
             let after = f.metadata().await.map_err(io)?;
             let (id, again) = (local_id(&before), local_id(&after));
