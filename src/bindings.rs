@@ -124,20 +124,7 @@ fn decision(d: core::Decision) -> wt::Decision {
     wt::Decision {
         key: d.key,
         relative_key: d.relative_key,
-        verdict: match d.verdict {
-            core::Verdict::Referenced => wt::Verdict::Referenced,
-            core::Verdict::NearMiss => wt::Verdict::NearMiss,
-            core::Verdict::Young => wt::Verdict::Young,
-            core::Verdict::Hidden => wt::Verdict::Hidden,
-            core::Verdict::Unverified => wt::Verdict::Unverified,
-            core::Verdict::OwnerCheck => wt::Verdict::OwnerCheck,
-            core::Verdict::Protected => wt::Verdict::Protected,
-            core::Verdict::Candidate => wt::Verdict::Candidate,
-            core::Verdict::Demoted => wt::Verdict::Demoted,
-            core::Verdict::ExpiredLog => wt::Verdict::ExpiredLog,
-            core::Verdict::Unaddressable => wt::Verdict::Unaddressable,
-            core::Verdict::FolderMarker => wt::Verdict::FolderMarker,
-        },
+        verdict: verdict(d.verdict),
         detail: d.detail,
         version: wt::ObjectVersion {
             size: d.size,
@@ -145,6 +132,23 @@ fn decision(d: core::Decision) -> wt::Decision {
             etag: d.etag,
             version_id: d.version_id,
         },
+    }
+}
+
+fn verdict(v: core::Verdict) -> wt::Verdict {
+    match v {
+        core::Verdict::Referenced => wt::Verdict::Referenced,
+        core::Verdict::NearMiss => wt::Verdict::NearMiss,
+        core::Verdict::Young => wt::Verdict::Young,
+        core::Verdict::Hidden => wt::Verdict::Hidden,
+        core::Verdict::Unverified => wt::Verdict::Unverified,
+        core::Verdict::OwnerCheck => wt::Verdict::OwnerCheck,
+        core::Verdict::Protected => wt::Verdict::Protected,
+        core::Verdict::Candidate => wt::Verdict::Candidate,
+        core::Verdict::Demoted => wt::Verdict::Demoted,
+        core::Verdict::ExpiredLog => wt::Verdict::ExpiredLog,
+        core::Verdict::Unaddressable => wt::Verdict::Unaddressable,
+        core::Verdict::FolderMarker => wt::Verdict::FolderMarker,
     }
 }
 
@@ -1112,6 +1116,23 @@ impl wp::GuestPageClassifier for PageClassifier {
             .classify_json(page.as_bytes())
             .map(json_text)
             .map_err(err)
+    }
+
+    fn classify_columns(&self, page: wt::PageColumns) -> Result<wt::PageVerdicts, wt::Error> {
+        let v = self
+            .0
+            .classify_columns(core::PageColumns {
+                keys: page.keys,
+                key_ends: page.key_ends,
+                sizes: page.sizes,
+                last_modified_ms: page.last_modified_ms,
+            })
+            .map_err(err)?;
+        Ok(wt::PageVerdicts {
+            verdicts: v.verdicts.into_iter().map(verdict).collect(),
+            detail_of: v.detail_of,
+            details: v.details,
+        })
     }
 
     fn settle_metadata_file(

@@ -87,7 +87,7 @@ pub use expire::{
 };
 pub use format::TableFormat;
 pub use ledger::{Ledger, ObjectState};
-pub use page::PageClassifier;
+pub use page::{PageClassifier, PageColumns, PageVerdicts};
 pub use path::PathMapping;
 pub use pinot::{PinotConfig, PinotRequest, PinotSession};
 pub use plan::{

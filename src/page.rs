@@ -14,6 +14,9 @@
 
 use std::collections::BTreeSet;
 
+mod columns;
+pub use columns::{PageColumns, PageVerdicts};
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result, UnsafeReason};

@@ -364,9 +364,16 @@ impl KeepSet {
     /// Why a canonical relative key is referenced ([`Source::describe`] of
     /// [`KeepSet::lookup`]'s answer), without formatting it again.
     pub fn reason(&self, rel: &str) -> Option<&str> {
+        self.reason_with_id(rel).map(|(_, why)| why)
+    }
+
+    /// [`KeepSet::reason`] with the id of its source: equal ids give equal
+    /// reasons, so a caller naming many keys' reasons can look each up once.
+    pub fn reason_with_id(&self, rel: &str) -> Option<(u32, &str)> {
+        let id = self.source_of(rel)?;
         self.descriptions
-            .get(self.source_of(rel)? as usize)
-            .map(String::as_str)
+            .get(id as usize)
+            .map(|why| (id, why.as_str()))
     }
 
     /// True when `rel` is a metadata document this keep set references

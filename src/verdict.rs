@@ -1,6 +1,7 @@
 //! Per-object verdicts: what the planner says about one listed object, and
 //! the classifier shared by the session and the stateless page mode.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
@@ -286,65 +287,72 @@ impl Classifier {
     }
 
     /// [`Classifier::judge`] past its shortcut.
-    fn judge_parsed(&self, obj: &ListedObject) -> Result<Judged> {
+    pub(crate) fn judge_parsed(&self, obj: &ListedObject) -> Result<Judged> {
         let (uri, rel) = self.relative_key(&obj.key)?;
-        if let Some(why) = self.keep.reason(&rel) {
-            return Ok(Judged::Final(Self::decision(
-                obj,
-                &rel,
-                Verdict::Referenced,
-                why.to_owned(),
-            )));
+        let (verdict, detail) =
+            self.finding(&obj.key, &rel, obj.size, obj.last_modified_ms, || {
+                self.loose_key_of(&uri).map(Cow::Owned)
+            });
+        let decision = Self::decision(obj, &rel, verdict, detail);
+        Ok(if verdict == Verdict::OwnerCheck {
+            Judged::NeedsOwner { decision }
+        } else {
+            Judged::Final(decision)
+        })
+    }
+
+    /// The verdict on the object listed as `key` (`size` bytes, modified at
+    /// `modified_ms`), whose canonical key is `rel`, and why: everything
+    /// [`Classifier::judge`] decides, without the decision around it.
+    /// `loose` gives the key's loose form (see [`Classifier::loose_key_of`])
+    /// when the near-miss check needs it. [`Verdict::OwnerCheck`] for an
+    /// unreferenced metadata JSON file.
+    pub(crate) fn finding<'a>(
+        &self,
+        key: &str,
+        rel: &str,
+        size: u64,
+        modified_ms: i64,
+        loose: impl FnOnce() -> Option<Cow<'a, str>>,
+    ) -> (Verdict, String) {
+        if let Some(why) = self.keep.reason(rel) {
+            return (Verdict::Referenced, why.to_owned());
         }
         if rel == VERSION_HINT {
-            return Ok(Judged::Final(Self::decision(
-                obj,
-                &rel,
+            return (
                 Verdict::Referenced,
                 crate::reach::Source::VersionHint.describe(),
-            )));
+            );
         }
-        let external = rel.contains("://") && self.inner(&rel).len() < rel.len();
+        let external = rel.contains("://") && self.inner(rel).len() < rel.len();
         if !external && rel.contains("://") {
-            return Ok(Judged::Final(Self::decision(
-                obj,
-                &rel,
+            return (
                 Verdict::Unaddressable,
                 "key relative to the table holds `://`: kept, it would read as another location's URI".into(),
-            )));
+            );
         }
         if rel.ends_with('/') {
-            return Ok(Judged::Final(Self::decision(
-                obj,
-                &rel,
+            return (
                 Verdict::FolderMarker,
                 format!(
-                    "folder marker ({} bytes): a key ending in `/` that no table references; kept",
-                    obj.size
+                    "folder marker ({size} bytes): a key ending in `/` that no table references; kept"
                 ),
-            )));
+            );
         }
-        if let Some(why) = crate::path::unaddressable(&obj.key, self.inner(&rel)) {
-            return Ok(Judged::Final(Self::decision(
-                obj,
-                &rel,
-                Verdict::Unaddressable,
-                why,
-            )));
+        if let Some(why) = crate::path::unaddressable(key, self.inner(rel)) {
+            return (Verdict::Unaddressable, why);
         }
-        if let Some(l) = self.loose_key_of(&uri) {
+        if let Some(l) = loose() {
             if self.keep.contains_loose(&l) {
-                return Ok(Judged::Final(Self::decision(
-                    obj,
-                    &rel,
+                return (
                     Verdict::NearMiss,
                     "equals a referenced path up to percent-encoding, letter case or doubled slashes".into(),
-                )));
+                );
             }
         }
         if self.format == crate::format::TableFormat::Delta {
-            if let Some(d) = self.delta_log_verdict(obj, &rel) {
-                return Ok(Judged::Final(d));
+            if let Some(found) = self.delta_log_finding(rel) {
+                return found;
             }
         }
         if let Some((_, why)) = self
@@ -352,39 +360,28 @@ impl Classifier {
             .iter()
             .find(|(p, _)| rel.starts_with(p.as_str()))
         {
-            return Ok(Judged::Final(Self::decision(
-                obj,
-                &rel,
-                Verdict::Hidden,
-                why.clone(),
-            )));
+            return (Verdict::Hidden, why.clone());
         }
         if rel.ends_with(".metadata.json") {
-            return Ok(Judged::NeedsOwner {
-                decision: Self::decision(
-                    obj,
-                    &rel,
-                    Verdict::OwnerCheck,
-                    "unreferenced table metadata file: owner must be checked".into(),
-                ),
-            });
+            return (
+                Verdict::OwnerCheck,
+                "unreferenced table metadata file: owner must be checked".into(),
+            );
         }
-        Ok(Judged::Final(self.unreferenced(obj, &rel)))
+        self.unreferenced_finding(rel, modified_ms)
     }
 
     /// Everything under `_delta_log/` is kept unless log retention expired it.
-    fn delta_log_verdict(&self, obj: &ListedObject, rel: &str) -> Option<Decision> {
+    fn delta_log_finding(&self, rel: &str) -> Option<(Verdict, String)> {
         if !rel.starts_with("_delta_log/") {
             return None;
         }
         if let Some(why) = self.protections.protects(rel) {
-            return Some(Self::decision(obj, rel, Verdict::Protected, why));
+            return Some((Verdict::Protected, why));
         }
         Some(match self.expired_log.get(rel) {
-            Some(why) => Self::decision(obj, rel, Verdict::ExpiredLog, why.clone()),
-            None => Self::decision(
-                obj,
-                rel,
+            Some(why) => (Verdict::ExpiredLog, why.clone()),
+            None => (
                 Verdict::Hidden,
                 "Delta transaction log: kept (log retention is planned separately, with log cleanup)"
                     .into(),
@@ -394,22 +391,24 @@ impl Classifier {
 
     /// Verdict for an unreferenced object: young, hidden or candidate.
     pub(crate) fn unreferenced(&self, obj: &ListedObject, rel: &str) -> Decision {
+        let (verdict, detail) = self.unreferenced_finding(rel, obj.last_modified_ms);
+        Self::decision(obj, rel, verdict, detail)
+    }
+
+    /// [`Classifier::unreferenced`]'s verdict and reason.
+    fn unreferenced_finding(&self, rel: &str, modified_ms: i64) -> (Verdict, String) {
         if let Some(why) = self.protections.protects(rel) {
-            return Self::decision(obj, rel, Verdict::Protected, why);
+            return (Verdict::Protected, why);
         }
-        let age = self.now_ms.saturating_sub(obj.last_modified_ms);
+        let age = self.now_ms.saturating_sub(modified_ms);
         if age < 0 {
-            return Self::decision(
-                obj,
-                rel,
+            return (
                 Verdict::Young,
                 format!("modified {} in the future", human_ms(age.saturating_neg())),
             );
         }
         if age < self.file_retention_ms {
-            return Self::decision(
-                obj,
-                rel,
+            return (
                 Verdict::Young,
                 format!(
                     "modified {} ago; file retention is {}",
@@ -419,11 +418,9 @@ impl Classifier {
             );
         }
         if let Some(why) = self.hidden_component(self.inner(rel)) {
-            return Self::decision(obj, rel, Verdict::Hidden, why);
+            return (Verdict::Hidden, why);
         }
-        Self::decision(
-            obj,
-            rel,
+        (
             Verdict::Candidate,
             format!(
                 "referenced by no snapshot, no metadata and no table-level role; modified {} ago (retention {})",
@@ -434,20 +431,20 @@ impl Classifier {
     }
 
     fn hidden_component(&self, rel: &str) -> Option<String> {
-        let parts: Vec<&str> = rel.split('/').collect();
-        for (i, comp) in parts.iter().enumerate() {
+        let mut parts = rel.split('/').enumerate().peekable();
+        while let Some((i, comp)) = parts.next() {
             if !(comp.starts_with('_') || comp.starts_with('.')) {
                 continue;
             }
+            let is_dir = parts.peek().is_some();
             // Delta's change-data folder is swept like data (VACUUM does too).
             if i == 0
-                && *comp == "_change_data"
-                && parts.len() > 1
+                && comp == "_change_data"
+                && is_dir
                 && self.format == crate::format::TableFormat::Delta
             {
                 continue;
             }
-            let is_dir = i + 1 < parts.len();
             if is_dir {
                 if let Some((name, _)) = comp.split_once('=') {
                     if self.partition_names.contains(name) {

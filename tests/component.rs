@@ -219,20 +219,7 @@ impl Planner for Wasm {
             .map(|d| Decision {
                 key: d.key,
                 relative_key: d.relative_key,
-                verdict: match d.verdict {
-                    wt::Verdict::Referenced => Verdict::Referenced,
-                    wt::Verdict::NearMiss => Verdict::NearMiss,
-                    wt::Verdict::Young => Verdict::Young,
-                    wt::Verdict::Hidden => Verdict::Hidden,
-                    wt::Verdict::Unverified => Verdict::Unverified,
-                    wt::Verdict::OwnerCheck => Verdict::OwnerCheck,
-                    wt::Verdict::Protected => Verdict::Protected,
-                    wt::Verdict::Candidate => Verdict::Candidate,
-                    wt::Verdict::Demoted => Verdict::Demoted,
-                    wt::Verdict::ExpiredLog => Verdict::ExpiredLog,
-                    wt::Verdict::Unaddressable => Verdict::Unaddressable,
-                    wt::Verdict::FolderMarker => Verdict::FolderMarker,
-                },
+                verdict: verdict(d.verdict),
                 detail: d.detail,
                 size: d.version.size,
                 last_modified_ms: d.version.last_modified_ms,
@@ -240,6 +227,24 @@ impl Planner for Wasm {
                 version_id: d.version.version_id,
             })
             .collect()
+    }
+}
+
+/// The component's verdict as the crate names it.
+fn verdict(v: wt::Verdict) -> Verdict {
+    match v {
+        wt::Verdict::Referenced => Verdict::Referenced,
+        wt::Verdict::NearMiss => Verdict::NearMiss,
+        wt::Verdict::Young => Verdict::Young,
+        wt::Verdict::Hidden => Verdict::Hidden,
+        wt::Verdict::Unverified => Verdict::Unverified,
+        wt::Verdict::OwnerCheck => Verdict::OwnerCheck,
+        wt::Verdict::Protected => Verdict::Protected,
+        wt::Verdict::Candidate => Verdict::Candidate,
+        wt::Verdict::Demoted => Verdict::Demoted,
+        wt::Verdict::ExpiredLog => Verdict::ExpiredLog,
+        wt::Verdict::Unaddressable => Verdict::Unaddressable,
+        wt::Verdict::FolderMarker => Verdict::FolderMarker,
     }
 }
 
@@ -277,6 +282,56 @@ fn component_plans_are_byte_identical_to_native() {
                 t.name
             );
             assert!(!native.plan().delete.is_empty());
+        }
+    }
+}
+
+/// Page mode through the component, a page in columns: every object of
+/// every fixture table gets the native classifier's verdict and reason;
+/// columns that describe no page are refused (protocol: bad-input).
+#[test]
+fn component_classifies_pages_in_columns_like_native() {
+    let (engine, component) = load();
+    for t in tables() {
+        let keep_set = exported_keep_set(&t.config());
+        let native = ::lakesweep::PageClassifier::load(keep_set.clone()).unwrap();
+        let mut store = Store::new(&engine, ());
+        let api = Lakesweep::instantiate(&mut store, &component, &Linker::new(&engine)).unwrap();
+        let pc = api.lakesweep_planner_planner().page_classifier();
+        let handle = pc.call_load(&mut store, &keep_set).unwrap().unwrap();
+        let listing = list(&t.location, &HostOptions::for_table(&t));
+        for page in listing.chunks(7) {
+            let rows = native.classify(page.to_vec()).unwrap();
+            let c = ::lakesweep::PageColumns::of(page).unwrap();
+            let cols = wt::PageColumns {
+                keys: c.keys,
+                key_ends: c.key_ends,
+                sizes: c.sizes,
+                last_modified_ms: c.last_modified_ms,
+            };
+            let v = pc
+                .call_classify_columns(&mut store, handle, &cols)
+                .unwrap()
+                .unwrap();
+            assert_eq!(v.verdicts.len(), rows.len(), "{}", t.name);
+            for (i, d) in rows.iter().enumerate() {
+                assert_eq!(verdict(v.verdicts[i]), d.verdict, "{}: {}", t.name, d.key);
+                assert_eq!(v.details[v.detail_of[i] as usize], d.detail, "{}", d.key);
+            }
+            let mut bad = cols.clone();
+            bad.sizes.pop();
+            let e = pc.call_classify_columns(&mut store, handle, &bad).unwrap();
+            assert!(
+                matches!(
+                    e.map_err(from_wt),
+                    Err(Error::Protocol {
+                        reason: ProtocolReason::BadInput,
+                        ..
+                    })
+                ),
+                "{}",
+                t.name
+            );
         }
     }
 }

@@ -8,7 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use common::synth::*;
 use common::*;
-use lakesweep::{Error, PageClassifier, SessionConfig, UnsafeReason, Verdict};
+use lakesweep::{
+    Error, ListedObject, PageClassifier, PageColumns, SessionConfig, UnsafeReason, Verdict,
+};
 use proptest::prelude::*;
 
 fn cfg(meta: &str) -> SessionConfig {
@@ -402,26 +404,24 @@ fn page_mode_gives_the_session_verdicts() {
 /// statelessly page by page, and compares with the session's verdicts.
 fn assert_page_mode_matches(cfg: SessionConfig, o: &HostOptions, location: &str, name: &str) {
     let run = run_native(cfg.clone(), o).unwrap();
-    let mut s = lakesweep::Session::start(cfg.clone()).unwrap();
-    let mut bytes = None;
-    while let Some(r) = s.poll_request() {
-        match r {
-            lakesweep::Request::ReadBlob { uri } => s
-                .handle_blob(uri.clone(), std::fs::read(vpath(&uri).unwrap()).unwrap())
-                .unwrap(),
-            lakesweep::Request::List { .. } => {
-                bytes = Some(s.export_keep_set().unwrap());
-                break;
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-    let pc = PageClassifier::load(bytes.unwrap()).unwrap();
+    let pc = page_classifier(&cfg);
     assert_eq!(pc.metadata_location(), cfg.metadata_location);
     let listing = list(location, o);
     let mut got = BTreeMap::new();
     for page in listing.chunks(4) {
-        for d in pc.classify(page.to_vec()).unwrap() {
+        // In columns: the same verdict and reason for every object.
+        let rows = pc.classify(page.to_vec()).unwrap();
+        let cols = pc.classify_columns(PageColumns::of(page).unwrap()).unwrap();
+        assert_eq!(cols.verdicts.len(), rows.len(), "{name}");
+        for (i, d) in rows.iter().enumerate() {
+            assert_eq!(
+                (cols.verdicts[i], cols.detail(i)),
+                (d.verdict, d.detail.as_str()),
+                "{name}: {}",
+                d.key
+            );
+        }
+        for d in rows {
             let d = if d.verdict == Verdict::OwnerCheck {
                 let obj = page.iter().find(|x| x.key == d.key).unwrap().clone();
                 pc.settle_metadata_file(obj, std::fs::read(vpath(&d.key).unwrap()).ok())
@@ -433,6 +433,85 @@ fn assert_page_mode_matches(cfg: SessionConfig, o: &HostOptions, location: &str,
         }
     }
     assert_eq!(got, run.verdicts(), "{name}");
+}
+
+/// A page classifier on the keep set a session builds for `cfg`.
+fn page_classifier(cfg: &SessionConfig) -> PageClassifier {
+    PageClassifier::load(exported_keep_set(cfg)).unwrap()
+}
+
+/// Key `key` respelled the ways that sink sweepers: `how` picks one.
+fn respell(key: &str, how: usize) -> String {
+    let cut = key.rfind('/').unwrap_or(0);
+    let (dir, base) = key.split_at(cut);
+    match how {
+        0 => key.to_owned(),
+        1 => format!("{dir}{}", base.to_uppercase()),
+        2 => format!("{dir}/{base}"),
+        3 => key.replacen('a', "%61", 1),
+        4 => format!("{dir}/.{base}"),
+        5 => format!("{dir}/x/..{base}"),
+        6 => format!("{key}/"),
+        7 => key
+            .replace(".parquet", ".metadata.json")
+            .replace(".avro", ".metadata.json"),
+        8 => format!("{dir}/_delta_log{base}"),
+        9 => key.replacen("file:///", "file:/", 1),
+        10 => format!("{dir}{base}\u{1}"),
+        11 => format!("{dir}%2F{}", base.trim_start_matches('/')),
+        12 => format!("{dir}/s3:{base}"),
+        _ => key.replacen("file:///", "s3://b/", 1),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Page mode in columns gives every object the verdict and reason the
+    /// records give, for listed keys respelled the ways that sink sweepers
+    /// (case, doubled slashes, encoding, dot segments, folder markers,
+    /// control characters, other schemes), young or old, in any page size;
+    /// a key that fails one fails the other with the same error.
+    #[test]
+    fn columns_give_the_record_verdicts_for_any_spelling(
+        picks in proptest::collection::vec((0usize..1000, 0usize..14, any::<bool>()), 1..40),
+        page in 1usize..9,
+    ) {
+        let t = &tables()[0];
+        let o = HostOptions::for_table(t);
+        let pc = page_classifier(&t.config());
+        let listing = list(&t.location, &o);
+        let objects: Vec<ListedObject> = picks
+            .iter()
+            .map(|&(i, how, old)| {
+                let l = &listing[i % listing.len()];
+                ListedObject {
+                    key: respell(&l.key, how),
+                    size: l.size,
+                    last_modified_ms: if old { l.last_modified_ms } else { t.now_ms - 1000 },
+                    etag: Some(format!("\"{i}\"")),
+                    version_id: None,
+                }
+            })
+            .collect();
+        for chunk in objects.chunks(page) {
+            let cols = PageColumns::of(chunk).unwrap();
+            match (pc.classify(chunk.to_vec()), pc.classify_columns(cols)) {
+                (Ok(rows), Ok(cols)) => {
+                    prop_assert_eq!(rows.len(), cols.verdicts.len());
+                    for (i, d) in rows.iter().enumerate() {
+                        prop_assert_eq!(
+                            (cols.verdicts[i], cols.detail(i)),
+                            (d.verdict, d.detail.as_str()),
+                            "{:?}", d.key
+                        );
+                    }
+                }
+                (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => prop_assert!(false, "records {:?}, columns {:?}", a.map(|_| ()), b.map(|_| ())),
+            }
+        }
+    }
 }
 
 /// A random history: snapshots drawing entries from a pool, plus orphans.

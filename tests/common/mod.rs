@@ -430,3 +430,19 @@ pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
 pub fn python() -> String {
     std::env::var("LAKESWEEP_PYTHON").unwrap_or_else(|_| "python3".into())
 }
+
+/// The keep set a session builds for `cfg` on the fixtures, exported as
+/// the page mode loads it (the session stops at its listing request).
+pub fn exported_keep_set(cfg: &SessionConfig) -> Vec<u8> {
+    let mut s = lakesweep::Session::start(cfg.clone()).unwrap();
+    while let Some(r) = s.poll_request() {
+        match r {
+            lakesweep::Request::ReadBlob { uri } => s
+                .handle_blob(uri.clone(), std::fs::read(vpath(&uri).unwrap()).unwrap())
+                .unwrap(),
+            lakesweep::Request::List { .. } => return s.export_keep_set().unwrap(),
+            other => panic!("{other:?}"),
+        }
+    }
+    panic!("the session asked for no listing")
+}
