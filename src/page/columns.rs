@@ -5,7 +5,8 @@
 //!
 //! The verdicts are exactly those [`PageClassifier::classify`] gives for
 //! the same objects: the columns path takes the same shortcut for plainly
-//! spelled referenced keys and hands every other key to the same judge.
+//! spelled referenced keys and judges every other key by the same rules
+//! (`Classifier::finding`), without the decision record around them.
 //! Entity tags and version ids are not columns: no verdict depends on them
 //! (the host keeps them beside its keys and deletes by them).
 
