@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::duration::human_ms;
 use crate::error::ProtocolReason;
 use crate::error::{Error, Result, UnsafeReason};
-use crate::path::{apply_mappings, CanonicalUri, PathMapping, TableLocation};
+use crate::path::{apply_mappings, is_plain_key, CanonicalUri, PathMapping, TableLocation};
 use crate::reach::KeepSet;
 
 /// One object of a listing page, as the store reports it.
@@ -156,6 +156,21 @@ pub struct Decision {
     pub version_id: Option<String>,
 }
 
+/// What the classifier finds for one listed key, before a [`Decision`] is
+/// assembled around it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Finding<'a> {
+    /// The canonical key (borrowed from the listed key when it is plain).
+    pub(crate) rel: Cow<'a, str>,
+    /// The verdict.
+    pub(crate) verdict: Verdict,
+    /// Why, in words.
+    pub(crate) why: Cow<'a, str>,
+    /// For a referenced key found without parsing, the keep set's id of
+    /// its source: equal ids give equal reasons.
+    pub(crate) source: Option<u32>,
+}
+
 /// Name of the file-system catalog pointer, relative to the location.
 pub const VERSION_HINT: &str = "metadata/version-hint.text";
 
@@ -264,40 +279,74 @@ impl Classifier {
 
     /// Judges one object. Unreferenced metadata JSON files need an owner check.
     pub(crate) fn judge(&self, obj: ListedObject) -> Result<Judged> {
-        // Most keys are spelled as the canonical prefix plus a referenced
-        // key: judged without parsing (the same key the parse would give,
-        // see `TableLocation::relative_text`), the listed strings moved
-        // into the decision.
-        if let Some(rel) = self.location.relative_text(&obj.key) {
-            if let Some(why) = self.keep.reason(rel) {
-                let relative_key = rel.to_owned();
-                return Ok(Judged::Final(Decision {
-                    relative_key,
-                    verdict: Verdict::Referenced,
-                    detail: why.to_owned(),
-                    size: obj.size,
-                    last_modified_ms: obj.last_modified_ms,
-                    key: obj.key,
-                    etag: obj.etag,
-                    version_id: obj.version_id,
-                }));
-            }
-        }
-        self.judge_parsed(&obj)
-    }
-
-    /// [`Classifier::judge`] past its shortcut.
-    pub(crate) fn judge_parsed(&self, obj: &ListedObject) -> Result<Judged> {
-        let (uri, rel) = self.relative_key(&obj.key)?;
-        let (verdict, detail) =
-            self.finding(&obj.key, &rel, obj.size, obj.last_modified_ms, || {
-                self.loose_key_of(&uri).map(Cow::Owned)
-            });
-        let decision = Self::decision(obj, &rel, verdict, detail);
+        let f = self.find(&obj.key, obj.size, obj.last_modified_ms)?;
+        let (verdict, relative_key, detail) = (f.verdict, f.rel.into_owned(), f.why.into_owned());
+        // The listed strings are moved into the decision.
+        let decision = Decision {
+            relative_key,
+            verdict,
+            detail,
+            size: obj.size,
+            last_modified_ms: obj.last_modified_ms,
+            key: obj.key,
+            etag: obj.etag,
+            version_id: obj.version_id,
+        };
         Ok(if verdict == Verdict::OwnerCheck {
             Judged::NeedsOwner { decision }
         } else {
             Judged::Final(decision)
+        })
+    }
+
+    /// What [`Classifier::judge`] finds for the object listed as `key`
+    /// (`size` bytes, modified at `modified_ms`), without the decision
+    /// around it. Most keys are spelled as the canonical prefix plus a
+    /// plain key (see [`crate::path::is_plain_key`]): judged without
+    /// parsing, as the key the parse would give
+    /// (`TableLocation::relative_text`) and its own loose form (both
+    /// properties are tested in `path`). Fails (protocol) for a key outside
+    /// the table and its roots.
+    pub(crate) fn find<'a>(
+        &'a self,
+        key: &'a str,
+        size: u64,
+        modified_ms: i64,
+    ) -> Result<Finding<'a>> {
+        if let Some(rel) = self.location.relative_text(key) {
+            if let Some((source, why)) = self.keep.reason_with_id(rel) {
+                return Ok(Finding {
+                    rel: Cow::Borrowed(rel),
+                    verdict: Verdict::Referenced,
+                    why: Cow::Borrowed(why),
+                    source: Some(source),
+                });
+            }
+            if is_plain_key(rel) {
+                let (verdict, why) =
+                    self.finding(key, rel, size, modified_ms, || Some(Cow::Borrowed(rel)));
+                return Ok(Finding {
+                    rel: Cow::Borrowed(rel),
+                    verdict,
+                    why: Cow::Owned(why),
+                    source: None,
+                });
+            }
+        }
+        self.find_parsed(key, size, modified_ms)
+    }
+
+    /// [`Classifier::find`] on the parsed key: for any spelling.
+    fn find_parsed<'a>(&'a self, key: &str, size: u64, modified_ms: i64) -> Result<Finding<'a>> {
+        let (uri, rel) = self.relative_key(key)?;
+        let (verdict, why) = self.finding(key, &rel, size, modified_ms, || {
+            self.loose_key_of(&uri).map(Cow::Owned)
+        });
+        Ok(Finding {
+            rel: Cow::Owned(rel),
+            verdict,
+            why: Cow::Owned(why),
+            source: None,
         })
     }
 
@@ -610,6 +659,56 @@ mod tests {
     }
 
     const OLD: i64 = NOW - 2 * RETENTION;
+
+    /// A plain key is judged without parsing: the same key, verdict and
+    /// reason as the parse gives, near-misses to a non-plain referenced
+    /// spelling included.
+    #[test]
+    fn plain_keys_are_found_as_the_parse_finds_them() {
+        for format in [TableFormat::Iceberg, TableFormat::Delta] {
+            let mut c = classifier(format);
+            let source = || crate::reach::Source::ManifestList { snapshot_id: 7 };
+            c.keep.insert("data/a.parquet", source());
+            c.keep.insert("data/Upper.parquet", source());
+            c.keep.insert_loose("data/upper.parquet");
+            c.keep.freeze().unwrap();
+            c.expired_log.insert(
+                "_delta_log/00000000000000000000.json".into(),
+                "expired".into(),
+            );
+            c.reserved.push(("data/_staging/".into(), "staging".into()));
+            for rel in [
+                "data/a.parquet",
+                "data/upper.parquet",
+                "data/b.parquet",
+                VERSION_HINT,
+                "metadata/00009-x.metadata.json",
+                "_delta_log/00000000000000000000.json",
+                "_delta_log/00000000000000000001.json",
+                "data/_staging/x.parquet",
+                "data/.hidden.parquet",
+                "_p=1/x.parquet",
+                "data/a:b.parquet",
+            ] {
+                assert!(crate::path::is_plain_key(rel), "{rel}");
+                for mtime in [OLD, NOW - 1, NOW + 1] {
+                    let key = format!("{LOC}/{rel}");
+                    let plain = c.find(&key, 3, mtime).unwrap();
+                    let mut parsed = c.find_parsed(&key, 3, mtime).unwrap();
+                    // Only the shortcut names a referenced key's source.
+                    parsed.source = plain.source;
+                    assert_eq!(plain, parsed, "{rel}");
+                    assert!(matches!(plain.rel, Cow::Borrowed(_)), "{rel} was parsed");
+                }
+            }
+            assert_eq!(
+                c.find(&format!("{LOC}/data/upper.parquet"), 3, OLD)
+                    .unwrap()
+                    .verdict,
+                Verdict::NearMiss
+            );
+        }
+    }
 
     #[test]
     fn a_table_key_holding_scheme_separator_is_unaddressable() {

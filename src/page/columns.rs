@@ -4,18 +4,14 @@
 //! out; the row form allocates a decision per key).
 //!
 //! The verdicts are exactly those [`PageClassifier::classify`] gives for
-//! the same objects: the columns path takes the same shortcut for plainly
-//! spelled referenced keys and judges every other key by the same rules
-//! (`Classifier::finding`), without the decision record around them.
+//! the same objects: both ask `Classifier::find`, the columns path without
+//! assembling a decision around its answer.
 //! Entity tags and version ids are not columns: no verdict depends on them
 //! (the host keeps them beside its keys and deletes by them).
 
-use std::borrow::Cow;
-
 use crate::error::{Error, ProtocolReason, Result};
 use crate::hashing::Map;
-use crate::path::is_plain_key;
-use crate::verdict::{Judged, ListedObject, Verdict};
+use crate::verdict::{ListedObject, Verdict};
 
 use super::PageClassifier;
 
@@ -157,47 +153,19 @@ impl PageClassifier {
             let end = page.key_ends[i] as usize;
             let key = &page.keys[start..end];
             start = end;
-            // The shortcut `Classifier::judge` takes: a key spelled as the
-            // canonical prefix plus a referenced key, judged without parsing.
-            let rel = c.location.relative_text(key);
-            let referenced = rel.and_then(|rel| c.keep.reason_with_id(rel));
-            let (verdict, detail) = match (rel, referenced) {
-                (_, Some((source, why))) => {
-                    let d = match details.by_source.get(&source) {
-                        Some(&d) => d,
-                        None => {
-                            let d = details.of_text(&mut out, why);
-                            details.by_source.insert(source, d);
-                            d
-                        }
-                    };
-                    (Verdict::Referenced, d)
-                }
-                // A plain key after the canonical prefix: the key the parse
-                // would give and its own loose form (both properties are
-                // tested in `path`), judged without parsing it.
-                (Some(rel), None) if is_plain_key(rel) => {
-                    let (size, modified) = (page.sizes[i], page.last_modified_ms[i]);
-                    let (verdict, why) =
-                        c.finding(key, rel, size, modified, || Some(Cow::Borrowed(rel)));
-                    (verdict, details.of_text(&mut out, &why))
-                }
-                _ => {
-                    let obj = ListedObject {
-                        key: key.to_owned(),
-                        size: page.sizes[i],
-                        last_modified_ms: page.last_modified_ms[i],
-                        etag: None,
-                        version_id: None,
-                    };
-                    let d = match c.judge_parsed(&obj)? {
-                        Judged::Final(d) => d,
-                        Judged::NeedsOwner { decision } => decision,
-                    };
-                    (d.verdict, details.of_text(&mut out, &d.detail))
-                }
+            let f = c.find(key, page.sizes[i], page.last_modified_ms[i])?;
+            let detail = match f.source {
+                Some(source) => match details.by_source.get(&source) {
+                    Some(&d) => d,
+                    None => {
+                        let d = details.of_text(&mut out, &f.why);
+                        details.by_source.insert(source, d);
+                        d
+                    }
+                },
+                None => details.of_text(&mut out, &f.why),
             };
-            out.verdicts.push(verdict);
+            out.verdicts.push(f.verdict);
             out.detail_of.push(detail);
         }
         Ok(out)
