@@ -19,6 +19,7 @@ mod drill;
 mod error;
 mod estate;
 mod expire;
+mod listing;
 mod manifests;
 mod origin;
 mod pinot;

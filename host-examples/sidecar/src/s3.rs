@@ -83,6 +83,12 @@ fn no_credentials(out: String) -> String {
 /// (S3 encodes a space as `+` and a `+` as `%2B`). `None` when the bytes are
 /// not UTF-8 or an escape is malformed.
 pub fn url_decode(s: &str) -> Option<String> {
+    String::from_utf8(url_decode_bytes(s)?).ok()
+}
+
+/// The bytes of an `encoding-type=url` key (see [`url_decode`]), UTF-8 or
+/// not; `None` when an escape is malformed.
+pub fn url_decode_bytes(s: &str) -> Option<Vec<u8>> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -103,7 +109,7 @@ pub fn url_decode(s: &str) -> Option<String> {
             }
         }
     }
-    String::from_utf8(out).ok()
+    Some(out)
 }
 
 /// The AWS SDK's configuration as every AWS client here uses it: the
@@ -316,91 +322,66 @@ impl Bucket {
         })
     }
 
-    /// Lists every object whose key starts with `prefix`, in pages of at
-    /// most 1,000, each key exactly as stored; `uri` makes an object's URI
-    /// from its key. A key that is not UTF-8 once decoded is put in
-    /// `skipped` (raw, as the store spelled it) instead: no reference can
-    /// name it, so it is never deleted, and the run reports it.
+    /// Lists every object whose key starts with `prefix`, each key exactly
+    /// as stored, fanned out over the prefix's folders (`crate::listing`);
+    /// `uri` makes an object's URI from its key. A key that is not UTF-8
+    /// once decoded is put in `skipped` (raw, as the store spelled it)
+    /// instead: no reference can name it, so it is never deleted, and the
+    /// run reports it.
     pub fn list(
         self: std::sync::Arc<Self>,
         prefix: String,
-        uri: impl Fn(&str) -> String + Send + 'static,
+        uri: impl Fn(&str) -> String + Send + Sync + 'static,
         skipped: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     ) -> BoxStream<'static, Result<Object, String>> {
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Option<Object>, String>>(2048);
-        tokio::spawn(async move {
-            let mut token: Option<(String, Option<String>)> = None;
-            loop {
-                let page = self.page(&prefix, token.take()).await;
-                let (objs, next) = match page {
-                    Ok(p) => p,
-                    Err(e) => {
-                        let _ = tx.send(Err(format!("list {prefix}: {e}"))).await;
-                        return;
-                    }
-                };
-                for (key, mut o) in objs {
-                    match key {
-                        // The prefix's own folder marker (`table/`, as S3A
-                        // and consoles write it) is not under the prefix.
-                        Ok(k) if k == prefix => {}
-                        Ok(k) => {
-                            o.uri = uri(&k);
-                            if tx.send(Ok(Some(o))).await.is_err() {
-                                return;
-                            }
-                        }
-                        Err(raw) => {
-                            if let Ok(mut v) = skipped.lock() {
-                                v.push(raw);
-                            }
-                        }
-                    }
-                }
-                match next {
-                    Some(t) => token = Some(t),
-                    None => {
-                        let _ = tx.send(Ok(None)).await;
-                        return;
-                    }
-                }
-            }
-        });
-        crate::store::until_end(rx, "S3 listing")
+        crate::listing::list(self, prefix, Box::new(uri), skipped)
     }
 
-    /// One listing page. `ListObjectVersions` first, so that a versioned
-    /// bucket's objects carry their version ids (an unversioned bucket
-    /// answers "null", read as none). Where its first page is refused (no
-    /// `s3:ListBucketVersions` permission) or cannot be read (a store that
-    /// ignores `encoding-type=url` there and writes bytes XML cannot hold),
-    /// the plain `ListObjectsV2` from the start, whose objects carry no
-    /// version id: each delete is still pinned by size, time and ETag and
-    /// checked by HEAD. The run is told. A later page failing fails the
-    /// listing.
-    async fn page(
-        &self,
-        prefix: &str,
-        token: Option<(String, Option<String>)>,
-    ) -> Result<Page, String> {
+    /// One listing page (at most 1,000 entries). `ListObjectVersions`
+    /// first, so that a versioned bucket's objects carry their version ids
+    /// (an unversioned bucket answers "null", read as none). Where a
+    /// listing's first page is refused (no `s3:ListBucketVersions`
+    /// permission) or cannot be read (a store that ignores
+    /// `encoding-type=url` there and writes bytes XML cannot hold), the plain
+    /// `ListObjectsV2` from then on, whose objects carry no version id: each
+    /// delete is still pinned by size, time and ETag and checked by HEAD.
+    /// The run is told once. A later page failing fails the listing.
+    /// A later page goes to the listing that made its token. A store that
+    /// answers a token with itself would page forever: an error instead.
+    pub async fn page(&self, ask: &Ask<'_>) -> Result<Page, String> {
+        let page = self.any_page(ask).await?;
+        if page.next.is_some() && page.next == ask.token {
+            return Err(
+                "the store answered a page with its own token (the listing would not end)".into(),
+            );
+        }
+        Ok(page)
+    }
+
+    /// [`Bucket::page`] without the check of its token.
+    async fn any_page(&self, ask: &Ask<'_>) -> Result<Page, String> {
         use std::sync::atomic::Ordering;
+        match ask.token {
+            Some(Token::Versions { .. }) => return self.versions_page(ask).await,
+            Some(Token::Objects(_)) => return self.objects_page(ask).await,
+            None => {}
+        }
         if self.versions_allowed.load(Ordering::Relaxed) {
-            match self.versions_page(prefix, token.clone()).await {
-                Err(e)
-                    if token.is_none() && (e.starts_with("AccessDenied") || e.contains("XML")) =>
-                {
-                    self.versions_allowed.store(false, Ordering::Relaxed);
-                    if let Ok(mut n) = self.notes.lock() {
-                        n.push(format!(
-                            "bucket {}: the version listing failed ({e}); listed without version ids (deletes are pinned by size, time and ETag)",
-                            self.name
-                        ));
+            match self.versions_page(ask).await {
+                Err(e) if e.starts_with("AccessDenied") || e.contains("XML") => {
+                    if self.versions_allowed.swap(false, Ordering::Relaxed) {
+                        if let Ok(mut n) = self.notes.lock() {
+                            n.push(format!(
+                                "bucket {}: the version listing failed ({e}); listed without version ids (deletes are pinned by size, time and ETag)",
+                                self.name
+                            ));
+                        }
                     }
                 }
                 r => return r,
             }
         }
-        self.objects_page(prefix, token).await
+        self.objects_page(ask).await
     }
 
     /// The key of a listing entry: decoded when the answer says it was
@@ -413,25 +394,25 @@ impl Bucket {
         }
     }
 
-    /// One `ListObjectsV2` page: objects and the next continuation token.
-    async fn objects_page(
-        &self,
-        prefix: &str,
-        token: Option<(String, Option<String>)>,
-    ) -> Result<Page, String> {
+    /// One `ListObjectsV2` page.
+    async fn objects_page(&self, ask: &Ask<'_>) -> Result<Page, String> {
         let r = self
             .client()
             .await
             .list_objects_v2()
             .bucket(&self.name)
-            .prefix(prefix)
+            .prefix(ask.prefix)
             .encoding_type(EncodingType::Url)
-            .set_continuation_token(token.map(|t| t.0))
+            .set_delimiter(ask.delimited.then(|| "/".to_owned()))
+            .set_continuation_token(match &ask.token {
+                Some(Token::Objects(t)) => Some(t.clone()),
+                _ => None,
+            })
             .send()
             .await
             .map_err(|e| words(&e))?;
         let encoded = r.encoding_type() == Some(&EncodingType::Url);
-        let objs = r
+        let entries = r
             .contents()
             .iter()
             .map(|o| {
@@ -449,8 +430,13 @@ impl Bucket {
                 (Self::key(raw, encoded), obj)
             })
             .collect();
+        let folders = r
+            .common_prefixes()
+            .iter()
+            .map(|p| Self::key(p.prefix().unwrap_or_default(), encoded))
+            .collect();
         let next = match (r.is_truncated(), r.next_continuation_token()) {
-            (Some(true), Some(t)) => Some((t.to_owned(), None)),
+            (Some(true), Some(t)) => Some(Token::Objects(t.to_owned())),
             (Some(true), None) => {
                 return Err(
                     "the store said the listing goes on but gave no continuation token".into(),
@@ -458,35 +444,37 @@ impl Bucket {
             }
             _ => None,
         };
-        Ok((objs, next))
+        Ok(Page {
+            entries,
+            folders,
+            next,
+            encoded,
+        })
     }
 
     /// One `ListObjectVersions` page: the current version of each key (a
     /// key whose current version is a delete marker is not listed), and the
     /// next key and version-id markers.
-    async fn versions_page(
-        &self,
-        prefix: &str,
-        token: Option<(String, Option<String>)>,
-    ) -> Result<Page, String> {
-        let (key_marker, version_marker) = match token {
-            Some((k, v)) => (Some(k), v),
-            None => (None, None),
+    async fn versions_page(&self, ask: &Ask<'_>) -> Result<Page, String> {
+        let (key_marker, version_marker) = match ask.token.clone() {
+            Some(Token::Versions { key, version }) => (Some(key), version),
+            _ => (None, None),
         };
         let r = self
             .client()
             .await
             .list_object_versions()
             .bucket(&self.name)
-            .prefix(prefix)
+            .prefix(ask.prefix)
             .encoding_type(EncodingType::Url)
+            .set_delimiter(ask.delimited.then(|| "/".to_owned()))
             .set_key_marker(key_marker)
             .set_version_id_marker(version_marker)
             .send()
             .await
             .map_err(|e| words(&e))?;
         let encoded = r.encoding_type() == Some(&EncodingType::Url);
-        let objs = r
+        let entries = r
             .versions()
             .iter()
             .filter(|v| v.is_latest() == Some(true))
@@ -506,28 +494,72 @@ impl Bucket {
                 (Self::key(raw, encoded), obj)
             })
             .collect();
+        let folders = r
+            .common_prefixes()
+            .iter()
+            .map(|p| Self::key(p.prefix().unwrap_or_default(), encoded))
+            .collect();
         let next = match (r.is_truncated(), r.next_key_marker()) {
             (Some(true), Some(k)) => {
                 // The key marker is encoded like the keys; it goes back raw.
                 let k = Self::key(k, encoded)
                     .map_err(|k| format!("the store's next key marker `{k}` does not decode"))?;
-                Some((k, r.next_version_id_marker().map(str::to_owned)))
+                Some(Token::Versions {
+                    key: k,
+                    version: r.next_version_id_marker().map(str::to_owned),
+                })
             }
             (Some(true), None) => {
                 return Err("the store said the listing goes on but gave no key marker".into())
             }
             _ => None,
         };
-        Ok((objs, next))
+        Ok(Page {
+            entries,
+            folders,
+            next,
+            encoded,
+        })
     }
 }
 
-/// Listed entries (key or the raw unrepresentable spelling, and the object)
-/// and the token of the next page.
-type Page = (
-    Vec<(Result<String, String>, Object)>,
-    Option<(String, Option<String>)>,
-);
+/// Where a listing goes on, and which listing made it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Token {
+    /// A `ListObjectsV2` continuation token, opaque.
+    Objects(String),
+    /// `ListObjectVersions` markers: the next key (decoded) and version id.
+    Versions {
+        /// The key marker.
+        key: String,
+        /// The version-id marker, when the store gave one.
+        version: Option<String>,
+    },
+}
+
+/// What one listing request asks for.
+pub struct Ask<'a> {
+    /// Every key listed starts with this.
+    pub prefix: &'a str,
+    /// With the delimiter `/`: keys with a further `/` after the prefix
+    /// come back as their folders (common prefixes), once each.
+    pub delimited: bool,
+    /// The page after the one that gave this token; `None` for the first.
+    pub token: Option<Token>,
+}
+
+/// One listing page.
+pub struct Page {
+    /// Each key (`Err(raw)` when it is not UTF-8 once decoded) and its
+    /// object, in the store's (byte) order.
+    pub entries: Vec<(Result<String, String>, Object)>,
+    /// With the delimiter: the folders, spelled like the keys.
+    pub folders: Vec<Result<String, String>>,
+    /// The token of the next page; `None` on the last.
+    pub next: Option<Token>,
+    /// Whether the store URL-encoded the keys (`Err` spellings are raw).
+    pub encoded: bool,
+}
 
 #[cfg(test)]
 mod tests {

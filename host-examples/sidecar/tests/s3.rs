@@ -31,6 +31,11 @@ fn start_moto() -> Moto {
 /// the fixtures' SQL catalog as their live pointer (its metadata location is
 /// mapped onto the bucket by `--location-map`) unless a pointer is given.
 fn run(m: &Moto, args: &[String]) -> std::process::Output {
+    run_with(m, args, &[])
+}
+
+/// [`run`] with more environment variables.
+fn run_with(m: &Moto, args: &[String], envs: &[(&str, &str)]) -> std::process::Output {
     let mut args = args.to_vec();
     if matches!(
         args.first().map(String::as_str),
@@ -47,6 +52,7 @@ fn run(m: &Moto, args: &[String]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_lakesweep"))
         .args(&args)
         .envs(m.aws_env())
+        .envs(envs.iter().copied())
         .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"))
         .output()
         .unwrap()
@@ -691,7 +697,7 @@ fn odd_keys(versioned: bool) {
     let plan_path = dir.join("plan.json");
     let map = format!("file:///lakesweep-fixtures=s3://{BUCKET}");
     let table = format!("s3://{BUCKET}/warehouse/demo/events");
-    let plan = |out: bool| {
+    let plan_with = |out: bool, envs: &[(&str, &str)]| {
         let mut a = vec![
             "plan".to_owned(),
             table.clone(),
@@ -704,11 +710,25 @@ fn odd_keys(versioned: bool) {
         if out {
             a.extend(["--out".into(), plan_path.display().to_string()]);
         }
-        let o = run(&m, &a);
+        let o = run_with(&m, &a, envs);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         json(&o)
     };
+    let plan = |out: bool| plan_with(out, &[]);
     let v = plan(true);
+    // The listing fanned out over the table's folders (the default, 16
+    // requests in flight; runs of folders under `data/`, `data/extra/`'s
+    // twins and `category=a+b/id=301/` among them) finds what one sequence
+    // of pages finds, and so does a fan-out of 2: the same plan, key for key.
+    for n in ["1", "2"] {
+        let w = plan_with(false, &[("LAKESWEEP_LIST_REQUESTS", n)]);
+        assert_eq!(deletes(&w), deletes(&v), "{n} requests in flight");
+        assert_eq!(
+            w["report"]["keep"], v["report"]["keep"],
+            "{n} requests in flight"
+        );
+        assert_eq!(w["summary"], v["summary"], "{n} requests in flight");
+    }
     let mut want = planted(&t, &["candidate", "young"]);
     want.extend(extras.iter().cloned());
     want.extend(odd_delete.iter().map(|s| s.to_string()));
