@@ -44,6 +44,9 @@ export LAKESWEEP_SIDECAR="$CARGO_TARGET_DIR/debug/lakesweep"
 # sidecar; exactly the planted garbage deleted.
 python3 benches/scale_check.py --files 1000000 --manifest-cache
 python3 benches/scale_check.py --format delta --files 1000000 --row-group 25000
+# The S3 listing in one sequence and fanned out over 100 partition folders
+# on moto: both list every object and delete exactly the planted orphans.
+python3 benches/s3_listing.py --files 5000 --partitions 100 --orphans 100 --runs 1 --delays 0
 ( cd host-examples/node && npm ci --silent --no-audit --no-fund && npm test )
 # The browser simulator in headless Chromium (Debian's chromium, driven by
 # playwright-core): the demo under a changed policy and a hold equals the

@@ -221,11 +221,25 @@ async fn folders(bucket: &Bucket, folder: &str, sink: &Sink) -> Result<Vec<Strin
         };
         let p = page(bucket, &ask).await?;
         for (key, o) in p.entries {
+            // A direct key has no `/` after the folder: a store that
+            // ignored the delimiter would have a run list it again.
+            if let Ok(k) = &key {
+                if !k.starts_with(folder) || k[folder.len()..].contains('/') {
+                    return Err(Stop::Failed(format!(
+                        "list {folder}: the store answered `{k}` as a key directly under it"
+                    )));
+                }
+            }
             sink.send(key, o).await?;
         }
         for f in p.folders {
             match f {
-                Ok(f) if f.len() > folder.len() && f.starts_with(folder) && f.ends_with('/') => {
+                Ok(f)
+                    if f.len() > folder.len()
+                        && f.starts_with(folder)
+                        && f.ends_with('/')
+                        && !f[folder.len()..f.len() - 1].contains('/') =>
+                {
                     subs.push(f)
                 }
                 Ok(f) => {

@@ -232,8 +232,15 @@ async fn newest_hadoop_version(store: &Store, table: &str) -> Result<Option<Stri
             })
             .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
             .and_then(|d| d.parse::<u64>().ok());
+        // Of `vN.metadata.json` and `vN.gz.metadata.json`, the plain one,
+        // as the Hadoop catalog looks for it first (and whatever order the
+        // listing gives them in).
         if let Some(n) = n {
-            if best.as_ref().is_none_or(|(b, _)| n > *b) {
+            let better = match &best {
+                None => true,
+                Some((b, held)) => n > *b || (n == *b && held.ends_with(".gz.metadata.json")),
+            };
+            if better {
                 best = Some((n, format!("{dir}{name}")));
             }
         }
