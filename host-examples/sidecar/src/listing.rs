@@ -139,7 +139,7 @@ pub fn list(
             root: prefix.clone(),
         };
         let done = match requests() {
-            Ok(1) => sequence(&bucket, &prefix, &sink).await,
+            Ok(1) => flat(&bucket, &prefix, None, &sink).await,
             Ok(n) => fan_out(&bucket, &prefix, n, &sink).await,
             Err(e) => Err(Stop::Failed(e)),
         };
@@ -160,8 +160,15 @@ async fn page(bucket: &Bucket, ask: &Ask<'_>) -> Result<Page, Stop> {
         .map_err(|e| Stop::Failed(format!("list {}: {e}", ask.prefix)))
 }
 
-/// Every key under `prefix` in one sequence of pages.
-async fn sequence(bucket: &Bucket, prefix: &str, sink: &Sink) -> Result<(), Stop> {
+/// Every key under `prefix` in one sequence of pages, without the
+/// delimiter; with `only`, just the keys under one of those folders
+/// (sorted siblings: a run's).
+async fn flat(
+    bucket: &Bucket,
+    prefix: &str,
+    only: Option<&[String]>,
+    sink: &Sink,
+) -> Result<(), Stop> {
     let mut token = None;
     loop {
         let ask = Ask {
@@ -170,8 +177,11 @@ async fn sequence(bucket: &Bucket, prefix: &str, sink: &Sink) -> Result<(), Stop
             token: token.take(),
         };
         let p = page(bucket, &ask).await?;
+        let encoded = p.encoded;
         for (key, o) in p.entries {
-            sink.send(key, o).await?;
+            if only.is_none_or(|folders| within(folders, &bytes_of(&key, encoded))) {
+                sink.send(key, o).await?;
+            }
         }
         match p.next {
             Some(t) => token = Some(t),
@@ -185,24 +195,23 @@ async fn fan_out(bucket: &Bucket, prefix: &str, requests: usize, sink: &Sink) ->
     let want = requests * RUNS_PER_REQUEST;
     let mut level = vec![prefix.to_owned()];
     for depth in 1..=DEPTH {
-        let found: Vec<(String, Vec<String>)> = futures::stream::iter(level)
-            .map(|f| async move {
-                let subs = folders(bucket, &f, sink).await?;
-                Ok::<_, Stop>((f, subs))
-            })
+        let found: Vec<Vec<String>> = futures::stream::iter(level)
+            .map(|f| async move { folders(bucket, &f, sink).await })
             .buffered(requests)
             .try_collect()
             .await?;
-        let count: usize = found.iter().map(|(_, s)| s.len()).sum();
+        let count: usize = found.iter().map(Vec::len).sum();
         if count == 0 {
             return Ok(());
         }
         if count >= want || depth == DEPTH {
             return futures::stream::iter(runs(found, want).into_iter().map(Ok))
-                .try_for_each_concurrent(requests, |r| async move { run(bucket, &r, sink).await })
+                .try_for_each_concurrent(requests, |r| async move {
+                    flat(bucket, &r.prefix, Some(&r.folders), sink).await
+                })
                 .await;
         }
-        level = found.into_iter().flat_map(|(_, s)| s).collect();
+        level = found.into_iter().flatten().collect();
     }
     Ok(())
 }
@@ -285,28 +294,22 @@ impl Run {
     /// one folder.
     fn split(self) -> Vec<Run> {
         let n = self.prefix.len();
-        let mut parts: Vec<Vec<String>> = Vec::new();
-        let mut last: Option<char> = None;
-        for f in self.folders {
-            let c = f[n..].chars().next();
-            match parts.last_mut() {
-                Some(part) if c == last => part.push(f),
-                _ => parts.push(vec![f]),
-            }
-            last = c;
-        }
-        parts.into_iter().map(Run::of).collect()
+        self.folders
+            .chunk_by(|a, b| a[n..].chars().next() == b[n..].chars().next())
+            .map(|part| Run::of(part.to_vec()))
+            .collect()
     }
 }
 
-/// Cuts each parent's folders into runs, about `want` in all, each
-/// parent's share by its count of folders (at least one): the run with the
-/// most folders is split (see [`Run::split`]) until the parent has its
-/// share or every run is one folder. Every folder is in exactly one run.
-fn runs(found: Vec<(String, Vec<String>)>, want: usize) -> Vec<Run> {
-    let total: usize = found.iter().map(|(_, s)| s.len()).sum();
+/// Cuts each parent's folders (sorted siblings, a list per parent) into
+/// runs, about `want` in all, each parent's share by its count of folders
+/// (at least one): the run with the most folders is split (see
+/// [`Run::split`]) until the parent has its share or every run is one
+/// folder. Every folder is in exactly one run.
+fn runs(found: Vec<Vec<String>>, want: usize) -> Vec<Run> {
+    let total: usize = found.iter().map(Vec::len).sum();
     let mut out = Vec::new();
-    for (_, subs) in found {
+    for subs in found {
         if subs.is_empty() {
             continue;
         }
@@ -340,30 +343,6 @@ fn bytes_of(key: &Result<String, String>, encoded: bool) -> Cow<'_, [u8]> {
     }
 }
 
-/// Lists one run: every key starting with its prefix, keeping those under
-/// one of its folders.
-async fn run(bucket: &Bucket, r: &Run, sink: &Sink) -> Result<(), Stop> {
-    let mut token = None;
-    loop {
-        let ask = Ask {
-            prefix: &r.prefix,
-            delimited: false,
-            token: token.take(),
-        };
-        let p = page(bucket, &ask).await?;
-        let encoded = p.encoded;
-        for (key, o) in p.entries {
-            if within(&r.folders, &bytes_of(&key, encoded)) {
-                sink.send(key, o).await?;
-            }
-        }
-        match p.next {
-            Some(t) => token = Some(t),
-            None => return Ok(()),
-        }
-    }
-}
-
 /// The longest start `a` and `b` share, cut at a character.
 fn shared_start<'a>(a: &'a str, b: &str) -> &'a str {
     let mut n = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
@@ -392,11 +371,7 @@ mod tests {
     #[test]
     fn runs_split_each_parent_by_its_share_at_name_starts() {
         let subs: Vec<String> = (0..100).map(|i| format!("t/data/p={i:04}/")).collect();
-        let found = vec![
-            ("t/data/".to_owned(), subs.clone()),
-            ("t/metadata/".to_owned(), vec![]),
-            ("t/x/".to_owned(), names(&["t/x/a/", "t/x/b/"])),
-        ];
+        let found = vec![subs.clone(), vec![], names(&["t/x/a/", "t/x/b/"])];
         let r = runs(found, 6);
         let prefixes: Vec<&str> = r.iter().map(|r| r.prefix.as_str()).collect();
         assert_eq!(
@@ -427,13 +402,13 @@ mod tests {
     #[test]
     fn a_run_holds_every_sibling_its_prefix_names() {
         let subs = names(&["t/a b/", "t/a/", "t/a0/", "t/b/", "t/\u{e8}/", "t/\u{e9}/"]);
-        let r = runs(vec![("t/".to_owned(), subs.clone())], 100);
+        let r = runs(vec![subs.clone()], 100);
         let prefixes: Vec<&str> = r.iter().map(|r| r.prefix.as_str()).collect();
         assert_eq!(
             prefixes,
             vec!["t/a b/", "t/a/", "t/a0/", "t/b/", "t/\u{e8}/", "t/\u{e9}/"]
         );
-        let one = runs(vec![("t/".to_owned(), subs.clone())], 1);
+        let one = runs(vec![subs.clone()], 1);
         assert_eq!(
             one,
             vec![Run {
@@ -442,7 +417,7 @@ mod tests {
             }]
         );
         for want in 1..8 {
-            let r = runs(vec![("t/".to_owned(), subs.clone())], want);
+            let r = runs(vec![subs.clone()], want);
             for f in &subs {
                 let holders: Vec<&Run> = r.iter().filter(|r| f.starts_with(&r.prefix)).collect();
                 assert_eq!(holders.len(), 1, "{f} in one run's prefix ({want})");
