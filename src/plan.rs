@@ -1709,7 +1709,7 @@ impl Session {
             }
         };
         // The keep set: about 64 bytes per key while it is being built.
-        let held = (self.classifier.keep.len() as u64)
+        let held = (self.classifier.keep.slots_held() as u64)
             .saturating_mul(64)
             .max(self.classifier.keep.index_bytes() as u64);
         let budget = self.config.memory_budget_bytes;

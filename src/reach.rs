@@ -404,6 +404,14 @@ impl KeepSet {
         self.keys.len() + self.building.len() - shadowed
     }
 
+    /// Fingerprint slots held, frozen and building: [`KeepSet::len`] plus
+    /// the building entries that shadow a frozen one. An upper bound of the
+    /// distinct keys, in constant time (for a memory estimate per read;
+    /// `len` walks the building map).
+    pub fn slots_held(&self) -> usize {
+        self.keys.len() + self.building.len()
+    }
+
     /// Each source's rank in the order of [`Source`] (smallest first).
     fn source_ranks(&self) -> Vec<u32> {
         let mut order: Vec<u32> = (0..self.sources.len() as u32).collect();
@@ -650,7 +658,10 @@ mod tests {
         k.freeze().unwrap();
         assert!(!k.insert("x", small.clone()));
         assert_eq!(k.lookup("x"), Some(&small));
+        // The shadowing entry is held twice until the next freeze.
+        assert_eq!((k.len(), k.slots_held()), (1, 2));
         k.freeze().unwrap();
+        assert_eq!(k.slots_held(), 1);
         assert_eq!(k.lookup("x"), Some(&small));
         assert_eq!(k.len(), 1);
     }
