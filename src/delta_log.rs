@@ -564,7 +564,7 @@ impl Replay {
         for a in actions {
             match a {
                 Action::Add { path, dv } if state => {
-                    let p = LogPath::parse(uri, &path)?;
+                    let p = LogPath::parse_owned(uri, path)?;
                     let file = dv_path(uri, &dv)?;
                     self.live.insert((p, dv_key(&dv)), file);
                 }
@@ -573,7 +573,7 @@ impl Replay {
                     deletion_timestamp,
                     dv,
                 } => {
-                    let p = LogPath::parse(uri, &path)?;
+                    let p = LogPath::parse_owned(uri, path)?;
                     let file = dv_path(uri, &dv)?;
                     let key = (p, dv_key(&dv));
                     if source == Source::Commit {
@@ -593,7 +593,7 @@ impl Replay {
                     }
                 }
                 Action::Cdc { path } => {
-                    self.cdc.push((LogPath::parse(uri, &path)?, version));
+                    self.cdc.push((LogPath::parse_owned(uri, path)?, version));
                 }
                 Action::Protocol(p) if state => {
                     check_protocol(uri, &p)?;
