@@ -88,7 +88,7 @@ enum Stop {
 
 /// Where listed objects go.
 struct Sink {
-    tx: tokio::sync::mpsc::Sender<Result<Option<Object>, String>>,
+    tx: tokio::sync::mpsc::Sender<crate::store::Batch>,
     uri: Box<dyn Fn(&str) -> String + Send + Sync>,
     skipped: Arc<Mutex<Vec<String>>>,
     /// The listing's prefix: its own folder marker is not under it.
@@ -105,7 +105,10 @@ impl Sink {
             Ok(k) if k == self.root => Ok(()),
             Ok(k) => {
                 object.uri = (self.uri)(&k);
-                self.tx.send(Ok(Some(object))).await.map_err(|_| Stop::Gone)
+                self.tx
+                    .send(Ok(Some(vec![object])))
+                    .await
+                    .map_err(|_| Stop::Gone)
             }
             Err(raw) => {
                 self.skip(raw);
@@ -130,7 +133,7 @@ pub fn list(
     uri: Box<dyn Fn(&str) -> String + Send + Sync>,
     skipped: Arc<Mutex<Vec<String>>>,
 ) -> BoxStream<'static, Result<Object, String>> {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Option<Object>, String>>(2048);
+    let (tx, rx) = tokio::sync::mpsc::channel::<crate::store::Batch>(2048);
     tokio::spawn(async move {
         let sink = Sink {
             tx,

@@ -7,6 +7,7 @@
 //! table and every key are as they were when planned. `lakesweep --help` and
 //! `lakesweep COMMAND --help` describe every command and option.
 
+mod ahead;
 mod apply;
 mod args;
 mod bundle;

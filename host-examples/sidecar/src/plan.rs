@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::ahead::ListingAhead;
 use crate::component::{describe, mappings, trap, wasm_path, wt, Planner};
 use crate::manifests::{Answer, Manifests};
 use crate::pointer::Pointer;
@@ -247,6 +248,16 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         .call_start(&mut *wstore, &cfg)
         .map_err(trap)?
         .map_err(|e| describe(&e))?;
+    // The table's own listing starts now, while the session reads the
+    // table's metadata; the session's request for it takes what was listed.
+    let mut ahead = match question {
+        None => ListingAhead::start(
+            &input.table,
+            usize::try_from(input.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET) / 8)
+                .unwrap_or(usize::MAX),
+        ),
+        Some(_) => None,
+    };
     let mut decisions: BTreeMap<String, wt::Decision> = BTreeMap::new();
     // Drains the planner's decisions into `decisions` (the last verdict
     // for a key wins: a demotion replaces the candidate before it).
@@ -364,8 +375,14 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         for prefix in lists {
             reads_bar.finish_and_clear();
             let bar = progress("{spinner} listed {pos} objects {msg}");
-            let lstore = store.holding(&prefix)?;
-            let mut stream = lstore.list(&prefix);
+            let held = store.holding(&prefix)?;
+            let (lstore, mut stream) = match ahead.as_mut().and_then(|a| a.take(&held, &prefix)) {
+                Some(listing) => listing,
+                None => {
+                    let stream = held.list(&prefix);
+                    (held, stream)
+                }
+            };
             let mut page: Vec<wt::ListedObject> = Vec::with_capacity(PAGE);
             let mut held: Option<Vec<wt::ListedObject>> = None;
             let feed = |objs: Vec<wt::ListedObject>,

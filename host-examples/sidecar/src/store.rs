@@ -49,17 +49,22 @@ pub struct Deleted {
     pub changed: bool,
 }
 
-/// Streams a listing task's items until its explicit end (`Ok(None)`): a
+/// One message of a listing task: a batch of objects (sent a batch at a
+/// time, so the receiver is not woken for every object), the listing's
+/// explicit end (`Ok(None)`), or its failure.
+pub type Batch = Result<Option<Vec<Object>>, String>;
+
+/// Streams a listing task's objects until its explicit end (`Ok(None)`): a
 /// task that stops without one (a panic) ends the stream with an error, so
 /// a cut listing is never taken for a whole one.
 pub fn until_end(
-    rx: tokio::sync::mpsc::Receiver<Result<Option<Object>, String>>,
+    rx: tokio::sync::mpsc::Receiver<Batch>,
     what: &'static str,
 ) -> BoxStream<'static, Result<Object, String>> {
     futures::stream::unfold(Some(rx), move |rx| async move {
         let mut rx = rx?;
         match rx.recv().await {
-            Some(Ok(Some(o))) => Some((Ok(o), Some(rx))),
+            Some(Ok(Some(batch))) => Some((Ok(batch), Some(rx))),
             Some(Ok(None)) => None,
             Some(Err(e)) => Some((Err(e), None)),
             None => Some((
@@ -70,7 +75,19 @@ pub fn until_end(
             )),
         }
     })
+    .flat_map(one_by_one)
     .boxed()
+}
+
+/// A batch of objects, or a failure, as a stream of objects (for
+/// `flat_map` over a stream of batches).
+pub fn one_by_one(
+    batch: Result<Vec<Object>, String>,
+) -> impl futures::Stream<Item = Result<Object, String>> {
+    match batch {
+        Ok(v) => futures::stream::iter(v.into_iter().map(Ok)).left_stream(),
+        Err(e) => futures::stream::once(async move { Err(e) }).right_stream(),
+    }
 }
 
 /// Why a create-if-absent failed.
@@ -107,6 +124,14 @@ pub struct Object {
 }
 
 impl Object {
+    /// Bytes the object holds in memory, about: its strings and a fixed
+    /// overhead (the struct and its allocations).
+    pub fn held_bytes(&self) -> usize {
+        96 + self.uri.len()
+            + self.etag.as_ref().map_or(0, String::len)
+            + self.version_id.as_ref().map_or(0, String::len)
+    }
+
     /// The object's version, in the component's terms.
     pub fn version(&self) -> crate::component::wt::ObjectVersion {
         crate::component::wt::ObjectVersion {
@@ -642,6 +667,24 @@ impl Store {
         }
     }
 
+    /// What [`Store::list`] of `prefix_uri` lists, as one string: the
+    /// store and the key, folder or path the prefix names (None: `list`
+    /// would fail). Two prefixes with the same target list the same
+    /// objects, spelled the same (a listing spells URIs with the store's
+    /// own scheme, whatever alias the prefix used).
+    pub fn listing_target(&self, prefix_uri: &str) -> Option<String> {
+        let p = prefix_uri.trim_end_matches('/');
+        let at = match &self.kind {
+            Kind::S3(_) => self.key(p).ok()?.to_owned(),
+            Kind::Local => {
+                self.file(p).ok()?;
+                p.strip_prefix("file://")?.to_owned()
+            }
+            Kind::Bucket => self.path(p).ok()?.to_string(),
+        };
+        Some(format!("{}://{}/{at}", self.scheme, self.authority))
+    }
+
     /// Lists every object strictly under `prefix_uri + "/"`, streamed; the
     /// store pages underneath (S3: 1000 keys per request).
     pub fn list(&self, prefix_uri: &str) -> BoxStream<'static, Result<Object, String>> {
@@ -733,6 +776,9 @@ fn local_object(uri: String, m: &std::fs::Metadata) -> Object {
     }
 }
 
+/// Files a walking thread sends at once (a folder's files, in batches).
+const WALK_BATCH: usize = 256;
+
 /// Walks `dir` on blocking threads (one per core, at most four, sharing a
 /// stack of folders) and streams its files, in no particular order. Each
 /// file is looked up relative to its open folder (`DirEntry::metadata`, no
@@ -745,7 +791,7 @@ fn list_local(
     dir: std::path::PathBuf,
     skipped: Arc<std::sync::Mutex<Vec<String>>>,
 ) -> BoxStream<'static, Result<Object, String>> {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Option<Object>, String>>(1024);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Batch>(64);
     tokio::task::spawn_blocking(move || {
         let stack = match std::fs::symlink_metadata(&dir) {
             Ok(m) if m.is_dir() => vec![dir],
@@ -807,11 +853,7 @@ struct Walk {
 
 impl Walk {
     /// Takes folders until none is left and none is being read.
-    fn work(
-        &self,
-        tx: &tokio::sync::mpsc::Sender<Result<Option<Object>, String>>,
-        skipped: &std::sync::Mutex<Vec<String>>,
-    ) {
+    fn work(&self, tx: &tokio::sync::mpsc::Sender<Batch>, skipped: &std::sync::Mutex<Vec<String>>) {
         use std::sync::atomic::Ordering::SeqCst;
         loop {
             let d = {
@@ -854,7 +896,7 @@ impl Walk {
     fn read_folder(
         &self,
         d: &std::path::Path,
-        tx: &tokio::sync::mpsc::Sender<Result<Option<Object>, String>>,
+        tx: &tokio::sync::mpsc::Sender<Batch>,
         skipped: &std::sync::Mutex<Vec<String>>,
         found: &mut Vec<std::path::PathBuf>,
     ) -> bool {
@@ -865,6 +907,7 @@ impl Walk {
                 return false;
             }
         };
+        let mut batch = Vec::new();
         for e in entries {
             if self.failed.load(std::sync::atomic::Ordering::SeqCst) {
                 return true;
@@ -883,26 +926,30 @@ impl Walk {
                 found.push(path);
                 continue;
             }
-            let item = match path.to_str() {
-                _ if !m.is_file() => Err(format!(
-                    "list {}: {} is a symbolic link or special file; lakesweep sweeps only regular files",
-                    d.display(),
-                    path.display()
-                )),
-                Some(p) => Ok(Some(local_object(format!("file://{p}"), &m))),
+            match path.to_str() {
+                _ if !m.is_file() => {
+                    let _ = tx.blocking_send(Err(format!(
+                        "list {}: {} is a symbolic link or special file; lakesweep sweeps only regular files",
+                        d.display(),
+                        path.display()
+                    )));
+                    return false;
+                }
+                Some(p) => batch.push(local_object(format!("file://{p}"), &m)),
                 None => {
                     if let Ok(mut v) = skipped.lock() {
                         v.push(format!("file://{}", path.display()));
                     }
-                    continue;
                 }
-            };
-            let stop = item.is_err();
-            if tx.blocking_send(item).is_err() || stop {
-                return false;
+            }
+            if batch.len() == WALK_BATCH {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(WALK_BATCH));
+                if tx.blocking_send(Ok(Some(full))).is_err() {
+                    return false;
+                }
             }
         }
-        true
+        batch.is_empty() || tx.blocking_send(Ok(Some(batch))).is_ok()
     }
 }
 
