@@ -96,25 +96,29 @@ struct Sink {
 }
 
 impl Sink {
-    /// Gives one listed key to the reader; an unrepresentable one goes to
-    /// `skipped`.
-    async fn send(&self, key: Result<String, String>, mut object: Object) -> Result<(), Stop> {
-        match key {
-            // The prefix's own folder marker (`table/`, as S3A and consoles
-            // write it) is not under the prefix.
-            Ok(k) if k == self.root => Ok(()),
-            Ok(k) => {
-                object.uri = (self.uri)(&k);
-                self.tx
-                    .send(Ok(Some(vec![object])))
-                    .await
-                    .map_err(|_| Stop::Gone)
-            }
-            Err(raw) => {
-                self.skip(raw);
-                Ok(())
+    /// Gives a page's listed keys to the reader, in one batch; an
+    /// unrepresentable one goes to `skipped`.
+    async fn send(
+        &self,
+        entries: impl IntoIterator<Item = (Result<String, String>, Object)>,
+    ) -> Result<(), Stop> {
+        let mut batch = Vec::new();
+        for (key, mut object) in entries {
+            match key {
+                // The prefix's own folder marker (`table/`, as S3A and
+                // consoles write it) is not under the prefix.
+                Ok(k) if k == self.root => {}
+                Ok(k) => {
+                    object.uri = (self.uri)(&k);
+                    batch.push(object);
+                }
+                Err(raw) => self.skip(raw),
             }
         }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.tx.send(Ok(Some(batch))).await.map_err(|_| Stop::Gone)
     }
 
     fn skip(&self, raw: String) {
@@ -181,11 +185,10 @@ async fn flat(
         };
         let p = page(bucket, &ask).await?;
         let encoded = p.encoded;
-        for (key, o) in p.entries {
-            if only.is_none_or(|folders| within(folders, &bytes_of(&key, encoded))) {
-                sink.send(key, o).await?;
-            }
-        }
+        sink.send(p.entries.into_iter().filter(|(key, _)| {
+            only.is_none_or(|folders| within(folders, &bytes_of(key, encoded)))
+        }))
+        .await?;
         match p.next {
             Some(t) => token = Some(t),
             None => return Ok(()),
@@ -232,18 +235,18 @@ async fn folders(bucket: &Bucket, folder: &str, sink: &Sink) -> Result<Vec<Strin
             token: token.take(),
         };
         let p = page(bucket, &ask).await?;
-        for (key, o) in p.entries {
+        for (key, _) in &p.entries {
             // A direct key has no `/` after the folder: a store that
             // ignored the delimiter would have a run list it again.
-            if let Ok(k) = &key {
+            if let Ok(k) = key {
                 if !k.starts_with(folder) || k[folder.len()..].contains('/') {
                     return Err(Stop::Failed(format!(
                         "list {folder}: the store answered `{k}` as a key directly under it"
                     )));
                 }
             }
-            sink.send(key, o).await?;
         }
+        sink.send(p.entries).await?;
         for f in p.folders {
             match f {
                 Ok(f)

@@ -226,7 +226,12 @@ fn proxy(
                 let line = text.lines().next().unwrap_or("").to_owned();
                 let n = count.fetch_add(1, Ordering::SeqCst);
                 if fail(&line, n) {
-                    let body = "<Error><Code>Injected</Code></Error>";
+                    // A 403 is what a bucket policy answers: AccessDenied.
+                    let body = if status.starts_with("403") {
+                        "<Error><Code>AccessDenied</Code><Message>Injected</Message></Error>"
+                    } else {
+                        "<Error><Code>Injected</Code></Error>"
+                    };
                     let _ = write!(
                         client,
                         "HTTP/1.1 {status}\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -728,6 +733,35 @@ fn odd_keys(versioned: bool) {
             "{n} requests in flight"
         );
         assert_eq!(w["summary"], v["summary"], "{n} requests in flight");
+    }
+    if versioned {
+        // A bucket policy without s3:ListBucketVersions: every version
+        // listing is refused (403 AccessDenied). Each listing falls back to
+        // ListObjectsV2, in one sequence and fanned out over the odd folder
+        // names alike, and finds the same keys, now pinned by size, time
+        // and ETag instead of a version id; the report says why.
+        let refusing = proxy(&m.endpoint, "403 Forbidden", |line, _| {
+            line.contains("?versions") || line.contains("&versions")
+        });
+        for n in ["1", "16"] {
+            let w = plan_with(
+                false,
+                &[
+                    ("AWS_ENDPOINT_URL", refusing.as_str()),
+                    ("LAKESWEEP_LIST_REQUESTS", n),
+                ],
+            );
+            assert_eq!(deletes(&w), deletes(&v), "{n} requests in flight");
+            assert_eq!(w["report"]["keep"], v["report"]["keep"], "{n}");
+            for d in w["delete"].as_array().unwrap() {
+                assert!(d["versionId"].is_null(), "{n}: {d}");
+            }
+            let notes = w["report"]["storeNotes"].to_string();
+            assert!(
+                notes.contains("the version listing failed (AccessDenied"),
+                "{n}: {notes}"
+            );
+        }
     }
     let mut want = planted(&t, &["candidate", "young"]);
     want.extend(extras.iter().cloned());
