@@ -776,11 +776,12 @@ fn local_object(uri: String, m: &std::fs::Metadata) -> Object {
     }
 }
 
-/// Files a walking thread sends at once (a folder's files, in batches).
+/// Files a walking thread sends at once.
 const WALK_BATCH: usize = 256;
 
 /// Walks `dir` on blocking threads (one per core, at most four, sharing a
-/// stack of folders) and streams its files, in no particular order. Each
+/// stack of folders) and streams its files, in no particular order. A
+/// folder is known by its entry's type, without a stat of its own; each
 /// file is looked up relative to its open folder (`DirEntry::metadata`, no
 /// symbolic link followed), not by its whole path. A symbolic link or any
 /// other non-regular file ends the stream with an error (deleting a link
@@ -827,18 +828,21 @@ struct Done<'a> {
 
 impl Drop for Done<'_> {
     fn drop(&mut self) {
+        use std::sync::atomic::Ordering::SeqCst;
         if std::thread::panicking() {
-            self.walk
-                .failed
-                .store(true, std::sync::atomic::Ordering::SeqCst);
+            self.walk.failed.store(true, SeqCst);
         }
         let mut g = match self.walk.state.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
+        let more = !self.found.is_empty();
         g.0.append(&mut self.found);
         g.1 -= 1;
-        self.walk.wake.notify_all();
+        // Waiting workers wait for folders, the walk's end or a failure.
+        if more || g.1 == 0 || self.walk.failed.load(SeqCst) {
+            self.walk.wake.notify_all();
+        }
     }
 }
 
@@ -852,11 +856,16 @@ struct Walk {
 }
 
 impl Walk {
-    /// Takes folders until none is left and none is being read.
+    /// Takes folders until none is left and none is being read. The files
+    /// found go out in batches of [`WALK_BATCH`] across folders (a table of
+    /// one file per folder is not a message per file); a batch is sent
+    /// before the worker waits or ends, so every file is sent before the
+    /// walk's end.
     fn work(&self, tx: &tokio::sync::mpsc::Sender<Batch>, skipped: &std::sync::Mutex<Vec<String>>) {
         use std::sync::atomic::Ordering::SeqCst;
+        let mut batch = Vec::with_capacity(WALK_BATCH);
         loop {
-            let d = {
+            let next = {
                 let mut g = match self.state.lock() {
                     Ok(g) => g,
                     Err(p) => p.into_inner(),
@@ -867,7 +876,11 @@ impl Walk {
                     }
                     if let Some(d) = g.0.pop() {
                         g.1 += 1;
-                        break d;
+                        break Some(d);
+                    }
+                    if !batch.is_empty() {
+                        // Sent outside the lock, then back here.
+                        break None;
                     }
                     if g.1 == 0 {
                         self.wake.notify_all();
@@ -879,26 +892,39 @@ impl Walk {
                     };
                 }
             };
+            let Some(d) = next else {
+                if tx
+                    .blocking_send(Ok(Some(std::mem::take(&mut batch))))
+                    .is_err()
+                {
+                    self.failed.store(true, SeqCst);
+                    self.wake.notify_all();
+                    return;
+                }
+                continue;
+            };
             // Counts the folder done however reading it ends (a panic
             // included: then the walk fails instead of waiting forever).
             let mut done = Done {
                 walk: self,
                 found: Vec::new(),
             };
-            if !self.read_folder(&d, tx, skipped, &mut done.found) {
+            if !self.read_folder(&d, tx, skipped, &mut done.found, &mut batch) {
                 self.failed.store(true, SeqCst);
             }
         }
     }
 
-    /// Sends the files of folder `d` and collects its sub-folders; false
-    /// when it sent an error (or the receiver is gone).
+    /// Adds the files of folder `d` to `batch` (sending it when full) and
+    /// collects its sub-folders; false when it sent an error (or the
+    /// receiver is gone).
     fn read_folder(
         &self,
         d: &std::path::Path,
         tx: &tokio::sync::mpsc::Sender<Batch>,
         skipped: &std::sync::Mutex<Vec<String>>,
         found: &mut Vec<std::path::PathBuf>,
+        batch: &mut Vec<Object>,
     ) -> bool {
         let entries = match std::fs::read_dir(d) {
             Ok(e) => e,
@@ -907,25 +933,31 @@ impl Walk {
                 return false;
             }
         };
-        let mut batch = Vec::new();
         for e in entries {
             if self.failed.load(std::sync::atomic::Ordering::SeqCst) {
                 return true;
             }
+            // A folder is known from its entry's type (no stat); a file is
+            // stat-ed for its size and time, relative to the open folder.
             let r = e
-                .and_then(|e| Ok((e.path(), e.metadata()?)))
+                .and_then(|e| {
+                    if e.file_type()?.is_dir() {
+                        return Ok((e.path(), None));
+                    }
+                    Ok((e.path(), Some(e.metadata()?)))
+                })
                 .map_err(|err| format!("list {}: {err}", d.display()));
             let (path, m) = match r {
-                Ok(x) => x,
+                Ok((path, Some(m))) => (path, m),
+                Ok((path, None)) => {
+                    found.push(path);
+                    continue;
+                }
                 Err(e) => {
                     let _ = tx.blocking_send(Err(e));
                     return false;
                 }
             };
-            if m.is_dir() {
-                found.push(path);
-                continue;
-            }
             match path.to_str() {
                 _ if !m.is_file() => {
                     let _ = tx.blocking_send(Err(format!(
@@ -943,13 +975,13 @@ impl Walk {
                 }
             }
             if batch.len() == WALK_BATCH {
-                let full = std::mem::replace(&mut batch, Vec::with_capacity(WALK_BATCH));
+                let full = std::mem::replace(batch, Vec::with_capacity(WALK_BATCH));
                 if tx.blocking_send(Ok(Some(full))).is_err() {
                     return false;
                 }
             }
         }
-        batch.is_empty() || tx.blocking_send(Ok(Some(batch))).is_ok()
+        true
     }
 }
 
