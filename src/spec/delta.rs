@@ -851,7 +851,14 @@ mod tests {
             LogPath::Absolute("file:/t/a b".into())
         );
         // An owned path decodes exactly as a borrowed one.
-        for raw in ["a%3A/x", "file:/t/a%20b", "x=1/f.parquet", "s3://b/t/f", "/t/f", "bad%2"] {
+        for raw in [
+            "a%3A/x",
+            "file:/t/a%20b",
+            "x=1/f.parquet",
+            "s3://b/t/f",
+            "/t/f",
+            "bad%2",
+        ] {
             assert_eq!(
                 LogPath::parse_owned("u", raw.to_owned()).ok(),
                 LogPath::parse("u", raw).ok(),
