@@ -253,7 +253,7 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
     let mut ahead = match question {
         None => ListingAhead::start(
             &input.table,
-            usize::try_from(input.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET) / 8)
+            usize::try_from(input.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET) / 16)
                 .unwrap_or(usize::MAX),
         ),
         Some(_) => None,
