@@ -167,19 +167,61 @@ pub fn needs_spellings(uri: &CanonicalUri) -> bool {
 /// a key with one spelling that is its own loose form (see [`loose`];
 /// tested against it in this module).
 pub fn is_plain_key(rel: &str) -> bool {
-    !rel.is_empty()
-        && rel
-            .bytes()
-            .all(|b| b.is_ascii() && !b.is_ascii_uppercase() && !b.is_ascii_control() && b != b'%')
-        && !rel.starts_with('/')
-        && !rel.ends_with('/')
-        && !has_dot_or_empty_segment(rel)
+    // One pass over the bytes: every segment non-empty (no leading,
+    // trailing or doubled `/`), neither `.` nor `..`, of plain bytes.
+    let plain_segment = |s: &[u8]| !s.is_empty() && s != b"." && s != b"..";
+    let b = rel.as_bytes();
+    let mut start = 0;
+    for (i, &c) in b.iter().enumerate() {
+        if c == b'/' {
+            if !plain_segment(&b[start..i]) {
+                return false;
+            }
+            start = i + 1;
+        } else if !c.is_ascii() || c.is_ascii_uppercase() || c.is_ascii_control() || c == b'%' {
+            return false;
+        }
+    }
+    plain_segment(&b[start..])
 }
 
 /// True when a path has a `.` or `..` segment or an empty segment (`//`):
 /// spellings that readers may resolve differently from the store.
 pub fn has_dot_or_empty_segment(path: &str) -> bool {
-    path.as_bytes().windows(2).any(|w| w == b"//") || path.split('/').any(|s| s == "." || s == "..")
+    path.as_bytes().windows(2).any(|w| w == b"//") || has_dot_segment(path)
+}
+
+/// True when a path has a `.` or `..` segment. Read as bytes (`/` and `.`
+/// are single bytes in UTF-8, never inside another character): one pass
+/// without a string searcher, which costs most in wasm, where it has no
+/// vector instructions.
+pub fn has_dot_segment(path: &str) -> bool {
+    path.as_bytes()
+        .split(|&b| b == b'/')
+        .any(|s| s == b"." || s == b"..")
+}
+
+/// True when `text` holds `://`, a URI's scheme separator (read as bytes,
+/// like [`has_dot_segment`]).
+pub fn holds_scheme_separator(text: &str) -> bool {
+    text.as_bytes().windows(3).any(|w| w == b"://")
+}
+
+/// `text.strip_prefix(prefix)`, comparing 8 bytes at a time: the shortcut
+/// of every listed key, where wasm's byte-by-byte `memcmp` showed.
+pub fn strip_prefix_fast<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let (t, p) = (text.as_bytes(), prefix.as_bytes());
+    let head = t.get(..p.len())?;
+    let word = |c: &[u8]| c.first_chunk::<8>().map(|w| u64::from_le_bytes(*w));
+    let (hs, ps) = (head.chunks_exact(8), p.chunks_exact(8));
+    let same = hs.remainder() == ps.remainder() && hs.zip(ps).all(|(a, b)| word(a) == word(b));
+    // Equal bytes: the prefix, a whole string, ends on a character
+    // boundary of `text` too, so this slice is always there.
+    if same {
+        text.get(p.len()..)
+    } else {
+        None
+    }
 }
 
 /// Why a listed key cannot be deleted reliably, if it cannot: control
@@ -187,18 +229,29 @@ pub fn has_dot_or_empty_segment(path: &str) -> bool {
 /// or a `.`/`..` segment that an HTTP client or path library may resolve
 /// before the request, aiming the delete at another object.
 pub fn unaddressable(key: &str, rel: &str) -> Option<String> {
-    if key.chars().any(char::is_control) {
+    if has_control(key) {
         return Some(
             "key holds control characters: kept, the hosts cannot address it reliably".into(),
         );
     }
-    if rel.split('/').any(|s| s == "." || s == "..") {
+    if has_dot_segment(rel) {
         return Some(
             "key has a `.` or `..` segment: kept, a client may resolve it and delete another object"
                 .into(),
         );
     }
     None
+}
+
+/// True when `text` holds a control character (C0, DEL or C1: what
+/// `char::is_control` answers), read byte by byte: C0 and DEL are single
+/// bytes, C1 (U+0080 to U+009F) is 0xC2 then 0x80..=0x9F in UTF-8, and
+/// neither byte pattern occurs inside another character's encoding.
+fn has_control(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.iter().enumerate().any(|(i, &c)| {
+        c < 0x20 || c == 0x7f || (c == 0xc2 && matches!(b.get(i + 1), Some(0x80..=0x9f)))
+    })
 }
 
 /// Collapses runs of `/` into one.
@@ -337,8 +390,7 @@ impl TableLocation {
     /// canonical), which this finds without parsing or allocating. `None`
     /// says only "not spelled so": such a key takes the parsing path.
     pub fn relative_text<'a>(&self, raw: &'a str) -> Option<&'a str> {
-        raw.strip_prefix(self.prefix.as_str())
-            .filter(|r| !r.is_empty())
+        strip_prefix_fast(raw, &self.prefix).filter(|r| !r.is_empty())
     }
 
     /// The key relative to the location if `uri` is strictly under
@@ -656,6 +708,22 @@ mod tests {
     }
 
     #[test]
+    fn control_characters_are_found_byte_by_byte() {
+        for c in (0..0x800u32)
+            .filter_map(char::from_u32)
+            .chain(['\u{2028}', '\u{feff}', '😀'])
+        {
+            for text in [format!("{c}"), format!("a/{c}b"), format!("é{c}")] {
+                assert_eq!(
+                    has_control(&text),
+                    text.chars().any(char::is_control),
+                    "{text:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn unaddressable_keys() {
         assert!(unaddressable("s3://b/t/a\nb", "a\nb").is_some());
         assert!(unaddressable("s3://b/t/a\u{7f}", "a\u{7f}").is_some());
@@ -712,7 +780,40 @@ mod fast_path_props {
         .prop_map(|v| v.concat())
     }
 
+    fn texts() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop::sample::select(vec![
+                "/", ".", "..", "a", ":", "é", "//", "x.y", "\u{85}", "\u{7f}",
+            ]),
+            0..12,
+        )
+        .prop_map(|v| v.concat())
+    }
+
     proptest! {
+        // The byte-level scans answer what the string forms answer.
+        #[test]
+        fn byte_scans_agree_with_string_forms(text in texts(), other in texts()) {
+            prop_assert_eq!(
+                has_dot_segment(&text),
+                text.split('/').any(|s| s == "." || s == "..")
+            );
+            prop_assert_eq!(holds_scheme_separator(&text), text.contains("://"));
+            let plain = !text.is_empty()
+                && text.bytes().all(|b| {
+                    b.is_ascii() && !b.is_ascii_uppercase() && !b.is_ascii_control() && b != b'%'
+                })
+                && !text.starts_with('/')
+                && !text.ends_with('/')
+                && !has_dot_or_empty_segment(&text);
+            prop_assert_eq!(is_plain_key(&text), plain);
+            prop_assert_eq!(has_control(&text), text.chars().any(char::is_control));
+            let joined = format!("{other}{text}");
+            for (t, p) in [(&joined, &other), (&text, &other), (&other, &text), (&text, &text)] {
+                prop_assert_eq!(strip_prefix_fast(t, p), t.strip_prefix(p.as_str()));
+            }
+        }
+
         // The shortcut of classification and of references: a key spelled
         // as the canonical prefix plus a tail is the key parsing gives.
         #[test]

@@ -394,6 +394,16 @@ impl KeepSet {
             || self.keys.find(fp).is_some()
     }
 
+    /// [`KeepSet::contains_loose`] for a plain key (see
+    /// [`crate::path::is_plain_key`]) that [`KeepSet::lookup`] found
+    /// unreferenced: a plain key is its own loose form, so of the canonical
+    /// keys only itself could match, and it was just asked; only the loose
+    /// forms of keys spelled otherwise are left to ask.
+    pub fn contains_loose_form_only(&self, plain_rel: &str) -> bool {
+        let fp = loose_fingerprint(plain_rel);
+        self.loose_building.contains(&fp) || self.loose.find(fp).is_some()
+    }
+
     /// Number of distinct referenced keys (distinct fingerprint slots).
     pub fn len(&self) -> usize {
         let shadowed = self

@@ -246,7 +246,7 @@ impl Classifier {
 
     /// The part of a key below its root (the key itself for table keys).
     pub(crate) fn inner<'a>(&self, key: &'a str) -> &'a str {
-        if !key.contains("://") {
+        if !crate::path::holds_scheme_separator(key) {
             return key;
         }
         self.roots
@@ -323,8 +323,14 @@ impl Classifier {
                 });
             }
             if is_plain_key(rel) {
+                // Not referenced (just asked): judged without asking again.
+                // A plain key is its own loose form, and no referenced
+                // key equals it: only a loose form of a referenced key
+                // spelled otherwise can match it.
                 let (verdict, why) =
-                    self.finding(key, rel, size, modified_ms, || Some(Cow::Borrowed(rel)));
+                    self.unreferenced_key_finding(key, rel, size, modified_ms, || {
+                        self.keep.contains_loose_form_only(rel)
+                    });
                 return Ok(Finding {
                     rel: Cow::Borrowed(rel),
                     verdict,
@@ -340,7 +346,8 @@ impl Classifier {
     fn find_parsed<'a>(&'a self, key: &str, size: u64, modified_ms: i64) -> Result<Finding<'a>> {
         let (uri, rel) = self.relative_key(key)?;
         let (verdict, why) = self.finding(key, &rel, size, modified_ms, || {
-            self.loose_key_of(&uri).map(Cow::Owned)
+            self.loose_key_of(&uri)
+                .is_some_and(|l| self.keep.contains_loose(&l))
         });
         Ok(Finding {
             rel: Cow::Owned(rel),
@@ -353,28 +360,41 @@ impl Classifier {
     /// The verdict on the object listed as `key` (`size` bytes, modified at
     /// `modified_ms`), whose canonical key is `rel`, and why: everything
     /// [`Classifier::judge`] decides, without the decision around it.
-    /// `loose` gives the key's loose form (see [`Classifier::loose_key_of`])
-    /// when the near-miss check needs it. [`Verdict::OwnerCheck`] for an
+    /// `near_miss` answers, when asked, whether the key's loose form (see
+    /// [`Classifier::loose_key_of`]) is a referenced path's. [`Verdict::OwnerCheck`] for an
     /// unreferenced metadata JSON file.
-    pub(crate) fn finding<'a>(
+    pub(crate) fn finding(
         &self,
         key: &str,
         rel: &str,
         size: u64,
         modified_ms: i64,
-        loose: impl FnOnce() -> Option<Cow<'a, str>>,
+        near_miss: impl FnOnce() -> bool,
     ) -> (Verdict, String) {
         if let Some(why) = self.keep.reason(rel) {
             return (Verdict::Referenced, why.to_owned());
         }
+        self.unreferenced_key_finding(key, rel, size, modified_ms, near_miss)
+    }
+
+    /// [`Classifier::finding`] for a key the keep set does not reference.
+    fn unreferenced_key_finding(
+        &self,
+        key: &str,
+        rel: &str,
+        size: u64,
+        modified_ms: i64,
+        near_miss: impl FnOnce() -> bool,
+    ) -> (Verdict, String) {
         if rel == VERSION_HINT {
             return (
                 Verdict::Referenced,
                 crate::reach::Source::VersionHint.describe(),
             );
         }
-        let external = rel.contains("://") && self.inner(rel).len() < rel.len();
-        if !external && rel.contains("://") {
+        let names_scheme = crate::path::holds_scheme_separator(rel);
+        let external = names_scheme && self.inner(rel).len() < rel.len();
+        if !external && names_scheme {
             return (
                 Verdict::Unaddressable,
                 "key relative to the table holds `://`: kept, it would read as another location's URI".into(),
@@ -391,13 +411,12 @@ impl Classifier {
         if let Some(why) = crate::path::unaddressable(key, self.inner(rel)) {
             return (Verdict::Unaddressable, why);
         }
-        if let Some(l) = loose() {
-            if self.keep.contains_loose(&l) {
-                return (
-                    Verdict::NearMiss,
-                    "equals a referenced path up to percent-encoding, letter case or doubled slashes".into(),
-                );
-            }
+        if near_miss() {
+            return (
+                Verdict::NearMiss,
+                "equals a referenced path up to percent-encoding, letter case or doubled slashes"
+                    .into(),
+            );
         }
         if self.format == crate::format::TableFormat::Delta {
             if let Some(found) = self.delta_log_finding(rel) {

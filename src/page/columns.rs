@@ -149,13 +149,17 @@ impl PageClassifier {
         let mut out = PageVerdicts::with_capacity(n);
         let mut details = Details::default();
         let mut start = 0usize;
+        // Neighbours in a listing often share a source (one manifest's
+        // files, one folder): the last one is checked before the map.
+        let mut last: Option<(u32, u32)> = None;
         for i in 0..n {
             let end = page.key_ends[i] as usize;
             let key = &page.keys[start..end];
             start = end;
             let f = c.find(key, page.sizes[i], page.last_modified_ms[i])?;
-            let detail = match f.source {
-                Some(source) => match details.by_source.get(&source) {
+            let detail = match (f.source, last) {
+                (Some(source), Some((seen, d))) if source == seen => d,
+                (Some(source), _) => match details.by_source.get(&source) {
                     Some(&d) => d,
                     None => {
                         let d = details.of_text(&mut out, &f.why);
@@ -163,8 +167,11 @@ impl PageClassifier {
                         d
                     }
                 },
-                None => details.of_text(&mut out, &f.why),
+                (None, _) => details.of_text(&mut out, &f.why),
             };
+            if let Some(source) = f.source {
+                last = Some((source, detail));
+            }
             out.verdicts.push(f.verdict);
             out.detail_of.push(detail);
         }
