@@ -1,4 +1,6 @@
-//! An S3 listing fanned out over the folders under its prefix.
+//! A bucket listing fanned out over the folders under its prefix: S3
+//! through [`crate::s3::Bucket`], GCS and Azure through `object_store`'s
+//! paginated listing ([`ObjectPager`]); both are a [`Pager`].
 //!
 //! A listing pages one prefix in sequence: each request names where the
 //! last one stopped, so a table of 10 million keys is 10,000 requests one
@@ -40,10 +42,85 @@
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
+use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
+use object_store::list::{PaginatedListOptions, PaginatedListStore};
 
-use crate::s3::{Ask, Bucket, Page};
+use crate::s3::{Ask, Page, Token};
 use crate::store::Object;
+
+/// A store that answers one listing request at a time (a prefix, with or
+/// without the delimiter `/`, from a token): all the fan-out asks of it.
+/// Keys come back as stored; a store's failure, in words.
+pub trait Pager: Send + Sync + 'static {
+    /// One page of `ask`'s listing.
+    fn page<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Page, String>>;
+}
+
+impl Pager for crate::s3::Bucket {
+    fn page<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Page, String>> {
+        Box::pin(crate::s3::Bucket::page(self, ask))
+    }
+}
+
+/// GCS or Azure through `object_store`'s paginated listing, whose prefix
+/// is the raw key prefix (no `/` added) and whose keys are its `Path`s: a
+/// key it cannot parse (an empty segment) fails the page, so the listing;
+/// a folder comes back without its trailing `/`, which is put back.
+pub struct ObjectPager(pub Arc<dyn PaginatedListStore>);
+
+impl Pager for ObjectPager {
+    fn page<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Page, String>> {
+        Box::pin(async move {
+            let page_token = match &ask.token {
+                None => None,
+                Some(Token::Objects(t)) => Some(t.clone()),
+                Some(Token::Versions { .. }) => {
+                    return Err("a version marker handed to an object listing".into())
+                }
+            };
+            let opts = PaginatedListOptions {
+                delimiter: ask.delimited.then_some(Cow::Borrowed("/")),
+                page_token,
+                ..Default::default()
+            };
+            let prefix = Some(ask.prefix).filter(|p| !p.is_empty());
+            let r = self
+                .0
+                .list_paginated(prefix, opts)
+                .await
+                .map_err(|e| e.to_string())?;
+            let next = r.page_token.map(Token::Objects);
+            if next.is_some() && next == ask.token {
+                return Err(
+                    "the store answered a page with its own token (the listing would not end)"
+                        .into(),
+                );
+            }
+            Ok(Page {
+                entries: r
+                    .result
+                    .objects
+                    .into_iter()
+                    .map(|m| {
+                        (
+                            Ok(m.location.to_string()),
+                            crate::store::object_of(String::new(), m),
+                        )
+                    })
+                    .collect(),
+                folders: r
+                    .result
+                    .common_prefixes
+                    .into_iter()
+                    .map(|f| Ok(format!("{f}/")))
+                    .collect(),
+                next,
+                encoded: false,
+            })
+        })
+    }
+}
 
 /// Requests in flight when `LAKESWEEP_LIST_REQUESTS` is not set.
 pub const DEFAULT_REQUESTS: usize = 16;
@@ -132,7 +209,7 @@ impl Sink {
 /// no particular order; the stream ends with an error when a request fails
 /// or the store breaks the listing's rules, never early without one.
 pub fn list(
-    bucket: Arc<Bucket>,
+    bucket: Arc<dyn Pager>,
     prefix: String,
     uri: Box<dyn Fn(&str) -> String + Send + Sync>,
     skipped: Arc<Mutex<Vec<String>>>,
@@ -146,8 +223,8 @@ pub fn list(
             root: prefix.clone(),
         };
         let done = match requests() {
-            Ok(1) => flat(&bucket, &prefix, None, &sink).await,
-            Ok(n) => fan_out(&bucket, &prefix, n, &sink).await,
+            Ok(1) => flat(&*bucket, &prefix, None, &sink).await,
+            Ok(n) => fan_out(&*bucket, &prefix, n, &sink).await,
             Err(e) => Err(Stop::Failed(e)),
         };
         let _ = match done {
@@ -156,11 +233,11 @@ pub fn list(
             Err(Stop::Gone) => Ok(()),
         };
     });
-    crate::store::until_end(rx, "S3 listing")
+    crate::store::until_end(rx, "bucket listing")
 }
 
 /// One page of a listing, its failure in words naming the prefix.
-async fn page(bucket: &Bucket, ask: &Ask<'_>) -> Result<Page, Stop> {
+async fn page(bucket: &dyn Pager, ask: &Ask<'_>) -> Result<Page, Stop> {
     bucket
         .page(ask)
         .await
@@ -171,7 +248,7 @@ async fn page(bucket: &Bucket, ask: &Ask<'_>) -> Result<Page, Stop> {
 /// delimiter; with `only`, just the keys under one of those folders
 /// (sorted siblings: a run's).
 async fn flat(
-    bucket: &Bucket,
+    bucket: &dyn Pager,
     prefix: &str,
     only: Option<&[String]>,
     sink: &Sink,
@@ -197,7 +274,12 @@ async fn flat(
 }
 
 /// The folders step, then the runs.
-async fn fan_out(bucket: &Bucket, prefix: &str, requests: usize, sink: &Sink) -> Result<(), Stop> {
+async fn fan_out(
+    bucket: &dyn Pager,
+    prefix: &str,
+    requests: usize,
+    sink: &Sink,
+) -> Result<(), Stop> {
     let want = requests * RUNS_PER_REQUEST;
     let mut level = vec![prefix.to_owned()];
     for depth in 1..=DEPTH {
@@ -225,7 +307,7 @@ async fn fan_out(bucket: &Bucket, prefix: &str, requests: usize, sink: &Sink) ->
 /// Lists `folder` with the delimiter: gives its direct keys to the sink and
 /// answers its sub-folders, sorted. A sub-folder whose name is not UTF-8
 /// cannot be asked for: it is skipped (reported, nothing under it listed).
-async fn folders(bucket: &Bucket, folder: &str, sink: &Sink) -> Result<Vec<String>, Stop> {
+async fn folders(bucket: &dyn Pager, folder: &str, sink: &Sink) -> Result<Vec<String>, Stop> {
     let mut subs = Vec::new();
     let mut token = None;
     loop {

@@ -168,8 +168,9 @@ enum Kind {
     Local,
     /// S3 through the AWS SDK.
     S3(Arc<crate::s3::Bucket>),
-    /// GCS or Azure through `object_store`.
-    Bucket,
+    /// GCS or Azure through `object_store`; listed through its
+    /// paginated listing (the same store).
+    Bucket(Arc<dyn object_store::list::PaginatedListStore>),
 }
 
 /// A store holding one table, with the URI prefix its paths live under.
@@ -323,14 +324,16 @@ impl Store {
                 })
             }
             "gs" => {
-                let gcs = object_store::gcp::GoogleCloudStorageBuilder::from_env()
-                    .with_bucket_name(auth)
-                    .with_retry(retry())
-                    .build()
-                    .map_err(err)?;
+                let gcs = Arc::new(
+                    object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                        .with_bucket_name(auth)
+                        .with_retry(retry())
+                        .build()
+                        .map_err(err)?,
+                );
                 Ok(Store {
-                    inner: Arc::new(gcs),
-                    kind: Kind::Bucket,
+                    inner: gcs.clone(),
+                    kind: Kind::Bucket(gcs),
                     schemes: &["gs"],
                     authority: auth.to_owned(),
                     scheme: "gs",
@@ -338,11 +341,13 @@ impl Store {
                 })
             }
             "az" | "abfs" | "abfss" => {
-                let az = object_store::azure::MicrosoftAzureBuilder::from_env()
-                    .with_url(uri)
-                    .with_retry(retry())
-                    .build()
-                    .map_err(err)?;
+                let az = Arc::new(
+                    object_store::azure::MicrosoftAzureBuilder::from_env()
+                        .with_url(uri)
+                        .with_retry(retry())
+                        .build()
+                        .map_err(err)?,
+                );
                 // Listed keys keep the table's own spelling of the scheme.
                 let scheme = match scheme {
                     "az" => "az",
@@ -350,8 +355,8 @@ impl Store {
                     _ => "abfss",
                 };
                 Ok(Store {
-                    inner: Arc::new(az),
-                    kind: Kind::Bucket,
+                    inner: az.clone(),
+                    kind: Kind::Bucket(az),
                     schemes: &["az", "abfs", "abfss"],
                     authority: auth.to_owned(),
                     scheme,
@@ -437,13 +442,7 @@ impl Store {
     }
 
     fn object(&self, m: object_store::ObjectMeta) -> Object {
-        Object {
-            uri: self.uri(&m.location),
-            size: m.size,
-            last_modified_ms: m.last_modified.timestamp_millis(),
-            etag: m.e_tag.map(etag_form),
-            version_id: m.version,
-        }
+        object_of(self.uri(&m.location), m)
     }
 
     /// Reads a whole object; `Ok(None)` when it does not exist.
@@ -680,44 +679,57 @@ impl Store {
                 self.file(p).ok()?;
                 p.strip_prefix("file://")?.to_owned()
             }
-            Kind::Bucket => self.path(p).ok()?.to_string(),
+            Kind::Bucket(_) => self.path(p).ok()?.to_string(),
         };
         Some(format!("{}://{}/{at}", self.scheme, self.authority))
     }
 
-    /// Lists every object strictly under `prefix_uri + "/"`, streamed; the
-    /// store pages underneath (S3: 1000 keys per request).
+    /// Lists every object strictly under `prefix_uri + "/"`, streamed: a
+    /// local folder walked on blocking threads; a bucket (S3, GCS, Azure)
+    /// fanned out over the prefix's folders (see [`crate::listing`]).
     pub fn list(&self, prefix_uri: &str) -> BoxStream<'static, Result<Object, String>> {
-        if let Kind::S3(b) = &self.kind {
-            let prefix = match self.key(prefix_uri.trim_end_matches('/')) {
-                Ok("") => String::new(),
-                Ok(k) => format!("{k}/"),
-                Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
-            };
-            let base = format!("{}://{}/", self.scheme, self.authority);
-            return b
-                .clone()
-                .list(prefix, move |k| format!("{base}{k}"), self.skipped.clone());
-        }
-        if matches!(self.kind, Kind::Local) {
-            return match self.file(prefix_uri.trim_end_matches('/')) {
+        let failed = |e: String| futures::stream::once(async move { Err(e) }).boxed();
+        let at = prefix_uri.trim_end_matches('/');
+        let base = format!("{}://{}/", self.scheme, self.authority);
+        match &self.kind {
+            Kind::Local => match self.file(at) {
                 Ok(dir) => list_local(dir, self.skipped.clone()),
-                Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
-            };
+                Err(e) => failed(e),
+            },
+            Kind::S3(b) => {
+                let prefix = match self.key(at) {
+                    Ok("") => String::new(),
+                    Ok(k) => format!("{k}/"),
+                    Err(e) => return failed(e),
+                };
+                b.clone()
+                    .list(prefix, move |k| format!("{base}{k}"), self.skipped.clone())
+            }
+            Kind::Bucket(pager) => {
+                let prefix = match self.path(at) {
+                    Ok(p) if p.as_ref().is_empty() => String::new(),
+                    Ok(p) => format!("{p}/"),
+                    Err(e) => return failed(e),
+                };
+                crate::listing::list(
+                    Arc::new(crate::listing::ObjectPager(pager.clone())),
+                    prefix,
+                    Box::new(move |k| format!("{base}{k}")),
+                    self.skipped.clone(),
+                )
+            }
         }
-        let prefix = match self.path(prefix_uri.trim_end_matches('/')) {
-            Ok(p) => p,
-            Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
-        };
-        let me = self.clone();
-        let uri = prefix_uri.to_owned();
-        self.inner
-            .list(Some(&prefix))
-            .map(move |r| match r {
-                Ok(m) => Ok(me.object(m)),
-                Err(e) => Err(format!("list {uri}: {e}")),
-            })
-            .boxed()
+    }
+}
+
+/// The listed object `m`, named `uri`.
+pub fn object_of(uri: String, m: object_store::ObjectMeta) -> Object {
+    Object {
+        uri,
+        size: m.size,
+        last_modified_ms: m.last_modified.timestamp_millis(),
+        etag: m.e_tag.map(etag_form),
+        version_id: m.version,
     }
 }
 
@@ -1105,9 +1117,16 @@ mod tests {
 
     #[test]
     fn bucket_keys_are_literal_and_s3a_is_s3() {
+        let azure = Arc::new(
+            object_store::azure::MicrosoftAzureBuilder::new()
+                .with_use_emulator(true)
+                .with_container_name("b")
+                .build()
+                .unwrap(),
+        );
         let s = Store {
-            inner: Arc::new(object_store::memory::InMemory::new()),
-            kind: Kind::Bucket,
+            inner: azure.clone(),
+            kind: Kind::Bucket(azure),
             schemes: &["s3", "s3a", "s3n"],
             authority: "b".into(),
             scheme: "s3",

@@ -2,7 +2,8 @@
 //! `scripts/test.sh` installs it under `.tools/azurite`, or set
 //! `LAKESWEEP_AZURITE` to an `azurite-blob` binary): the fixture table is
 //! staged in a container with the Azure SDK for Python, then `plan`
-//! (`az://`), `apply`, `plan` again. Azure goes through the `object_store`
+//! (`az://`), `apply`, `plan` again, the listing in one sequence of pages
+//! and fanned out over folders. Azure goes through the `object_store`
 //! crate, which cannot address a key with an empty segment: such a key
 //! fails the listing (no plan, nothing deleted), tested here too.
 
@@ -105,6 +106,12 @@ fn stage(a: &Azurite, extra: &[&str]) -> i64 {
 use std::path::Path;
 
 fn run(a: &Azurite, args: &[String]) -> std::process::Output {
+    run_with(a, args, "16")
+}
+
+/// [`run`] with `requests` listing requests in flight
+/// (`LAKESWEEP_LIST_REQUESTS`; `1` is one sequence of pages).
+fn run_with(a: &Azurite, args: &[String], requests: &str) -> std::process::Output {
     let mut args = args.to_vec();
     if matches!(args.first().map(String::as_str), Some("plan" | "apply")) {
         args.extend([
@@ -124,6 +131,7 @@ fn run(a: &Azurite, args: &[String]) -> std::process::Output {
         .args(&args)
         .env("AZURE_STORAGE_USE_EMULATOR", "true")
         .env("AZURITE_BLOB_STORAGE_URL", &a.endpoint)
+        .env("LAKESWEEP_LIST_REQUESTS", requests)
         .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"))
         .output()
         .unwrap()
@@ -140,7 +148,7 @@ fn plan_apply_plan_on_azurite() {
     std::fs::create_dir_all(&dir).unwrap();
     let plan_path = dir.join("plan.json");
     let table = format!("az://{CONTAINER}/warehouse/demo/events");
-    let plan = |out: bool| {
+    let plan_with = |out: bool, requests: &str| {
         let mut args = vec![
             "plan".to_owned(),
             table.clone(),
@@ -151,15 +159,26 @@ fn plan_apply_plan_on_azurite() {
         if out {
             args.extend(["--out".into(), plan_path.display().to_string()]);
         }
-        let o = run(&a, &args);
+        let o = run_with(&a, &args, requests);
         assert!(o.status.success(), "{}", out_text(&o));
         json(&o)
     };
+    let plan = |out: bool| plan_with(out, "16");
     let v = plan(true);
     let mut want = planted(&t, &["candidate", "young"]);
     want.extend(extras.iter().map(|s| s.to_string()));
     assert_eq!(deletes(&v), want);
     assert_eq!(v["summary"]["referencedNotListed"], 0, "{}", v["summary"]);
+    // The listing fanned out over the table's folders (16 requests in
+    // flight, or 2) finds what one sequence of pages finds.
+    for requests in ["1", "2"] {
+        let other = plan_with(false, requests);
+        assert_eq!(deletes(&other), want, "{requests} requests in flight");
+        assert_eq!(
+            other["summary"], v["summary"],
+            "{requests} requests in flight"
+        );
+    }
     let o = run(
         &a,
         &[
