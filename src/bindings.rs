@@ -476,6 +476,10 @@ impl wp::Guest for Component {
         core::digest_manifest(&uri, &bytes).map_err(err)
     }
 
+    fn digest_checkpoint(uri: String, bytes: Vec<u8>) -> Result<String, wt::Error> {
+        core::digest_checkpoint(&uri, &bytes).map_err(err)
+    }
+
     fn overlapping_locations(locations: Vec<String>) -> Vec<(u32, u32)> {
         core::path::overlapping_locations(&locations)
             .into_iter()
@@ -1031,6 +1035,17 @@ impl wp::GuestSession for Session {
         self.0
             .borrow_mut()
             .handle_manifest_digest(uri, digest)
+            .map_err(err)
+    }
+
+    fn is_checkpoint_read(&self, uri: String) -> bool {
+        self.0.borrow().is_checkpoint_read(&uri)
+    }
+
+    fn handle_checkpoint_digest(&self, uri: String, digest: String) -> Result<(), wt::Error> {
+        self.0
+            .borrow_mut()
+            .handle_checkpoint_digest(uri, digest)
             .map_err(err)
     }
 

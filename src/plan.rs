@@ -24,10 +24,12 @@ use crate::reach::{KeepSet, Source};
 use crate::spec::iceberg::{self as ispec, ContentType, ManifestStatus, TableMetadata};
 use crate::verdict::{object_kind, Classifier, Decision, Judged, ListedObject, Verdict};
 
+mod checkpoint_digest;
 mod delta;
 mod iceberg;
 mod manifest_digest;
 
+pub use checkpoint_digest::digest_checkpoint;
 pub use manifest_digest::digest_manifest;
 
 pub use crate::duration::MIN_FILE_RETENTION_MS;
@@ -787,6 +789,54 @@ impl Session {
                 s.config.keep_deleted_entries,
             )?;
             s.keep_manifest(&uri, read)?;
+            s.advance()
+        })
+    }
+
+    /// Whether the read of `uri` asked for now is of a Delta checkpoint
+    /// file (a part, a V2 checkpoint, a sidecar): such a read may be
+    /// answered with [`Session::handle_checkpoint_digest`] (the file
+    /// digested elsewhere by [`digest_checkpoint`]) instead of its bytes.
+    pub fn is_checkpoint_read(&self, uri: &str) -> bool {
+        match self.pending.get(uri) {
+            Some(Purpose::DeltaLog { order }) => self.delta_is_checkpoint_read(uri, *order),
+            _ => false,
+        }
+    }
+
+    /// Answers the `ReadBlob` request of a Delta checkpoint file with its
+    /// digest, made by [`digest_checkpoint`] from the bytes read at `uri`:
+    /// its length is checked against the log listing and its actions
+    /// applied by the code that applies the bytes' in
+    /// [`Session::handle_blob`], so the plan is the same. The memory
+    /// budget is charged for the digest. Fails (protocol) for a read that
+    /// is not a checkpoint file's, a digest of another URI or one that
+    /// does not decode; (malformed) like the bytes, e.g. a file shorter
+    /// than the listing said.
+    pub fn handle_checkpoint_digest(&mut self, uri: String, digest: String) -> Result<()> {
+        self.guard(|s| {
+            let purpose = s.take_pending(&uri)?;
+            let order = match purpose {
+                Purpose::DeltaLog { order } if s.delta_is_checkpoint_read(&uri, order) => order,
+                _ => {
+                    return Err(Error::protocol(
+                        ProtocolReason::UnexpectedAnswer,
+                        format!("a checkpoint digest answers a Delta checkpoint file's read only; `{uri}` was asked for as something else"),
+                    ))
+                }
+            };
+            s.check_budget(&uri, &purpose, digest.as_bytes())?;
+            let d = checkpoint_digest::CheckpointDigest::decode(&digest)?;
+            if d.uri != uri {
+                return Err(Error::protocol(
+                    ProtocolReason::UnexpectedAnswer,
+                    format!(
+                        "the digest answering `{uri}` was made from `{}`",
+                        d.uri
+                    ),
+                ));
+            }
+            s.delta_log_digest(&uri, order, d)?;
             s.advance()
         })
     }

@@ -544,6 +544,53 @@ fn shared_checkpoint_variants_replay() {
 
 #[test]
 #[ignore = "needs ../shared/fixtures/delta-rs; scripts/test.sh runs it with --ignored where they exist"]
+fn shared_tables_plan_the_same_from_checkpoint_digests() {
+    // Every delta-rs table with a checkpoint (Parquet, V2 JSON with
+    // sidecars, multi-version, stale `_last_checkpoint`): the plan from
+    // digests is the plan from the bytes, or the same error.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/delta-rs");
+    let mut digested = 0;
+    let mut tables: Vec<_> = std::fs::read_dir(&root)
+        .expect("../shared/fixtures/delta-rs")
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    tables.sort();
+    for table in tables {
+        let log = root.join(&table).join("_delta_log");
+        let has_checkpoint = std::fs::read_dir(&log).is_ok_and(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().contains(".checkpoint."))
+        });
+        if !has_checkpoint {
+            continue;
+        }
+        let loc = shared(&table);
+        let now = 1_900_000_000_000;
+        let mut cfg = SessionConfig::new(&loc, "", now, 7 * DAY);
+        cfg.format = TableFormat::Delta;
+        let mut o = HostOptions::synthetic();
+        o.default_mtime = Some(now - 30 * DAY);
+        let from_bytes = run_native(cfg.clone(), &o).map(|r| r.plan_json);
+        let mut p = Digesting(lakesweep::Session::start(cfg).unwrap(), 0, 0);
+        let from_digests = drive(&mut p, &loc, &o).map(|r| r.plan_json);
+        match (&from_bytes, &from_digests) {
+            (Ok(a), Ok(b)) => assert!(a == b, "{table}: the plans differ"),
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{table}"),
+            _ => panic!("{table}: bytes {from_bytes:?}, digests {from_digests:?}"),
+        }
+        if table == "checkpoint-v2-table" {
+            assert_eq!(p.2, 2, "{table}: its V2 checkpoint and its sidecar");
+        }
+        digested += p.2;
+    }
+    assert!(
+        digested >= 6,
+        "only {digested} checkpoint files were digested"
+    );
+}
+
+#[test]
+#[ignore = "needs ../shared/fixtures/delta-rs; scripts/test.sh runs it with --ignored where they exist"]
 fn shared_special_partitions_decode_once_and_keep_crc_files() {
     let v = verdicts_of("delta-0.8.0-special-partition");
     for (k, d) in &v {

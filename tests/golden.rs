@@ -49,6 +49,17 @@ fn delta_expect(name: &str) -> Value {
 }
 
 fn delta_case(name: &str, days_after: i64, tweak: impl Fn(&mut SessionConfig)) -> String {
+    let (cfg, opts) = delta_setup(name, days_after, tweak);
+    run_native(cfg, &opts).unwrap().plan_json
+}
+
+/// The session config and host of a deltalake fixture judged `days_after`
+/// its generation.
+fn delta_setup(
+    name: &str,
+    days_after: i64,
+    tweak: impl Fn(&mut SessionConfig),
+) -> (SessionConfig, HostOptions) {
     let e = delta_expect(name);
     let location = format!("{VDELTA}/{name}");
     let mut opts = HostOptions::synthetic();
@@ -63,7 +74,7 @@ fn delta_case(name: &str, days_after: i64, tweak: impl Fn(&mut SessionConfig)) -
     let mut cfg = SessionConfig::new(&location, "", now, 7 * DAY);
     cfg.format = TableFormat::Delta;
     tweak(&mut cfg);
-    run_native(cfg, &opts).unwrap().plan_json
+    (cfg, opts)
 }
 
 #[test]
@@ -85,62 +96,117 @@ fn iceberg_fixture_plans_are_pinned() {
     }
 }
 
-/// A host that decodes manifests elsewhere (as parallel workers would) and
-/// passes pages and decisions as JSON (as a Python host does): every
-/// manifest read is answered with its digest, never its bytes.
-struct Digesting(lakesweep::Session, usize);
-
-impl Planner for Digesting {
-    fn poll_request(&mut self) -> Option<lakesweep::Request> {
-        self.0.poll_request()
-    }
-    fn handle_blob(&mut self, uri: String, bytes: Vec<u8>) -> Result<(), lakesweep::Error> {
-        if !self.0.is_manifest_read(&uri) {
-            return self.0.handle_blob(uri, bytes);
-        }
-        self.1 += 1;
-        let digest = lakesweep::digest_manifest(&uri, &bytes)?;
-        assert!(
-            digest.len() < bytes.len(),
-            "a digest is smaller than its manifest"
-        );
-        self.0.handle_manifest_digest(uri, digest)
-    }
-    fn handle_missing(&mut self, uri: String) -> Result<(), lakesweep::Error> {
-        self.0.handle_missing(uri)
-    }
-    fn handle_page(
-        &mut self,
-        objects: Vec<lakesweep::ListedObject>,
-        is_last: bool,
-    ) -> Result<(), lakesweep::Error> {
-        let page = serde_json::to_vec(&objects).unwrap();
-        self.0.handle_page_json(page, is_last)
-    }
-    fn handle_pointer(&mut self, m: Option<String>) -> Result<(), lakesweep::Error> {
-        self.0.handle_pointer(m)
-    }
-    fn drain_decisions(&mut self) -> Vec<lakesweep::Decision> {
-        serde_json::from_slice(&self.0.drain_decisions_json()).unwrap()
-    }
-}
-
-impl Finish for Digesting {
-    fn finish_json(&mut self) -> Result<String, lakesweep::Error> {
-        self.0.finish().map(|p| p.to_json())
-    }
-}
-
 #[test]
 fn plans_from_manifest_digests_and_json_pages_are_the_pinned_plans() {
     for t in &tables() {
         let cfg = t.config();
         let start = cfg.metadata_location.clone();
-        let mut p = Digesting(lakesweep::Session::start(cfg).unwrap(), 0);
+        let mut p = Digesting(lakesweep::Session::start(cfg).unwrap(), 0, 0);
         let run = drive(&mut p, &start, &HostOptions::for_table(t)).unwrap();
         assert!(p.1 > 0, "{}: no manifest was digested", t.name);
         pin(&format!("iceberg-{}", t.name), &run.plan_json);
     }
+}
+
+#[test]
+fn delta_plans_from_checkpoint_digests_are_the_pinned_plans() {
+    for (pinned, days, log_cleanup) in [
+        ("delta-events-8d", 8, false),
+        ("delta-events-40d-log-cleanup", 40, true),
+    ] {
+        let (cfg, opts) = delta_setup("events", days, |c| c.log_cleanup = log_cleanup);
+        let start = cfg.metadata_location.clone();
+        let mut p = Digesting(lakesweep::Session::start(cfg).unwrap(), 0, 0);
+        let run = drive(&mut p, &start, &opts).unwrap();
+        assert!(p.2 > 0, "{pinned}: no checkpoint was digested");
+        pin(pinned, &run.plan_json);
+    }
+}
+
+#[test]
+fn a_checkpoint_digest_answers_only_its_own_checkpoint_read() {
+    let (cfg, opts) = delta_setup("events", 8, |_| {});
+    let start = || lakesweep::Session::start(cfg.clone()).unwrap();
+    // Serves the log's listing (with each checkpoint file's size moved by
+    // `grow` bytes) and reads until a checkpoint is asked for.
+    let until_checkpoint = |s: &mut lakesweep::Session, grow: u64| -> String {
+        loop {
+            match s.poll_request().expect("a checkpoint read") {
+                lakesweep::Request::ReadBlob { uri } if s.is_checkpoint_read(&uri) => break uri,
+                lakesweep::Request::ReadBlob { uri } => {
+                    assert!(!s.is_manifest_read(&uri));
+                    match read(&uri, &opts) {
+                        Some(b) => s.handle_blob(uri, b).unwrap(),
+                        None => s.handle_missing(uri).unwrap(),
+                    }
+                }
+                lakesweep::Request::List { prefix } => {
+                    let mut page = list(prefix.trim_end_matches('/'), &opts);
+                    for o in page.iter_mut().filter(|o| o.key.contains(".checkpoint.")) {
+                        o.size += grow;
+                    }
+                    s.handle_page(page, true).unwrap()
+                }
+                r => panic!("{r:?}"),
+            }
+        }
+    };
+    let mut s = start();
+    let checkpoint = until_checkpoint(&mut s, 0);
+    let bytes = read(&checkpoint, &opts).unwrap();
+    // A commit is not a checkpoint: its read is not answered by a digest.
+    let commit = checkpoint.replace(".checkpoint.parquet", ".json");
+    assert!(!s.is_checkpoint_read(&commit));
+    // A digest of another URI's read is refused, and the failed session
+    // plans nothing more.
+    let other =
+        lakesweep::digest_checkpoint("file:///elsewhere/1.checkpoint.parquet", &bytes).unwrap();
+    let e = s
+        .handle_checkpoint_digest(checkpoint.clone(), other)
+        .unwrap_err();
+    assert!(e.to_string().contains("was made from"), "{e}");
+    assert!(s.poll_request().is_none());
+    // A manifest digest does not answer a checkpoint read, nor a checkpoint
+    // digest a read that was never asked for.
+    let mut s = start();
+    let checkpoint = until_checkpoint(&mut s, 0);
+    let d = lakesweep::digest_checkpoint(&checkpoint, &bytes).unwrap();
+    let e = s
+        .handle_manifest_digest(checkpoint.clone(), d.clone())
+        .unwrap_err();
+    assert!(e.to_string().contains("manifest's read only"), "{e}");
+    let mut s = start();
+    until_checkpoint(&mut s, 0);
+    let e = s
+        .handle_checkpoint_digest(format!("{checkpoint}.other"), d.clone())
+        .unwrap_err();
+    assert!(e.to_string().contains("never requested"), "{e}");
+    // A checkpoint the listing gave another length (rewritten or cut since)
+    // fails from its digest exactly as from its bytes.
+    let mut s = start();
+    until_checkpoint(&mut s, 1);
+    let from_digest = s
+        .handle_checkpoint_digest(checkpoint.clone(), d.clone())
+        .unwrap_err();
+    let mut s = start();
+    until_checkpoint(&mut s, 1);
+    let from_bytes = s
+        .handle_blob(checkpoint.clone(), bytes.clone())
+        .unwrap_err();
+    assert!(
+        from_digest.to_string().contains("truncated or rewritten"),
+        "{from_digest}"
+    );
+    assert_eq!(from_digest.to_string(), from_bytes.to_string());
+    // A digest respelled on its way fails its checksum.
+    let mut s = start();
+    until_checkpoint(&mut s, 0);
+    let respelled = d.replacen("\na ", "\na  ", 1);
+    assert_ne!(respelled, d);
+    let e = s
+        .handle_checkpoint_digest(checkpoint, respelled)
+        .unwrap_err();
+    assert!(e.to_string().contains("checksum"), "{e}");
 }
 
 #[test]

@@ -96,6 +96,8 @@ fn parse_all(uri: &str, bytes: &[u8]) -> bool {
     ok |= PageClassifier::load(bytes.to_vec()).is_ok();
     ok |= delta::parse_json_actions(uri, bytes).is_ok();
     ok |= delta::parse_parquet_actions(uri, bytes).is_ok();
+    ok |= lakesweep::digest_manifest(uri, bytes).is_ok();
+    ok |= lakesweep::digest_checkpoint(uri, bytes).is_ok();
     ok
 }
 

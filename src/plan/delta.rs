@@ -14,6 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
+use super::checkpoint_digest::CheckpointDigest;
 use super::{Phase, Purpose, Request, Session};
 use crate::context::{DrCheckpoint, HoldScope};
 use crate::delta_log::{
@@ -331,7 +332,39 @@ impl DeltaSweep {
         order: (u8, u64),
         bytes: &[u8],
     ) -> Result<Vec<(String, Purpose)>> {
-        let actions = match (self.parse(uri, bytes), order.0) {
+        let parsed = self.parse(uri, bytes);
+        self.log_actions(uri, order, parsed)
+    }
+
+    /// Whether a read of `uri` in replay `order` is of a checkpoint file
+    /// (a part, a V2 checkpoint, a sidecar), which a digest may answer.
+    pub(super) fn is_checkpoint_read(&self, uri: &str, order: (u8, u64)) -> bool {
+        (order.0 == CHECKPOINT || order.0 == VALIDATE) && !self.is_commit(uri)
+    }
+
+    /// A checkpoint file's digest, in place of its bytes: its length is
+    /// checked and its actions applied as [`DeltaSweep::log_blob`] checks
+    /// and applies the bytes'.
+    pub(super) fn log_digest(
+        &mut self,
+        uri: &str,
+        order: (u8, u64),
+        digest: CheckpointDigest,
+    ) -> Result<Vec<(String, Purpose)>> {
+        let parsed = self
+            .check_len(uri, digest.source_len)
+            .map(|()| digest.actions);
+        self.log_actions(uri, order, parsed)
+    }
+
+    /// Applies a log file's actions (or its parse error) read in `order`.
+    fn log_actions(
+        &mut self,
+        uri: &str,
+        order: (u8, u64),
+        parsed: Result<Vec<Action>>,
+    ) -> Result<Vec<(String, Purpose)>> {
+        let actions = match (parsed, order.0) {
             (Ok(a), _) => a,
             // A checkpoint read only for log cleanup: damage there skips
             // the cleanup, it does not stop the sweep.
@@ -384,31 +417,39 @@ impl DeltaSweep {
     /// Parses a log file, after checking it is the size the listing said
     /// (a file rewritten or cut since the listing is not the one planned on).
     fn parse(&self, uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
-        if let Some(name) = uri.strip_prefix(&self.log_prefix) {
-            if let Some(e) = self.log.files.get(name) {
-                if e.size != bytes.len() as u64 {
-                    return Err(Error::malformed(
-                        MalformedReason::PartialWrite,
-                        uri,
-                        format!(
-                            "read {} bytes, the listing said {}: truncated or rewritten",
-                            bytes.len(),
-                            e.size
-                        ),
-                    ));
-                }
-            }
-        }
-        let commit = uri
-            .strip_prefix(&self.log_prefix)
-            .is_some_and(|name| matches!(spec::log_file(name), LogFile::Commit(_)));
-        if commit {
+        self.check_len(uri, bytes.len() as u64)?;
+        if self.is_commit(uri) {
             spec::parse_commit(uri, bytes)
         } else if uri.ends_with(".parquet") {
             spec::parse_parquet_actions(uri, bytes)
         } else {
             spec::parse_json_actions(uri, bytes)
         }
+    }
+
+    /// Fails (malformed: partial-write) when a file of the log listing was
+    /// read at another length than the listing gave.
+    fn check_len(&self, uri: &str, len: u64) -> Result<()> {
+        let listed = uri
+            .strip_prefix(&self.log_prefix)
+            .and_then(|name| self.log.files.get(name));
+        match listed {
+            Some(e) if e.size != len => Err(Error::malformed(
+                MalformedReason::PartialWrite,
+                uri,
+                format!(
+                    "read {len} bytes, the listing said {}: truncated or rewritten",
+                    e.size
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether `uri` names a commit (`_delta_log/N.json`).
+    fn is_commit(&self, uri: &str) -> bool {
+        uri.strip_prefix(&self.log_prefix)
+            .is_some_and(|name| matches!(spec::log_file(name), LogFile::Commit(_)))
     }
 
     /// A validation read for log cleanup found nothing.
@@ -838,6 +879,25 @@ impl Session {
         bytes: &[u8],
     ) -> Result<()> {
         let sidecars = self.sweep()?.log_blob(uri, order, bytes)?;
+        self.request_reads(sidecars);
+        Ok(())
+    }
+
+    /// Whether the read of `uri` asked for in replay `order` is of a
+    /// checkpoint file a digest may answer.
+    pub(super) fn delta_is_checkpoint_read(&self, uri: &str, order: (u8, u64)) -> bool {
+        self.delta()
+            .is_some_and(|d| d.is_checkpoint_read(uri, order))
+    }
+
+    /// A checkpoint file's digest was handed in for its bytes.
+    pub(super) fn delta_log_digest(
+        &mut self,
+        uri: &str,
+        order: (u8, u64),
+        digest: CheckpointDigest,
+    ) -> Result<()> {
+        let sidecars = self.sweep()?.log_digest(uri, order, digest)?;
         self.request_reads(sidecars);
         Ok(())
     }

@@ -27,8 +27,7 @@
 //! A digest damaged on its way (a changed byte would change a kept path)
 //! fails its checksum and is refused.
 
-use sha2::{Digest, Sha256};
-
+use crate::digest::{json_string, open_sealed, seal};
 use crate::error::{Error, ProtocolReason, Result};
 use crate::spec::iceberg::{for_each_manifest_entry_with_snapshot, ContentType, ManifestStatus};
 
@@ -77,8 +76,7 @@ pub fn digest_manifest(uri: &str, bytes: &[u8]) -> Result<String> {
         bytes.len()
     );
     out.push_str(&lines);
-    let sum = crate::digest::hex(&Sha256::digest(out.as_bytes()));
-    out.push_str(&format!("sha256 {sum}\n"));
+    seal(&mut out);
     Ok(out)
 }
 
@@ -87,25 +85,7 @@ impl ManifestDigest {
     /// whole digest of this version: a digest is made by the planner, so
     /// anything else is the host's mistake.
     pub(crate) fn decode(text: &str) -> Result<ManifestDigest> {
-        if !text.starts_with(HEADER) {
-            return Err(bad("it does not start with `lakesweep-manifest-digest 1`"));
-        }
-        let body_end = text
-            .trim_end_matches('\n')
-            .rfind('\n')
-            .map(|i| i + 1)
-            .ok_or_else(|| bad("it has no checksum line"))?;
-        let (body, sum_line) = text.split_at(body_end);
-        let sum = sum_line
-            .strip_prefix("sha256 ")
-            .and_then(|s| s.strip_suffix('\n'))
-            .ok_or_else(|| bad("its last line is not `sha256 <hex>`"))?;
-        if crate::digest::hex(&Sha256::digest(body.as_bytes())) != sum {
-            return Err(bad(
-                "its checksum does not match (damaged or cut on its way)",
-            ));
-        }
-        let mut lines = body[HEADER.len()..].lines();
+        let mut lines = open_sealed(text, HEADER).map_err(|e| bad(&e))?.lines();
         let mut field = |name: &str| -> Result<String> {
             lines
                 .next()
@@ -166,12 +146,8 @@ impl ManifestDigest {
     }
 }
 
-fn json_string(s: &str) -> String {
-    serde_json::to_string(s).expect("a string serializes")
-}
-
 fn parse_json_string(s: &str) -> Result<String> {
-    serde_json::from_str::<String>(s).map_err(|_| bad(&format!("`{s}` is not a JSON string")))
+    crate::digest::parse_json_string(s).ok_or_else(|| bad(&format!("`{s}` is not a JSON string")))
 }
 
 fn status_number(s: ManifestStatus) -> u8 {
@@ -202,8 +178,9 @@ mod tests {
     use super::*;
 
     fn sealed(body: &str) -> String {
-        let sum = crate::digest::hex(&Sha256::digest(body.as_bytes()));
-        format!("{body}sha256 {sum}\n")
+        let mut text = body.to_owned();
+        seal(&mut text);
+        text
     }
 
     const BODY: &str = "lakesweep-manifest-digest 1\nuri \"s3://b/t/metadata/m.avro\"\nlength 1234\nentries 2\n1 0 7 \"s3://b/t/data/a b\\n.parquet\"\n2 1 - \"s3://b/t/data/d.puffin\"\n";

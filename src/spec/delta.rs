@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::codec::parquet::{Column, ParquetError, ParquetFile};
 use crate::error::MalformedReason;
@@ -59,7 +59,7 @@ const WRITER_FEATURES: &[&str] = &[
 ];
 
 /// A deletion vector descriptor (`add.deletionVector`, `remove.deletionVector`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeletionVector {
     /// `u` (relative, UUID-named), `p` (absolute path) or `i` (inline).
@@ -72,7 +72,7 @@ pub struct DeletionVector {
 }
 
 /// The table's protocol action.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Protocol {
     /// Minimum reader version.
@@ -97,7 +97,7 @@ impl Protocol {
 }
 
 /// The table's metaData action (the parts a collector needs).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Metadata {
     /// The table id (a UUID).
@@ -119,8 +119,9 @@ impl Metadata {
 }
 
 /// One log action the planner acts on. Other actions (txn, domainMetadata,
-/// commitInfo details) are skipped.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// commitInfo details) are skipped. Its serde form is the one a checkpoint
+/// digest carries (`{"Add":{"path":…}}`), not the log's own JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Action {
     /// A file added to the table.
     Add {

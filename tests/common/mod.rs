@@ -124,6 +124,58 @@ impl Finish for Session {
     }
 }
 
+/// A host that decodes manifests and Delta checkpoints elsewhere (as
+/// parallel workers would) and passes pages and decisions as JSON (as a
+/// Python host does): every manifest and checkpoint read is answered with
+/// its digest, never its bytes. Counts manifests and checkpoint files.
+pub struct Digesting(pub Session, pub usize, pub usize);
+
+impl Planner for Digesting {
+    fn poll_request(&mut self) -> Option<lakesweep::Request> {
+        self.0.poll_request()
+    }
+    fn handle_blob(&mut self, uri: String, bytes: Vec<u8>) -> Result<(), lakesweep::Error> {
+        if self.0.is_checkpoint_read(&uri) {
+            self.2 += 1;
+            let digest = lakesweep::digest_checkpoint(&uri, &bytes)?;
+            return self.0.handle_checkpoint_digest(uri, digest);
+        }
+        if !self.0.is_manifest_read(&uri) {
+            return self.0.handle_blob(uri, bytes);
+        }
+        self.1 += 1;
+        let digest = lakesweep::digest_manifest(&uri, &bytes)?;
+        assert!(
+            digest.len() < bytes.len(),
+            "a digest is smaller than its manifest"
+        );
+        self.0.handle_manifest_digest(uri, digest)
+    }
+    fn handle_missing(&mut self, uri: String) -> Result<(), lakesweep::Error> {
+        self.0.handle_missing(uri)
+    }
+    fn handle_page(
+        &mut self,
+        objects: Vec<lakesweep::ListedObject>,
+        is_last: bool,
+    ) -> Result<(), lakesweep::Error> {
+        let page = serde_json::to_vec(&objects).unwrap();
+        self.0.handle_page_json(page, is_last)
+    }
+    fn handle_pointer(&mut self, m: Option<String>) -> Result<(), lakesweep::Error> {
+        self.0.handle_pointer(m)
+    }
+    fn drain_decisions(&mut self) -> Vec<lakesweep::Decision> {
+        serde_json::from_slice(&self.0.drain_decisions_json()).unwrap()
+    }
+}
+
+impl Finish for Digesting {
+    fn finish_json(&mut self) -> Result<String, lakesweep::Error> {
+        self.0.finish().map(|p| p.to_json())
+    }
+}
+
 /// Lists the table under `location` (virtual), sorted.
 pub fn list(location: &str, opts: &HostOptions) -> Vec<ListedObject> {
     let dir = vpath(location).expect("virtual location");

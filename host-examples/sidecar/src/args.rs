@@ -724,9 +724,10 @@ struct PlanOpts {
     /// more is refused by name, never half-read.
     #[arg(long, value_name = "SIZE", value_parser = size_bytes)]
     memory_budget: Option<u64>,
-    /// Iceberg: keeps each manifest's digest (its entries' paths) in the
-    /// cache folder, filed under the manifest's ETag or inode and change
-    /// time, and reads it instead of an unchanged manifest on later plans.
+    /// Keeps each Iceberg manifest's and Delta checkpoint file's digest
+    /// (the paths and actions the plan needs) in the cache folder, filed
+    /// under the file's ETag or inode and change time, and reads it instead
+    /// of an unchanged file on later plans.
     #[arg(long)]
     manifest_cache: bool,
     #[command(flatten)]

@@ -169,6 +169,12 @@ impl Planner {
         done(api.call_digest_manifest(&mut self.store, &uri.to_owned(), bytes))
     }
 
+    /// `digest-checkpoint`.
+    pub fn digest_checkpoint(&mut self, uri: &str, bytes: &[u8]) -> Result<String, String> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_digest_checkpoint(&mut self.store, &uri.to_owned(), bytes))
+    }
+
     /// `check-policy`.
     pub fn check_policy(&mut self, policy: &str) -> Result<wt::PolicyReport, String> {
         let api = self.api.lakesweep_planner_planner();

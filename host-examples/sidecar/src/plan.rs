@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::ahead::ListingAhead;
 use crate::component::{describe, mappings, trap, wasm_path, wt, Planner};
-use crate::manifests::{Answer, Manifests};
+use crate::digests::{Answer, Digests, Kind};
 use crate::pointer::Pointer;
 use crate::store::{Object, Store};
 
@@ -64,8 +64,8 @@ pub struct PlanInput {
     pub allow_short_retention: bool,
     /// The planner's memory budget, bytes (None: its default).
     pub memory_budget: Option<u64>,
-    /// Iceberg: keep manifest digests in the cache folder and read them
-    /// instead of unchanged manifests (see `manifests`).
+    /// Keep manifest and Delta checkpoint digests in the cache folder and
+    /// read them instead of unchanged files (see `digests`).
     pub manifest_cache: bool,
     /// How the plan is made (`lakesweep.origin.v1`), sealed into it.
     pub origin: Option<String>,
@@ -106,9 +106,9 @@ pub struct Outcome {
     pub plan: wt::SealedPlan,
     /// The final decision per relative key (all, or only unreferenced ones).
     pub decisions: BTreeMap<String, wt::Decision>,
-    /// Blobs (metadata, manifest lists, manifests) read.
+    /// Blobs (metadata, manifest lists, manifests, log files) read.
     pub reads: usize,
-    /// Of those, manifests answered by their cached digest.
+    /// Of those, manifests and checkpoint files answered by their cached digest.
     pub cached_reads: usize,
     /// Objects the listing found whose keys this host cannot represent
     /// (names that are not UTF-8), as the store spelled them: not given to
@@ -205,7 +205,7 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         }
     };
     let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
-    let manifests = Manifests::new(
+    let digests = Digests::new(
         wasm_path(input.wasm.as_deref()),
         input.manifest_cache,
         input.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET),
@@ -299,39 +299,50 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         if blobs.is_empty() && lists.is_empty() && !pointer_asked {
             break;
         }
-        // Manifests are digested on spare instances, every core at once;
-        // the session checks each digest as it would the bytes.
+        // Manifests and checkpoint files are digested on spare instances,
+        // every core at once; the session checks each digest as it would
+        // the bytes.
         let mut asked = Vec::with_capacity(blobs.len());
         for uri in blobs {
-            let manifest = p
-                .session()
+            let s = p.session();
+            let kind = if s
                 .call_is_manifest_read(&mut *wstore, session, &uri)
-                .map_err(trap)?;
-            asked.push((uri, manifest));
+                .map_err(trap)?
+            {
+                Some(Kind::Manifest)
+            } else if s
+                .call_is_checkpoint_read(&mut *wstore, session, &uri)
+                .map_err(trap)?
+            {
+                Some(Kind::Checkpoint)
+            } else {
+                None
+            };
+            asked.push((uri, kind));
         }
         let mut fetched = futures::stream::iter(asked)
-            .map(|(uri, manifest)| {
+            .map(|(uri, kind)| {
                 let store = store.clone();
-                let manifests = manifests.clone();
+                let digests = digests.clone();
                 let what_if = input.what_if.as_ref().filter(|w| w.answers(&uri));
                 async move {
                     if let Some(w) = what_if {
-                        return (uri, Ok(Answer::Bytes(w.bytes.clone())));
+                        return (uri, kind, Ok(Answer::Bytes(w.bytes.clone())));
                     }
                     // A table's other write roots may live in another bucket.
-                    let r = match store.holding(&uri) {
-                        Ok(s) if manifest => manifests.answer(&s, &uri).await,
-                        Ok(s) => s
+                    let r = match (store.holding(&uri), kind) {
+                        (Ok(s), Some(kind)) => digests.answer(&s, &uri, kind).await,
+                        (Ok(s), None) => s
                             .read(&uri)
                             .await
                             .map(|b| b.map_or(Answer::Missing, Answer::Bytes)),
-                        Err(e) => Err(e),
+                        (Err(e), _) => Err(e),
                     };
-                    (uri, r)
+                    (uri, kind, r)
                 }
             })
             .buffer_unordered(READ_CONCURRENCY);
-        while let Some((uri, r)) = fetched.next().await {
+        while let Some((uri, kind, r)) = fetched.next().await {
             reads += 1;
             reads_bar.inc(1);
             let s = p.session();
@@ -339,12 +350,16 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
                 Answer::Bytes(b) => s.call_handle_blob(&mut *wstore, session, &uri, &b),
                 Answer::Missing => s.call_handle_missing(&mut *wstore, session, &uri),
                 Answer::Digest { text, cached } => {
-                    let r = s.call_handle_manifest_digest(&mut *wstore, session, &uri, &text);
-                    match (r, manifests.cache_folder()) {
+                    let r = if kind == Some(Kind::Checkpoint) {
+                        s.call_handle_checkpoint_digest(&mut *wstore, session, &uri, &text)
+                    } else {
+                        s.call_handle_manifest_digest(&mut *wstore, session, &uri, &text)
+                    };
+                    match (r, digests.cache_folder()) {
                         (Ok(Err(e)), Some(dir)) if cached => {
                             return Err(format!(
-                                "{} (the digest came from the manifest cache: remove {} \
-                                 to read the manifests again; nothing deleted)",
+                                "{} (the digest came from the digest cache: remove {} \
+                                 to read the files again; nothing deleted)",
                                 describe(&e),
                                 dir.display()
                             ))
@@ -454,7 +469,7 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         plan,
         decisions,
         reads,
-        cached_reads: manifests.cache_hits(),
+        cached_reads: digests.cache_hits(),
         unrepresentable,
         store_notes,
     })))

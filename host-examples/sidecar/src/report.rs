@@ -77,6 +77,10 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
         "  metadata      {}",
         esc(&plan.tokens.metadata_location)
     ));
+    let cached = match o.cached_reads {
+        0 => String::new(),
+        n => format!(" ({n} from the digest cache)"),
+    };
     if plan.format == wt::TableFormat::Delta {
         let version = plan.tokens.refs.iter().find(|r| r.name == "version");
         line(format!(
@@ -84,19 +88,14 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
             version.map_or("null".into(), |r| r.snapshot_id.to_string())
         ));
         line(format!(
-            "  versions kept {} (the newest and every --keep-version or lease)   log files read: {}",
+            "  versions kept {} (the newest and every --keep-version or lease)   log files read: {}{cached}",
             s.snapshots, o.reads
         ));
     } else {
         line(format!("  pointer       {pointer_source}"));
         line(format!(
-            "  snapshots     {} (all kept: expiry is planned separately)   blobs read: {}{}",
-            s.snapshots,
-            o.reads,
-            match o.cached_reads {
-                0 => String::new(),
-                n => format!(" ({n} manifests from the digest cache)"),
-            }
+            "  snapshots     {} (all kept: expiry is planned separately)   blobs read: {}{cached}",
+            s.snapshots, o.reads,
         ));
     }
     let (n, b) = tally(Some(&s.listed));

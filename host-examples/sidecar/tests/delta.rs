@@ -455,3 +455,79 @@ fn report_json_and_plan_file_agree_on_every_key() {
     one_document(&human, &json, &plan_path, &files_under(&s.root));
     let _ = std::fs::remove_file(&plan_path);
 }
+
+/// `--manifest-cache` on a Delta table: the checkpoint's digest is filed
+/// under its identity and a second plan reads it instead of the Parquet,
+/// making the same plan; a checkpoint rewritten in place (same length, a
+/// byte changed) is read again, not taken from the cache.
+#[test]
+fn checkpoint_digests_are_cached_and_a_rewritten_checkpoint_is_read_again() {
+    let s = Staged::fixture("events", "digest-cache");
+    let cache = s.root.with_extension("cache");
+    let _ = std::fs::remove_dir_all(&cache);
+    let now = (s.generated_at() + 8 * DAY).to_string();
+    let plan = |flags: &[&str]| {
+        let mut a = vec!["plan", s.root.to_str().unwrap(), "--now", &now];
+        a.extend(flags);
+        lakesweep_with(&[("LAKESWEEP_CACHE_DIR", cache.display().to_string())], &a)
+    };
+    let filed = || -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for d in std::fs::read_dir(cache.join("digests"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            out.extend(
+                std::fs::read_dir(d.path())
+                    .unwrap()
+                    .flatten()
+                    .map(|f| f.path()),
+            );
+        }
+        out
+    };
+    // Staging set the files' times just now: a file changed under a second
+    // before the plan is not filed (times advance in clock ticks).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let plain = json(&plan(&["--json"]));
+    let first = json(&plan(&["--json", "--manifest-cache"]));
+    let digests = filed();
+    assert_eq!(digests.len(), 1, "the one checkpoint part: {digests:?}");
+    let text = std::fs::read_to_string(&digests[0]).unwrap();
+    assert!(
+        text.starts_with("lakesweep-checkpoint-digest 1\n"),
+        "{text}"
+    );
+    let second = plan(&["--manifest-cache"]);
+    assert!(second.status.success(), "{}", out_text(&second));
+    let report = String::from_utf8_lossy(&second.stdout);
+    assert!(report.contains("(1 from the digest cache)"), "{report}");
+    let second = json(&plan(&["--json", "--manifest-cache"]));
+    for v in [&first, &second] {
+        assert_eq!(v["digest"], plain["digest"], "the same plan, byte for byte");
+    }
+    assert!(!deletes(&plain).is_empty());
+
+    // The checkpoint rewritten in place with one byte of its footer's
+    // length changed: it no longer reads, and its digest must not stand in.
+    let checkpoint = s
+        .root
+        .join("_delta_log/00000000000000000008.checkpoint.parquet");
+    let mut b = std::fs::read(&checkpoint).unwrap();
+    let at = b.len() - 8;
+    b[at] ^= 0x01;
+    std::fs::write(&checkpoint, &b).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    for flags in [&["--json"][..], &["--json", "--manifest-cache"]] {
+        let o = plan(flags);
+        assert!(!o.status.success(), "{flags:?}: {}", out_text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("checkpoint.parquet"), "{err}");
+        assert!(
+            !err.contains("digest cache"),
+            "not the cache's fault: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&cache);
+}

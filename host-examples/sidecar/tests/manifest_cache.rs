@@ -46,7 +46,7 @@ impl Cached {
     /// The digest files filed so far.
     fn filed(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
-        let root = self.cache.join("manifest-digests");
+        let root = self.cache.join("digests");
         for d in std::fs::read_dir(&root).into_iter().flatten().flatten() {
             for f in std::fs::read_dir(d.path()).unwrap().flatten() {
                 out.push(f.path());
@@ -79,7 +79,7 @@ fn manifests(table: &Path) -> Vec<PathBuf> {
 
 fn cache_hits(report: &str) -> usize {
     report
-        .split(" manifests from the digest cache")
+        .split(" from the digest cache")
         .next()
         .filter(|s| s.len() < report.len())
         .and_then(|s| s.rsplit('(').next())
@@ -139,7 +139,7 @@ fn a_manifest_rewritten_in_place_is_read_again_not_taken_from_the_cache() {
             "{err}"
         );
         assert!(
-            !err.contains("manifest cache"),
+            !err.contains("digest cache"),
             "not the cache's fault: {err}"
         );
     }

@@ -917,10 +917,7 @@ fn manifest_digests_are_cached_by_etag() {
     let first = text(&plan(true));
     assert!(!first.contains("from the digest cache"), "{first}");
     let second = text(&plan(true));
-    assert!(
-        second.contains("manifests from the digest cache"),
-        "{second}"
-    );
+    assert!(second.contains("from the digest cache"), "{second}");
     let delete_lines = |t: &str| -> Vec<String> {
         t.lines()
             .skip_while(|l| !l.starts_with("would delete"))
@@ -968,6 +965,6 @@ fn manifest_digests_are_cached_by_etag() {
     });
     let again = text(&plan(true));
     assert_eq!(delete_lines(&again), delete_lines(&plain));
-    assert!(again.contains("manifests from the digest cache"), "{again}");
+    assert!(again.contains("from the digest cache"), "{again}");
     let _ = std::fs::remove_dir_all(&dir);
 }

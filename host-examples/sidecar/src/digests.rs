@@ -1,18 +1,19 @@
-//! Iceberg manifests read for a session: each is decoded into its digest
-//! (`digest-manifest`) by a spare instance of the component on the blocking
-//! pool, so manifests decode on every core while the session keeps their
-//! files. With `--manifest-cache` each digest is also filed on disk under
-//! the identity of the bytes it was made from ([`Store::content_id`]: ETag
-//! and version, or inode and change time), and a later plan reads the
-//! digest instead of the manifest when the manifest's identity now is the
-//! one it was made from: Iceberg manifests are written once, so a second
+//! Iceberg manifests and Delta checkpoint files read for a session: each is
+//! decoded into its digest (`digest-manifest`, `digest-checkpoint`) by a
+//! spare instance of the component on the blocking pool, so they decode on
+//! every core while the session keeps their files (a multi-part checkpoint's
+//! parts at once). With `--manifest-cache` each digest is also filed on disk
+//! under the identity of the bytes it was made from ([`Store::content_id`]:
+//! ETag and version, or inode and change time), and a later plan reads the
+//! digest instead of the file when the file's identity now is the one it
+//! was made from: manifests and checkpoints are written once, so a second
 //! plan of an unchanged table costs its listing and metadata reads.
 //!
 //! Nothing here decides anything: the session checks a digest exactly as it
-//! checks the bytes (its checksum and URI, the length its manifest list
-//! gives, the entry counts of the snapshot summaries), and bytes the
-//! digest refuses are handed to the session as bytes, so its error is the
-//! one a plan without digests gives.
+//! checks the bytes (its checksum and URI, the length its manifest list or
+//! log listing gives, the entry counts of the snapshot summaries), and bytes
+//! the digest refuses are handed to the session as bytes, so its error is
+//! the one a plan without digests gives.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,18 +24,27 @@ use sha2::{Digest, Sha256};
 use crate::component::{hex, Planner, Wasm};
 use crate::store::Store;
 
-/// What a manifest read answers the session with.
+/// Which files a session lets a digest answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// An Iceberg manifest (`is-manifest-read`).
+    Manifest,
+    /// A Delta checkpoint part, V2 checkpoint or sidecar (`is-checkpoint-read`).
+    Checkpoint,
+}
+
+/// What a digested read answers the session with.
 pub enum Answer {
-    /// The manifest's digest (`cached`: read from the cache, not made now).
+    /// The file's digest (`cached`: read from the cache, not made now).
     Digest { text: String, cached: bool },
     /// The bytes, which did not digest: the session says why.
     Bytes(Vec<u8>),
-    /// The manifest does not exist.
+    /// The file does not exist.
     Missing,
 }
 
-/// Reads and digests manifests for one session.
-pub struct Manifests {
+/// Reads and digests manifests and checkpoint files for one session.
+pub struct Digests {
     wasm: Wasm,
     /// Idle component instances (at most one per core is ever made).
     idle: Mutex<Vec<Planner>>,
@@ -42,22 +52,22 @@ pub struct Manifests {
     permits: tokio::sync::Semaphore,
     cache: Option<DigestCache>,
     hits: AtomicUsize,
-    /// Larger manifests go to the session as bytes, where its memory
+    /// Larger files go to the session as bytes, where its memory
     /// budget judges them (a worker instance has no budget of its own).
     max_bytes: usize,
 }
 
-impl Manifests {
+impl Digests {
     /// Digesting with the component `wasm`; with a cache when `cache` and a
     /// cache folder exists for this user (`LAKESWEEP_CACHE_DIR`, else
     /// `$XDG_CACHE_HOME/lakesweep`, else `~/.cache/lakesweep`).
-    /// Manifests over a sixteenth of `memory_budget` bytes are not digested
+    /// Files over a sixteenth of `memory_budget` bytes are not digested
     /// here.
-    pub fn new(wasm: Wasm, cache: bool, memory_budget: u64) -> Result<Arc<Manifests>, String> {
+    pub fn new(wasm: Wasm, cache: bool, memory_budget: u64) -> Result<Arc<Digests>, String> {
         let cache = match cache.then(crate::component::cache_dir).flatten() {
             Some(root) => Some(DigestCache {
                 dir: root
-                    .join("manifest-digests")
+                    .join("digests")
                     .join(&crate::component::wasm_sha256(&wasm)?[..16]),
             }),
             None if cache => {
@@ -70,7 +80,7 @@ impl Manifests {
             None => None,
         };
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
-        Ok(Arc::new(Manifests {
+        Ok(Arc::new(Digests {
             wasm,
             idle: Mutex::new(Vec::new()),
             permits: tokio::sync::Semaphore::new(cores),
@@ -90,9 +100,14 @@ impl Manifests {
         self.cache.as_ref().map(|c| c.dir.as_path())
     }
 
-    /// Reads the manifest at `uri` (in `store`) and digests it, or finds
-    /// its digest in the cache.
-    pub async fn answer(self: &Arc<Self>, store: &Store, uri: &str) -> Result<Answer, String> {
+    /// Reads the `kind` of file at `uri` (in `store`) and digests it, or
+    /// finds its digest in the cache.
+    pub async fn answer(
+        self: &Arc<Self>,
+        store: &Store,
+        uri: &str,
+        kind: Kind,
+    ) -> Result<Answer, String> {
         if let Some(c) = &self.cache {
             if let Some(id) = store.content_id(uri).await? {
                 if let Some(text) = c.get(uri, &id) {
@@ -114,7 +129,7 @@ impl Manifests {
             .map_err(|e| format!("digest {uri}: {e}"))?;
         let me = self.clone();
         let u = uri.to_owned();
-        let (bytes, digest) = tokio::task::spawn_blocking(move || me.digest(&u, bytes))
+        let (bytes, digest) = tokio::task::spawn_blocking(move || me.digest(&u, bytes, kind))
             .await
             .map_err(|e| format!("digest {uri}: {e}"))?;
         drop(permit);
@@ -134,13 +149,16 @@ impl Manifests {
 
     /// Digests `bytes` on an idle instance (made when none is idle); an
     /// instance that failed is dropped, not reused.
-    fn digest(&self, uri: &str, bytes: Vec<u8>) -> (Vec<u8>, Result<String, String>) {
+    fn digest(&self, uri: &str, bytes: Vec<u8>, kind: Kind) -> (Vec<u8>, Result<String, String>) {
         let idle = self.idle.lock().ok().and_then(|mut v| v.pop());
         let mut planner = match idle.map_or_else(|| Planner::load(&self.wasm), Ok) {
             Ok(p) => p,
             Err(e) => return (bytes, Err(e)),
         };
-        let r = planner.digest_manifest(uri, &bytes);
+        let r = match kind {
+            Kind::Manifest => planner.digest_manifest(uri, &bytes),
+            Kind::Checkpoint => planner.digest_checkpoint(uri, &bytes),
+        };
         if r.is_ok() {
             if let Ok(mut v) = self.idle.lock() {
                 v.push(planner);
@@ -150,10 +168,10 @@ impl Manifests {
     }
 }
 
-/// Digests on disk: one file per manifest version, named by the SHA-256 of
+/// Digests on disk: one file per manifest or checkpoint file version, named by the SHA-256 of
 /// its URI and content identity, holding the digest text. A file whose
 /// checksum line does not match its text (cut or damaged) is removed and
-/// the manifest read again. The folder may be deleted at any time. It is
+/// the file read again. The folder may be deleted at any time. It is
 /// this user's own, as the compiled component's cache beside it: whoever
 /// can write there can already run code as this user.
 struct DigestCache {
