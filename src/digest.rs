@@ -40,12 +40,85 @@ pub(crate) fn open_sealed<'a>(text: &'a str, header: &str) -> Result<&'a str, St
     Ok(&body[header.len()..])
 }
 
+/// The head of an opened digest: the URI it was made from, the source's
+/// length in bytes, the count of items it says it holds, and its item lines.
+pub(crate) struct Opened<'a> {
+    pub(crate) uri: String,
+    pub(crate) source_len: u64,
+    pub(crate) count: u64,
+    pub(crate) lines: std::str::Lines<'a>,
+}
+
+/// Opens a [`seal`]ed digest whose lines after `header` are `uri <JSON
+/// string>`, `length <n>` and `<count_name> <n>`; `Err` says what is wrong.
+pub(crate) fn open_digest<'a>(
+    text: &'a str,
+    header: &str,
+    count_name: &str,
+) -> Result<Opened<'a>, String> {
+    let mut lines = open_sealed(text, header)?.lines();
+    let mut field = |name: &str| -> Result<&'a str, String> {
+        lines
+            .next()
+            .and_then(|l| l.strip_prefix(name))
+            .and_then(|l| l.strip_prefix(' '))
+            .ok_or_else(|| format!("no `{name}` line"))
+    };
+    let uri = field("uri")?;
+    let uri = parse_json_string(uri).ok_or_else(|| format!("`{uri}` is not a JSON string"))?;
+    let source_len = field("length")?
+        .parse::<u64>()
+        .map_err(|_| "its length is not a number".to_owned())?;
+    let count = field(count_name)?
+        .parse::<u64>()
+        .map_err(|_| format!("its {count_name} count is not a number"))?;
+    Ok(Opened {
+        uri,
+        source_len,
+        count,
+        lines,
+    })
+}
+
 /// `s` as a JSON string (one line: newlines and quotes escaped).
 pub(crate) fn json_string(s: &str) -> String {
     serde_json::to_string(s).expect("a string serializes")
 }
 
-/// The string a JSON string spells; `None` when `s` is not one.
+/// The string a JSON string spells; `None` when `s` is not one. Without a
+/// backslash between its quotes (no escape: no quote, backslash or control
+/// character inside) a JSON string spells exactly the text between them.
 pub(crate) fn parse_json_string(s: &str) -> Option<String> {
-    serde_json::from_str::<String>(s).ok()
+    let inner = s.strip_prefix('"').and_then(|t| t.strip_suffix('"'));
+    match inner {
+        Some(t) if !t.bytes().any(|b| b == b'\\' || b == b'"' || b < 0x20) => Some(t.to_owned()),
+        _ => serde_json::from_str::<String>(s).ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The shortcut reads every string as serde_json does, and refuses
+        /// what it refuses.
+        #[test]
+        fn a_json_string_reads_as_serde_json_reads_it(s in any::<String>(), raw in "\\PC{0,12}") {
+            prop_assert_eq!(parse_json_string(&json_string(&s)), Some(s));
+            for t in [raw.clone(), format!("\"{raw}\""), format!("\"{raw}")] {
+                prop_assert_eq!(parse_json_string(&t), serde_json::from_str::<String>(&t).ok(), "{}", t);
+            }
+        }
+    }
+
+    #[test]
+    fn escapes_and_controls_go_the_long_way() {
+        assert_eq!(parse_json_string("\"a\\nb\"").as_deref(), Some("a\nb"));
+        assert_eq!(parse_json_string("\"a\tb\""), None);
+        assert_eq!(parse_json_string("\"a\"b\""), None);
+        assert_eq!(parse_json_string("\"\"").as_deref(), Some(""));
+        assert_eq!(parse_json_string("\""), None);
+    }
 }

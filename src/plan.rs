@@ -454,6 +454,18 @@ pub fn canonical_pointer(raw: &str, mappings: &[PathMapping]) -> Result<String> 
         .map_err(|e| Error::invalid("metadata_location", e))
 }
 
+/// Fails (protocol) when the digest answering the read of `uri` was made
+/// from another URI's bytes.
+fn made_from(uri: &str, digest_uri: &str) -> Result<()> {
+    if digest_uri == uri {
+        return Ok(());
+    }
+    Err(Error::protocol(
+        ProtocolReason::UnexpectedAnswer,
+        format!("the digest answering `{uri}` was made from `{digest_uri}`"),
+    ))
+}
+
 #[derive(Debug, Clone)]
 enum Purpose {
     /// A `_delta_log/` file; `order` sorts replay (0 checkpoint and its
@@ -771,15 +783,7 @@ impl Session {
             };
             s.check_budget(&uri, &purpose, digest.as_bytes())?;
             let d = manifest_digest::ManifestDigest::decode(&digest)?;
-            if d.uri != uri {
-                return Err(Error::protocol(
-                    ProtocolReason::UnexpectedAnswer,
-                    format!(
-                        "the digest answering `{uri}` was made from `{}`",
-                        d.uri
-                    ),
-                ));
-            }
+            made_from(&uri, &d.uri)?;
             s.summary.manifests_read += 1;
             let read = iceberg::read_manifest_digest(
                 &uri,
@@ -825,17 +829,14 @@ impl Session {
                     ))
                 }
             };
-            s.check_budget(&uri, &purpose, digest.as_bytes())?;
+            // The text, and the actions it decodes into: each line's path
+            // again and an action record (56 bytes in wasm32, 104
+            // natively) per line, which is at least 14 bytes long (`a "` a
+            // path of ten `"`): under eight times the text in wasm32.
+            let n = digest.len() as u64;
+            s.check_cost(&uri, "Delta checkpoint digest", n, n.saturating_mul(8))?;
             let d = checkpoint_digest::CheckpointDigest::decode(&digest)?;
-            if d.uri != uri {
-                return Err(Error::protocol(
-                    ProtocolReason::UnexpectedAnswer,
-                    format!(
-                        "the digest answering `{uri}` was made from `{}`",
-                        d.uri
-                    ),
-                ));
-            }
+            made_from(&uri, &d.uri)?;
             s.delta_log_digest(&uri, order, d)?;
             s.advance()
         })
@@ -1758,6 +1759,12 @@ impl Session {
                 ("manifest", n.saturating_mul(2))
             }
         };
+        self.check_cost(uri, what, n, cost)
+    }
+
+    /// Refuses (unsupported) decoding `n` bytes of `what` at `uri` when its
+    /// `cost` in planner memory and what is held already exceed the budget.
+    fn check_cost(&self, uri: &str, what: &str, n: u64, cost: u64) -> Result<()> {
         // The keep set: about 64 bytes per key while it is being built.
         let held = (self.classifier.keep.slots_held() as u64)
             .saturating_mul(64)

@@ -24,7 +24,7 @@
 //! sha256 <hex of every byte before this line>
 //! ```
 
-use crate::digest::{json_string, open_sealed, parse_json_string, seal};
+use crate::digest::{json_string, open_digest, parse_json_string, seal};
 use crate::error::{Error, ProtocolReason, Result};
 use crate::spec::delta::{parse_json_actions, parse_parquet_actions, Action};
 
@@ -108,22 +108,12 @@ impl CheckpointDigest {
     /// whole digest of this version: a digest is made by the planner, so
     /// anything else is the host's mistake.
     pub(crate) fn decode(text: &str) -> Result<CheckpointDigest> {
-        let mut lines = open_sealed(text, HEADER).map_err(|e| bad(&e))?.lines();
-        let mut field = |name: &str| -> Result<String> {
-            lines
-                .next()
-                .and_then(|l| l.strip_prefix(name))
-                .and_then(|l| l.strip_prefix(' '))
-                .map(str::to_owned)
-                .ok_or_else(|| bad(&format!("no `{name}` line")))
-        };
-        let uri = string(&field("uri")?)?;
-        let source_len = field("length")?
-            .parse::<u64>()
-            .map_err(|_| bad("its length is not a number"))?;
-        let count = field("actions")?
-            .parse::<u64>()
-            .map_err(|_| bad("its action count is not a number"))?;
+        let crate::digest::Opened {
+            uri,
+            source_len,
+            count,
+            lines,
+        } = open_digest(text, HEADER, "actions").map_err(|e| bad(&e))?;
         let mut actions = Vec::with_capacity(usize::try_from(count.min(1 << 20)).unwrap_or(0));
         for line in lines {
             actions.push(action(line)?);

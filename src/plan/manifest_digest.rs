@@ -27,7 +27,7 @@
 //! A digest damaged on its way (a changed byte would change a kept path)
 //! fails its checksum and is refused.
 
-use crate::digest::{json_string, open_sealed, seal};
+use crate::digest::{json_string, open_digest, seal};
 use crate::error::{Error, ProtocolReason, Result};
 use crate::spec::iceberg::{for_each_manifest_entry_with_snapshot, ContentType, ManifestStatus};
 
@@ -85,22 +85,12 @@ impl ManifestDigest {
     /// whole digest of this version: a digest is made by the planner, so
     /// anything else is the host's mistake.
     pub(crate) fn decode(text: &str) -> Result<ManifestDigest> {
-        let mut lines = open_sealed(text, HEADER).map_err(|e| bad(&e))?.lines();
-        let mut field = |name: &str| -> Result<String> {
-            lines
-                .next()
-                .and_then(|l| l.strip_prefix(name))
-                .and_then(|l| l.strip_prefix(' '))
-                .map(str::to_owned)
-                .ok_or_else(|| bad(&format!("no `{name}` line")))
-        };
-        let uri = parse_json_string(&field("uri")?)?;
-        let source_len = field("length")?
-            .parse::<u64>()
-            .map_err(|_| bad("its length is not a number"))?;
-        let count = field("entries")?
-            .parse::<u64>()
-            .map_err(|_| bad("its entry count is not a number"))?;
+        let crate::digest::Opened {
+            uri,
+            source_len,
+            count,
+            lines,
+        } = open_digest(text, HEADER, "entries").map_err(|e| bad(&e))?;
         let mut entries = Vec::new();
         for line in lines {
             let mut parts = line.splitn(4, ' ');
