@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time `lakesweep plan` against deltalake's full vacuum dry run on one Delta table.
 
-    python3 benches/delta_vs_deltalake.py TABLE_DIR [--runs 5] [--lakesweep PATH]
+    python3 benches/delta_vs_deltalake.py TABLE_DIR [--runs 5] [--lakesweep PATH] [--manifest-cache]
 
 Make the table with benches/delta_table.py (100,000 files and a checkpoint by
 default). Runs, alternating, --runs times each:
@@ -23,6 +23,11 @@ ratio of the medians (deltalake / lakesweep), the peak memory of each, and as
 a sanity check the number of files each would delete (lakesweep: the "delete"
 array of its JSON output; deltalake: the returned list) and the size of the
 symmetric difference of the two sets (relative keys, compared exactly).
+
+With --manifest-cache, lakesweep then plans once more with --manifest-cache
+and a fresh cache folder (filling it: every checkpoint file digested and
+filed) and --runs times reading the filed digests, and the medians of both
+are printed with their ratio to the plain runs; the delete lists must match.
 
 If lakesweep exits non-zero its stderr is printed and deltalake is still
 timed. Exits 0 unless deltalake fails.
@@ -80,6 +85,25 @@ def lakesweep_deletes(stdout_path, plan_path):
     return None
 
 
+def cache_runs(a, ls_cmd, tmp, ls_stdout, plan_path, want_keys):
+    """Plans with --manifest-cache in a fresh cache folder: once filling it,
+    then --runs times reading it. Returns ((wall, KiB), [(wall, KiB)])."""
+    env = {"LAKESWEEP_CACHE_DIR": os.path.join(tmp, "digest-cache")}
+    cmd = ls_cmd + ["--manifest-cache"]
+    out = []
+    for i in range(a.runs + 1):
+        rc, wall, kib, err = timed(cmd, tmp, ls_stdout, env=env)
+        if rc != 0:
+            sys.exit(f"lakesweep --manifest-cache failed (exit {rc}):\n{err}")
+        keys = lakesweep_deletes(ls_stdout, plan_path)
+        if sorted(keys or []) != sorted(want_keys or []):
+            sys.exit("lakesweep --manifest-cache planned other deletes than without the cache")
+        what = "filling" if i == 0 else "cached"
+        print(f"{i:>4} {'lakesweep':<10} {wall:8.2f} {mib(kib):>12}  --manifest-cache {what}", flush=True)
+        out.append((wall, kib))
+    return out[0], out[1:]
+
+
 def mib(kib):
     return f"{kib / 1024:.1f} MiB"
 
@@ -89,6 +113,8 @@ def main():
     ap.add_argument("table_dir")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--lakesweep", default=DEFAULT_LAKESWEEP, help="the lakesweep binary")
+    ap.add_argument("--manifest-cache", action="store_true",
+                    help="also time plans filling and reading the digest cache")
     a = ap.parse_args()
     table = os.path.abspath(a.table_dir)
     if not os.path.isdir(os.path.join(table, "_delta_log")):
@@ -141,6 +167,8 @@ def main():
             dl_runs.append((wall, kib, res["seconds"]))
             print(f"{i:>4} {'deltalake':<10} {wall:8.2f} {mib(kib):>12}  delete {len(dl_keys)}, "
                   f"vacuum call {res['seconds']:.2f} s", flush=True)
+        cached = cache_runs(a, ls_cmd, tmp, ls_stdout, plan_path, ls_keys) \
+            if a.manifest_cache and have_lakesweep and ls_runs else None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -160,6 +188,12 @@ def main():
             print(f"ratio of medians (deltalake / lakesweep): {dl_med / ls_med:.2f}")
     elif have_lakesweep:
         print(f"lakesweep  all {ls_failed} runs failed: no figures")
+    if cached:
+        fill, reads = cached
+        med = statistics.median(r[0] for r in reads)
+        print(f"lakesweep --manifest-cache: filling {fill[0]:.3f} s ({mib(fill[1])}), "
+              f"reading digests median {med:.3f} s, peak RSS max {mib(max(r[1] for r in reads))}; "
+              f"plain / cached {ls_med / med:.2f}, deltalake / cached {dl_med / med:.2f}")
 
     print()
     print(f"deltalake would delete {len(dl_keys)} files")

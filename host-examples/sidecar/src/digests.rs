@@ -1,8 +1,8 @@
 //! Iceberg manifests and Delta checkpoint files read for a session: each is
 //! decoded into its digest (`digest-manifest`, `digest-checkpoint`) by a
 //! spare instance of the component on the blocking pool, so they decode on
-//! every core while the session keeps their files (a multi-part checkpoint's
-//! parts at once). With `--manifest-cache` each digest is also filed on disk
+//! every core while the session keeps their files (checkpoint files only
+//! with the cache: see `plan`). With `--manifest-cache` each digest is also filed on disk
 //! under the identity of the bytes it was made from ([`Store::content_id`]:
 //! ETag and version, or inode and change time), and a later plan reads the
 //! digest instead of the file when the file's identity now is the one it
@@ -148,7 +148,8 @@ impl Digests {
     }
 
     /// Digests `bytes` on an idle instance (made when none is idle); an
-    /// instance that failed is dropped, not reused.
+    /// instance that failed, or digested a checkpoint file, is dropped, not
+    /// reused.
     fn digest(&self, uri: &str, bytes: Vec<u8>, kind: Kind) -> (Vec<u8>, Result<String, String>) {
         let idle = self.idle.lock().ok().and_then(|mut v| v.pop());
         let mut planner = match idle.map_or_else(|| Planner::load(&self.wasm), Ok) {
@@ -159,7 +160,9 @@ impl Digests {
             Kind::Manifest => planner.digest_manifest(uri, &bytes),
             Kind::Checkpoint => planner.digest_checkpoint(uri, &bytes),
         };
-        if r.is_ok() {
+        // A checkpoint part grows an instance's memory by megabytes, which
+        // wasm never gives back: that instance is not kept for reuse.
+        if r.is_ok() && kind == Kind::Manifest {
             if let Ok(mut v) = self.idle.lock() {
                 v.push(planner);
             }

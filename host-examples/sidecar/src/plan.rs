@@ -299,9 +299,11 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         if blobs.is_empty() && lists.is_empty() && !pointer_asked {
             break;
         }
-        // Manifests and checkpoint files are digested on spare instances,
-        // every core at once; the session checks each digest as it would
-        // the bytes.
+        // Manifests are digested on spare instances, every core at once,
+        // and with the cache on, checkpoint files too (without it their
+        // digests cost more memory than the session reading the bytes a row
+        // group at a time, and no time); the session checks each digest as
+        // it would the bytes.
         let mut asked = Vec::with_capacity(blobs.len());
         for uri in blobs {
             let s = p.session();
@@ -310,9 +312,9 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
                 .map_err(trap)?
             {
                 Some(Kind::Manifest)
-            } else if s
-                .call_is_checkpoint_read(&mut *wstore, session, &uri)
-                .map_err(trap)?
+            } else if digests.cache_folder().is_some()
+                && s.call_is_checkpoint_read(&mut *wstore, session, &uri)
+                    .map_err(trap)?
             {
                 Some(Kind::Checkpoint)
             } else {
