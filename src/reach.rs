@@ -757,4 +757,39 @@ mod tests {
         }
         assert!(KeepSet::decode(&bytes[..bytes.len() - 1]).is_err());
     }
+
+    proptest::proptest! {
+        /// For a plain key the set finds unreferenced, the loose-form check
+        /// without the canonical keys answers as the whole check does: no
+        /// near-miss is lost by skipping the second lookup, before or after
+        /// the set is frozen.
+        #[test]
+        fn the_loose_check_of_an_unreferenced_plain_key_is_the_whole_check(
+            referenced in proptest::collection::vec("[aB%2F/.]{1,6}", 0..24),
+            frozen_after in 0usize..24,
+            probes in proptest::collection::vec("[ab%2f/.]{1,6}", 0..24),
+        ) {
+            let mut k = KeepSet::new();
+            for (i, r) in referenced.iter().enumerate() {
+                if i == frozen_after {
+                    k.freeze().unwrap();
+                }
+                k.insert(r, Source::ManifestList { snapshot_id: i as i64 });
+                let l = crate::path::loose(r);
+                if l != *r {
+                    k.insert_loose(&l);
+                }
+            }
+            let loose_forms = referenced.iter().map(|r| crate::path::loose(r));
+            for p in probes.iter().cloned().chain(loose_forms) {
+                if crate::path::is_plain_key(&p) && k.lookup(&p).is_none() {
+                    proptest::prop_assert_eq!(
+                        k.contains_loose_form_only(&p),
+                        k.contains_loose(&p),
+                        "{}", p
+                    );
+                }
+            }
+        }
+    }
 }
