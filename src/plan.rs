@@ -831,8 +831,8 @@ impl Session {
             };
             // The text, and the actions it decodes into: each line's path
             // again and an action record (56 bytes in wasm32, 104
-            // natively) per line, which is at least 14 bytes long (`a "` a
-            // path of ten `"`): under eight times the text in wasm32.
+            // natively). A line of a path of ten bytes or more is 14 bytes
+            // or more, so that is under eight times the text in wasm32.
             let n = digest.len() as u64;
             s.check_cost(&uri, "Delta checkpoint digest", n, n.saturating_mul(8))?;
             let d = checkpoint_digest::CheckpointDigest::decode(&digest)?;

@@ -26,7 +26,7 @@
 
 use crate::digest::{json_string, open_digest, parse_json_string, seal};
 use crate::error::{Error, ProtocolReason, Result};
-use crate::spec::delta::{parse_json_actions, parse_parquet_actions, Action};
+use crate::spec::delta::{parse_checkpoint_file, Action};
 
 const HEADER: &str = "lakesweep-checkpoint-digest 1\n";
 
@@ -43,15 +43,11 @@ pub(crate) struct CheckpointDigest {
 
 /// Digests the Delta checkpoint file (a part, a V2 checkpoint's JSON or
 /// Parquet, or a sidecar) `bytes` read from `uri`, the URI exactly as the
-/// session's read request named it: Parquet when it ends in `.parquet`,
-/// else JSON lines, as a session reads it. Fails (malformed) for bytes
+/// session's read request named it, read as a session reads it
+/// ([`parse_checkpoint_file`]). Fails (malformed) for bytes
 /// that are not a readable checkpoint, exactly as the session would.
 pub fn digest_checkpoint(uri: &str, bytes: &[u8]) -> Result<String> {
-    let actions = if uri.ends_with(".parquet") {
-        parse_parquet_actions(uri, bytes)?
-    } else {
-        parse_json_actions(uri, bytes)?
-    };
+    let actions = parse_checkpoint_file(uri, bytes)?;
     Ok(encode(uri, bytes.len() as u64, &actions))
 }
 
@@ -172,7 +168,7 @@ fn bad(why: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::delta::{DeletionVector, Metadata, Protocol};
+    use crate::spec::delta::{parse_json_actions, DeletionVector, Metadata, Protocol};
     use proptest::prelude::*;
 
     /// Every kind of action a checkpoint yields, with awkward spellings.

@@ -420,10 +420,8 @@ impl DeltaSweep {
         self.check_len(uri, bytes.len() as u64)?;
         if self.is_commit(uri) {
             spec::parse_commit(uri, bytes)
-        } else if uri.ends_with(".parquet") {
-            spec::parse_parquet_actions(uri, bytes)
         } else {
-            spec::parse_json_actions(uri, bytes)
+            spec::parse_checkpoint_file(uri, bytes)
         }
     }
 

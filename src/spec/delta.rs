@@ -317,6 +317,17 @@ fn pq_err(uri: &str, e: ParquetError) -> Error {
     }
 }
 
+/// Parses the actions of a log file that is not a commit (a checkpoint, a
+/// part of one, a V2 checkpoint, a sidecar): Parquet when `uri` ends in
+/// `.parquet`, else JSON lines. A session and a digest read them alike.
+pub fn parse_checkpoint_file(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
+    if uri.ends_with(".parquet") {
+        parse_parquet_actions(uri, bytes)
+    } else {
+        parse_json_actions(uri, bytes)
+    }
+}
+
 /// Parses the actions of a Parquet checkpoint (classic, a part of a
 /// multi-part checkpoint, a V2 checkpoint or a sidecar file).
 pub fn parse_parquet_actions(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {

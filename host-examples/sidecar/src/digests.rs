@@ -2,12 +2,13 @@
 //! decoded into its digest (`digest-manifest`, `digest-checkpoint`) by a
 //! spare instance of the component on the blocking pool, so they decode on
 //! every core while the session keeps their files (checkpoint files only
-//! with the cache: see `plan`). With `--manifest-cache` each digest is also filed on disk
-//! under the identity of the bytes it was made from ([`Store::content_id`]:
-//! ETag and version, or inode and change time), and a later plan reads the
-//! digest instead of the file when the file's identity now is the one it
-//! was made from: manifests and checkpoints are written once, so a second
-//! plan of an unchanged table costs its listing and metadata reads.
+//! with the cache: see `plan`). With `--manifest-cache` each digest is also
+//! filed on disk under the identity of the bytes it was made from
+//! ([`Store::content_id`]: ETag and version, or inode and change time), and
+//! a later plan reads the digest instead of the file when the file's
+//! identity now is the one it was made from: manifests and checkpoints are
+//! written once, so a second plan of an unchanged table costs its listing
+//! and metadata reads.
 //!
 //! Nothing here decides anything: the session checks a digest exactly as it
 //! checks the bytes (its checksum and URI, the length its manifest list or
