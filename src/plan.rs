@@ -1667,6 +1667,10 @@ impl Session {
         if !self.pending.is_empty() {
             return Ok(());
         }
+        // A Delta checkpoint is read after the commits that follow it.
+        if matches!(self.phase, Phase::Reading { .. }) && self.delta_release_checkpoint()? {
+            return Ok(());
+        }
         match self.phase.clone() {
             Phase::Reading { .. } if self.delta().is_some_and(|d| !d.replayed) => {
                 self.delta_replay()?;

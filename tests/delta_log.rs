@@ -579,6 +579,69 @@ fn a_checkpoint_only_log_is_read_at_the_checkpoint_version() {
     );
 }
 
+// --- class 4: a checkpoint's files removed by the commits after it ----------
+
+/// Data files (not log entries) with their verdict and reason.
+fn data_verdicts(run: &Run) -> BTreeMap<String, (Verdict, String)> {
+    run.verdicts()
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("_delta_log/"))
+        .map(|(k, d)| (k, (d.verdict, d.detail)))
+        .collect()
+}
+
+/// The planner keeps a checkpoint's adds that no later commit touches as
+/// it reads the checkpoint, and replays only the rest. On deltalake's
+/// table (a delete at 3, an update at 5, an overwrite at 7 and a delete at
+/// 9 remove files earlier checkpoints add), with every tombstone expired:
+/// for each checkpoint and kept versions, exactly the files no kept or
+/// newest version reads (deltalake's own lists) are deleted, and every
+/// data file gets the verdict and reason a replay of the whole log from
+/// version 0 gives it.
+#[test]
+fn files_a_checkpoint_adds_and_later_commits_remove_go_and_kept_versions_keep_theirs() {
+    let files = files_of();
+    let written: BTreeSet<String> = files.values().flatten().cloned().collect();
+    let old = |s: &mut Staged| s.opts.default_mtime = Some(NOW - 50 * DAY);
+    let mut whole_log = Staged::new("no-cp", &BTreeSet::new(), &all_old(), |_| 0);
+    old(&mut whole_log);
+    for cp in [2u64, 4, 6, 8, 10] {
+        let mut s = Staged::new("cp-removed", &BTreeSet::from([cp]), &all_old(), |_| {
+            NOW - 50 * DAY
+        });
+        old(&mut s);
+        for keep in [vec![], vec![cp], vec![cp + 1], vec![cp, LATEST - 1]] {
+            let keep: BTreeSet<u64> = keep.into_iter().collect();
+            let run = s.plan(&keep, false).unwrap();
+            let live: BTreeSet<&String> = keep
+                .iter()
+                .chain([&LATEST])
+                .flat_map(|v| &files[v])
+                .collect();
+            let want: BTreeSet<String> = written
+                .iter()
+                .filter(|f| !live.contains(f))
+                .cloned()
+                .collect();
+            let deleted: BTreeSet<String> = run
+                .plan()
+                .delete
+                .into_iter()
+                .map(|d| d.key)
+                .filter(|k| !k.starts_with("_delta_log/"))
+                .collect();
+            assert_eq!(deleted, want, "checkpoint {cp}, kept {keep:?}");
+            assert!(!want.is_empty(), "checkpoint {cp}: something to delete");
+            let reference = whole_log.plan(&keep, false).unwrap();
+            assert_eq!(
+                data_verdicts(&run),
+                data_verdicts(&reference),
+                "checkpoint {cp}, kept {keep:?}: verdicts and reasons of a replay from version 0"
+            );
+        }
+    }
+}
+
 // --- plan tokens and summary (kill src/plan/delta.rs mutants) ---------------
 
 /// Kills `DeltaSweep::head_identity` -> `None`: the sealed plan carries the

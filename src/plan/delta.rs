@@ -1,11 +1,13 @@
-//! Delta Lake sessions: list `_delta_log/`, read the newest usable
-//! checkpoint and every commit after it, replay them into the keep set,
-//! check the retention, plan log cleanup, then the common listing; after
-//! the listing, commits that landed meanwhile are replayed and demote
-//! candidates.
+//! Delta Lake sessions: list `_delta_log/`, read every commit after the
+//! newest usable checkpoint, then the checkpoint (its adds that no later
+//! commit touches are kept as each part is read; the rest are replayed
+//! with the commits), check the retention, plan log cleanup, then the
+//! common listing; after the listing, commits that landed meanwhile are
+//! replayed and demote candidates.
 //!
 //! ```text
-//! start ──► list _delta_log/ ──► read checkpoint (+ sidecars) and commits
+//! start ──► list _delta_log/ ──► read the commits after the checkpoint
+//!   ──► read checkpoint (+ sidecars), keeping untouched adds as read
 //!   ──► replay (keep set frozen) ──► list location/ ──► pages
 //!   ──► read the next commit: present → replay its adds, demote, next;
 //!       missing → done
@@ -23,6 +25,7 @@ use crate::delta_log::{
 use crate::duration::human_ms;
 use crate::error::{Error, Result};
 use crate::error::{MalformedReason, ProtocolReason};
+use crate::hashing::Set;
 use crate::path::{CanonicalUri, TableLocation};
 use crate::reach::Source;
 use crate::spec::delta::{self as spec, Action, CommitIdentity, LogFile, LogPath};
@@ -55,6 +58,16 @@ pub(super) struct DeltaSweep {
     checkpoint_state: Replay,
     /// Versions whose files are all kept, besides the latest.
     keep_versions: BTreeSet<u64>,
+    /// The checkpoint's reads, held back until every commit after it is
+    /// read (see `touched`).
+    deferred: Vec<(String, Purpose)>,
+    /// Every path the commits after the checkpoint add or remove, once
+    /// they are read. A checkpoint's add of any other path stays live in
+    /// every version from the checkpoint to the newest, so it is kept as
+    /// its part is read instead of being held in `checkpoint_state`: the
+    /// replay then holds the paths later commits touch, not the millions
+    /// a large checkpoint names.
+    touched: Option<Set<LogPath>>,
     pub(super) replayed: bool,
     /// The newest version replayed (re-checks go on from here).
     latest: u64,
@@ -149,8 +162,20 @@ pub(super) struct Start<'a> {
 pub(super) struct Listed {
     /// URI of the newest commit (or checkpoint-only version's first file).
     pub(super) latest_uri: String,
-    /// Checkpoint files and commits to read, with their replay order.
+    /// Log files to read now, with their replay order: the commits, and
+    /// the checkpoint's files only when no commit follows the checkpoint
+    /// (otherwise [`DeltaSweep::release_checkpoint`] gives them once the
+    /// commits are read).
     pub(super) reads: Vec<(String, Purpose)>,
+}
+
+/// What a log file read gives the session to do.
+#[derive(Default)]
+pub(super) struct Read {
+    /// Further files to read (a checkpoint's sidecars).
+    pub(super) reads: Vec<(String, Purpose)>,
+    /// Files to keep now: a checkpoint's adds no later commit touches.
+    pub(super) keep: Vec<KeepPath>,
 }
 
 /// What the session needs of the run's settings to judge the replayed log.
@@ -297,8 +322,12 @@ impl DeltaSweep {
         };
         let mut reads = Vec::new();
         if let Some(c) = &plan.checkpoint {
-            for f in &c.files {
-                reads.push(read(CHECKPOINT, c.version, f));
+            let checkpoint = c.files.iter().map(|f| read(CHECKPOINT, c.version, f));
+            if plan.commits.is_empty() {
+                self.touched = Some(Set::default());
+                reads.extend(checkpoint);
+            } else {
+                self.deferred = checkpoint.collect();
             }
         }
         for v in &plan.recent_before {
@@ -326,12 +355,7 @@ impl DeltaSweep {
 
     /// A log file was read: parse it now (errors surface at once), replay
     /// later. Returns the sidecars of a checkpoint, to read with it.
-    pub(super) fn log_blob(
-        &mut self,
-        uri: &str,
-        order: (u8, u64),
-        bytes: &[u8],
-    ) -> Result<Vec<(String, Purpose)>> {
+    pub(super) fn log_blob(&mut self, uri: &str, order: (u8, u64), bytes: &[u8]) -> Result<Read> {
         let parsed = self.parse(uri, bytes);
         self.log_actions(uri, order, parsed)
     }
@@ -350,7 +374,7 @@ impl DeltaSweep {
         uri: &str,
         order: (u8, u64),
         digest: CheckpointDigest,
-    ) -> Result<Vec<(String, Purpose)>> {
+    ) -> Result<Read> {
         let parsed = self
             .check_len(uri, digest.source_len)
             .map(|()| digest.actions);
@@ -363,14 +387,14 @@ impl DeltaSweep {
         uri: &str,
         order: (u8, u64),
         parsed: Result<Vec<Action>>,
-    ) -> Result<Vec<(String, Purpose)>> {
+    ) -> Result<Read> {
         let actions = match (parsed, order.0) {
             (Ok(a), _) => a,
             // A checkpoint read only for log cleanup: damage there skips
             // the cleanup, it does not stop the sweep.
             (Err(e), VALIDATE) => {
                 self.validation_failed = Some(e.to_string());
-                return Ok(Vec::new());
+                return Ok(Read::default());
             }
             (Err(e), _) => return Err(e),
         };
@@ -395,6 +419,7 @@ impl DeltaSweep {
                 }
             }
         }
+        let mut keep = Vec::new();
         let actions = if order.0 == CHECKPOINT {
             let (files, control): (Vec<Action>, Vec<Action>) = actions.into_iter().partition(|a| {
                 matches!(
@@ -403,15 +428,55 @@ impl DeltaSweep {
                 )
             });
             let state = &mut self.checkpoint_state;
-            state.apply(uri, order.1, files, ReplaySource::Checkpoint)?;
+            let untouched = state.apply_checkpoint(uri, order.1, files, self.touched.as_ref())?;
             state.apply(uri, order.1, control.clone(), ReplaySource::Checkpoint)?;
+            let blob: Rc<str> = uri.into();
+            let version = self.untouched_version();
+            keep.extend(
+                untouched
+                    .into_iter()
+                    .map(|k| KeepPath::of_version(&blob, k, version)),
+            );
             control
         } else {
             actions
         };
         self.blobs
             .insert((order.0, order.1, uri.to_owned()), actions);
-        Ok(reads)
+        Ok(Read { reads, keep })
+    }
+
+    /// The version a checkpoint's add no later commit touches is kept as:
+    /// the oldest kept version from the checkpoint on, else the newest
+    /// (the smallest of the reasons the replay would give it).
+    fn untouched_version(&self) -> u64 {
+        let Some(plan) = &self.plan else {
+            return self.latest;
+        };
+        let from = plan.checkpoint.as_ref().map_or(plan.latest, |c| c.version);
+        self.keep_versions
+            .range(from..plan.latest)
+            .next()
+            .copied()
+            .unwrap_or(plan.latest)
+    }
+
+    /// Whether the checkpoint's reads wait for the commits after it.
+    pub(super) fn has_deferred(&self) -> bool {
+        !self.deferred.is_empty()
+    }
+
+    /// Once the commits after the checkpoint are read: records the paths
+    /// they touch and gives the checkpoint's reads.
+    pub(super) fn release_checkpoint(&mut self) -> Result<Vec<(String, Purpose)>> {
+        let mut touched = Set::default();
+        for ((order, _, uri), actions) in &self.blobs {
+            if *order == COMMIT {
+                crate::delta_log::touched_paths(uri, actions, &mut touched)?;
+            }
+        }
+        self.touched = Some(touched);
+        Ok(std::mem::take(&mut self.deferred))
     }
 
     /// Parses a log file, after checking it is the size the listing said
@@ -876,8 +941,9 @@ impl Session {
         order: (u8, u64),
         bytes: &[u8],
     ) -> Result<()> {
-        let sidecars = self.sweep()?.log_blob(uri, order, bytes)?;
-        self.request_reads(sidecars);
+        let read = self.sweep()?.log_blob(uri, order, bytes)?;
+        self.keep_paths(read.keep)?;
+        self.request_reads(read.reads);
         Ok(())
     }
 
@@ -895,9 +961,21 @@ impl Session {
         order: (u8, u64),
         digest: CheckpointDigest,
     ) -> Result<()> {
-        let sidecars = self.sweep()?.log_digest(uri, order, digest)?;
-        self.request_reads(sidecars);
+        let read = self.sweep()?.log_digest(uri, order, digest)?;
+        self.keep_paths(read.keep)?;
+        self.request_reads(read.reads);
         Ok(())
+    }
+
+    /// The commits after the checkpoint are read: asks for the
+    /// checkpoint's files. Returns false when none were waiting.
+    pub(super) fn delta_release_checkpoint(&mut self) -> Result<bool> {
+        if !self.delta().is_some_and(DeltaSweep::has_deferred) {
+            return Ok(false);
+        }
+        let reads = self.sweep()?.release_checkpoint()?;
+        self.request_reads(reads);
+        Ok(true)
     }
 
     /// A validation read for log cleanup found nothing.
@@ -1063,6 +1141,63 @@ mod tests {
             "modificationTime": 1, "dataChange": true}})
     }
 
+    /// A checkpoint is asked for only once the commits after it are read,
+    /// and the paths those commits add or remove are recorded first (so a
+    /// checkpoint add they touch is replayed, not kept outright); a log
+    /// whose newest version is the checkpoint asks for it at once.
+    #[test]
+    fn the_checkpoint_is_read_after_the_commits_that_follow_it() {
+        let ctx = crate::Context::default();
+        let start = || {
+            DeltaSweep::start(Start {
+                log_prefix: LOG.into(),
+                keep_versions: &[],
+                context: &ctx,
+                now_ms: 10_000,
+            })
+            .unwrap()
+        };
+        let location = TableLocation::parse("s3://b/t").unwrap();
+        let cp = "00000000000000000001.checkpoint.parquet";
+        let c2 = commit(&[
+            serde_json::json!({"remove": {"path": "day=1/a.parquet", "deletionTimestamp": 9_000}}),
+            add("day=1/b%20c.parquet"),
+        ]);
+        let mut page = vec![
+            listed(&spec::commit_name(0), 10, 1_000),
+            listed(&spec::commit_name(1), 10, 2_000),
+            listed(cp, 10, 2_000),
+        ];
+        // Newest at the checkpoint: read at once, every add kept outright.
+        let mut d = start();
+        let l = d
+            .log_page(&location, page.clone(), true, 5_000)
+            .unwrap()
+            .unwrap();
+        assert!(l.reads.iter().any(|(u, _)| u.ends_with(cp)));
+        assert!(!d.has_deferred());
+        assert_eq!(d.touched.as_ref().map(|t| t.len()), Some(0));
+        // A commit after it: the commit first, then the checkpoint.
+        page.push(listed(&spec::commit_name(2), c2.len(), 9_000));
+        let mut d = start();
+        let l = d.log_page(&location, page, true, 5_000).unwrap().unwrap();
+        let first: Vec<&str> = l.reads.iter().map(|(u, _)| u.as_str()).collect();
+        assert_eq!(first, [format!("{LOG}{}", spec::commit_name(2))]);
+        assert!(d.has_deferred() && d.touched.is_none());
+        let Purpose::DeltaLog { order } = l.reads[0].1 else {
+            panic!("a log read")
+        };
+        d.log_blob(&l.reads[0].0, order, &c2).unwrap();
+        let then = d.release_checkpoint().unwrap();
+        assert_eq!(then.len(), 1);
+        assert_eq!(then[0].0, format!("{LOG}{cp}"));
+        assert!(!d.has_deferred());
+        let touched = d.touched.as_ref().unwrap();
+        assert!(touched.contains(&LogPath::Relative("day=1/a.parquet".into())));
+        assert!(touched.contains(&LogPath::Relative("day=1/b c.parquet".into())));
+        assert_eq!(touched.len(), 2);
+    }
+
     /// The Delta half runs without a session: it returns what to read and
     /// what to keep, and never touches the session's records.
     #[test]
@@ -1113,7 +1248,8 @@ mod tests {
             let Purpose::DeltaLog { order } = purpose else {
                 panic!("a log read")
             };
-            assert!(d.log_blob(uri, *order, bytes).unwrap().is_empty());
+            let read = d.log_blob(uri, *order, bytes).unwrap();
+            assert!(read.reads.is_empty() && read.keep.is_empty());
         }
         let (replayed, mut replay, keep) = d.replay().unwrap();
         assert_eq!(replayed.latest, 1);
