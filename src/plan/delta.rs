@@ -354,7 +354,8 @@ impl DeltaSweep {
     }
 
     /// A log file was read: parse it now (errors surface at once), replay
-    /// later. Returns the sidecars of a checkpoint, to read with it.
+    /// later. Returns the sidecars of a checkpoint, to read with it, and
+    /// the checkpoint's adds to keep now (see `touched`).
     pub(super) fn log_blob(&mut self, uri: &str, order: (u8, u64), bytes: &[u8]) -> Result<Read> {
         let parsed = self.parse(uri, bytes);
         self.log_actions(uri, order, parsed)
