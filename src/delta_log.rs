@@ -5,8 +5,11 @@
 //!
 //! ```text
 //! list _delta_log/ ──► newest complete checkpoint ≤ every version to keep
-//!   ──► read it (+ V2 sidecars) and every commit after it, in any order
-//!   ──► replay in version order, recording live files at each kept version
+//!   ──► read every commit after it (in any order): the paths they touch
+//!   ──► read the checkpoint (+ V2 sidecars): an add of an untouched path is
+//!       live from the checkpoint to the newest version, kept as it is read
+//!   ──► replay the rest in version order, recording live files at each
+//!       kept version
 //! ```
 //! A gap in the commit sequence, a missing checkpoint part or an unreadable
 //! file stops the plan: a version that cannot be reconstructed cannot be

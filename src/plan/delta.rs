@@ -574,6 +574,7 @@ impl DeltaSweep {
     /// way, to keep.
     pub(super) fn replay(&mut self) -> Result<(Replayed, Replay, Vec<KeepPath>)> {
         self.replayed = true;
+        self.touched = None;
         let blobs = std::mem::take(&mut self.blobs);
         let Some(plan) = self.plan.clone() else {
             return Err(Error::protocol(
@@ -1169,7 +1170,7 @@ mod tests {
             listed(&spec::commit_name(1), 10, 2_000),
             listed(cp, 10, 2_000),
         ];
-        // Newest at the checkpoint: read at once, every add kept outright.
+        // Newest at the checkpoint: read at once, no path touched after it.
         let mut d = start();
         let l = d
             .log_page(&location, page.clone(), true, 5_000)
