@@ -25,6 +25,7 @@
 //! already in the first set, and [`KeepSet::contains_loose`] asks both.
 
 mod fingerprints;
+mod xxh3;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -164,7 +165,7 @@ pub type Fingerprint = u64;
 
 /// Fingerprint of a canonical relative key.
 pub fn fingerprint(rel: &str) -> Fingerprint {
-    xxhash_rust::xxh3::xxh3_64(rel.as_bytes())
+    xxh3::xxh3_64(rel.as_bytes())
 }
 
 /// Fingerprint of a loose relative key (the same function: a loose form
@@ -354,7 +355,11 @@ impl KeepSet {
 
     /// The source id of a canonical relative key, if it is referenced.
     fn source_of(&self, rel: &str) -> Option<u32> {
-        let fp = fingerprint(rel);
+        self.source_of_fingerprint(fingerprint(rel))
+    }
+
+    /// [`KeepSet::source_of`] by the key's fingerprint.
+    fn source_of_fingerprint(&self, fp: Fingerprint) -> Option<u32> {
         self.building
             .get(&fp)
             .copied()
@@ -370,10 +375,24 @@ impl KeepSet {
     /// [`KeepSet::reason`] with the id of its source: equal ids give equal
     /// reasons, so a caller naming many keys' reasons can look each up once.
     pub fn reason_with_id(&self, rel: &str) -> Option<(u32, &str)> {
-        let id = self.source_of(rel)?;
-        self.descriptions
-            .get(id as usize)
-            .map(|why| (id, why.as_str()))
+        self.reason_or_fingerprint(rel).ok()
+    }
+
+    /// [`KeepSet::reason_with_id`], or, for a key it does not reference,
+    /// the key's fingerprint (`Err`), for [`KeepSet::in_loose_forms_only`]:
+    /// a listing's garbage is hashed once, not twice.
+    pub fn reason_or_fingerprint(
+        &self,
+        rel: &str,
+    ) -> std::result::Result<(u32, &str), Fingerprint> {
+        let fp = fingerprint(rel);
+        self.source_of_fingerprint(fp)
+            .and_then(|id| {
+                self.descriptions
+                    .get(id as usize)
+                    .map(|why| (id, why.as_str()))
+            })
+            .ok_or(fp)
     }
 
     /// True when `rel` is a metadata document this keep set references
@@ -396,12 +415,13 @@ impl KeepSet {
 
     /// [`KeepSet::contains_loose`] for a plain key (see
     /// [`crate::path::is_plain_key`]) that [`KeepSet::lookup`] found
-    /// unreferenced: a plain key is its own loose form, so of the canonical
-    /// keys only itself could match, and it was just asked; only the loose
-    /// forms of keys spelled otherwise are left to ask.
-    pub fn contains_loose_form_only(&self, plain_rel: &str) -> bool {
-        let fp = loose_fingerprint(plain_rel);
-        self.loose_building.contains(&fp) || self.loose.find(fp).is_some()
+    /// unreferenced, asked by the fingerprint that lookup computed (see
+    /// [`KeepSet::reason_or_fingerprint`]; the loose fingerprint is the
+    /// same function of the same text). A plain key is its own loose form,
+    /// so of the canonical keys only itself could match, and it was just
+    /// asked; only the loose forms of keys spelled otherwise are left.
+    pub fn in_loose_forms_only(&self, plain_fp: Fingerprint) -> bool {
+        self.loose_building.contains(&plain_fp) || self.loose.find(plain_fp).is_some()
     }
 
     /// Number of distinct referenced keys (distinct fingerprint slots).
@@ -784,7 +804,7 @@ mod tests {
             for p in probes.iter().cloned().chain(loose_forms) {
                 if crate::path::is_plain_key(&p) && k.lookup(&p).is_none() {
                     proptest::prop_assert_eq!(
-                        k.contains_loose_form_only(&p),
+                        k.in_loose_forms_only(fingerprint(&p)),
                         k.contains_loose(&p),
                         "{}", p
                     );

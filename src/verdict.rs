@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::duration::human_ms;
+use crate::duration::push_human_ms;
 use crate::error::ProtocolReason;
 use crate::error::{Error, Result, UnsafeReason};
 use crate::path::{apply_mappings, is_plain_key, CanonicalUri, PathMapping, TableLocation};
@@ -314,14 +314,17 @@ impl Classifier {
         modified_ms: i64,
     ) -> Result<Finding<'a>> {
         if let Some(rel) = self.location.relative_text(key) {
-            if let Some((source, why)) = self.keep.reason_with_id(rel) {
-                return Ok(Finding {
-                    rel: Cow::Borrowed(rel),
-                    verdict: Verdict::Referenced,
-                    why: Cow::Borrowed(why),
-                    source: Some(source),
-                });
-            }
+            let fp = match self.keep.reason_or_fingerprint(rel) {
+                Ok((source, why)) => {
+                    return Ok(Finding {
+                        rel: Cow::Borrowed(rel),
+                        verdict: Verdict::Referenced,
+                        why: Cow::Borrowed(why),
+                        source: Some(source),
+                    })
+                }
+                Err(fp) => fp,
+            };
             if is_plain_key(rel) {
                 // Not referenced (just asked): judged without asking again.
                 // A plain key is its own loose form, and no referenced
@@ -329,7 +332,7 @@ impl Classifier {
                 // spelled otherwise can match it.
                 let (verdict, why) =
                     self.unreferenced_key_finding(key, rel, size, modified_ms, || {
-                        self.keep.contains_loose_form_only(rel)
+                        self.keep.in_loose_forms_only(fp)
                     });
                 return Ok(Finding {
                     rel: Cow::Borrowed(rel),
@@ -393,7 +396,10 @@ impl Classifier {
             );
         }
         let names_scheme = crate::path::holds_scheme_separator(rel);
-        let external = names_scheme && self.inner(rel).len() < rel.len();
+        // The part below its root (the key itself for a table key: one
+        // without `://`), found once for every rule below.
+        let inner = if names_scheme { self.inner(rel) } else { rel };
+        let external = inner.len() < rel.len();
         if !external && names_scheme {
             return (
                 Verdict::Unaddressable,
@@ -408,7 +414,7 @@ impl Classifier {
                 ),
             );
         }
-        if let Some(why) = crate::path::unaddressable(key, self.inner(rel)) {
+        if let Some(why) = crate::path::unaddressable(key, inner) {
             return (Verdict::Unaddressable, why);
         }
         if near_miss() {
@@ -469,39 +475,43 @@ impl Classifier {
             return (Verdict::Protected, why);
         }
         let age = self.now_ms.saturating_sub(modified_ms);
+        // The reasons are appended piece by piece: one per listed piece of
+        // garbage, where `format!` cost more than the verdict (see
+        // `push_human_ms`).
+        let mut why = String::with_capacity(112);
         if age < 0 {
-            return (
-                Verdict::Young,
-                format!("modified {} in the future", human_ms(age.saturating_neg())),
-            );
+            why.push_str("modified ");
+            push_human_ms(&mut why, age.saturating_neg());
+            why.push_str(" in the future");
+            return (Verdict::Young, why);
         }
         if age < self.file_retention_ms {
-            return (
-                Verdict::Young,
-                format!(
-                    "modified {} ago; file retention is {}",
-                    human_ms(age),
-                    human_ms(self.file_retention_ms)
-                ),
-            );
+            why.push_str("modified ");
+            push_human_ms(&mut why, age);
+            why.push_str(" ago; file retention is ");
+            push_human_ms(&mut why, self.file_retention_ms);
+            return (Verdict::Young, why);
         }
-        if let Some(why) = self.hidden_component(self.inner(rel)) {
-            return (Verdict::Hidden, why);
+        if let Some(hidden) = self.hidden_component(self.inner(rel)) {
+            return (Verdict::Hidden, hidden);
         }
-        (
-            Verdict::Candidate,
-            format!(
-                "referenced by no snapshot, no metadata and no table-level role; modified {} ago (retention {})",
-                human_ms(age),
-                human_ms(self.file_retention_ms)
-            ),
-        )
+        why.push_str("referenced by no snapshot, no metadata and no table-level role; modified ");
+        push_human_ms(&mut why, age);
+        why.push_str(" ago (retention ");
+        push_human_ms(&mut why, self.file_retention_ms);
+        why.push(')');
+        (Verdict::Candidate, why)
     }
 
     fn hidden_component(&self, rel: &str) -> Option<String> {
-        let mut parts = rel.split('/').enumerate().peekable();
-        while let Some((i, comp)) = parts.next() {
-            if !(comp.starts_with('_') || comp.starts_with('.')) {
+        // Segments split on bytes (`/` is one byte in UTF-8, never inside
+        // another character): a string searcher costs most in wasm.
+        let mut parts = rel.as_bytes().split(|&c| c == b'/').enumerate().peekable();
+        let mut start = 0;
+        while let Some((i, part)) = parts.next() {
+            let comp = &rel[start..start + part.len()];
+            start += part.len() + 1;
+            if !matches!(part.first(), Some(b'_' | b'.')) {
                 continue;
             }
             let is_dir = parts.peek().is_some();
