@@ -670,6 +670,51 @@ mod tests {
         }
     }
 
+    /// `hidden_component` as it was first written, on `str::split`: the
+    /// oracle of the one that splits bytes.
+    fn hidden_component_by_str(c: &Classifier, rel: &str) -> Option<String> {
+        let mut parts = rel.split('/').enumerate().peekable();
+        while let Some((i, comp)) = parts.next() {
+            if !(comp.starts_with('_') || comp.starts_with('.')) {
+                continue;
+            }
+            let is_dir = parts.peek().is_some();
+            if i == 0 && comp == "_change_data" && is_dir && c.format == TableFormat::Delta {
+                continue;
+            }
+            if is_dir {
+                if let Some((name, _)) = comp.split_once('=') {
+                    if c.partition_names.contains(name) {
+                        continue;
+                    }
+                }
+            }
+            return Some(format!(
+                "hidden path component `{comp}` (starts with `{}`)",
+                &comp[..1]
+            ));
+        }
+        None
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn hidden_components_are_found_as_by_str_split(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "_p=1", "_q=1", "_change_data", ".hidden", "_", ".", "", "data", "é_x", "a.b",
+                ]),
+                0..6,
+            ),
+        ) {
+            let rel = parts.join("/");
+            for format in [TableFormat::Iceberg, TableFormat::Delta] {
+                let c = classifier(format);
+                proptest::prop_assert_eq!(c.hidden_component(&rel), hidden_component_by_str(&c, &rel));
+            }
+        }
+    }
+
     fn obj(rel: &str, last_modified_ms: i64) -> ListedObject {
         ListedObject {
             key: format!("{LOC}/{rel}"),
