@@ -28,10 +28,13 @@ pub enum AvroError {
     Unsupported(String),
 }
 
-type AResult<T> = Result<T, AvroError>;
+/// A result of this reader. The error is boxed so that a `Result` of a
+/// number is two words, returned in registers: the varint and length reads
+/// run for every field of every entry.
+pub type AResult<T> = Result<T, Box<AvroError>>;
 
 fn corrupt<T>(msg: impl Into<String>) -> AResult<T> {
-    Err(AvroError::Corrupt(msg.into()))
+    Err(Box::new(AvroError::Corrupt(msg.into())))
 }
 
 /// Position-tracking reader over a byte slice.
@@ -685,10 +688,10 @@ impl<'a> Container<'a> {
             Some(b"snappy") => Codec::Snappy,
             Some(b"zstandard") => Codec::Zstandard,
             Some(other) => {
-                return Err(AvroError::Unsupported(format!(
+                return Err(Box::new(AvroError::Unsupported(format!(
                     "avro codec `{}`",
                     String::from_utf8_lossy(other)
-                )))
+                ))))
             }
         };
         let body = &bytes[4 + cur.pos..];
@@ -932,7 +935,7 @@ pub(crate) mod tests {
     #[test]
     fn bad_magic_and_unknown_codec() {
         assert!(matches!(
-            Container::open(b"PAR1...."),
+            Container::open(b"PAR1....").map_err(|e| *e),
             Err(AvroError::Corrupt(_))
         ));
         let mut out = b"Obj\x01".to_vec();
@@ -944,7 +947,7 @@ pub(crate) mod tests {
         zz(0, &mut out);
         out.extend_from_slice(&[0u8; 16]);
         assert!(matches!(
-            Container::open(&out),
+            Container::open(&out).map_err(|e| *e),
             Err(AvroError::Unsupported(_))
         ));
     }

@@ -513,7 +513,7 @@ pub struct ManifestFile {
 
 /// Decodes a manifest list. An encrypted manifest (`key_metadata` set) is refused.
 pub fn read_manifest_list(uri: &str, bytes: &[u8]) -> Result<Vec<ManifestFile>> {
-    let c = Container::open(bytes).map_err(|e| avro_err(uri, e))?;
+    let c = Container::open(bytes).map_err(|e| avro_err(uri, *e))?;
     let p = Projection::compile(
         &c.schema,
         &[
@@ -524,33 +524,33 @@ pub fn read_manifest_list(uri: &str, bytes: &[u8]) -> Result<Vec<ManifestFile>> 
             &["manifest_length"],
         ],
     )
-    .map_err(|e| avro_err(uri, e))?;
+    .map_err(|e| avro_err(uri, *e))?;
     let mut out = Vec::new();
     let mut failure = None;
     c.for_each_record(&p, |v| {
         let path = match v[0] {
             Value::Str(s) => s,
             _ => {
-                return Err(AvroError::Corrupt(
+                return Err(Box::new(AvroError::Corrupt(
                     "manifest list entry without manifest_path".into(),
-                ))
+                )))
             }
         };
         let content = match v[1] {
             Value::Int(0) => ManifestContent::Data,
             Value::Int(1) => ManifestContent::Deletes,
             Value::Int(c) => {
-                return Err(AvroError::Corrupt(format!(
+                return Err(Box::new(AvroError::Corrupt(format!(
                     "manifest content {c} is neither data (0) nor deletes (1)"
-                )))
+                ))))
             }
             _ => ManifestContent::Data,
         };
         if let Value::Str(k) = v[3] {
             if !k.is_empty() {
-                return Err(AvroError::Unsupported(
+                return Err(Box::new(AvroError::Unsupported(
                     "encrypted manifest (key_metadata)".into(),
-                ));
+                )));
             }
         }
         match std::str::from_utf8(path) {
@@ -576,7 +576,7 @@ pub fn read_manifest_list(uri: &str, bytes: &[u8]) -> Result<Vec<ManifestFile>> 
         }
         Ok(())
     })
-    .map_err(|e| avro_err(uri, e))?;
+    .map_err(|e| avro_err(uri, *e))?;
     match failure {
         Some(e) => Err(e),
         None => Ok(out),
@@ -658,7 +658,7 @@ pub fn for_each_manifest_entry_with_snapshot(
     bytes: &[u8],
     mut f: impl FnMut(ManifestStatus, ContentType, Option<i64>, &str),
 ) -> Result<()> {
-    let c = Container::open(bytes).map_err(|e| avro_err(uri, e))?;
+    let c = Container::open(bytes).map_err(|e| avro_err(uri, *e))?;
     let p = Projection::compile(
         &c.schema,
         &[
@@ -668,13 +668,17 @@ pub fn for_each_manifest_entry_with_snapshot(
             &["snapshot_id"],
         ],
     )
-    .map_err(|e| avro_err(uri, e))?;
+    .map_err(|e| avro_err(uri, *e))?;
     let mut failure = None;
     c.for_each_record(&p, |v| {
         let status = match v[0] {
             Value::Int(s) => ManifestStatus::from_spec(s)
                 .ok_or_else(|| AvroError::Corrupt(format!("manifest entry status {s}")))?,
-            _ => return Err(AvroError::Corrupt("manifest entry without status".into())),
+            _ => {
+                return Err(Box::new(AvroError::Corrupt(
+                    "manifest entry without status".into(),
+                )))
+            }
         };
         let content = match v[1] {
             Value::Int(c) => ContentType::from_spec(c)
@@ -682,9 +686,9 @@ pub fn for_each_manifest_entry_with_snapshot(
             _ => ContentType::Data,
         };
         let Value::Str(path) = v[2] else {
-            return Err(AvroError::Corrupt(
+            return Err(Box::new(AvroError::Corrupt(
                 "manifest entry without data_file.file_path".into(),
-            ));
+            )));
         };
         let snapshot = match v[3] {
             Value::Int(i) => Some(i),
@@ -698,7 +702,7 @@ pub fn for_each_manifest_entry_with_snapshot(
         }
         Ok(())
     })
-    .map_err(|e| avro_err(uri, e))?;
+    .map_err(|e| avro_err(uri, *e))?;
     match failure {
         Some(e) => Err(e),
         None => Ok(()),
