@@ -442,7 +442,7 @@ impl Classifier {
                 "unreferenced table metadata file: owner must be checked".into(),
             );
         }
-        self.unreferenced_finding(rel, modified_ms)
+        self.unreferenced_finding(rel, inner, modified_ms)
     }
 
     /// Everything under `_delta_log/` is kept unless log retention expired it.
@@ -465,12 +465,14 @@ impl Classifier {
 
     /// Verdict for an unreferenced object: young, hidden or candidate.
     pub(crate) fn unreferenced(&self, obj: &ListedObject, rel: &str) -> Decision {
-        let (verdict, detail) = self.unreferenced_finding(rel, obj.last_modified_ms);
+        let (verdict, detail) =
+            self.unreferenced_finding(rel, self.inner(rel), obj.last_modified_ms);
         Self::decision(obj, rel, verdict, detail)
     }
 
-    /// [`Classifier::unreferenced`]'s verdict and reason.
-    fn unreferenced_finding(&self, rel: &str, modified_ms: i64) -> (Verdict, String) {
+    /// [`Classifier::unreferenced`]'s verdict and reason; `inner` is
+    /// [`Classifier::inner`] of `rel`.
+    fn unreferenced_finding(&self, rel: &str, inner: &str, modified_ms: i64) -> (Verdict, String) {
         if let Some(why) = self.protections.protects(rel) {
             return (Verdict::Protected, why);
         }
@@ -492,7 +494,7 @@ impl Classifier {
             push_human_ms(&mut why, self.file_retention_ms);
             return (Verdict::Young, why);
         }
-        if let Some(hidden) = self.hidden_component(self.inner(rel)) {
+        if let Some(hidden) = self.hidden_component(inner) {
             return (Verdict::Hidden, hidden);
         }
         why.push_str("referenced by no snapshot, no metadata and no table-level role; modified ");
