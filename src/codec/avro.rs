@@ -709,6 +709,7 @@ impl<'a> Container<'a> {
     pub fn for_each_block(&self, mut f: impl FnMut(u64, &[u8]) -> AResult<()>) -> AResult<()> {
         let mut cur = Cursor::new(self.body);
         let mut scratch = Vec::new();
+        let mut inflater = super::inflate::Inflater::default();
         while cur.remaining() > 0 {
             let count = cur.long()?;
             if count < 0 {
@@ -721,12 +722,9 @@ impl<'a> Container<'a> {
             }
             let block: &[u8] = match self.codec {
                 Codec::Null => data,
-                Codec::Deflate => {
-                    scratch =
-                        miniz_oxide::inflate::decompress_to_vec_with_limit(data, MAX_BLOCK_BYTES)
-                            .map_err(|e| AvroError::Corrupt(format!("deflate: {e}")))?;
-                    &scratch
-                }
+                Codec::Deflate => inflater
+                    .inflate(data, MAX_BLOCK_BYTES)
+                    .map_err(|e| AvroError::Corrupt(format!("deflate: {e}")))?,
                 Codec::Snappy => {
                     if data.len() < 4 {
                         return corrupt("snappy block shorter than its checksum");
@@ -737,14 +735,23 @@ impl<'a> Container<'a> {
                     if n > MAX_BLOCK_BYTES {
                         return corrupt("snappy block too large");
                     }
-                    scratch = snap::raw::Decoder::new()
-                        .decompress_vec(payload)
+                    // Into the buffer of the block before (grown, never
+                    // shrunk): the bytes written are exactly the block's.
+                    if scratch.len() < n {
+                        scratch.resize(n, 0);
+                    }
+                    let wrote = snap::raw::Decoder::new()
+                        .decompress(payload, &mut scratch[..n])
                         .map_err(|e| AvroError::Corrupt(format!("snappy: {e}")))?;
+                    if wrote != n {
+                        return corrupt("snappy block shorter than its stated length");
+                    }
+                    let scratch = &scratch[..n];
                     let want = u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]);
-                    if crc32fast::hash(&scratch) != want {
+                    if crc32fast::hash(scratch) != want {
                         return corrupt("snappy block checksum mismatch");
                     }
-                    &scratch
+                    scratch
                 }
                 Codec::Zstandard => {
                     scratch.clear();
@@ -831,6 +838,11 @@ pub(crate) mod tests {
 
     /// Writes a container with one block holding `records` (already encoded).
     pub(crate) fn container(schema: &str, codec: &str, count: i64, records: &[u8]) -> Vec<u8> {
+        container_of_blocks(schema, codec, &[(count, records.to_vec())])
+    }
+
+    /// Writes a container of `blocks`, each a count and its encoded records.
+    fn container_of_blocks(schema: &str, codec: &str, blocks: &[(i64, Vec<u8>)]) -> Vec<u8> {
         let mut out = b"Obj\x01".to_vec();
         zz(2, &mut out);
         s(b"avro.schema", &mut out);
@@ -840,19 +852,21 @@ pub(crate) mod tests {
         zz(0, &mut out);
         let sync = [7u8; 16];
         out.extend_from_slice(&sync);
-        let data = match codec {
-            "null" => records.to_vec(),
-            "deflate" => miniz_oxide::deflate::compress_to_vec(records, 6),
-            "snappy" => {
-                let mut d = snap::raw::Encoder::new().compress_vec(records).unwrap();
-                d.extend_from_slice(&crc32fast::hash(records).to_be_bytes());
-                d
-            }
-            _ => unreachable!(),
-        };
-        zz(count, &mut out);
-        s(&data, &mut out);
-        out.extend_from_slice(&sync);
+        for (count, records) in blocks {
+            let data = match codec {
+                "null" => records.to_vec(),
+                "deflate" => miniz_oxide::deflate::compress_to_vec(records, 6),
+                "snappy" => {
+                    let mut d = snap::raw::Encoder::new().compress_vec(records).unwrap();
+                    d.extend_from_slice(&crc32fast::hash(records).to_be_bytes());
+                    d
+                }
+                _ => unreachable!(),
+            };
+            zz(*count, &mut out);
+            s(&data, &mut out);
+            out.extend_from_slice(&sync);
+        }
         out
     }
 
@@ -913,6 +927,37 @@ pub(crate) mod tests {
             let got = decode_all(&file).unwrap();
             assert_eq!(got[0], (1, "s3://b/t/data/a.parquet".into(), 0), "{codec}");
             assert_eq!(got[1], (2, "s3://b/t/data/b.parquet".into(), 1), "{codec}");
+        }
+    }
+
+    #[test]
+    fn a_small_block_after_a_large_one_is_read_alone() {
+        // Blocks are inflated into the buffer of the block before: a
+        // smaller block must read as itself, not with the larger one's tail
+        // (which would show as records or as bytes left over).
+        let path = |i: usize| format!("s3://b/t/data/{i:05}.parquet");
+        let large: Vec<u8> = (0..5000).flat_map(|i| record(1, &path(i), 0)).collect();
+        let blocks = [
+            (5000, large.clone()),
+            (1, record(2, "s3://b/t/data/small.parquet", 1)),
+            (5000, large),
+            (0, Vec::new()),
+            (1, record(0, "s3://b/t/data/last.parquet", 2)),
+        ];
+        for codec in ["null", "deflate", "snappy"] {
+            let got = decode_all(&container_of_blocks(SCHEMA, codec, &blocks)).unwrap();
+            assert_eq!(got.len(), 10_002, "{codec}");
+            assert_eq!(got[4999], (1, path(4999), 0), "{codec}");
+            assert_eq!(
+                got[5000],
+                (2, "s3://b/t/data/small.parquet".into(), 1),
+                "{codec}"
+            );
+            assert_eq!(
+                got[10_001],
+                (0, "s3://b/t/data/last.parquet".into(), 2),
+                "{codec}"
+            );
         }
     }
 

@@ -5,4 +5,5 @@
 
 pub mod avro;
 pub mod gzip;
+pub mod inflate;
 pub mod parquet;
