@@ -463,9 +463,26 @@ fn run_ops<'a>(
                 Node::Bytes | Node::String => {
                     cur.bytes()?;
                 }
+                // An optional primitive (`["null", "long"]`), inline too.
+                Node::Union(branches) => {
+                    let b = union_branch(branches, cur)?;
+                    match &schema.nodes[b] {
+                        Node::Null => {}
+                        Node::Int | Node::Long | Node::Enum(_) => {
+                            cur.long()?;
+                        }
+                        _ => skip(schema, b, cur, depth + 2)?,
+                    }
+                }
                 _ => skip(schema, *n, cur, depth + 1)?,
             },
-            Op::Take { slot, node } => out[*slot] = take(schema, *node, cur, depth + 1)?,
+            Op::Take { slot, node } => {
+                out[*slot] = match &schema.nodes[*node] {
+                    Node::Int | Node::Long | Node::Enum(_) => Value::Int(cur.long()?),
+                    Node::String | Node::Bytes => Value::Str(cur.bytes()?),
+                    _ => take(schema, *node, cur, depth + 1)?,
+                }
+            }
             Op::Descend { node, ops } => match &schema.nodes[*node] {
                 Node::Union(branches) => {
                     let b = union_branch(branches, cur)?;
