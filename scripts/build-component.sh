@@ -9,7 +9,16 @@ rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
 host=$(rustc -vV | sed -n 's/^host: //p')
 linker="$(rustc --print sysroot)/lib/rustlib/$host/bin/wasm-component-ld"
 [ -x "$linker" ] || { echo "wasm-component-ld not found at $linker" >&2; exit 1; }
-CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$linker" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C target-feature=+simd128" \
+simd="-C target-feature=+simd128"
+# Cargo takes the first of CARGO_ENCODED_RUSTFLAGS, RUSTFLAGS and the target's
+# own flags: a caller's flags would silently drop SIMD, so it is added to them.
+# (With --target they reach the component only, not build scripts.)
+if [ -n "${CARGO_ENCODED_RUSTFLAGS:-}" ]; then
+  export CARGO_ENCODED_RUSTFLAGS="${CARGO_ENCODED_RUSTFLAGS}"$'\x1f'"-C"$'\x1f'"target-feature=+simd128"
+elif [ -n "${RUSTFLAGS:-}" ]; then
+  export RUSTFLAGS="$RUSTFLAGS $simd"
+fi
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$linker" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$simd" \
   cargo build --release --lib --target wasm32-unknown-unknown --features component
 cp target/wasm32-unknown-unknown/release/lakesweep.wasm target/lakesweep.wasm
 echo "built target/lakesweep.wasm ($(stat -c %s target/lakesweep.wasm) bytes)"
