@@ -144,15 +144,17 @@ fn requests_of(value: Option<&str>) -> Result<usize, String> {
     let Some(v) = value else {
         return Ok(DEFAULT_REQUESTS);
     };
+    count_setting("LAKESWEEP_LIST_REQUESTS", v, "requests", MAX_REQUESTS)
+}
+
+/// The value `v` of the variable `name`: a whole number of `what` from 1
+/// to `max`, or an error naming the variable, the value and the range.
+pub fn count_setting(name: &str, v: &str, what: &str, max: usize) -> Result<usize, String> {
     v.trim()
         .parse::<usize>()
         .ok()
-        .filter(|n| (1..=MAX_REQUESTS).contains(n))
-        .ok_or_else(|| {
-            format!(
-                "LAKESWEEP_LIST_REQUESTS={v} is not a number of requests from 1 to {MAX_REQUESTS}"
-            )
-        })
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| format!("{name}={v} is not a number of {what} from 1 to {max}"))
 }
 
 /// Why a listing stopped early.

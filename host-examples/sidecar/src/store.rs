@@ -814,15 +814,7 @@ fn walk_threads_of(value: Option<&str>, cores: usize) -> Result<usize, String> {
     let Some(v) = value else {
         return Ok(cores.saturating_mul(4).clamp(4, 32));
     };
-    v.trim()
-        .parse::<usize>()
-        .ok()
-        .filter(|n| (1..=MAX_WALK_THREADS).contains(n))
-        .ok_or_else(|| {
-            format!(
-                "LAKESWEEP_WALK_THREADS={v} is not a number of threads from 1 to {MAX_WALK_THREADS}"
-            )
-        })
+    crate::listing::count_setting("LAKESWEEP_WALK_THREADS", v, "threads", MAX_WALK_THREADS)
 }
 
 /// Walks `dir` on `threads` blocking threads (sharing a stack of
