@@ -13,10 +13,11 @@ simd="-C target-feature=+simd128"
 # Cargo takes the first of CARGO_ENCODED_RUSTFLAGS, RUSTFLAGS and the target's
 # own flags: a caller's flags would silently drop SIMD, so it is added to them.
 # (With --target they reach the component only, not build scripts.)
-if [ -n "${CARGO_ENCODED_RUSTFLAGS:-}" ]; then
-  export CARGO_ENCODED_RUSTFLAGS="${CARGO_ENCODED_RUSTFLAGS}"$'\x1f'"-C"$'\x1f'"target-feature=+simd128"
-elif [ -n "${RUSTFLAGS:-}" ]; then
-  export RUSTFLAGS="$RUSTFLAGS $simd"
+# Set counts, even when empty.
+if [ -n "${CARGO_ENCODED_RUSTFLAGS+set}" ]; then
+  export CARGO_ENCODED_RUSTFLAGS="${CARGO_ENCODED_RUSTFLAGS:+$CARGO_ENCODED_RUSTFLAGS$'\x1f'}-C"$'\x1f'"target-feature=+simd128"
+elif [ -n "${RUSTFLAGS+set}" ]; then
+  export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }$simd"
 fi
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$linker" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$simd" \
   cargo build --release --lib --target wasm32-unknown-unknown --features component

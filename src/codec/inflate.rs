@@ -36,26 +36,29 @@ impl Inflater {
     pub fn inflate(&mut self, mut data: &[u8], limit: usize) -> Result<&[u8], String> {
         let flags = TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
         self.state.init();
-        let want = data.len().saturating_mul(4).max(FIRST_ROOM).min(limit);
-        if self.out.len() < want {
-            self.out.resize(want, 0);
-        }
+        // The room this stream may fill: what the buffer already holds (or a
+        // first guess), never past `limit`, whatever earlier calls allowed.
+        let want = data.len().saturating_mul(4).max(FIRST_ROOM);
+        let mut room = self.out.len().max(want).min(limit);
         let mut at = 0;
         loop {
-            let (status, read, wrote) = decompress(&mut self.state, data, &mut self.out, at, flags);
+            if self.out.len() < room {
+                self.out.resize(room, 0);
+            }
+            let (status, read, wrote) =
+                decompress(&mut self.state, data, &mut self.out[..room], at, flags);
             at += wrote;
             match status {
-                // The room never exceeds `limit`, so neither does `at`.
+                // `at` is within the room, so within `limit`.
                 TINFLStatus::Done => return Ok(&self.out[..at]),
                 TINFLStatus::HasMoreOutput => {
-                    if self.out.len() >= limit {
+                    if room >= limit {
                         return Err(format!("inflates past {limit} bytes"));
                     }
                     data = data
                         .get(read..)
                         .ok_or("the decompressor read past its input")?;
-                    let grown = self.out.len().saturating_mul(2).min(limit);
-                    self.out.resize(grown, 0);
+                    room = room.saturating_mul(2).min(limit);
                 }
                 other => return Err(format!("corrupt or truncated stream ({other:?})")),
             }
@@ -126,5 +129,12 @@ mod tests {
         assert!(inf.inflate(&[0xff; 64], usize::MAX).is_err(), "not deflate");
         // Still good after failures.
         assert_eq!(inf.inflate(&deflated(b"ok"), 10).unwrap(), b"ok");
+        // A smaller limit than an earlier call's holds, though the buffer
+        // is larger.
+        assert!(inf.inflate(&deflated(&[7u8; 100]), 99).is_err());
+        assert_eq!(
+            inf.inflate(&deflated(&[7u8; 100]), 100).unwrap(),
+            &[7u8; 100]
+        );
     }
 }
