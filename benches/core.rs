@@ -80,6 +80,10 @@ fn main() {
     if let Some(e) = env("LAKESWEEP_BENCH_ENTRIES") {
         scale.entries = e;
     }
+    // More repetitions give a profiler more samples of the timed loops.
+    if let Some(r) = env("LAKESWEEP_BENCH_REPS") {
+        scale.reps = r;
+    }
     let files = write_manifests(&scale);
     let total_bytes: usize = files.iter().map(|(_, b)| b.len()).sum();
     let n = (scale.manifests * scale.entries) as u64;
