@@ -170,6 +170,8 @@ pub struct Schema {
     /// these); `None` otherwise. Such a value is skipped in one step however
     /// many nested records it spells: a few named records of nulls used
     /// twice each would otherwise take exponentially many steps to skip.
+    /// (So such a value is read at any depth, where [`skip`] refuses other
+    /// values nested more than 64 deep.)
     sizes: Vec<Option<u64>>,
 }
 
@@ -204,7 +206,11 @@ impl Schema {
     /// The size every value of `node` encodes to, in bytes, if they all
     /// have one and it is addressable here.
     fn exact_size(&self, node: usize) -> Option<usize> {
-        self.sizes[node].and_then(|n| usize::try_from(n).ok())
+        self.sizes
+            .get(node)
+            .copied()
+            .flatten()
+            .and_then(|n| usize::try_from(n).ok())
     }
 }
 
@@ -644,7 +650,9 @@ impl Projection {
                 node,
                 depth: depth + 1,
             },
-            Node::Record(fields) if depth < MAX_DEPTH && *budget > 0 => {
+            // Flattened only while every step it yields (a field, and the
+            // branch of a union inlined) stays within `skip`'s depth.
+            Node::Record(fields) if depth + 3 <= MAX_DEPTH && *budget > 0 => {
                 for (_, f) in fields {
                     Self::skip_steps(schema, *f, depth + 1, steps, budget);
                 }
@@ -903,6 +911,20 @@ fn skip_blocks(
         }
         if !item_has_bytes && count > 1 << 24 {
             return corrupt("block of nulls too long");
+        }
+        // Items of one size (nulls, records of nulls, fixed): the block's
+        // bytes at once, not a loop of zero-byte skips.
+        if let [item] = parts {
+            if let Some(size) = schema.exact_size(*item) {
+                let Some(n) = usize::try_from(count)
+                    .ok()
+                    .and_then(|c| c.checked_mul(size))
+                else {
+                    return corrupt(format!("block count {count} exceeds the bytes left"));
+                };
+                cur.take(n)?;
+                continue;
+            }
         }
         for _ in 0..count {
             for &p in parts {
@@ -1494,7 +1516,40 @@ pub(crate) mod tests {
         zz(-5, &mut r);
         s(b"end", &mut r);
         type Paths<'p> = &'p [&'p [&'p str]];
-        let cases: [(&str, Vec<u8>, Paths); 3] = [
+        // An optional record inside an optional record: a null outer one
+        // jumps over the inner one's steps too.
+        let nested = r#"{"type":"record","name":"e","fields":[
+            {"name":"a","type":["null",{"type":"record","name":"ra","fields":[
+                {"name":"x","type":"long"},
+                {"name":"b","type":["null",{"type":"record","name":"rb","fields":[{"name":"y","type":"string"}]}]},
+                {"name":"z","type":"long"}]}]},
+            {"name":"after","type":"string"}]}"#;
+        let mut n = Vec::new();
+        zz(1, &mut n);
+        zz(5, &mut n);
+        zz(1, &mut n);
+        s(b"yy", &mut n);
+        zz(-6, &mut n);
+        s(b"end", &mut n);
+        // A chain of records 63 deep through named references (each type
+        // defined as the items of an array, so the JSON stays shallow): its
+        // `long` lies past `skip`'s depth, and the steps must fail there
+        // as `skip` does, not read on.
+        let mut defs = vec![r#"{"name":"d0","type":{"type":"array","items":{"type":"record","name":"n0","fields":[{"name":"v","type":"long"}]}}}"#.to_owned()];
+        for k in 1..64 {
+            defs.push(format!(
+                r#"{{"name":"d{k}","type":{{"type":"array","items":{{"type":"record","name":"n{k}","fields":[{{"name":"x","type":"n{}"}}]}}}}}}"#,
+                k - 1
+            ));
+        }
+        let chain = format!(
+            r#"{{"type":"record","name":"e","fields":[{},{{"name":"g","type":"n63"}},{{"name":"after","type":"string"}}]}}"#,
+            defs.join(",")
+        );
+        let mut c = vec![0u8; 64];
+        zz(9, &mut c);
+        s(b"end", &mut c);
+        let cases: [(&str, Vec<u8>, Paths); 5] = [
             (
                 SCHEMA,
                 record(1, "s3://b/t/data/a.parquet", 1),
@@ -1519,6 +1574,12 @@ pub(crate) mod tests {
                 ],
             ),
             (opt, r, &[&["after"], &["data_file", "partition"]]),
+            (
+                nested,
+                n,
+                &[&["a", "x"], &["a", "b", "y"], &["a", "z"], &["after"]],
+            ),
+            (&chain, c, &[&["after"]]),
         ];
         let mut compared = 0;
         for (schema, bytes, paths) in cases {
@@ -1528,7 +1589,7 @@ pub(crate) mod tests {
             let mut variants = vec![bytes.clone()];
             for i in 0..bytes.len() {
                 variants.push(bytes[..i].to_vec());
-                for v in [0u8, 1, 2, 3, 0x7f, 0x80, 0xff] {
+                for v in [0u8, 1, 2, 3, 4, 0x7f, 0x80, 0xff] {
                     let mut b = bytes.clone();
                     b[i] = v;
                     variants.push(b);
@@ -1549,6 +1610,31 @@ pub(crate) mod tests {
             }
         }
         assert!(compared > 500, "{compared}");
+    }
+
+    #[test]
+    fn arrays_of_empty_items_are_skipped_by_their_size() {
+        // 30,000 blocks each claiming 50,000 records of nothing: every
+        // count is within the bytes left, and item by item it would be
+        // 1.5 billion skips. By size it is one step a block.
+        let schema = r#"{"type":"record","name":"e","fields":[
+            {"name":"arr","type":{"type":"array","items":{"type":"record","name":"z","fields":[{"name":"n","type":"null"}]}}},
+            {"name":"after","type":"bytes"}]}"#;
+        let mut r = Vec::new();
+        for _ in 0..30_000 {
+            zz(50_000, &mut r);
+        }
+        zz(0, &mut r);
+        s(&vec![b'x'; 60_000], &mut r);
+        let schema = Schema::parse(schema.as_bytes()).unwrap();
+        let mut cur = Cursor::new(&r);
+        skip(&schema, schema.root, &mut cur, 0).unwrap();
+        assert_eq!(cur.remaining(), 0);
+        let p = Projection::compile(&schema, &[&["after"]]).unwrap();
+        let mut out = [Value::Absent];
+        let mut cur = Cursor::new(&r);
+        decode_record(&schema, &p, &mut cur, &mut out).unwrap();
+        assert!(matches!(out[0], Value::Str(b) if b.len() == 60_000));
     }
 
     #[test]
