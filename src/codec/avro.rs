@@ -344,7 +344,12 @@ impl SchemaBuilder {
                         let Some(size) = obj.get("size").and_then(|s| s.as_u64()) else {
                             return corrupt("fixed without `size`");
                         };
-                        let idx = self.push(Node::Fixed(size as usize));
+                        // On wasm32 a size past 4 GiB would wrap: refused
+                        // (no block can hold such a value anyway).
+                        let Ok(size) = usize::try_from(size) else {
+                            return corrupt(format!("fixed size {size} is larger than memory"));
+                        };
+                        let idx = self.push(Node::Fixed(size));
                         self.named(obj, ns, idx);
                         Ok(idx)
                     }
