@@ -172,7 +172,7 @@ pub struct Schema {
     /// twice each would otherwise take exponentially many steps to skip.
     /// (So such a value is read at any depth, where [`skip`] refuses other
     /// values nested more than 64 deep.)
-    sizes: Vec<Option<u64>>,
+    sizes: Vec<Option<usize>>,
 }
 
 impl Schema {
@@ -206,11 +206,7 @@ impl Schema {
     /// The size every value of `node` encodes to, in bytes, if they all
     /// have one and it is addressable here.
     fn exact_size(&self, node: usize) -> Option<usize> {
-        self.sizes
-            .get(node)
-            .copied()
-            .flatten()
-            .and_then(|n| usize::try_from(n).ok())
+        self.sizes.get(node).copied().flatten()
     }
 }
 
@@ -221,12 +217,12 @@ enum Size {
     /// On the current path: met again, the type holds itself (no value of
     /// it can end), so it has no size.
     Open,
-    Known(Option<u64>),
+    Known(Option<usize>),
 }
 
 /// Computes `sizes[node]` (memoised: each node once, so linear in the
 /// schema), `None` past [`MAX_DEPTH`] records deep or on overflow.
-fn exact_size(nodes: &[Node], node: usize, sizes: &mut [Size], depth: usize) -> Option<u64> {
+fn exact_size(nodes: &[Node], node: usize, sizes: &mut [Size], depth: usize) -> Option<usize> {
     match sizes[node] {
         Size::Known(n) => return n,
         Size::Open => return None,
@@ -241,8 +237,8 @@ fn exact_size(nodes: &[Node], node: usize, sizes: &mut [Size], depth: usize) -> 
         Node::Boolean => Some(1),
         Node::Float => Some(4),
         Node::Double => Some(8),
-        Node::Fixed(n) => u64::try_from(*n).ok(),
-        Node::Record(fields) => fields.iter().try_fold(0u64, |sum, (_, f)| {
+        Node::Fixed(n) => Some(*n),
+        Node::Record(fields) => fields.iter().try_fold(0usize, |sum, (_, f)| {
             sum.checked_add(exact_size(nodes, *f, sizes, depth + 1)?)
         }),
         _ => None,
