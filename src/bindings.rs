@@ -248,6 +248,7 @@ fn sealed_plan(p: core::SealedPlan) -> wt::SealedPlan {
             external_references: s.external_references,
             keep_set_bytes: s.keep_set_bytes,
             referenced_not_listed: s.referenced_not_listed,
+            listed_by_name: s.listed_by_name,
             rechecks: s.rechecks,
             memory_budget_bytes: s.memory_budget_bytes,
             swept_prefixes: s.swept_prefixes,
@@ -1058,6 +1059,10 @@ impl wp::GuestSession for Session {
             .borrow_mut()
             .handle_page(objects.into_iter().map(obj).collect(), is_last)
             .map_err(err)
+    }
+
+    fn handle_names(&self, keys: Vec<String>) -> Result<Vec<u32>, wt::Error> {
+        self.0.borrow_mut().handle_names(keys).map_err(err)
     }
 
     fn handle_pointer(&self, metadata_location: Option<String>) -> Result<(), wt::Error> {

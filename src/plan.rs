@@ -206,6 +206,13 @@ pub struct Summary {
     /// Referenced keys that the listing did not contain (missing files or a
     /// partial listing): worth investigating, never deleted by us.
     pub referenced_not_listed: u64,
+    /// Listed objects settled by their names alone
+    /// ([`Session::handle_names`]): every one referenced, counted in
+    /// `listed` and the `referenced` tally without bytes (their sizes were
+    /// never read), so those tallies' bytes are a lower bound when this is
+    /// not zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub listed_by_name: u64,
     /// Times the pointer moved during the session and was re-checked.
     pub rechecks: u32,
     /// The session's memory budget, in bytes.
@@ -215,6 +222,10 @@ pub struct Summary {
     /// table's other write roots (`write.data.path`, ...) outside it.
     #[serde(default)]
     pub swept_prefixes: Vec<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The state a plan was judged on. A plan may only be applied while these still hold.
@@ -926,6 +937,69 @@ impl Session {
         })
     }
 
+    /// Answers part of the `List` request with keys alone, for a host whose
+    /// listing gives names cheaply and each object's version at a cost (a
+    /// local walk: a stat per file, a read of the disk when the file
+    /// system's metadata is not cached). Every key the keep set references
+    /// is settled here, by name: kept whatever its size and time, counted
+    /// in the summary (`listed_by_name`; no bytes), and no decision is
+    /// drained for it. Answers the indices into `keys`, ascending, of the
+    /// keys whose verdicts depend on more than their names: the host sends
+    /// those, with their versions, through [`Session::handle_page`] (one
+    /// gone meanwhile is left out: what is not listed is never deleted),
+    /// and ends the listing with `handle_page`'s last page as always. A key
+    /// sent both ways is counted twice, never deleted by it.
+    ///
+    /// The Delta log's own listing needs every version: there, every index
+    /// is answered. Fails (protocol) like `handle_page`: when no listing
+    /// was asked for (or after its last page), or for a key outside the
+    /// table.
+    pub fn handle_names(&mut self, keys: Vec<String>) -> Result<Vec<u32>> {
+        let mut needed = Vec::new();
+        self.guard(|s| {
+            let all = || {
+                u32::try_from(keys.len())
+                    .map(|n| (0..n).collect())
+                    .map_err(|_| {
+                        Error::protocol(ProtocolReason::BadInput, "more than 2^32 names in one call")
+                    })
+            };
+            if s.phase == Phase::LogListing {
+                needed = all()?;
+                return Ok(());
+            }
+            if s.phase
+                != (Phase::Listing {
+                    last_page_seen: false,
+                })
+            {
+                return Err(Error::protocol(
+                    ProtocolReason::UnexpectedAnswer,
+                    "listed names sent when no table listing was requested (or after its last page)",
+                ));
+            }
+            all()?;
+            for (i, key) in keys.iter().enumerate() {
+                // Only `Referenced` is taken from this finding: no size or
+                // time enters that verdict (a keep-set hit or the version
+                // hint, by name). Every other verdict is judged again with
+                // the object's version.
+                let f = s.classifier.find(key, 0, i64::MAX)?;
+                if f.verdict == Verdict::Referenced {
+                    let rel = f.rel.into_owned();
+                    s.summary.listed.add(0);
+                    s.summary.listed_by_name += 1;
+                    s.count(&rel, Verdict::Referenced, 0);
+                } else {
+                    // Within u32: `all` counted the keys.
+                    needed.push(i as u32);
+                }
+            }
+            Ok(())
+        })?;
+        Ok(needed)
+    }
+
     /// Answers `ResolvePointer` with the catalog's current metadata location
     /// (`None`: the table no longer exists).
     pub fn handle_pointer(&mut self, metadata_location: Option<String>) -> Result<()> {
@@ -1233,39 +1307,8 @@ impl Session {
     }
 
     fn record(&mut self, d: Decision) {
-        for h in &self.classifier.protections.holds {
-            if let crate::context::HoldScope::PathPrefix(p) = &h.scope {
-                let hits = self.hold_hits.entry(p.clone()).or_default();
-                if d.relative_key.starts_with(p.as_str()) {
-                    hits.0 += 1;
-                } else if crate::context::loosely_under(&d.relative_key, p) {
-                    hits.1 += 1;
-                }
-            }
-        }
-        match self.summary.verdicts.get_mut(d.verdict.as_str()) {
-            Some(t) => t.add(d.size),
-            None => self
-                .summary
-                .verdicts
-                .entry(d.verdict.as_str().into())
-                .or_default()
-                .add(d.size),
-        }
+        self.count(&d.relative_key, d.verdict, d.size);
         match d.verdict {
-            // The version hint is judged referenced by its name alone: it
-            // proves nothing about whether the listing is the table's.
-            Verdict::Referenced if d.relative_key == crate::verdict::VERSION_HINT => {}
-            Verdict::Referenced => {
-                if self.alt_only.contains(&d.relative_key) {
-                    self.matched_alt += 1;
-                } else {
-                    self.matched += 1;
-                }
-                if self.group_members.contains(&d.relative_key) {
-                    self.listed_members.insert(d.relative_key.clone());
-                }
-            }
             Verdict::Candidate | Verdict::ExpiredLog => {
                 self.summary
                     .reclaimable
@@ -1290,6 +1333,42 @@ impl Session {
             _ => {}
         }
         self.decisions.push(d);
+    }
+
+    /// Counts a listed key's verdict (`size` bytes): hold hits, the
+    /// verdict's tally, and which referenced keys were listed.
+    fn count(&mut self, rel: &str, verdict: Verdict, size: u64) {
+        for h in &self.classifier.protections.holds {
+            if let crate::context::HoldScope::PathPrefix(p) = &h.scope {
+                let hits = self.hold_hits.entry(p.clone()).or_default();
+                if rel.starts_with(p.as_str()) {
+                    hits.0 += 1;
+                } else if crate::context::loosely_under(rel, p) {
+                    hits.1 += 1;
+                }
+            }
+        }
+        match self.summary.verdicts.get_mut(verdict.as_str()) {
+            Some(t) => t.add(size),
+            None => self
+                .summary
+                .verdicts
+                .entry(verdict.as_str().into())
+                .or_default()
+                .add(size),
+        }
+        // The version hint is judged referenced by its name alone: it
+        // proves nothing about whether the listing is the table's.
+        if verdict == Verdict::Referenced && rel != crate::verdict::VERSION_HINT {
+            if self.alt_only.contains(rel) {
+                self.matched_alt += 1;
+            } else {
+                self.matched += 1;
+            }
+            if self.group_members.contains(rel) {
+                self.listed_members.insert(rel.to_owned());
+            }
+        }
     }
 
     /// Canonicalises a path from metadata and records it in the keep set.

@@ -108,6 +108,63 @@ fn plans_from_manifest_digests_and_json_pages_are_the_pinned_plans() {
     }
 }
 
+/// `by_name` (a plan from a listing by names) is the pinned plan `name`
+/// but for what names cannot tell: the bytes of the objects settled by
+/// name, and their count (`settled`, at least one).
+fn pin_by_name(name: &str, by_name: &str, settled: u64) {
+    let file = golden_dir().join(format!("{name}.json"));
+    let want: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let mut got: Value = serde_json::from_str(by_name).unwrap();
+    assert!(settled > 0, "{name}: nothing was settled by name");
+    let s = &mut got["summary"];
+    assert_eq!(s["listedByName"], settled, "{name}");
+    s.as_object_mut().unwrap().remove("listedByName");
+    // The bytes names cannot tell: the same count, fewer bytes.
+    for (tally, path) in [
+        ("listed", "/listed"),
+        ("referenced", "/verdicts/referenced"),
+    ] {
+        let (w, g) = (&want["summary"].pointer(path), s.pointer_mut(path).unwrap());
+        let w = w.unwrap();
+        assert_eq!(g["count"], w["count"], "{name}: {tally} count");
+        assert!(
+            g["bytes"].as_u64() <= w["bytes"].as_u64(),
+            "{name}: {tally}"
+        );
+        g["bytes"] = w["bytes"].clone();
+    }
+    assert_eq!(got, want, "{name}: the plan from names differs");
+}
+
+#[test]
+fn plans_from_listings_by_name_are_the_pinned_plans() {
+    for t in &tables() {
+        let cfg = t.config();
+        let start = cfg.metadata_location.clone();
+        let mut p = ByName(lakesweep::Session::start(cfg).unwrap(), 0);
+        let run = drive(&mut p, &start, &HostOptions::for_table(t)).unwrap();
+        pin_by_name(&format!("iceberg-{}", t.name), &run.plan_json, p.1);
+        assert!(
+            run.decisions
+                .iter()
+                .all(|d| d.verdict != lakesweep::Verdict::Referenced
+                    || d.relative_key == "metadata/version-hint.text"),
+            "{}: a decision for a key settled by name",
+            t.name
+        );
+    }
+    for (pinned, days, log_cleanup) in [
+        ("delta-events-8d", 8, false),
+        ("delta-events-40d-log-cleanup", 40, true),
+    ] {
+        let (cfg, opts) = delta_setup("events", days, |c| c.log_cleanup = log_cleanup);
+        let start = cfg.metadata_location.clone();
+        let mut p = ByName(lakesweep::Session::start(cfg).unwrap(), 0);
+        let run = drive(&mut p, &start, &opts).unwrap();
+        pin_by_name(pinned, &run.plan_json, p.1);
+    }
+}
+
 #[test]
 fn delta_plans_from_checkpoint_digests_are_the_pinned_plans() {
     for (pinned, days, log_cleanup) in [

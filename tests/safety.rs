@@ -215,6 +215,11 @@ fn a_listing_where_nothing_referenced_matches_is_refused() {
     );
     let e = run_native(cfg(&meta), &listed).err().unwrap();
     assert_eq!(unsafe_reason(e), UnsafeReason::NoReferencedKeyListed);
+    // Listed by names, the same (the hint is settled by its name).
+    let mut p = ByName(lakesweep::Session::start(cfg(&meta)).unwrap(), 0);
+    let e = drive(&mut p, &meta, &listed).err().unwrap();
+    assert_eq!(unsafe_reason(e), UnsafeReason::NoReferencedKeyListed);
+    assert_eq!(p.1, 1, "the version hint alone");
 }
 
 #[test]
@@ -377,6 +382,80 @@ fn protocol_errors_poison_the_session() {
     let mut s = lakesweep::Session::start(cfg(&meta)).unwrap();
     assert!(matches!(
         s.handle_page(vec![], true),
+        Err(Error::Protocol { .. })
+    ));
+    // Names before the listing was asked for: refused, and the session
+    // plans nothing after.
+    let mut s = lakesweep::Session::start(cfg(&meta)).unwrap();
+    assert!(matches!(
+        s.handle_names(vec![format!("{LOC}/data/a.parquet")]),
+        Err(Error::Protocol { .. })
+    ));
+    assert!(s.poll_request().is_none());
+}
+
+/// Names first: a referenced key is settled by its name whatever the
+/// host would have said of its size and time; every other key (young,
+/// old, near-miss, hidden, metadata) is asked back for its version; a key
+/// outside the table fails the session; names after the last page, too.
+#[test]
+fn listed_names_settle_only_referenced_keys() {
+    let mut o = HostOptions::synthetic();
+    let meta = write_table(
+        &mut o.extra,
+        &[(1, entries(&["data/a.parquet", "data/p=100%25/b.parquet"]))],
+        1,
+        UUID,
+        OLD,
+    );
+    let mut s = lakesweep::Session::start(cfg(&meta)).unwrap();
+    let prefix = loop {
+        match s.poll_request().expect("a request") {
+            lakesweep::Request::ReadBlob { uri } => {
+                s.handle_blob(uri.clone(), read(&uri, &o).unwrap()).unwrap()
+            }
+            lakesweep::Request::List { prefix } => break prefix,
+            r => panic!("{r:?}"),
+        }
+    };
+    let keys: Vec<String> = [
+        "data/a.parquet",
+        "data/p=100%25/b.parquet",
+        "data/p=100%/b.parquet",
+        "data/orphan.parquet",
+        "data/.hidden.parquet",
+        "metadata/00009-stray.metadata.json",
+        "metadata/version-hint.text",
+        "data/A.parquet",
+    ]
+    .iter()
+    .map(|k| format!("{prefix}{k}"))
+    .collect();
+    assert_eq!(s.handle_names(keys.clone()).unwrap(), [2, 3, 4, 5, 7]);
+    assert!(
+        s.drain_decisions().is_empty(),
+        "no decision for a key settled by name"
+    );
+    // The same page twice is answered the same (and counted twice).
+    assert_eq!(s.handle_names(keys.clone()).unwrap(), [2, 3, 4, 5, 7]);
+    assert!(s.handle_names(vec![]).unwrap().is_empty());
+    let mut outside = lakesweep::Session::start(cfg(&meta)).unwrap();
+    while let Some(lakesweep::Request::ReadBlob { uri }) = outside.poll_request() {
+        outside
+            .handle_blob(uri.clone(), read(&uri, &o).unwrap())
+            .unwrap();
+    }
+    let e = outside
+        .handle_names(vec!["file:///elsewhere/data/a.parquet".into()])
+        .unwrap_err();
+    assert!(matches!(e, Error::Protocol { .. }), "{e}");
+    assert!(
+        outside.handle_page(vec![], true).is_err(),
+        "failed for good"
+    );
+    s.handle_page(vec![], true).unwrap();
+    assert!(matches!(
+        s.handle_names(vec![keys[0].clone()]),
         Err(Error::Protocol { .. })
     ));
 }
@@ -579,6 +658,12 @@ proptest! {
         prop_assert_eq!(&a.plan_json, &b.plan_json);
         prop_assert_eq!(a.verdicts(), b.verdicts());
         let plan = a.plan();
+        // Listed by names first, the same deletes under the same seal.
+        let mut p = ByName(lakesweep::Session::start(cfg(&meta)).unwrap(), 0);
+        let c = drive(&mut p, &meta, &o2).unwrap().plan();
+        prop_assert_eq!(&c.delete, &plan.delete);
+        prop_assert_eq!(&c.digest, &plan.digest);
+        prop_assert_eq!(&c.warnings, &plan.warnings);
         for d in &plan.delete {
             prop_assert!(!referenced.contains(&d.key), "referenced {} is a candidate", d.key);
             prop_assert!(o.extra[&format!("{LOC}/{}", d.key)].1 <= NOW - RETENTION, "young {} is a candidate", d.key);

@@ -176,6 +176,49 @@ impl Finish for Digesting {
     }
 }
 
+/// A host whose listing gives names first (a local walk without a stat
+/// per file): each page of the table's listing goes to `handle_names`,
+/// and only the objects it answers go on, with their versions, to
+/// `handle_page` (the Delta log's own listing: every object). Counts the
+/// objects settled by name.
+pub struct ByName(pub Session, pub u64);
+
+impl Planner for ByName {
+    fn poll_request(&mut self) -> Option<lakesweep::Request> {
+        self.0.poll_request()
+    }
+    fn handle_blob(&mut self, uri: String, bytes: Vec<u8>) -> Result<(), Error> {
+        self.0.handle_blob(uri, bytes)
+    }
+    fn handle_missing(&mut self, uri: String) -> Result<(), Error> {
+        self.0.handle_missing(uri)
+    }
+    fn handle_page(&mut self, objects: Vec<ListedObject>, is_last: bool) -> Result<(), Error> {
+        let keys = objects.iter().map(|o| o.key.clone()).collect();
+        let needed = self.0.handle_names(keys)?;
+        assert!(needed.windows(2).all(|w| w[0] < w[1]), "ascending");
+        self.1 += (objects.len() - needed.len()) as u64;
+        let mut objects: Vec<Option<ListedObject>> = objects.into_iter().map(Some).collect();
+        let page = needed
+            .iter()
+            .map(|&i| objects[i as usize].take().expect("an index of the page"))
+            .collect();
+        self.0.handle_page(page, is_last)
+    }
+    fn handle_pointer(&mut self, m: Option<String>) -> Result<(), Error> {
+        self.0.handle_pointer(m)
+    }
+    fn drain_decisions(&mut self) -> Vec<Decision> {
+        self.0.drain_decisions()
+    }
+}
+
+impl Finish for ByName {
+    fn finish_json(&mut self) -> Result<String, Error> {
+        self.0.finish().map(|p| p.to_json())
+    }
+}
+
 /// Lists the table under `location` (virtual), sorted.
 pub fn list(location: &str, opts: &HostOptions) -> Vec<ListedObject> {
     let dir = vpath(location).expect("virtual location");
