@@ -47,16 +47,22 @@ pub struct ListingAhead {
 impl ListingAhead {
     /// Starts listing `prefix` (a URI) on a store of its own, holding at
     /// most `budget_bytes` of listed objects until the session asks for
-    /// them. None when `prefix` names nothing a store can list (the
-    /// session's own request then fails or lists as it would have).
-    pub fn start(prefix: &str, budget_bytes: usize) -> Option<ListingAhead> {
+    /// them; local files by their names alone with `names`
+    /// ([`Store::list_names`]). None when `prefix` names nothing a store
+    /// can list (the session's own request then fails or lists as it would
+    /// have).
+    pub fn start(prefix: &str, budget_bytes: usize, names: bool) -> Option<ListingAhead> {
         let store = Store::for_uri(prefix).ok()?;
         let target = store.listing_target(prefix)?;
         // A permit is a KiB (a batch takes at most u32::MAX permits).
         let permits = (budget_bytes >> 10).clamp(1, u32::MAX as usize);
         let budget = Arc::new(Semaphore::new(permits));
         let (tx, rx) = mpsc::unbounded_channel();
-        let mut stream = store.list(prefix);
+        let mut stream = if names {
+            store.list_names(prefix)
+        } else {
+            store.list(prefix)
+        };
         let task = tokio::spawn(async move {
             let mut batch = Vec::with_capacity(BATCH);
             let mut bytes = 0usize;
@@ -185,7 +191,7 @@ mod tests {
         assert_eq!(want.len(), 1300);
         // A budget of one KiB holds one batch at a time: the walk waits
         // for the session, and still every object arrives.
-        let mut ahead = ListingAhead::start(&root, 1024).unwrap();
+        let mut ahead = ListingAhead::start(&root, 1024, false).unwrap();
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         // Another folder is another listing; a trailing slash or the
         // session's own store is the same one.
@@ -196,6 +202,14 @@ mod tests {
         // Taken once: a second listing of the table lists again.
         assert!(ahead.take(&store, &root).is_none());
         drop(ahead);
+        // By names, the same objects, named only.
+        let mut ahead = ListingAhead::start(&root, 1024, true).unwrap();
+        let (_, stream) = ahead.take(&store, &root).unwrap();
+        let named: Vec<Object> = stream.map(|o| o.unwrap()).collect().await;
+        assert!(named.iter().all(|o| o.named_only));
+        let mut got: Vec<String> = named.into_iter().map(|o| o.uri).collect();
+        got.sort();
+        assert_eq!(got, want);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -204,7 +218,7 @@ mod tests {
         let (dir, root) = table("link");
         std::os::unix::fs::symlink(dir.join("data/big"), dir.join("data/p=3/link")).unwrap();
         let store = Store::for_uri(&root).unwrap();
-        let mut ahead = ListingAhead::start(&root, 1 << 20).unwrap();
+        let mut ahead = ListingAhead::start(&root, 1 << 20, true).unwrap();
         let (_, stream) = ahead.take(&store, &root).unwrap();
         let all: Vec<Result<Object, String>> = stream.collect().await;
         let last = all.last().unwrap();
@@ -217,7 +231,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_listing_ahead_needs_a_listable_prefix() {
-        assert!(ListingAhead::start("file:///tmp/a/../b", 1 << 20).is_none());
-        assert!(ListingAhead::start("not a uri", 1 << 20).is_none());
+        assert!(ListingAhead::start("file:///tmp/a/../b", 1 << 20, false).is_none());
+        assert!(ListingAhead::start("not a uri", 1 << 20, true).is_none());
     }
 }

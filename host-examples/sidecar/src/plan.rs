@@ -21,6 +21,33 @@ pub const PAGE: usize = 1000;
 /// Reads in flight at once.
 pub const READ_CONCURRENCY: usize = 16;
 
+/// How a local table's files are listed for a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalListing {
+    /// Names first; only the files the planner cannot settle by name are
+    /// stat-ed (referenced files' sizes stay out of the byte tallies).
+    Names,
+    /// A stat of every file (every size in the tallies; on a tree whose
+    /// metadata the kernel does not hold, a read of the disk per file).
+    Stat,
+}
+
+/// `LAKESWEEP_LOCAL_LISTING`: `names` (the default) or `stat`; any other
+/// value is an error (no plan), not a guess.
+pub fn local_listing() -> Result<LocalListing, String> {
+    local_listing_of(std::env::var("LAKESWEEP_LOCAL_LISTING").ok().as_deref())
+}
+
+fn local_listing_of(v: Option<&str>) -> Result<LocalListing, String> {
+    match v.map(str::trim) {
+        None | Some("names") => Ok(LocalListing::Names),
+        Some("stat") => Ok(LocalListing::Stat),
+        Some(other) => Err(format!(
+            "LAKESWEEP_LOCAL_LISTING={other} is neither `names` nor `stat`"
+        )),
+    }
+}
+
 /// Table formats `--format` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -250,11 +277,17 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         .map_err(|e| describe(&e))?;
     // The table's own listing starts now, while the session reads the
     // table's metadata; the session's request for it takes what was listed.
+    // Local files are listed by their names: the planner settles every
+    // referenced one by name, and only the others are stat-ed (a read of
+    // the disk each, once the kernel no longer holds the tree's metadata).
+    // A plan asked to keep every decision needs every object's version.
+    let by_name = !input.keep_all_decisions && local_listing()? == LocalListing::Names;
     let mut ahead = match question {
         None => ListingAhead::start(
             &input.table,
             usize::try_from(input.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET) / 16)
                 .unwrap_or(usize::MAX),
+            by_name,
         ),
         Some(_) => None,
     };
@@ -395,43 +428,98 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
             let held = store.holding(&prefix)?;
             let (lstore, mut stream) = match ahead.as_mut().and_then(|a| a.take(&held, &prefix)) {
                 Some(listing) => listing,
+                None if by_name => {
+                    let stream = held.list_names(&prefix);
+                    (held, stream)
+                }
                 None => {
                     let stream = held.list(&prefix);
                     (held, stream)
                 }
             };
-            let mut page: Vec<wt::ListedObject> = Vec::with_capacity(PAGE);
-            let mut held: Option<Vec<wt::ListedObject>> = None;
-            let feed = |objs: Vec<wt::ListedObject>,
+            // The objects of a page the planner does not settle by name,
+            // with their versions where the listing gave them, else to be
+            // looked up.
+            let unsettled = |objs: Vec<Object>,
+                             wstore: &mut wasmtime::Store<()>|
+             -> Result<Vec<Object>, String> {
+                let (named, mut rest): (Vec<Object>, Vec<Object>) =
+                    objs.into_iter().partition(|o| o.named_only);
+                if named.is_empty() {
+                    return Ok(rest);
+                }
+                let keys: Vec<String> = named.into_iter().map(|o| o.uri).collect();
+                let needed = p
+                    .session()
+                    .call_handle_names(&mut *wstore, session, &keys)
+                    .map_err(trap)?
+                    .map_err(|e| describe(&e))?;
+                for i in needed {
+                    let key = keys.get(i as usize).ok_or_else(|| {
+                        format!("the planner asked back for name {i} of {}", keys.len())
+                    })?;
+                    rest.push(Object::named(key.clone()));
+                }
+                Ok(rest)
+            };
+            let feed = |objs: Vec<Object>,
                         last: bool,
                         wstore: &mut wasmtime::Store<()>,
                         decisions: &mut BTreeMap<String, wt::Decision>|
              -> Result<(), String> {
+                let objs: Vec<wt::ListedObject> = objs.into_iter().map(listed).collect();
                 p.session()
                     .call_handle_page(&mut *wstore, session, &objs, last)
                     .map_err(trap)?
                     .map_err(|e| describe(&e))?;
                 drain(wstore, decisions)
             };
-            while let Some(o) = stream.next().await {
-                // A failed listing leaves the plan unfinished, never partial.
-                let o = o.map_err(|e| format!("{e} (listing failed: no plan, nothing deleted)"))?;
-                page.push(listed(o));
-                bar.inc(1);
-                if page.len() == PAGE {
-                    if let Some(prev) = held.replace(std::mem::take(&mut page)) {
-                        feed(prev, false, wstore, &mut decisions)?;
+            let mut page: Vec<Object> = Vec::with_capacity(PAGE);
+            // A full page, held until it is known whether it is the last.
+            let mut held: Option<Vec<Object>> = None;
+            loop {
+                let ended = match stream.next().await {
+                    Some(o) => {
+                        // A failed listing leaves the plan unfinished, never partial.
+                        let o = o.map_err(|e| {
+                            format!("{e} (listing failed: no plan, nothing deleted)")
+                        })?;
+                        page.push(o);
+                        bar.inc(1);
+                        if page.len() < PAGE {
+                            continue;
+                        }
+                        false
                     }
+                    None => true,
+                };
+                let full = std::mem::replace(&mut page, Vec::with_capacity(PAGE));
+                // The held page is the last one unless a partial page
+                // follows; an empty listing is one empty last page.
+                let out = match (held.take(), ended) {
+                    (None, false) => {
+                        held = Some(full);
+                        vec![]
+                    }
+                    (Some(prev), false) => {
+                        held = Some(full);
+                        vec![(prev, false)]
+                    }
+                    (Some(prev), true) if full.is_empty() => vec![(prev, true)],
+                    (Some(prev), true) => vec![(prev, false), (full, true)],
+                    (None, true) => vec![(full, true)],
+                };
+                for (objs, last) in out {
+                    let objs = unsettled(objs, wstore)?;
+                    let objs = lstore
+                        .look_up(objs)
+                        .await
+                        .map_err(|e| format!("{e} (listing failed: no plan, nothing deleted)"))?;
+                    feed(objs, last, wstore, &mut decisions)?;
                 }
-            }
-            // The held page is the last one unless a partial page follows;
-            // an empty listing is one empty last page.
-            let held_is_last = held.is_some() && page.is_empty();
-            if let Some(prev) = held {
-                feed(prev, held_is_last, wstore, &mut decisions)?;
-            }
-            if !held_is_last {
-                feed(page, true, wstore, &mut decisions)?;
+                if ended {
+                    break;
+                }
             }
             bar.finish_and_clear();
             unrepresentable.extend(lstore.take_unrepresentable());
@@ -481,5 +569,21 @@ fn listed(o: Object) -> wt::ListedObject {
     wt::ListedObject {
         version: o.version(),
         key: o.uri,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_local_listing_is_read_strictly() {
+        assert_eq!(local_listing_of(None), Ok(LocalListing::Names));
+        assert_eq!(local_listing_of(Some("names")), Ok(LocalListing::Names));
+        assert_eq!(local_listing_of(Some(" stat ")), Ok(LocalListing::Stat));
+        for bad in ["", "STAT", "fast"] {
+            let e = local_listing_of(Some(bad)).unwrap_err();
+            assert!(e.contains("LAKESWEEP_LOCAL_LISTING"), "{e}");
+        }
     }
 }

@@ -100,6 +100,12 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
     }
     let (n, b) = tally(Some(&s.listed));
     line(format!("  listed        {n:>6}  {:>10}", bytes(b)));
+    if s.listed_by_name > 0 {
+        line(format!(
+            "  by name       {:>6}  referenced files judged by name, their sizes not read (not in the bytes)",
+            s.listed_by_name
+        ));
+    }
     let prefixes = &s.swept_prefixes;
     if prefixes.len() > 1 {
         line(format!(

@@ -237,6 +237,7 @@ impl Bucket {
                 // Unversioned (or suspended) buckets answer "null": no
                 // version to pin, and none kept after a delete.
                 version_id: o.version_id().filter(|v| *v != "null").map(str::to_owned),
+                named_only: false,
             })),
             Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(None),
             Err(e) => Err(format!("head {key}: {}", words(&e))),
@@ -426,6 +427,7 @@ impl Bucket {
                         .unwrap_or(i64::MAX),
                     etag: o.e_tag().map(|e| crate::store::etag_form(e.to_owned())),
                     version_id: None,
+                    named_only: false,
                 };
                 (Self::key(raw, encoded), obj)
             })
@@ -488,6 +490,7 @@ impl Bucket {
                         .and_then(|t| t.to_millis().ok())
                         .unwrap_or(i64::MAX),
                     etag: v.e_tag().map(|e| crate::store::etag_form(e.to_owned())),
+                    named_only: false,
                     // Unversioned buckets answer the version id "null".
                     version_id: v.version_id().filter(|v| *v != "null").map(str::to_owned),
                 };

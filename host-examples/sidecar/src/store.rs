@@ -121,9 +121,25 @@ pub struct Object {
     pub etag: Option<String>,
     /// Version id, where the store gives one (versioned buckets).
     pub version_id: Option<String>,
+    /// Listed by its name alone ([`Store::list_names`]): its size and time
+    /// were not read, and stand at 0 and `i64::MAX` (a time that keeps it,
+    /// as brand new, wherever it is judged by mistake).
+    pub named_only: bool,
 }
 
 impl Object {
+    /// An object listed by its name alone (see [`Object::named_only`]).
+    pub fn named(uri: String) -> Object {
+        Object {
+            uri,
+            size: 0,
+            last_modified_ms: i64::MAX,
+            etag: None,
+            version_id: None,
+            named_only: true,
+        }
+    }
+
     /// Bytes the object holds in memory, about: its strings and a fixed
     /// overhead (the struct and its allocations).
     pub fn held_bytes(&self) -> usize {
@@ -688,12 +704,29 @@ impl Store {
     /// local folder walked on blocking threads; a bucket (S3, GCS, Azure)
     /// fanned out over the prefix's folders (see [`crate::listing`]).
     pub fn list(&self, prefix_uri: &str) -> BoxStream<'static, Result<Object, String>> {
+        self.list_as(prefix_uri, Walked::Stat)
+    }
+
+    /// [`Store::list`], but a local folder's files by their names alone
+    /// ([`Object::named_only`]: no stat per file, which is a read of the
+    /// disk for each file whose metadata the kernel does not hold); a
+    /// bucket's listing gives every object's version anyway. The files
+    /// whose versions a plan needs are read with [`Store::look_up`].
+    pub fn list_names(&self, prefix_uri: &str) -> BoxStream<'static, Result<Object, String>> {
+        self.list_as(prefix_uri, Walked::Names)
+    }
+
+    fn list_as(
+        &self,
+        prefix_uri: &str,
+        walked: Walked,
+    ) -> BoxStream<'static, Result<Object, String>> {
         let failed = |e: String| futures::stream::once(async move { Err(e) }).boxed();
         let at = prefix_uri.trim_end_matches('/');
         let base = format!("{}://{}/", self.scheme, self.authority);
         match &self.kind {
             Kind::Local => match (self.file(at), walk_threads()) {
-                (Ok(dir), Ok(threads)) => list_local(dir, threads, self.skipped.clone()),
+                (Ok(dir), Ok(threads)) => list_local(dir, threads, walked, self.skipped.clone()),
                 (Err(e), _) | (_, Err(e)) => failed(e),
             },
             Kind::S3(b) => {
@@ -722,6 +755,100 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Reads the sizes and times of objects listed by name
+    /// ([`Store::list_names`]), on up to [`walk_threads`] threads: each
+    /// comes back with its version, in order, except a file gone since it
+    /// was listed (what is not listed is never deleted). A file that is no
+    /// longer a regular file fails, as in the walk. Objects listed with
+    /// their versions pass through.
+    pub async fn look_up(&self, objects: Vec<Object>) -> Result<Vec<Object>, String> {
+        if !objects.iter().any(|o| o.named_only) {
+            return Ok(objects);
+        }
+        // A named object is a file the walk found, its URI `file://` and
+        // the path as read (not parsed as an object path: any name a
+        // folder holds, control characters included, is its own).
+        let mut files = Vec::with_capacity(objects.len());
+        for o in &objects {
+            files.push(match (o.named_only, o.uri.strip_prefix("file://")) {
+                (false, _) => None,
+                (true, Some(p)) if matches!(self.kind, Kind::Local) => {
+                    Some(std::path::PathBuf::from(p))
+                }
+                (true, _) => {
+                    return Err(format!(
+                        "{} was listed by name, but not by a local walk (internal error)",
+                        o.uri
+                    ))
+                }
+            });
+        }
+        let threads = walk_threads()?.min(objects.len().div_ceil(64)).max(1);
+        tokio::task::spawn_blocking(move || {
+            let chunk = objects.len().div_ceil(threads);
+            let parts: Vec<Result<Vec<Object>, String>> = std::thread::scope(|s| {
+                let handles: Vec<_> = objects
+                    .chunks(chunk)
+                    .zip(files.chunks(chunk))
+                    .map(|(os, fs)| s.spawn(move || look_up_files(os, fs)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or_else(|_| Err("a stat thread panicked".into()))
+                    })
+                    .collect()
+            });
+            let mut out = Vec::with_capacity(objects.len());
+            for p in parts {
+                out.extend(p?);
+            }
+            Ok(out)
+        })
+        .await
+        .map_err(|e| format!("stat of listed files: {e}"))?
+    }
+}
+
+/// [`Store::look_up`] of `objects`, whose files (for those named only)
+/// are `files`.
+fn look_up_files(
+    objects: &[Object],
+    files: &[Option<std::path::PathBuf>],
+) -> Result<Vec<Object>, String> {
+    let mut out = Vec::with_capacity(objects.len());
+    for (o, f) in objects.iter().zip(files) {
+        let Some(f) = f else {
+            out.push(o.clone());
+            continue;
+        };
+        match std::fs::symlink_metadata(f) {
+            Ok(m) if m.is_file() => out.push(local_object(o.uri.clone(), &m)),
+            Ok(_) => {
+                return Err(format!(
+                    "list {}: {} is a symbolic link or special file; lakesweep sweeps only regular files",
+                    f.parent().map_or(String::new(), |p| p.display().to_string()),
+                    f.display()
+                ))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("stat {}: {e}", f.display())),
+        }
+    }
+    Ok(out)
+}
+
+/// What a local walk reads of each file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Walked {
+    /// Its size and time (a stat).
+    Stat,
+    /// Its name and type only (the folder's entry).
+    Names,
+}
+
 /// The listed object `m`, named `uri`.
 pub fn object_of(uri: String, m: object_store::ObjectMeta) -> Object {
     Object {
@@ -730,6 +857,7 @@ pub fn object_of(uri: String, m: object_store::ObjectMeta) -> Object {
         last_modified_ms: m.last_modified.timestamp_millis(),
         etag: m.e_tag.map(etag_form),
         version_id: m.version,
+        named_only: false,
     }
 }
 
@@ -785,6 +913,7 @@ fn local_object(uri: String, m: &std::fs::Metadata) -> Object {
         last_modified_ms: mtime,
         etag: None,
         version_id: None,
+        named_only: false,
     }
 }
 
@@ -831,6 +960,7 @@ fn walk_threads_of(value: Option<&str>, cores: usize) -> Result<usize, String> {
 fn list_local(
     dir: std::path::PathBuf,
     threads: usize,
+    walked: Walked,
     skipped: Arc<std::sync::Mutex<Vec<String>>>,
 ) -> BoxStream<'static, Result<Object, String>> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Batch>(64);
@@ -843,6 +973,7 @@ fn list_local(
             state: std::sync::Mutex::new((stack, 0)),
             wake: std::sync::Condvar::new(),
             failed: std::sync::atomic::AtomicBool::new(false),
+            walked,
         };
         std::thread::scope(|s| {
             for _ in 0..threads {
@@ -890,6 +1021,7 @@ struct Walk {
     state: std::sync::Mutex<(Vec<std::path::PathBuf>, usize)>,
     wake: std::sync::Condvar,
     failed: std::sync::atomic::AtomicBool,
+    walked: Walked,
 }
 
 impl Walk {
@@ -975,17 +1107,23 @@ impl Walk {
                 return true;
             }
             // A folder is known from its entry's type (no stat); a file is
-            // stat-ed for its size and time, relative to the open folder.
+            // stat-ed for its size and time, relative to the open folder,
+            // unless names alone are asked for (its type is the entry's).
             let r = e
                 .and_then(|e| {
-                    if e.file_type()?.is_dir() {
+                    let t = e.file_type()?;
+                    if t.is_dir() {
                         return Ok((e.path(), None));
                     }
-                    Ok((e.path(), Some(e.metadata()?)))
+                    if self.walked == Walked::Names {
+                        return Ok((e.path(), Some((t.is_file(), None))));
+                    }
+                    let m = e.metadata()?;
+                    Ok((e.path(), Some((m.is_file(), Some(m)))))
                 })
                 .map_err(|err| format!("list {}: {err}", d.display()));
-            let (path, m) = match r {
-                Ok((path, Some(m))) => (path, m),
+            let (path, regular, m) = match r {
+                Ok((path, Some((regular, m)))) => (path, regular, m),
                 Ok((path, None)) => {
                     found.push(path);
                     continue;
@@ -996,7 +1134,7 @@ impl Walk {
                 }
             };
             match path.to_str() {
-                _ if !m.is_file() => {
+                _ if !regular => {
                     let _ = tx.blocking_send(Err(format!(
                         "list {}: {} is a symbolic link or special file; lakesweep sweeps only regular files",
                         d.display(),
@@ -1004,7 +1142,10 @@ impl Walk {
                     )));
                     return false;
                 }
-                Some(p) => batch.push(local_object(format!("file://{p}"), &m)),
+                Some(p) => batch.push(match &m {
+                    Some(m) => local_object(format!("file://{p}"), m),
+                    None => Object::named(format!("file://{p}")),
+                }),
                 None => {
                     if let Ok(mut v) = skipped.lock() {
                         v.push(format!("file://{}", path.display()));
@@ -1131,26 +1272,57 @@ mod tests {
         assert_eq!(got, want);
         // The same files with one walker, with more walkers than folders
         // at any depth, and with the most a user may ask for.
-        for threads in [1, 2, 3, 8, 64, MAX_WALK_THREADS] {
-            let mut got: Vec<String> = list_local(dir.clone(), threads, Arc::default())
-                .map(|o| o.unwrap().uri)
-                .collect()
-                .await;
-            got.sort();
-            assert_eq!(got, want, "{threads} threads");
+        // The same by names alone.
+        for walked in [Walked::Stat, Walked::Names] {
+            for threads in [1, 2, 3, 8, 64, MAX_WALK_THREADS] {
+                let mut got: Vec<Object> = list_local(dir.clone(), threads, walked, Arc::default())
+                    .map(|o| o.unwrap())
+                    .collect()
+                    .await;
+                got.sort_by(|a, b| a.uri.cmp(&b.uri));
+                let uris: Vec<&String> = got.iter().map(|o| &o.uri).collect();
+                assert_eq!(uris, want.iter().collect::<Vec<_>>(), "{threads} threads");
+                assert!(got
+                    .iter()
+                    .all(|o| o.named_only == (walked == Walked::Names)));
+            }
         }
-        // A symbolic link anywhere ends the listing with an error.
+        // Looked up, names are what the stat walk gives, less a file gone
+        // meanwhile; objects with versions pass through.
+        let mut stat: Vec<Object> = s.list(&root).map(|o| o.unwrap()).collect().await;
+        stat.sort_by(|a, b| a.uri.cmp(&b.uri));
+        let mut named: Vec<Object> = s.list_names(&root).map(|o| o.unwrap()).collect().await;
+        named.sort_by(|a, b| a.uri.cmp(&b.uri));
+        let gone = named[3].clone();
+        named[5] = stat[5].clone();
+        std::fs::remove_file(gone.uri.strip_prefix("file://").unwrap()).unwrap();
+        let mut got = s.look_up(named).await.unwrap();
+        got.sort_by(|a, b| a.uri.cmp(&b.uri));
+        stat.retain(|o| o.uri != gone.uri);
+        assert_eq!(got, stat);
+        std::fs::write(gone.uri.strip_prefix("file://").unwrap(), b"x").unwrap();
+        // A symbolic link anywhere ends the listing with an error, and a
+        // file turned into one fails its look-up.
         std::os::unix::fs::symlink(dir.join("a=6"), dir.join("a=3/b=2/link")).unwrap();
-        for threads in [1, 8] {
-            let all: Vec<Result<Object, String>> = list_local(dir.clone(), threads, Arc::default())
-                .collect()
-                .await;
-            let last = all.last().unwrap();
-            assert!(
-                matches!(last, Err(e) if e.contains("symbolic link")),
-                "{threads} threads: {last:?}"
-            );
+        for walked in [Walked::Stat, Walked::Names] {
+            for threads in [1, 8] {
+                let all: Vec<Result<Object, String>> =
+                    list_local(dir.clone(), threads, walked, Arc::default())
+                        .collect()
+                        .await;
+                let last = all.last().unwrap();
+                assert!(
+                    matches!(last, Err(e) if e.contains("symbolic link")),
+                    "{threads} threads: {last:?}"
+                );
+            }
         }
+        let link = Object {
+            uri: format!("file://{}/a=3/b=2/link", dir.display()),
+            ..Object::named(String::new())
+        };
+        let e = s.look_up(vec![link]).await.unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
         let all: Vec<Result<Object, String>> = s.list(&root).collect().await;
         let last = all.last().unwrap();
         assert!(

@@ -35,6 +35,65 @@ fn plan_json_lists_exactly_the_old_planted_orphans() {
     assert_eq!(v["summary"]["referencedNotListed"], 0);
 }
 
+/// The staged table listed by names (the default) and with a stat of
+/// every file: the same deletes under the same seal and the same report;
+/// by names, every referenced file is settled without its size.
+#[test]
+fn a_plan_by_names_is_the_plan_by_stat_less_the_referenced_bytes() {
+    let s = Stage::new("names");
+    let by_name = json(&s.plan(&["--json"]));
+    // The stage's plan, with the listing set as `listing`.
+    let plan_listed = |listing: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_lakesweep"))
+            .arg("plan")
+            .arg(s.table())
+            .args(s.catalog())
+            .args([
+                "--location-map",
+                &s.map(),
+                "--now",
+                &s.t["now_ms"].to_string(),
+            ])
+            .args(["--older-than", "3d", "--json"])
+            .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"))
+            .env("LAKESWEEP_LOCAL_LISTING", listing)
+            .output()
+            .unwrap()
+    };
+    let o = plan_listed("stat");
+    assert!(o.status.success(), "{}", out_text(&o));
+    let by_stat = json(&o);
+    for k in ["delete", "digest", "tokens", "warnings", "report"] {
+        assert_eq!(by_name[k], by_stat[k], "{k}");
+    }
+    let (n, st) = (&by_name["summary"], &by_stat["summary"]);
+    let referenced = &st["verdicts"]["referenced"];
+    assert!(referenced["count"].as_u64().unwrap() > 5);
+    assert!(referenced["bytes"].as_u64().unwrap() > 0);
+    assert_eq!(
+        n["listedByName"], referenced["count"],
+        "every referenced file by name"
+    );
+    assert_eq!(n["verdicts"]["referenced"]["bytes"], 0);
+    assert_eq!(n["listed"]["count"], st["listed"]["count"]);
+    assert_eq!(
+        n["listed"]["bytes"].as_u64().unwrap() + referenced["bytes"].as_u64().unwrap(),
+        st["listed"]["bytes"].as_u64().unwrap()
+    );
+    assert!(st.get("listedByName").is_none());
+    let human = s.plan(&[]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("by name"), "{text}");
+    // A value the host does not know is refused, with nothing planned.
+    let o = plan_listed("fast");
+    assert!(!o.status.success());
+    assert!(
+        out_text(&o).contains("LAKESWEEP_LOCAL_LISTING=fast"),
+        "{}",
+        out_text(&o)
+    );
+}
+
 #[test]
 fn human_report_says_what_and_why() {
     let s = Stage::new("human");
