@@ -943,29 +943,26 @@ impl Session {
     /// system's metadata is not cached). Every key the keep set references
     /// is settled here, by name: kept whatever its size and time, counted
     /// in the summary (`listed_by_name`; no bytes), and no decision is
-    /// drained for it. Answers the indices into `keys`, ascending, of the
-    /// keys whose verdicts depend on more than their names: the host sends
-    /// those, with their versions, through [`Session::handle_page`] (one
-    /// gone meanwhile is left out: what is not listed is never deleted),
-    /// and ends the listing with `handle_page`'s last page as always. A key
-    /// sent both ways is counted twice, never deleted by it.
+    /// drained for it. Answers the indices into `keys`, ascending, of every
+    /// other key (whatever decides its verdict: only `referenced` is
+    /// settled by name): the host sends those, with their versions, through
+    /// [`Session::handle_page`] (one gone meanwhile is left out: what is
+    /// not listed is never deleted), and ends the listing with
+    /// `handle_page`'s last page as always. A key sent both ways is counted
+    /// twice, never deleted by it.
     ///
     /// The Delta log's own listing needs every version: there, every index
-    /// is answered. Fails (protocol) like `handle_page`: when no listing
-    /// was asked for (or after its last page), or for a key outside the
-    /// table.
+    /// is answered, and the keys are checked by `handle_page`. Fails
+    /// (protocol) like `handle_page`: when no listing was asked for (or
+    /// after its last page), or for a key outside the table.
     pub fn handle_names(&mut self, keys: Vec<String>) -> Result<Vec<u32>> {
         let mut needed = Vec::new();
         self.guard(|s| {
-            let all = || {
-                u32::try_from(keys.len())
-                    .map(|n| (0..n).collect())
-                    .map_err(|_| {
-                        Error::protocol(ProtocolReason::BadInput, "more than 2^32 names in one call")
-                    })
-            };
+            let count = u32::try_from(keys.len()).map_err(|_| {
+                Error::protocol(ProtocolReason::BadInput, "more than 2^32 names in one call")
+            })?;
             if s.phase == Phase::LogListing {
-                needed = all()?;
+                needed = (0..count).collect();
                 return Ok(());
             }
             if s.phase
@@ -978,7 +975,6 @@ impl Session {
                     "listed names sent when no table listing was requested (or after its last page)",
                 ));
             }
-            all()?;
             for (i, key) in keys.iter().enumerate() {
                 // Only `Referenced` is taken from this finding: no size or
                 // time enters that verdict (a keep-set hit or the version
@@ -991,7 +987,7 @@ impl Session {
                     s.summary.listed_by_name += 1;
                     s.count(&rel, Verdict::Referenced, 0);
                 } else {
-                    // Within u32: `all` counted the keys.
+                    // Within u32: `count` is.
                     needed.push(i as u32);
                 }
             }

@@ -512,7 +512,7 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
                 for (objs, last) in out {
                     let objs = unsettled(objs, wstore)?;
                     let objs = lstore
-                        .look_up(objs)
+                        .look_up(&prefix, objs)
                         .await
                         .map_err(|e| format!("{e} (listing failed: no plan, nothing deleted)"))?;
                     feed(objs, last, wstore, &mut decisions)?;

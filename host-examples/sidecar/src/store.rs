@@ -16,6 +16,7 @@
 //! file): the encoded-versus-decoded trap DESIGN.md warns about, caught by
 //! this project's fixture tests.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -757,15 +758,23 @@ impl Store {
 
 impl Store {
     /// Reads the sizes and times of objects listed by name
-    /// ([`Store::list_names`]), on up to [`walk_threads`] threads: each
-    /// comes back with its version, in order, except a file gone since it
-    /// was listed (what is not listed is never deleted). A file that is no
-    /// longer a regular file fails, as in the walk. Objects listed with
-    /// their versions pass through.
-    pub async fn look_up(&self, objects: Vec<Object>) -> Result<Vec<Object>, String> {
+    /// ([`Store::list_names`]) under `prefix_uri`, on up to
+    /// [`walk_threads`] threads: each comes back with its version, in
+    /// order, except a file gone since it was listed (what is not listed is
+    /// never deleted). A file that is no longer a regular file fails, as in
+    /// the walk, and so does one whose folder no longer resolves to the
+    /// folder walked (a folder on its path replaced by a link since: its
+    /// time would be another file's). Objects listed with their versions
+    /// pass through.
+    pub async fn look_up(
+        &self,
+        prefix_uri: &str,
+        objects: Vec<Object>,
+    ) -> Result<Vec<Object>, String> {
         if !objects.iter().any(|o| o.named_only) {
             return Ok(objects);
         }
+        let root = self.file(prefix_uri.trim_end_matches('/'))?;
         // A named object is a file the walk found, its URI `file://` and
         // the path as read (not parsed as an object path: any name a
         // folder holds, control characters included, is its own).
@@ -786,12 +795,18 @@ impl Store {
         }
         let threads = walk_threads()?.min(objects.len().div_ceil(64)).max(1);
         tokio::task::spawn_blocking(move || {
+            let walked = std::fs::canonicalize(&root)
+                .map_err(|e| format!("list {}: {e}", root.display()))?;
+            let folders = Folders {
+                root: &root,
+                walked: &walked,
+            };
             let chunk = objects.len().div_ceil(threads);
             let parts: Vec<Result<Vec<Object>, String>> = std::thread::scope(|s| {
                 let handles: Vec<_> = objects
                     .chunks(chunk)
                     .zip(files.chunks(chunk))
-                    .map(|(os, fs)| s.spawn(move || look_up_files(os, fs)))
+                    .map(|(os, fs)| s.spawn(move || look_up_files(os, fs, folders)))
                     .collect();
                 handles
                     .into_iter()
@@ -817,13 +832,28 @@ impl Store {
 fn look_up_files(
     objects: &[Object],
     files: &[Option<std::path::PathBuf>],
+    folders: Folders<'_>,
 ) -> Result<Vec<Object>, String> {
     let mut out = Vec::with_capacity(objects.len());
+    // Folders checked, and whether each is still there.
+    let mut checked: HashMap<&std::path::Path, bool> = HashMap::new();
     for (o, f) in objects.iter().zip(files) {
         let Some(f) = f else {
             out.push(o.clone());
             continue;
         };
+        let parent = f.parent().unwrap_or(folders.root);
+        let present = match checked.get(parent) {
+            Some(p) => *p,
+            None => {
+                let p = folders.check(parent)?;
+                checked.insert(parent, p);
+                p
+            }
+        };
+        if !present {
+            continue;
+        }
         match std::fs::symlink_metadata(f) {
             Ok(m) if m.is_file() => out.push(local_object(o.uri.clone(), &m)),
             Ok(_) => {
@@ -838,6 +868,40 @@ fn look_up_files(
         }
     }
     Ok(out)
+}
+
+/// The folder a listing walked (`root`, as named, and `walked`, its
+/// canonical path when looked up).
+#[derive(Clone, Copy)]
+struct Folders<'a> {
+    root: &'a std::path::Path,
+    walked: &'a std::path::Path,
+}
+
+impl Folders<'_> {
+    /// Whether `folder` (under the root, as walked) is still there, as the
+    /// same folder: its canonical path is the walked root's followed by
+    /// the same names (no folder on the way became a link). A folder gone
+    /// is `false` (its files are gone with it).
+    fn check(&self, folder: &std::path::Path) -> Result<bool, String> {
+        let rel = folder.strip_prefix(self.root).map_err(|_| {
+            format!(
+                "{} is not under the folder listed, {} (internal error)",
+                folder.display(),
+                self.root.display()
+            )
+        })?;
+        match std::fs::canonicalize(folder) {
+            Ok(c) if c == self.walked.join(rel) => Ok(true),
+            Ok(c) => Err(format!(
+                "list {}: it now resolves to {} (a folder replaced by a link since it was listed); lakesweep sweeps only regular files",
+                folder.display(),
+                c.display()
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(format!("list {}: {e}", folder.display())),
+        }
+    }
 }
 
 /// What a local walk reads of each file.
@@ -1296,11 +1360,28 @@ mod tests {
         let gone = named[3].clone();
         named[5] = stat[5].clone();
         std::fs::remove_file(gone.uri.strip_prefix("file://").unwrap()).unwrap();
-        let mut got = s.look_up(named).await.unwrap();
+        let mut got = s.look_up(&root, named.clone()).await.unwrap();
         got.sort_by(|a, b| a.uri.cmp(&b.uri));
         stat.retain(|o| o.uri != gone.uri);
         assert_eq!(got, stat);
         std::fs::write(gone.uri.strip_prefix("file://").unwrap(), b"x").unwrap();
+        // A folder walked, then replaced by a link to a copy of itself: its
+        // files are not looked up through the link; a folder removed
+        // whole takes its files with it.
+        let a2 = dir.join("a=2");
+        std::fs::rename(&a2, dir.join("a=2-moved")).unwrap();
+        std::os::unix::fs::symlink(dir.join("a=2-moved"), &a2).unwrap();
+        let in_a2: Vec<Object> = named
+            .iter()
+            .filter(|o| o.uri.contains("/a=2/") && o.named_only)
+            .cloned()
+            .collect();
+        assert!(!in_a2.is_empty());
+        let e = s.look_up(&root, in_a2.clone()).await.unwrap_err();
+        assert!(e.contains("replaced by a link"), "{e}");
+        std::fs::remove_file(&a2).unwrap();
+        assert!(s.look_up(&root, in_a2).await.unwrap().is_empty());
+        std::fs::rename(dir.join("a=2-moved"), &a2).unwrap();
         // A symbolic link anywhere ends the listing with an error, and a
         // file turned into one fails its look-up.
         std::os::unix::fs::symlink(dir.join("a=6"), dir.join("a=3/b=2/link")).unwrap();
@@ -1321,7 +1402,7 @@ mod tests {
             uri: format!("file://{}/a=3/b=2/link", dir.display()),
             ..Object::named(String::new())
         };
-        let e = s.look_up(vec![link]).await.unwrap_err();
+        let e = s.look_up(&root, vec![link]).await.unwrap_err();
         assert!(e.contains("symbolic link"), "{e}");
         let all: Vec<Result<Object, String>> = s.list(&root).collect().await;
         let last = all.last().unwrap();
