@@ -394,6 +394,33 @@ fn protocol_errors_poison_the_session() {
     assert!(s.poll_request().is_none());
 }
 
+/// A hold whose prefix covers only referenced files matches listed keys
+/// whether they were settled by name or judged with their versions: no
+/// "matches no listed key" warning either way, and the same plan.
+#[test]
+fn a_hold_over_keys_settled_by_name_still_matches_them() {
+    let (o, meta) = base();
+    let mut c = cfg(&meta);
+    c.context = Some(r#"{"holds":[{"scope":{"pathPrefix":"data/"},"generation":0}]}"#.into());
+    let by_version = run_native(c.clone(), &o).unwrap().plan();
+    let mut p = ByName(lakesweep::Session::start(c).unwrap(), 0);
+    let by_name = drive(&mut p, &meta, &o).unwrap().plan();
+    assert_eq!(
+        p.1, 5,
+        "two data files, the manifest list, the manifest and the metadata"
+    );
+    assert!(
+        !by_name
+            .warnings
+            .iter()
+            .any(|w| w.contains("matches no listed key")),
+        "{:?}",
+        by_name.warnings
+    );
+    assert_eq!(by_name.warnings, by_version.warnings);
+    assert_eq!(by_name.digest, by_version.digest);
+}
+
 /// Names first: a referenced key is settled by its name whatever the
 /// host would have said of its size and time; every other key (young,
 /// old, near-miss, hidden, metadata) is asked back for its version; a key
