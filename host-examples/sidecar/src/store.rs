@@ -795,6 +795,16 @@ impl Store {
         }
         let threads = walk_threads()?.min(objects.len().div_ceil(64)).max(1);
         tokio::task::spawn_blocking(move || {
+            // The walk starts only at a folder, never a link: so must this.
+            match std::fs::symlink_metadata(&root) {
+                Ok(m) if m.is_dir() => {}
+                _ => {
+                    return Err(format!(
+                        "list {}: no longer a folder (replaced by a link since it was listed?)",
+                        root.display()
+                    ))
+                }
+            }
             let walked = std::fs::canonicalize(&root)
                 .map_err(|e| format!("list {}: {e}", root.display()))?;
             let folders = Folders {
