@@ -770,7 +770,14 @@ fn component_classify(
     if !path.exists() {
         return None;
     }
-    let engine = Engine::new(&Config::new()).unwrap();
+    let mut config = Config::new();
+    // `LAKESWEEP_BENCH_PERFMAP=1`: name the component's compiled functions
+    // for `perf report` (wasmtime writes /tmp/perf-PID.map); build the
+    // component with `CARGO_PROFILE_RELEASE_STRIP=false` to keep its names.
+    if std::env::var_os("LAKESWEEP_BENCH_PERFMAP").is_some() {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
+    let engine = Engine::new(&config).unwrap();
     let component = Component::from_file(&engine, &path).unwrap();
     let mut store = Store::new(&engine, ());
     let api = wit::Lakesweep::instantiate(&mut store, &component, &Linker::new(&engine)).unwrap();
