@@ -101,7 +101,8 @@ pub fn push_human_ms(out: &mut String, ms: i64) {
 }
 
 /// Appends `n` in decimal, as `{n}` writes it.
-fn push_int(out: &mut String, n: i64) {
+/// Appends `n` in decimal (with `-` when negative), without `format!`.
+pub(crate) fn push_int(out: &mut String, n: i64) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     let mut v = n.unsigned_abs();
@@ -135,6 +136,25 @@ mod tests {
             format!("{m}m {}s", s % 60)
         } else {
             format!("{s}s")
+        }
+    }
+
+    #[test]
+    fn integers_read_as_to_string_writes_them() {
+        for n in [
+            0,
+            1,
+            -1,
+            9,
+            10,
+            -10,
+            4_611_686_018_427_387_904,
+            i64::MAX,
+            i64::MIN,
+        ] {
+            let mut out = String::from("x");
+            push_int(&mut out, n);
+            assert_eq!(out, format!("x{n}"));
         }
     }
 

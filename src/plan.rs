@@ -798,7 +798,7 @@ impl Session {
             s.summary.manifests_read += 1;
             let read = iceberg::read_manifest_digest(
                 &uri,
-                &d,
+                d,
                 expected_len,
                 added_by,
                 s.config.keep_deleted_entries,

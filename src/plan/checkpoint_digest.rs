@@ -14,21 +14,21 @@
 //! Wire form: UTF-8 text, one item per line:
 //!
 //! ```text
-//! lakesweep-checkpoint-digest 1
+//! lakesweep-checkpoint-digest 2
 //! uri "s3://b/t/_delta_log/00000000000000000010.checkpoint.parquet"
 //! length 7021                               the file's bytes
 //! actions 3
 //! a "part=1/f.parquet"                      an add without deletion vector
 //! r 1700000000000 "part=1/g.parquet"        a remove (time or -) without one
 //! j {"Protocol":{"minReaderVersion":1,…}}   any other action, as JSON
-//! sha256 <hex of every byte before this line>
+//! xxh3-128 <hex of the XXH3-128 of every byte before this line>
 //! ```
 
 use crate::digest::{json_string, open_digest, parse_json_string, seal};
 use crate::error::{Error, ProtocolReason, Result};
 use crate::spec::delta::{parse_checkpoint_file, Action};
 
-const HEADER: &str = "lakesweep-checkpoint-digest 1\n";
+const HEADER: &str = "lakesweep-checkpoint-digest 2\n";
 
 /// A decoded digest.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -98,14 +98,15 @@ pub(super) fn read_manifest(
 /// [`read_manifest`] on the manifest's own bytes, entry for entry.
 pub(super) fn read_manifest_digest(
     uri: &str,
-    digest: &ManifestDigest,
+    digest: ManifestDigest,
     expected_len: Option<u64>,
     added_by: Option<i64>,
     keep_deleted: bool,
 ) -> Result<ManifestRead> {
     let mut t = ManifestTally::new(uri, digest.source_len, expected_len, added_by, keep_deleted)?;
-    for e in &digest.entries {
-        t.entry(e.status, e.content, e.snapshot_id, &e.path);
+    // Each path moves into the read: a digest's paths are not copied again.
+    for e in digest.entries {
+        t.entry(e.status, e.content, e.snapshot_id, e.path);
     }
     Ok(t.read)
 }
@@ -149,12 +150,15 @@ impl ManifestTally {
         })
     }
 
+    /// Counts one entry and keeps its path (copied from a manifest's
+    /// bytes, moved from a digest) when it is live or deleted entries are
+    /// kept.
     fn entry(
         &mut self,
         status: ManifestStatus,
         content: ContentType,
         snap: Option<i64>,
-        path: &str,
+        path: impl Into<String>,
     ) {
         let counts = &mut self.read.counts;
         let data = content == ContentType::Data;
@@ -178,7 +182,7 @@ impl ManifestTally {
             }
         }
         if status.is_live() || self.keep_deleted {
-            self.read.files.push((status, content, path.to_owned()));
+            self.read.files.push((status, content, path.into()));
         }
     }
 }

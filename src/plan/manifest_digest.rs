@@ -15,23 +15,24 @@
 //! bindings copy a string in one piece but a byte list value by value):
 //!
 //! ```text
-//! lakesweep-manifest-digest 1
+//! lakesweep-manifest-digest 2
 //! uri "s3://b/t/metadata/m0.avro"          the URI read (a JSON string)
 //! length 7021                              the manifest's bytes
 //! entries 2
 //! 1 0 7 "s3://b/t/data/a.parquet"          status, content (the spec's
 //! 2 1 - "s3://b/t/data/d.puffin"           numbers), snapshot id or -, path
-//! sha256 <hex of every byte before this line>
+//! xxh3-128 <hex of the XXH3-128 of every byte before this line>
 //! ```
 //!
 //! A digest damaged on its way (a changed byte would change a kept path)
 //! fails its checksum and is refused.
 
-use crate::digest::{json_string, open_digest, seal};
+use crate::digest::{json_string, open_digest, push_json_string, seal};
+use crate::duration::push_int;
 use crate::error::{Error, ProtocolReason, Result};
 use crate::spec::iceberg::{for_each_manifest_entry_with_snapshot, ContentType, ManifestStatus};
 
-const HEADER: &str = "lakesweep-manifest-digest 1\n";
+const HEADER: &str = "lakesweep-manifest-digest 2\n";
 
 /// One manifest entry as the session counts and keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,15 +61,20 @@ pub(crate) struct ManifestDigest {
 pub fn digest_manifest(uri: &str, bytes: &[u8]) -> Result<String> {
     let mut lines = String::with_capacity(64 + bytes.len() / 4);
     let mut n = 0u64;
+    // Written piece by piece: a line per entry, millions per table.
     for_each_manifest_entry_with_snapshot(uri, bytes, |status, content, snap, path| {
         n += 1;
-        let snap = snap.map_or_else(|| "-".to_owned(), |id| id.to_string());
-        lines.push_str(&format!(
-            "{} {} {snap} {}\n",
-            status_number(status),
-            content_number(content),
-            json_string(path)
-        ));
+        lines.push(char::from(b'0' + status_number(status)));
+        lines.push(' ');
+        lines.push(char::from(b'0' + content_number(content)));
+        lines.push(' ');
+        match snap {
+            Some(id) => push_int(&mut lines, id),
+            None => lines.push('-'),
+        }
+        lines.push(' ');
+        push_json_string(&mut lines, path);
+        lines.push('\n');
     })?;
     let mut out = format!(
         "{HEADER}uri {}\nlength {}\nentries {n}\n",
@@ -173,7 +179,7 @@ mod tests {
         text
     }
 
-    const BODY: &str = "lakesweep-manifest-digest 1\nuri \"s3://b/t/metadata/m.avro\"\nlength 1234\nentries 2\n1 0 7 \"s3://b/t/data/a b\\n.parquet\"\n2 1 - \"s3://b/t/data/d.puffin\"\n";
+    const BODY: &str = "lakesweep-manifest-digest 2\nuri \"s3://b/t/metadata/m.avro\"\nlength 1234\nentries 2\n1 0 7 \"s3://b/t/data/a b\\n.parquet\"\n2 1 - \"s3://b/t/data/d.puffin\"\n";
 
     #[test]
     fn a_digest_reads_back_entry_for_entry() {

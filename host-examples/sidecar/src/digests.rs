@@ -223,9 +223,15 @@ fn whole(text: &str) -> bool {
         return false;
     };
     let (before, last) = text.split_at(cut);
-    last.strip_prefix("sha256 ")
+    last.strip_prefix("xxh3-128 ")
         .and_then(|s| s.strip_suffix('\n'))
-        .is_some_and(|sum| sum == hex(&Sha256::digest(before.as_bytes())))
+        .is_some_and(|sum| sum == checksum(before))
+}
+
+/// A digest's seal: the XXH3-128 of the text before it, 32 lowercase hex
+/// digits (the component's own; see its `digest` module for why).
+fn checksum(text: &str) -> String {
+    format!("{:032x}", xxhash_rust::xxh3::xxh3_128(text.as_bytes()))
 }
 
 #[cfg(test)]
@@ -233,12 +239,12 @@ mod tests {
     use super::*;
 
     fn sealed(body: &str) -> String {
-        format!("{body}sha256 {}\n", hex(&Sha256::digest(body.as_bytes())))
+        format!("{body}xxh3-128 {}\n", checksum(body))
     }
 
     #[test]
     fn a_digest_is_whole_only_with_its_checksum_line() {
-        let d = sealed("lakesweep-manifest-digest 1\nuri \"x\"\nlength 1\nentries 0\n");
+        let d = sealed("lakesweep-manifest-digest 2\nuri \"x\"\nlength 1\nentries 0\n");
         assert!(whole(&d));
         assert!(!whole(&d[..d.len() - 1]), "cut before its last newline");
         assert!(!whole(&d[..d.len() / 2]), "cut in half");
@@ -250,7 +256,7 @@ mod tests {
     fn entries_are_filed_by_uri_and_identity_and_damaged_ones_dropped() {
         let dir = std::env::temp_dir().join(format!("lakesweep-digests-{}", std::process::id()));
         let c = DigestCache { dir: dir.clone() };
-        let d = sealed("lakesweep-manifest-digest 1\nuri \"x\"\nlength 1\nentries 0\n");
+        let d = sealed("lakesweep-manifest-digest 2\nuri \"x\"\nlength 1\nentries 0\n");
         c.put("file:///t/m.avro", "local:1", &d);
         assert_eq!(c.get("file:///t/m.avro", "local:1").as_deref(), Some(&*d));
         assert_eq!(

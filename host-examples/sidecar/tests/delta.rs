@@ -496,7 +496,7 @@ fn checkpoint_digests_are_cached_and_a_rewritten_checkpoint_is_read_again() {
     assert_eq!(digests.len(), 1, "the one checkpoint part: {digests:?}");
     let text = std::fs::read_to_string(&digests[0]).unwrap();
     assert!(
-        text.starts_with("lakesweep-checkpoint-digest 1\n"),
+        text.starts_with("lakesweep-checkpoint-digest 2\n"),
         "{text}"
     );
     let second = plan(&["--manifest-cache"]);

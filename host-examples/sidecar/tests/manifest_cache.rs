@@ -172,7 +172,7 @@ fn a_damaged_cache_file_is_dropped_and_the_manifest_read() {
     // Dropped and filed again, whole.
     for f in c.filed() {
         let text = std::fs::read_to_string(&f).unwrap();
-        assert!(text.starts_with("lakesweep-manifest-digest 1\n"), "{text}");
+        assert!(text.starts_with("lakesweep-manifest-digest 2\n"), "{text}");
         assert!(!text.contains("data/x"), "{text}");
     }
 }
