@@ -147,6 +147,17 @@ mod tests {
     }
 
     #[test]
+    fn strings_to_escape_are_written_as_serde_json_writes_them() {
+        // `any::<String>()` draws no control characters: these are fixed.
+        for s in [
+            "\0", "\x1f", "a\tb", "\n", "\x7f", "\u{85}", "\u{2028}", "a\"b", "a\\b", "",
+        ] {
+            assert_eq!(json_string(s), serde_json::to_string(s).unwrap(), "{s:?}");
+            assert_eq!(parse_json_string(&json_string(s)).as_deref(), Some(s));
+        }
+    }
+
+    #[test]
     fn escapes_and_controls_go_the_long_way() {
         assert_eq!(parse_json_string("\"a\\nb\"").as_deref(), Some("a\nb"));
         assert_eq!(parse_json_string("\"a\tb\""), None);

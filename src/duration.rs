@@ -100,8 +100,7 @@ pub fn push_human_ms(out: &mut String, ms: i64) {
     out.push_str(b_unit);
 }
 
-/// Appends `n` in decimal, as `{n}` writes it.
-/// Appends `n` in decimal (with `-` when negative), without `format!`.
+/// Appends `n` in decimal, as `{n}` writes it, without `format!`.
 pub(crate) fn push_int(out: &mut String, n: i64) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
