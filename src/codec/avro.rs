@@ -37,6 +37,12 @@ fn corrupt<T>(msg: impl Into<String>) -> AResult<T> {
     Err(Box::new(AvroError::Corrupt(msg.into())))
 }
 
+/// A zig-zag encoded value decoded (0, -1, 1, -2, ... from 0, 1, 2, 3, ...).
+#[inline(always)]
+fn unzig(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
 /// Position-tracking reader over a byte slice.
 pub struct Cursor<'a> {
     buf: &'a [u8],
@@ -53,18 +59,42 @@ impl<'a> Cursor<'a> {
         self.buf.len() - self.pos
     }
 
-    /// Reads a zig-zag varint `long`.
-    #[inline]
+    /// Reads a zig-zag varint `long`. A one-byte value (most of a
+    /// manifest's: statuses, union branches, small counts) is read inline;
+    /// longer ones by [`Cursor::long_multi`].
+    #[inline(always)]
     pub fn long(&mut self) -> AResult<i64> {
-        // Most values fit one byte.
         if let Some(&b) = self.buf.get(self.pos) {
             if b & 0x80 == 0 {
                 self.pos += 1;
-                let v = u64::from(b);
-                return Ok(((v >> 1) as i64) ^ -((v & 1) as i64));
+                return Ok(unzig(u64::from(b)));
             }
         }
-        // Ten bytes at hand (every block but its last few values): the
+        self.long_multi()
+    }
+
+    /// [`Cursor::long`] past its one-byte case.
+    #[inline(never)]
+    fn long_multi(&mut self) -> AResult<i64> {
+        // Eight bytes at hand and the value ends within them (two to eight
+        // bytes: sizes, counts, days, lengths): read as one word, the
+        // terminating byte found by its clear top bit, the seven-bit groups
+        // joined pairwise, with no branch per byte.
+        if let Some(&eight) = self.buf.get(self.pos..).and_then(|b| b.first_chunk::<8>()) {
+            let x = u64::from_le_bytes(eight);
+            let stops = !x & 0x8080_8080_8080_8080;
+            if stops != 0 {
+                // Every bit up to the first stop bit: the value's bytes.
+                let mine = stops ^ (stops - 1);
+                let x = x & mine & 0x7f7f_7f7f_7f7f_7f7f;
+                let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
+                let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
+                let x = (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4);
+                self.pos += stops.trailing_zeros() as usize / 8 + 1;
+                return Ok(unzig(x));
+            }
+        }
+        // Ten bytes at hand (nine- and ten-byte values: snapshot ids): the
         // longest varint is read without a bounds check per byte.
         if let Some(ten) = self.buf.get(self.pos..self.pos + 10) {
             let mut value: u64 = 0;
@@ -72,7 +102,7 @@ impl<'a> Cursor<'a> {
                 value |= u64::from(b & 0x7f) << (7 * i);
                 if b & 0x80 == 0 {
                     self.pos += i + 1;
-                    return Ok(((value >> 1) as i64) ^ -((value & 1) as i64));
+                    return Ok(unzig(value));
                 }
             }
             return corrupt("varint longer than 10 bytes");
@@ -93,32 +123,48 @@ impl<'a> Cursor<'a> {
                 return corrupt("varint longer than 10 bytes");
             }
         }
-        Ok(((value >> 1) as i64) ^ -((value & 1) as i64))
+        Ok(unzig(value))
     }
 
-    #[inline]
+    #[inline(always)]
     fn len(&mut self) -> AResult<usize> {
         let n = self.long()?;
         if n < 0 || n as u64 > self.remaining() as u64 {
-            return corrupt(format!(
-                "length {n} exceeds the {} bytes left",
-                self.remaining()
-            ));
+            return self.overlong(n);
         }
         Ok(n as usize)
     }
 
-    #[inline]
+    /// The error for a length `n` past the bytes left.
+    #[cold]
+    #[inline(never)]
+    fn overlong<T>(&self, n: i64) -> AResult<T> {
+        corrupt(format!(
+            "length {n} exceeds the {} bytes left",
+            self.remaining()
+        ))
+    }
+
+    #[inline(always)]
     fn take(&mut self, n: usize) -> AResult<&'a [u8]> {
-        if n > self.remaining() {
-            return corrupt(format!("need {n} bytes, {} left", self.remaining()));
+        match self.buf.get(self.pos..).and_then(|rest| rest.get(..n)) {
+            Some(s) => {
+                self.pos += n;
+                Ok(s)
+            }
+            None => self.short(n),
         }
-        let s = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
+    }
+
+    /// The error for `n` bytes wanted past the bytes left.
+    #[cold]
+    #[inline(never)]
+    fn short<T>(&self, n: usize) -> AResult<T> {
+        corrupt(format!("need {n} bytes, {} left", self.remaining()))
     }
 
     /// Reads a length-prefixed byte string.
+    #[inline(always)]
     pub fn bytes(&mut self) -> AResult<&'a [u8]> {
         let n = self.len()?;
         self.take(n)
@@ -766,7 +812,7 @@ pub fn decode_record<'a>(
 
 /// Reads the branch of a two-branch union whose null branch is `null`:
 /// whether the value is present.
-#[inline]
+#[inline(always)]
 fn optional_branch(cur: &mut Cursor<'_>, null: u8) -> AResult<bool> {
     match cur.long()? {
         i if i == i64::from(null) => Ok(false),
@@ -775,7 +821,7 @@ fn optional_branch(cur: &mut Cursor<'_>, null: u8) -> AResult<bool> {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn union_branch(branches: &[usize], cur: &mut Cursor<'_>) -> AResult<usize> {
     let i = cur.long()?;
     match usize::try_from(i).ok().and_then(|i| branches.get(i)) {
@@ -1328,6 +1374,41 @@ pub(crate) mod tests {
             b.resize(11 + pad, 0);
             let e = format!("{:?}", Cursor::new(&b).long().unwrap_err());
             assert!(e.contains("longer than 10 bytes"), "{pad}: {e}");
+        }
+    }
+
+    /// A varint read one byte at a time, as the spec states it: the
+    /// reference the word-at-a-time reading must match.
+    fn reference_long(b: &[u8]) -> Option<(i64, usize)> {
+        let mut value = 0u64;
+        for (i, &byte) in b.iter().enumerate().take(10) {
+            value |= u64::from(byte & 0x7f)
+                .checked_shl(7 * i as u32)
+                .unwrap_or(0);
+            if byte & 0x80 == 0 {
+                return Some((unzig(value), i + 1));
+            }
+        }
+        None
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn varints_read_as_the_byte_by_byte_reference_on_any_bytes(
+            bytes in proptest::collection::vec(
+                proptest::prop_oneof![proptest::num::u8::ANY, 0x80u8..=0xff],
+                0..24,
+            ),
+        ) {
+            let mut c = Cursor::new(&bytes);
+            match (c.long(), reference_long(&bytes)) {
+                (Ok(v), Some((want, used))) => {
+                    proptest::prop_assert_eq!(v, want);
+                    proptest::prop_assert_eq!(c.pos, used);
+                }
+                (Err(_), None) => {}
+                (got, want) => proptest::prop_assert!(false, "{:?} against {:?}", got, want),
+            }
         }
     }
 
