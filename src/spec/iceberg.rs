@@ -477,8 +477,12 @@ fn avro_err(uri: &str, e: AvroError) -> Error {
     }
 }
 
+/// `b` as text, or a malformed-encoding error naming `field`. Every
+/// manifest entry's path passes here: simdutf8 checks it in vector-wide
+/// chunks (SSE/AVX natively, simd128 in the component) and accepts exactly
+/// what `std::str::from_utf8` accepts (tested on every length class).
 fn utf8<'a>(uri: &str, field: &str, b: &'a [u8]) -> Result<&'a str> {
-    std::str::from_utf8(b).map_err(|_| {
+    simdutf8::basic::from_utf8(b).map_err(|_| {
         Error::malformed(
             MalformedReason::Encoding,
             uri,
@@ -722,6 +726,84 @@ mod tests {
       "statistics":[{"snapshot-id":2,"statistics-path":"s3://b/t/metadata/stats.puffin","file-size-in-bytes":1,"file-footer-size-in-bytes":1,"blob-metadata":[]}],
       "partition-specs":[{"spec-id":0,"fields":[{"name":"_cat","transform":"identity","source-id":1,"field-id":1000}]}],
       "properties":{"gc.enabled":"true","n":5}}"#;
+
+    /// A manifest of one entry whose `data_file.file_path` is `path`.
+    fn manifest_of_path(path: &[u8]) -> Vec<u8> {
+        use crate::codec::avro::tests::{container, s, zz};
+        let schema = r#"{"type":"record","name":"manifest_entry","fields":[
+            {"name":"status","type":"int"},
+            {"name":"data_file","type":{"type":"record","name":"r2","fields":[
+                {"name":"content","type":"int"},
+                {"name":"file_path","type":"string"}]}}]}"#;
+        let mut r = Vec::new();
+        zz(1, &mut r);
+        zz(0, &mut r);
+        s(path, &mut r);
+        container(schema, "deflate", 1, &r)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn paths_are_text_exactly_when_std_says_so(
+            text in "[a-z/é€𝄞]{0,150}",
+            cut in proptest::collection::vec((0usize..600, proptest::num::u8::ANY), 0..3),
+        ) {
+            // Valid text, then maybe a few bytes written over it.
+            let mut b = text.into_bytes();
+            for (at, byte) in cut {
+                if !b.is_empty() {
+                    let at = at % b.len();
+                    b[at] = byte;
+                }
+            }
+            proptest::prop_assert_eq!(
+                utf8("m", "p", &b).ok(),
+                std::str::from_utf8(&b).ok()
+            );
+        }
+    }
+
+    #[test]
+    fn a_data_file_path_is_read_only_as_valid_utf8_at_every_length() {
+        // Short and long (the validator reads long strings in wide
+        // chunks): the bad byte at the start, in the middle and last.
+        for len in [1usize, 15, 16, 63, 64, 65, 200] {
+            let good = format!("s3://b/t/data/{}é.parquet", "x".repeat(len));
+            let mut read = Vec::new();
+            for_each_manifest_entry("m.avro", &manifest_of_path(good.as_bytes()), |_, _, p| {
+                read.push(p.to_owned())
+            })
+            .unwrap();
+            assert_eq!(read, vec![good.clone()]);
+            let at = good.len() / 2;
+            for bad in [
+                &b"\xff"[..],
+                b"\xc0\xaf",     // an overlong `/`
+                b"\xed\xa0\x80", // a surrogate
+                b"\xe2\x82",     // a character cut short
+            ] {
+                for place in [0, at, good.len()] {
+                    let mut path = good.as_bytes().to_vec();
+                    path.splice(place..place, bad.iter().copied());
+                    let e =
+                        for_each_manifest_entry("m.avro", &manifest_of_path(&path), |_, _, p| {
+                            panic!("read {p:?} from a path that is not UTF-8")
+                        })
+                        .unwrap_err();
+                    assert!(
+                        matches!(
+                            e,
+                            Error::Malformed {
+                                reason: MalformedReason::Encoding,
+                                ..
+                            }
+                        ),
+                        "{len} {bad:?} at {place}: {e:?}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn parses_v2() {
