@@ -1377,8 +1377,9 @@ pub(crate) mod tests {
         }
     }
 
-    /// A varint read one byte at a time, as the spec states it: the
-    /// reference the word-at-a-time reading must match.
+    /// A varint read one byte at a time (a tenth byte's bits past the
+    /// 64th dropped, as the reader always has): the reference the
+    /// word-at-a-time reading must match.
     fn reference_long(b: &[u8]) -> Option<(i64, usize)> {
         let mut value = 0u64;
         for (i, &byte) in b.iter().enumerate().take(10) {
