@@ -11,6 +11,7 @@
 
 use crate::error::{Error, ProtocolReason, Result};
 use crate::hashing::Map;
+use crate::path::same_bytes;
 use crate::verdict::{ListedObject, Verdict};
 
 use super::PageClassifier;
@@ -124,16 +125,30 @@ impl PageVerdicts {
 struct Details {
     by_text: Map<String, u32>,
     by_source: Map<u32, u32>,
+    /// The reason found by text last: garbage comes in runs (one folder,
+    /// one failed job, one hour), whose reasons read alike.
+    last_text: Option<u32>,
 }
 
 impl Details {
     fn of_text(&mut self, out: &mut PageVerdicts, text: &str) -> u32 {
-        if let Some(&i) = self.by_text.get(text) {
-            return i;
+        // Compared a word at a time before the map hashes the text and
+        // compares it byte by byte (in wasm).
+        if let Some(i) = self.last_text {
+            if same_bytes(out.details[i as usize].as_bytes(), text.as_bytes()) {
+                return i;
+            }
         }
-        let i = out.details.len() as u32;
-        out.details.push(text.to_owned());
-        self.by_text.insert(text.to_owned(), i);
+        let i = match self.by_text.get(text) {
+            Some(&i) => i,
+            None => {
+                let i = out.details.len() as u32;
+                out.details.push(text.to_owned());
+                self.by_text.insert(text.to_owned(), i);
+                i
+            }
+        };
+        self.last_text = Some(i);
         i
     }
 }
