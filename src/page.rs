@@ -111,7 +111,6 @@ impl PageClassifier {
                 keep,
                 now_ms: h.now_ms,
                 file_retention_ms: h.file_retention_ms,
-                retention_words: crate::duration::human_ms(h.file_retention_ms),
                 partition_names: h.partition_names,
                 table_uuid: h.table_uuid,
                 mappings: h.mappings,

@@ -691,7 +691,6 @@ impl Session {
             keep: KeepSet::new(),
             now_ms: config.now_ms,
             file_retention_ms: window,
-            retention_words: crate::duration::human_ms(window),
             partition_names: BTreeSet::new(),
             table_uuid: None,
             mappings: config.location_map.clone(),

@@ -181,9 +181,6 @@ pub struct Classifier {
     pub(crate) keep: KeepSet,
     pub(crate) now_ms: i64,
     pub(crate) file_retention_ms: i64,
-    /// `file_retention_ms` in words ([`crate::duration::human_ms`]),
-    /// written once: every young or unreferenced key's reason names it.
-    pub(crate) retention_words: String,
     pub(crate) partition_names: BTreeSet<String>,
     pub(crate) table_uuid: Option<String>,
     pub(crate) mappings: Vec<PathMapping>,
@@ -494,7 +491,7 @@ impl Classifier {
             why.push_str("modified ");
             push_human_ms(&mut why, age);
             why.push_str(" ago; file retention is ");
-            why.push_str(&self.retention_words);
+            push_human_ms(&mut why, self.file_retention_ms);
             return (Verdict::Young, why);
         }
         if let Some(hidden) = self.hidden_component(inner) {
@@ -503,7 +500,7 @@ impl Classifier {
         why.push_str("referenced by no snapshot, no metadata and no table-level role; modified ");
         push_human_ms(&mut why, age);
         why.push_str(" ago (retention ");
-        why.push_str(&self.retention_words);
+        push_human_ms(&mut why, self.file_retention_ms);
         why.push(')');
         (Verdict::Candidate, why)
     }
@@ -664,7 +661,6 @@ mod tests {
             keep: KeepSet::new(),
             now_ms: NOW,
             file_retention_ms: RETENTION,
-            retention_words: crate::duration::human_ms(RETENTION),
             partition_names: BTreeSet::from(["_p".to_owned()]),
             table_uuid: None,
             mappings: vec![],
