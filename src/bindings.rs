@@ -149,6 +149,7 @@ fn verdict(v: core::Verdict) -> wt::Verdict {
         core::Verdict::ExpiredLog => wt::Verdict::ExpiredLog,
         core::Verdict::Unaddressable => wt::Verdict::Unaddressable,
         core::Verdict::FolderMarker => wt::Verdict::FolderMarker,
+        core::Verdict::Foreign => wt::Verdict::Foreign,
     }
 }
 
@@ -169,6 +170,7 @@ fn decision_in(d: wt::Decision) -> core::Decision {
             wt::Verdict::ExpiredLog => core::Verdict::ExpiredLog,
             wt::Verdict::Unaddressable => core::Verdict::Unaddressable,
             wt::Verdict::FolderMarker => core::Verdict::FolderMarker,
+            wt::Verdict::Foreign => core::Verdict::Foreign,
         },
         detail: d.detail,
         size: d.version.size,
@@ -479,6 +481,52 @@ impl wp::Guest for Component {
 
     fn digest_checkpoint(uri: String, bytes: Vec<u8>) -> Result<String, wt::Error> {
         core::digest_checkpoint(&uri, &bytes).map_err(err)
+    }
+
+    fn ownership_map(
+        entries: Vec<wt::CatalogEntry>,
+        location_map: Vec<wt::PathMapping>,
+    ) -> Result<Vec<wt::EstateMember>, wt::Error> {
+        let entries = entries
+            .into_iter()
+            .map(|e| core::estate::CatalogEntry {
+                namespace: e.namespace,
+                name: e.name,
+                kind: e.kind,
+                location: e.location,
+                other_locations: e.other_locations,
+                metadata_location: e.metadata_location,
+                metadata: e.metadata,
+            })
+            .collect();
+        let map = core::estate::ownership_map(entries, &maps(location_map)).map_err(err)?;
+        Ok(map
+            .into_iter()
+            .map(|m| wt::EstateMember {
+                namespace: m.namespace,
+                name: m.name,
+                kind: m.kind,
+                location: m.location,
+                roots: m
+                    .roots
+                    .into_iter()
+                    .map(|r| wt::OwnedRoot {
+                        root: r.root,
+                        role: r.role,
+                    })
+                    .collect(),
+                planned: m.planned,
+                refusal: m.refusal.map(err),
+                foreign_roots: m
+                    .foreign_roots
+                    .into_iter()
+                    .map(|f| wt::ForeignRoot {
+                        root: f.root,
+                        owner: f.owner,
+                    })
+                    .collect(),
+            })
+            .collect())
     }
 
     fn overlapping_locations(locations: Vec<String>) -> Vec<(u32, u32)> {
@@ -998,8 +1046,17 @@ impl wp::GuestSession for Session {
             keep_versions: c.keep_versions,
             log_cleanup: c.log_cleanup,
             pointer_authoritative: c.pointer_authoritative,
-            memory_budget_bytes: c.memory_budget_bytes,
+            memory_budget_bytes: c.memory_budget_bytes.unwrap_or(core::DEFAULT_MEMORY_BUDGET),
             origin: c.origin,
+            foreign_roots: c
+                .foreign_roots
+                .into_iter()
+                .map(|f| core::estate::ForeignRoot {
+                    root: f.root,
+                    owner: f.owner,
+                })
+                .collect(),
+            prior_pointers: c.prior_pointers,
         };
         let s = core::Session::start(config).map_err(err)?;
         Ok(wp::Session::new(Session(RefCell::new(s))))

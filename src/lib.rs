@@ -49,6 +49,7 @@ pub mod bundle;
 pub mod codec;
 pub mod context;
 pub mod error;
+pub mod estate;
 pub mod host;
 pub mod ledger;
 pub mod path;

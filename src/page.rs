@@ -43,6 +43,8 @@ struct Header {
     expired_log: std::collections::BTreeMap<String, String>,
     #[serde(default)]
     reserved: Vec<(String, String)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    owners: Vec<crate::verdict::OwnedPrefix>,
 }
 
 fn iceberg() -> crate::format::TableFormat {
@@ -65,6 +67,7 @@ pub(crate) fn export(c: &Classifier, metadata_location: &str) -> Result<Vec<u8>>
         format: c.format,
         expired_log: c.expired_log.clone(),
         reserved: c.reserved.clone(),
+        owners: c.owners.clone(),
     };
     let h = serde_json::to_vec(&header).unwrap_or_default();
     let mut out = Vec::new();
@@ -120,6 +123,7 @@ impl PageClassifier {
                 reserved: h.reserved,
                 // Page mode serves the table's own prefix.
                 roots: Vec::new(),
+                owners: h.owners,
             },
             metadata_location: h.metadata_location,
         })

@@ -59,8 +59,12 @@ pub struct SessionConfig {
     /// Evaluation time, milliseconds since the Unix epoch. Never read from a clock.
     pub now_ms: i64,
     /// File-retention window, milliseconds: unreferenced objects younger than
-    /// this are kept.
-    pub file_retention_ms: i64,
+    /// this are kept. `None`: the core's default, the same on every host:
+    /// a policy's `orphanSafetyInterval`, else 3 days for Iceberg (as
+    /// Iceberg's own orphan removal) and 7 days for Delta
+    /// (`delta.deletedFileRetentionDuration`'s default). Given with a
+    /// policy, the longer of the two applies.
+    pub file_retention_ms: Option<i64>,
     /// Keep files that appear only in DELETED manifest entries of a retained
     /// snapshot (changelog and incremental readers need them). Default true.
     pub keep_deleted_entries: bool,
@@ -104,6 +108,20 @@ pub struct SessionConfig {
     /// read it.
     #[serde(default)]
     pub origin: Option<String>,
+    /// Prefixes other tables own inside this table's location or write
+    /// roots, as the ownership map of a many-table run gives them
+    /// ([`crate::estate::ownership_map`]): every key under one is kept
+    /// (verdict `foreign`). One equal to or containing the table's
+    /// location or a write root refuses the plan (`foreign-table`).
+    #[serde(default)]
+    pub foreign_roots: Vec<crate::estate::ForeignRoot>,
+    /// The pointers earlier reads of this run named, oldest first (when a
+    /// plan's deletes are checked: the plan's own). The session reads each
+    /// and refuses (`stale-pointer`) when the current pointer names a
+    /// document an earlier one descends from, or one older than the
+    /// newest seen: a pointer never goes backwards within a run.
+    #[serde(default)]
+    pub prior_pointers: Vec<String>,
 }
 
 fn default_budget() -> u64 {
@@ -123,7 +141,7 @@ impl SessionConfig {
             format: TableFormat::Iceberg,
             metadata_location: metadata_location.to_owned(),
             now_ms,
-            file_retention_ms,
+            file_retention_ms: Some(file_retention_ms),
             keep_deleted_entries: true,
             allow_short_retention: false,
             location_map: Vec::new(),
@@ -134,6 +152,8 @@ impl SessionConfig {
             pointer_authoritative: false,
             memory_budget_bytes: DEFAULT_MEMORY_BUDGET,
             origin: None,
+            foreign_roots: Vec::new(),
+            prior_pointers: Vec::new(),
         }
     }
 }
@@ -465,6 +485,21 @@ pub fn canonical_pointer(raw: &str, mappings: &[PathMapping]) -> Result<String> 
         .map_err(|e| Error::invalid("metadata_location", e))
 }
 
+/// The file-retention window a session judges by, in milliseconds: the
+/// one given, lengthened to the policy's `orphanSafetyInterval`; without
+/// one, the policy's interval, else the format's default (see
+/// [`TableFormat::default_file_retention_ms`]). Every host gets this one
+/// rule: hosts hold no durations.
+pub fn window(given: Option<i64>, policy: Option<&crate::Policy>, format: TableFormat) -> i64 {
+    let interval = policy.map(|p| p.file_retention.orphan_safety_interval.0);
+    match (given, interval) {
+        (Some(w), Some(i)) => w.max(i),
+        (Some(w), None) => w,
+        (None, Some(i)) => i,
+        (None, None) => format.default_file_retention_ms(),
+    }
+}
+
 /// Fails (protocol) when the digest answering the read of `uri` was made
 /// from another URI's bytes.
 fn made_from(uri: &str, digest_uri: &str) -> Result<()> {
@@ -488,7 +523,16 @@ enum Purpose {
     DeltaNextCommit {
         version: u64,
     },
-    Metadata,
+    /// The document a pointer read named; `read`: that read's order in
+    /// the run (prior pointers first, then the session's own reads).
+    Metadata {
+        read: u32,
+    },
+    /// A document an earlier read of the run named (see
+    /// [`SessionConfig::prior_pointers`]), read to compare.
+    PriorPointer {
+        read: u32,
+    },
     DrMetadata,
     ManifestList {
         snapshot_id: i64,
@@ -584,6 +628,10 @@ pub struct Session {
     matched_alt: u64,
     /// References that may name more than one key.
     ambiguous_references: u64,
+    /// Prefixes other tables own (see [`SessionConfig::foreign_roots`]).
+    foreign: Vec<(TableLocation, String)>,
+    /// Pointer reads of the run so far, prior ones included.
+    pointer_reads: u32,
 }
 
 /// The format's own half of a session: Iceberg's snapshot walk or Delta's
@@ -634,7 +682,8 @@ impl Session {
                 ),
             ));
         }
-        if config.file_retention_ms < 0 {
+        let given = config.file_retention_ms;
+        if given.is_some_and(|w| w < 0) {
             return Err(Error::invalid("file_retention_ms", "must not be negative"));
         }
         if config.memory_budget_bytes < MIN_MEMORY_BUDGET {
@@ -646,14 +695,16 @@ impl Session {
                 ),
             ));
         }
-        if config.file_retention_ms < MIN_FILE_RETENTION_MS && !config.allow_short_retention {
-            return Err(Error::invalid(
-                "file_retention_ms",
-                format!(
-                    "{} is shorter than one hour: in-flight writers' files would be deleted (set allow_short_retention to override)",
-                    crate::duration::human_ms(config.file_retention_ms)
-                ),
-            ));
+        if let Some(w) = given.filter(|&w| w < MIN_FILE_RETENTION_MS) {
+            if !config.allow_short_retention {
+                return Err(Error::invalid(
+                    "file_retention_ms",
+                    format!(
+                        "{} is shorter than one hour: in-flight writers' files would be deleted (set allow_short_retention to override)",
+                        crate::duration::human_ms(w)
+                    ),
+                ));
+            }
         }
         // A pointer from a catalog names the table's original root: map it
         // like every path found in metadata. Delta's pointer is its log.
@@ -681,11 +732,13 @@ impl Session {
         if let Some(p) = &policy {
             p.ensure_holds_current(&protections)?;
         }
-        let window = policy
-            .as_ref()
-            .map(|p| p.file_retention.orphan_safety_interval.0)
-            .unwrap_or(0)
-            .max(config.file_retention_ms);
+        let window = window(given, policy.as_ref(), config.format);
+        let mut foreign = Vec::with_capacity(config.foreign_roots.len());
+        for f in &config.foreign_roots {
+            let root = TableLocation::parse(&f.root)
+                .map_err(|e| Error::invalid("foreign_roots", format!("`{}`: {e}", f.root)))?;
+            foreign.push((root, f.owner.clone()));
+        }
         let classifier = Classifier {
             location,
             keep: KeepSet::new(),
@@ -699,7 +752,9 @@ impl Session {
             expired_log: BTreeMap::new(),
             reserved: Vec::new(),
             roots: Vec::new(),
+            owners: Vec::new(),
         };
+        let config_priors = config.prior_pointers.len();
         let mut s = Session {
             policy,
             config,
@@ -727,11 +782,27 @@ impl Session {
             listed_members: Default::default(),
             matched_alt: 0,
             ambiguous_references: 0,
+            foreign,
+            pointer_reads: u32::try_from(config_priors).unwrap_or(u32::MAX),
         };
+        s.check_foreign_roots()?;
         if s.config.format == TableFormat::Delta {
             s.start_delta(pointer)?;
         } else {
-            s.request_read(pointer, Purpose::Metadata);
+            // A prior read of the document the pointer names now needs no
+            // comparison (and is read once, as the pointer's).
+            let mut seen = BTreeSet::from([pointer.clone()]);
+            for (read, prior) in s.config.prior_pointers.clone().into_iter().enumerate() {
+                let prior = CanonicalUri::parse(&prior)
+                    .map_err(|e| Error::invalid("prior_pointers", format!("`{prior}`: {e}")))?
+                    .to_uri_string();
+                if seen.insert(prior.clone()) {
+                    let read = u32::try_from(read).unwrap_or(u32::MAX);
+                    s.request_read(prior, Purpose::PriorPointer { read });
+                }
+            }
+            let read = s.next_pointer_read();
+            s.request_read(pointer, Purpose::Metadata { read });
         }
         Ok(s)
     }
@@ -1029,7 +1100,8 @@ impl Session {
             }
             s.metadata_location = loc.clone();
             s.phase = Phase::Reading { recheck: true };
-            s.request_read(loc, Purpose::Metadata);
+            let read = s.next_pointer_read();
+            s.request_read(loc, Purpose::Metadata { read });
             Ok(())
         })
     }
@@ -1290,8 +1362,12 @@ impl Session {
 
     fn request_read(&mut self, uri: String, purpose: Purpose) {
         // Metadata is always (re-)read: a pointer may move back to a
-        // document read earlier (A -> B -> A) and must be checked again.
-        let always = matches!(purpose, Purpose::OwnerCheck { .. } | Purpose::Metadata);
+        // document read earlier (A -> B -> A), which is refused as a
+        // pointer going backwards once it is read again.
+        let always = matches!(
+            purpose,
+            Purpose::OwnerCheck { .. } | Purpose::Metadata { .. } | Purpose::PriorPointer { .. }
+        );
         if !self.requested.insert(uri.clone()) && !always {
             return;
         }
@@ -1665,6 +1741,9 @@ impl Session {
         if let Purpose::DeltaNextCommit { version } = purpose {
             return self.delta_next_commit(uri, version, bytes);
         }
+        if let (Purpose::PriorPointer { read }, None) = (&purpose, bytes) {
+            return self.process_prior_pointer(uri, None, *read);
+        }
         if let (
             Purpose::DeltaLog {
                 order: (delta::VALIDATE, _),
@@ -1678,7 +1757,8 @@ impl Session {
             let what = match &purpose {
                 Purpose::DeltaLog { .. } => "Delta log file".to_owned(),
                 Purpose::DeltaNextCommit { .. } => "Delta commit".to_owned(),
-                Purpose::Metadata => "table metadata".to_owned(),
+                Purpose::Metadata { .. } => "table metadata".to_owned(),
+                Purpose::PriorPointer { .. } => "table metadata".to_owned(),
                 Purpose::DrMetadata => "disaster-recovery checkpoint metadata".to_owned(),
                 Purpose::ManifestList { snapshot_id } => {
                     format!("manifest list of snapshot {snapshot_id}")
@@ -1693,12 +1773,16 @@ impl Session {
         };
         self.summary.manifests_read += u64::from(!matches!(
             purpose,
-            Purpose::Metadata | Purpose::DrMetadata | Purpose::DeltaLog { .. }
+            Purpose::Metadata { .. }
+                | Purpose::PriorPointer { .. }
+                | Purpose::DrMetadata
+                | Purpose::DeltaLog { .. }
         ));
         match purpose {
             Purpose::DeltaLog { order } => self.delta_log_blob(uri, order, bytes),
             Purpose::DeltaNextCommit { .. } => Ok(()),
-            Purpose::Metadata => self.process_metadata(uri, bytes),
+            Purpose::Metadata { read } => self.process_metadata(uri, bytes, read),
+            Purpose::PriorPointer { read } => self.process_prior_pointer(uri, Some(bytes), read),
             Purpose::DrMetadata => {
                 let md = TableMetadata::parse(uri, bytes)?;
                 if md.table_uuid != self.classifier.table_uuid {
@@ -1723,9 +1807,61 @@ impl Session {
         }
     }
 
+    /// The order of the next pointer read of the run.
+    fn next_pointer_read(&mut self) -> u32 {
+        let n = self.pointer_reads;
+        self.pointer_reads = n.saturating_add(1);
+        n
+    }
+
+    /// Refuses (`foreign-table`) when another table owns the location or
+    /// one of the write roots (the same prefix, or one containing it).
+    fn check_foreign_roots(&self) -> Result<()> {
+        let own = std::iter::once(&self.classifier.location).chain(&self.classifier.roots);
+        for mine in own {
+            for (root, owner) in &self.foreign {
+                let pair = [mine.as_uri(), root.as_uri()];
+                let overlaps = !crate::path::overlapping_locations(&pair).is_empty();
+                let inside_mine = crate::path::loose(&root.canonical().path).len()
+                    > crate::path::loose(&mine.canonical().path).len();
+                if overlaps && !inside_mine {
+                    return Err(Error::unsafe_(
+                        UnsafeReason::ForeignTable,
+                        format!(
+                            "`{}` is inside `{}`, which {owner} owns: a prefix belongs to one table, nothing is deleted",
+                            mine.as_uri(),
+                            root.as_uri()
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The prefixes other tables own inside the location or a write root,
+    /// as keys of this sweep (see [`crate::verdict::OwnedPrefix`]).
+    fn owned_prefixes(&self) -> Vec<crate::verdict::OwnedPrefix> {
+        let mut out = Vec::new();
+        for (root, owner) in &self.foreign {
+            let Some(key) = self.classifier.key_of(root.canonical()) else {
+                continue; // outside everything this table lists
+            };
+            let prefix = format!("{key}/");
+            out.push(crate::verdict::OwnedPrefix {
+                loose: format!("{}/", crate::path::loose(&key)),
+                prefix,
+                owner: format!("{owner} owns"),
+            });
+        }
+        out
+    }
+
     /// Starts the table listing once the keep set is complete: the
     /// context's protections are checked against it, and it is frozen.
     fn start_listing(&mut self) -> Result<()> {
+        self.check_foreign_roots()?;
+        self.classifier.owners = self.owned_prefixes();
         self.check_protections()?;
         self.classifier.keep.freeze()?;
         self.phase = Phase::Listing {
@@ -1815,9 +1951,10 @@ impl Session {
     fn check_budget(&self, uri: &str, purpose: &Purpose, bytes: &[u8]) -> Result<()> {
         let n = bytes.len() as u64;
         let (what, cost) = match purpose {
-            Purpose::Metadata | Purpose::DrMetadata | Purpose::OwnerCheck { .. } => {
-                ("table metadata document", n.saturating_mul(8))
-            }
+            Purpose::Metadata { .. }
+            | Purpose::PriorPointer { .. }
+            | Purpose::DrMetadata
+            | Purpose::OwnerCheck { .. } => ("table metadata document", n.saturating_mul(8)),
             Purpose::DeltaLog { .. } | Purpose::DeltaNextCommit { .. } => {
                 if bytes.starts_with(b"PAR1") {
                     // A footer longer than the file is the parser's to refuse

@@ -112,6 +112,9 @@ pub enum Verdict {
     /// No table references such a key; it is kept and named, so it never
     /// churns as a candidate nor merges with its twin.
     FolderMarker,
+    /// Under a prefix another table owns (its location or a write root, from
+    /// the ownership map of a many-table run): kept, whatever else holds.
+    Foreign,
 }
 
 impl Verdict {
@@ -130,6 +133,7 @@ impl Verdict {
             Verdict::ExpiredLog => "expired-log",
             Verdict::Unaddressable => "unaddressable",
             Verdict::FolderMarker => "folder-marker",
+            Verdict::Foreign => "foreign",
         }
     }
 }
@@ -197,6 +201,24 @@ pub struct Classifier {
     /// judged too; their keys are absolute canonical URIs (a table-relative
     /// key never holds `://`: such a key is kept as unaddressable).
     pub(crate) roots: Vec<TableLocation>,
+    /// Prefixes other tables own inside the location or a root, in the key
+    /// namespace of [`Classifier::key_of`] (each ends with `/`), with their
+    /// loose forms and whose they are. Keys under them are `foreign`.
+    pub(crate) owners: Vec<OwnedPrefix>,
+}
+
+/// A prefix of the swept keys that another table owns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct OwnedPrefix {
+    /// The prefix as a key of this sweep (relative, or absolute under
+    /// another root), ending with `/`.
+    pub(crate) prefix: String,
+    /// The same in loose form (case, encoding, doubled slashes), so a
+    /// near-spelling of the prefix is kept too.
+    pub(crate) loose: String,
+    /// Whose it is and what it is to them, in words.
+    pub(crate) owner: String,
 }
 
 /// Outcome of classifying one object before any owner check.
@@ -333,7 +355,7 @@ impl Classifier {
                 let (verdict, why) =
                     self.unreferenced_key_finding(key, rel, size, modified_ms, || {
                         self.keep.in_loose_forms_only(fp)
-                    });
+                    })?;
                 return Ok(Finding {
                     rel: Cow::Borrowed(rel),
                     verdict,
@@ -351,7 +373,7 @@ impl Classifier {
         let (verdict, why) = self.finding(key, &rel, size, modified_ms, || {
             self.loose_key_of(&uri)
                 .is_some_and(|l| self.keep.contains_loose(&l))
-        });
+        })?;
         Ok(Finding {
             rel: Cow::Owned(rel),
             verdict,
@@ -373,9 +395,9 @@ impl Classifier {
         size: u64,
         modified_ms: i64,
         near_miss: impl FnOnce() -> bool,
-    ) -> (Verdict, String) {
+    ) -> Result<(Verdict, String)> {
         if let Some(why) = self.keep.reason(rel) {
-            return (Verdict::Referenced, why.to_owned());
+            return Ok((Verdict::Referenced, why.to_owned()));
         }
         self.unreferenced_key_finding(key, rel, size, modified_ms, near_miss)
     }
@@ -388,45 +410,65 @@ impl Classifier {
         size: u64,
         modified_ms: i64,
         near_miss: impl FnOnce() -> bool,
-    ) -> (Verdict, String) {
-        if rel == VERSION_HINT {
-            return (
+    ) -> Result<(Verdict, String)> {
+        if rel == VERSION_HINT && self.format == crate::format::TableFormat::Iceberg {
+            return Ok((
                 Verdict::Referenced,
                 crate::reach::Source::VersionHint.describe(),
-            );
+            ));
+        }
+        if let Some(o) = self.owner_of(rel) {
+            return Ok((
+                Verdict::Foreign,
+                format!("under `{}`, which {}: kept", o.prefix, o.owner),
+            ));
         }
         let names_scheme = crate::path::holds_scheme_separator(rel);
         // The part below its root (the key itself for a table key: one
         // without `://`), found once for every rule below.
         let inner = if names_scheme { self.inner(rel) } else { rel };
         let external = inner.len() < rel.len();
+        if let Some((at, what)) = self.table_marker(inner, !external) {
+            let root = &rel[..rel.len() - inner.len() + at];
+            let detail = if root.is_empty() {
+                format!(
+                    "`{key}` is {what} at the table's own root: the table is written in two formats (Delta UniForm, or converted in place), and one format's plan would call files only the other's log names garbage. Nothing is deleted: plan it as the format whose log is its source of truth"
+                )
+            } else {
+                format!(
+                    "`{key}` is {what}: another table lives at `{}{root}`, inside the table swept here. A prefix belongs to one table: nothing is deleted. Move that table out, or plan this one in a many-table run whose catalog records the other (its prefix is then kept)",
+                    if external { String::new() } else { self.location.prefix() },
+                )
+            };
+            return Err(Error::unsafe_(UnsafeReason::ForeignTable, detail));
+        }
         if !external && names_scheme {
-            return (
+            return Ok((
                 Verdict::Unaddressable,
                 "key relative to the table holds `://`: kept, it would read as another location's URI".into(),
-            );
+            ));
         }
         if rel.ends_with('/') {
-            return (
+            return Ok((
                 Verdict::FolderMarker,
                 format!(
                     "folder marker ({size} bytes): a key ending in `/` that no table references; kept"
                 ),
-            );
+            ));
         }
         if let Some(why) = crate::path::unaddressable(key, inner) {
-            return (Verdict::Unaddressable, why);
+            return Ok((Verdict::Unaddressable, why));
         }
         if near_miss() {
-            return (
+            return Ok((
                 Verdict::NearMiss,
                 "equals a referenced path up to percent-encoding, letter case or doubled slashes"
                     .into(),
-            );
+            ));
         }
         if self.format == crate::format::TableFormat::Delta {
             if let Some(found) = self.delta_log_finding(rel) {
-                return found;
+                return Ok(found);
             }
         }
         if let Some((_, why)) = self
@@ -434,15 +476,85 @@ impl Classifier {
             .iter()
             .find(|(p, _)| rel.starts_with(p.as_str()))
         {
-            return (Verdict::Hidden, why.clone());
+            return Ok((Verdict::Hidden, why.clone()));
         }
         if rel.ends_with(".metadata.json") {
-            return (
+            return Ok((
                 Verdict::OwnerCheck,
                 "unreferenced table metadata file: owner must be checked".into(),
-            );
+            ));
         }
-        self.unreferenced_finding(rel, inner, modified_ms)
+        Ok(self.unreferenced_finding(rel, inner, modified_ms))
+    }
+
+    /// The other table that owns `rel`'s prefix, if any (exactly, or up to
+    /// case, encoding and doubled slashes).
+    fn owner_of(&self, rel: &str) -> Option<&OwnedPrefix> {
+        if self.owners.is_empty() {
+            return None;
+        }
+        if let Some(o) = self.owners.iter().find(|o| rel.starts_with(&o.prefix)) {
+            return Some(o);
+        }
+        let l = crate::path::loose(rel);
+        self.owners.iter().find(|o| l.starts_with(&o.loose))
+    }
+
+    /// Where in `inner` (a key below its root; `own_root`: below the
+    /// table location itself) another table's marker begins, and what it
+    /// is: a Delta log folder (but the Delta table's own, at its root), a
+    /// Hudi timeline, a Hadoop-catalog version hint (but the Iceberg
+    /// table's own), or in a Delta table any Iceberg metadata document.
+    /// The offset is where that table's root ends in `inner`.
+    fn table_marker(&self, inner: &str, own_root: bool) -> Option<(usize, &'static str)> {
+        use crate::format::TableFormat::{Delta, Iceberg};
+        let b = inner.as_bytes();
+        // Cheap first: none of the markers' telling bytes, no marker.
+        let delta_json = self.format == Delta && inner.ends_with(".metadata.json");
+        let hint = inner.ends_with("version-hint.text");
+        if !delta_json && !hint && !b.windows(6).any(|w| w == b"_delta" || w == b".hoodi") {
+            return None;
+        }
+        let mut start = 0;
+        for seg in inner.split('/') {
+            let end = start + seg.len();
+            let is_dir = end < inner.len();
+            if is_dir && seg == "_delta_log" && !(own_root && start == 0 && self.format == Delta) {
+                return Some((start, "a Delta table's transaction log (`_delta_log/`)"));
+            }
+            if is_dir && seg == ".hoodie" {
+                return Some((start, "a Hudi table's timeline (`.hoodie/`)"));
+            }
+            start = end + 1;
+        }
+        // A Delta UniForm table's own Iceberg metadata lies in its reserved
+        // `metadata/` prefix: that is the table's, not another's.
+        if own_root
+            && self
+                .reserved
+                .iter()
+                .any(|(p, _)| inner.starts_with(p.as_str()))
+        {
+            return None;
+        }
+        let parent = |name_len: usize| {
+            let dir = &inner[..inner.len() - name_len];
+            // A metadata document's table is the folder above `metadata/`.
+            dir.strip_suffix("metadata/").map_or(dir.len(), str::len)
+        };
+        let is_hint = inner == VERSION_HINT || inner.ends_with("/metadata/version-hint.text");
+        let own_hint = own_root && self.format == Iceberg && inner == VERSION_HINT;
+        if hint && is_hint && !own_hint {
+            return Some((
+                parent("version-hint.text".len()),
+                "a Hadoop-catalog Iceberg table's version hint",
+            ));
+        }
+        if delta_json {
+            let name = inner.rsplit('/').next().unwrap_or(inner);
+            return Some((parent(name.len()), "an Iceberg table's metadata document"));
+        }
+        None
     }
 
     /// Everything under `_delta_log/` is kept unless log retention expired it.
@@ -669,6 +781,7 @@ mod tests {
             expired_log: BTreeMap::new(),
             reserved: vec![],
             roots: vec![],
+            owners: vec![],
         }
     }
 
@@ -769,8 +882,26 @@ mod tests {
                 assert!(crate::path::is_plain_key(rel), "{rel}");
                 for mtime in [OLD, NOW - 1, NOW + 1] {
                     let key = format!("{LOC}/{rel}");
-                    let plain = c.find(&key, 3, mtime).unwrap();
-                    let mut parsed = c.find_parsed(&key, 3, mtime).unwrap();
+                    // A Delta table holding Iceberg's files refuses alike.
+                    let (plain, parsed) =
+                        match (c.find(&key, 3, mtime), c.find_parsed(&key, 3, mtime)) {
+                            (Err(a), Err(b)) => {
+                                assert_eq!(a, b, "{rel}");
+                                assert!(
+                                    matches!(
+                                        a,
+                                        Error::Unsafe {
+                                            reason: UnsafeReason::ForeignTable,
+                                            ..
+                                        }
+                                    ),
+                                    "{rel}: {a}"
+                                );
+                                continue;
+                            }
+                            (a, b) => (a.unwrap(), b.unwrap()),
+                        };
+                    let mut parsed = parsed;
                     // Only the shortcut names a referenced key's source.
                     parsed.source = plain.source;
                     assert_eq!(plain, parsed, "{rel}");
@@ -834,5 +965,92 @@ mod tests {
             let d = judged(&c, rel, OLD);
             assert_eq!(d.verdict, Verdict::Candidate, "{rel}: {}", d.detail);
         }
+    }
+
+    /// Another table's marker anywhere in the listing refuses the plan, in
+    /// every format; the table's own log, hint and (UniForm) Iceberg
+    /// metadata do not.
+    #[test]
+    fn another_tables_markers_refuse_and_the_tables_own_do_not() {
+        let refused = |c: &Classifier, rel: &str| match c.find(&format!("{LOC}/{rel}"), 1, OLD) {
+            Err(Error::Unsafe {
+                reason: UnsafeReason::ForeignTable,
+                detail,
+            }) => Some(detail),
+            Err(e) => panic!("{rel}: {e}"),
+            Ok(_) => None,
+        };
+        let ice = classifier(TableFormat::Iceberg);
+        let delta = classifier(TableFormat::Delta);
+        for rel in [
+            "nested/_delta_log/00000000000000000000.json",
+            "data/x/_delta_log/_last_checkpoint",
+            "data/x/_delta_log/",
+            "lake/.hoodie/hoodie.properties",
+            "nested/metadata/version-hint.text",
+        ] {
+            for c in [&ice, &delta] {
+                let why = refused(c, rel).unwrap_or_else(|| panic!("{rel} not refused"));
+                assert!(why.contains("another table lives at"), "{why}");
+            }
+        }
+        let why = refused(&ice, "nested/_delta_log/00000000000000000000.json").unwrap();
+        assert!(why.contains(&format!("`{LOC}/nested/`")), "{why}");
+        // A Delta log at an Iceberg table's root: two formats, one table.
+        let why = refused(&ice, "_delta_log/00000000000000000000.json").unwrap();
+        assert!(why.contains("two formats"), "{why}");
+        // Iceberg metadata in a Delta table, but its own UniForm folder.
+        let why = refused(&delta, "metadata/00001-a.metadata.json").unwrap();
+        assert!(why.contains("two formats"), "{why}");
+        assert!(refused(&delta, "sub/metadata/v1.metadata.json")
+            .unwrap()
+            .contains("`s3://bucket/db/t/sub/`"));
+        let mut uniform = classifier(TableFormat::Delta);
+        uniform
+            .reserved
+            .push(("metadata/".into(), "UniForm".into()));
+        assert_eq!(refused(&uniform, "metadata/00001-a.metadata.json"), None);
+        assert!(refused(&uniform, "sub/metadata/v1.metadata.json").is_some());
+        // The tables' own: Delta's log, Iceberg's hint; look-alikes.
+        assert_eq!(
+            refused(&delta, "_delta_log/00000000000000000000.json"),
+            None
+        );
+        assert_eq!(refused(&ice, VERSION_HINT), None);
+        for rel in [
+            "data/_delta_logs/x",
+            "data/my_delta_log",
+            "data/.hoodie",
+            "data/version-hint.txt",
+            "version-hint.text",
+            "data/version-hint.text",
+        ] {
+            assert_eq!(refused(&ice, rel), None, "{rel}");
+            assert_eq!(refused(&delta, rel), None, "{rel}");
+        }
+        // Under a prefix another table owns: kept, not refused.
+        let mut owned = classifier(TableFormat::Iceberg);
+        owned.owners.push(OwnedPrefix {
+            prefix: "nested/".into(),
+            loose: "nested/".into(),
+            owner: "table db.n owns (its location)".into(),
+        });
+        for rel in [
+            "nested/_delta_log/00000000000000000000.json",
+            "nested/data/a.parquet",
+            "NESTED/x",
+        ] {
+            let key = format!("{LOC}/{rel}");
+            let f = owned.find(&key, 1, OLD).unwrap();
+            assert_eq!(f.verdict, Verdict::Foreign, "{rel}");
+            assert!(f.why.contains("db.n"), "{}", f.why);
+        }
+        assert_eq!(
+            owned
+                .find(&format!("{LOC}/nestedx/a"), 1, OLD)
+                .unwrap()
+                .verdict,
+            Verdict::Candidate
+        );
     }
 }

@@ -55,7 +55,8 @@ struct WebConfig {
     #[serde(default)]
     metadata_location: String,
     now_ms: i64,
-    file_retention_ms: i64,
+    #[serde(default)]
+    file_retention_ms: Option<i64>,
     #[serde(default = "yes")]
     keep_deleted_entries: bool,
     #[serde(default)]
@@ -120,6 +121,8 @@ impl WebSession {
             pointer_authoritative: c.pointer_authoritative,
             memory_budget_bytes: c.memory_budget_bytes.unwrap_or(core::DEFAULT_MEMORY_BUDGET),
             origin: c.origin,
+            foreign_roots: Vec::new(),
+            prior_pointers: Vec::new(),
         };
         core::Session::start(config).map(WebSession).map_err(js)
     }

@@ -127,8 +127,17 @@ impl Wasm {
             keep_versions: cfg.keep_versions,
             log_cleanup: cfg.log_cleanup,
             pointer_authoritative: cfg.pointer_authoritative,
-            memory_budget_bytes: cfg.memory_budget_bytes,
+            memory_budget_bytes: Some(cfg.memory_budget_bytes),
             origin: cfg.origin,
+            foreign_roots: cfg
+                .foreign_roots
+                .into_iter()
+                .map(|f| wt::ForeignRoot {
+                    root: f.root,
+                    owner: f.owner,
+                })
+                .collect(),
+            prior_pointers: cfg.prior_pointers,
         };
         let session = api
             .lakesweep_planner_planner()
@@ -245,6 +254,7 @@ fn verdict(v: wt::Verdict) -> Verdict {
         wt::Verdict::ExpiredLog => Verdict::ExpiredLog,
         wt::Verdict::Unaddressable => Verdict::Unaddressable,
         wt::Verdict::FolderMarker => Verdict::FolderMarker,
+        wt::Verdict::Foreign => Verdict::Foreign,
     }
 }
 

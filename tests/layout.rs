@@ -8,7 +8,7 @@
 //! acceptance                    the one acceptance path
 //! reclaim                       what-if retention (the simulator's engine)
 //! plan (+ plan/delta), expire, bundle, pinot (snapshot artifacts)
-//! policy, page
+//! policy, page, estate         (estate: the ownership map of many tables)
 //! verdict, context
 //! reach, delta_log
 //! spec (iceberg, delta)         the formats' nouns
@@ -39,6 +39,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("context", 4),
     ("policy", 5),
     ("page", 5),
+    ("estate", 5),
     ("plan", 6),
     ("expire", 6),
     ("bundle", 6),

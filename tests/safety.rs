@@ -349,7 +349,7 @@ fn bad_input_gives_a_typed_error_and_no_plan() {
 fn options_that_would_eat_live_data_are_refused() {
     let (mut o, meta) = base();
     let mut short = cfg(&meta);
-    short.file_retention_ms = 60_000;
+    short.file_retention_ms = Some(60_000);
     assert!(matches!(
         lakesweep::Session::start(short),
         Err(Error::InvalidOptions { .. })
@@ -849,7 +849,7 @@ fn context_naming_snapshots_the_table_lost_refuses_and_dr_metadata_keeps_its_fil
 }
 
 #[test]
-fn a_pointer_that_moves_back_is_read_again_and_the_session_finishes() {
+fn a_pointer_that_goes_backwards_is_refused_whichever_read_it_is() {
     let (mut o, meta1) = base();
     let mut later = o.extra.clone();
     let meta2 = write_table(
@@ -863,14 +863,45 @@ fn a_pointer_that_moves_back_is_read_again_and_the_session_finishes() {
         NOW - 60_000,
     );
     o.extra = later;
-    // A -> B -> A (a rollback of the catalog pointer while we sweep), then stable.
+    let stale = |r: Result<Run, lakesweep::Error>| match r {
+        Err(lakesweep::Error::Unsafe {
+            reason: UnsafeReason::StalePointer,
+            detail,
+        }) => detail,
+        other => panic!(
+            "not refused as a stale pointer: {:?}",
+            other.map(|r| r.plan())
+        ),
+    };
+    // A -> B -> A (the catalog answering an older document while we sweep).
     o.pointers = vec![meta2.clone(), meta1.clone(), meta1.clone()];
-    let run = run_native(cfg(&meta1), &o).unwrap();
-    let plan = run.plan();
-    assert_eq!(plan.tokens.metadata_location, meta1);
-    assert_eq!(plan.summary.rechecks, 2);
-    // Everything either version referenced stays.
-    assert!(plan.delete.iter().all(|d| !d.key.starts_with("data/")));
+    let why = stale(run_native(cfg(&meta1), &o));
+    assert!(why.contains("went backwards"), "{why}");
+    // Current first, then an older document at the re-check (a lagging
+    // replica): the plan is never sealed on the older one.
+    o.pointers = vec![meta1.clone(), meta1.clone()];
+    let why = stale(run_native(cfg(&meta2), &o));
+    assert!(why.contains(&meta1), "{why}");
+    // Told what an earlier read of the run named (a plan's pointer, when
+    // its deletes are checked): an older document now is refused too...
+    o.pointers = vec![meta1.clone()];
+    let mut c = cfg(&meta1);
+    c.prior_pointers = vec![meta2.clone()];
+    stale(run_native(c, &o));
+    // ... a newer one, or the same, is not.
+    o.pointers = vec![meta2.clone()];
+    let mut c = cfg(&meta2);
+    c.prior_pointers = vec![meta1.clone(), meta2.clone()];
+    assert_eq!(
+        run_native(c, &o).unwrap().plan().tokens.metadata_location,
+        meta2
+    );
+    // A prior document deleted since, which the pointer's metadata-log
+    // names: it descends from it, fine; one it does not name: refused.
+    let mut c = cfg(&meta2);
+    c.prior_pointers = vec![format!("{LOC}/metadata/gone.metadata.json")];
+    let why = stale(run_native(c, &o));
+    assert!(why.contains("cannot be told"), "{why}");
 }
 
 #[test]

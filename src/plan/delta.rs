@@ -24,7 +24,7 @@ use crate::delta_log::{
 };
 use crate::duration::human_ms;
 use crate::error::{Error, Result};
-use crate::error::{MalformedReason, ProtocolReason};
+use crate::error::{MalformedReason, ProtocolReason, UnsafeReason};
 use crate::hashing::Set;
 use crate::path::{CanonicalUri, TableLocation};
 use crate::reach::Source;
@@ -855,6 +855,41 @@ impl Session {
         self.delta().and_then(DeltaSweep::newest)
     }
 
+    /// Refuses (`stale-pointer`) when the log, listed now, ends at an
+    /// older version than an earlier read of the run saw (its head named in
+    /// [`super::SessionConfig::prior_pointers`]): a listing that lags.
+    fn check_prior_heads(&self, latest_uri: &str) -> Result<()> {
+        let version = |uri: &str| match uri.rsplit_once("/_delta_log/") {
+            Some((_, name)) => match spec::log_file(name) {
+                spec::LogFile::Commit(v) | spec::LogFile::Checkpoint(v) => Some(v),
+                spec::LogFile::CheckpointPart { version, .. }
+                | spec::LogFile::CheckpointV2 { version, .. } => Some(version),
+                _ => None,
+            },
+            None => None,
+        };
+        let Some(now) = version(latest_uri) else {
+            return Ok(());
+        };
+        for prior in &self.config.prior_pointers {
+            let Some(then) = version(prior) else {
+                return Err(Error::invalid(
+                    "prior_pointers",
+                    format!("`{prior}` names no Delta log version"),
+                ));
+            };
+            if then > now {
+                return Err(Error::unsafe_(
+                    UnsafeReason::StalePointer,
+                    format!(
+                        "the log went backwards: it lists versions up to {now}, an earlier read of this run saw version {then} (`{prior}`); a listing that lags cannot be swept by, nothing is deleted"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn start_delta(&mut self, log_prefix: String) -> Result<()> {
         let sweep = DeltaSweep::start(Start {
             log_prefix: log_prefix.clone(),
@@ -930,6 +965,7 @@ impl Session {
         else {
             return Ok(());
         };
+        self.check_prior_heads(&listed.latest_uri)?;
         self.metadata_location = listed.latest_uri;
         self.phase = Phase::Reading { recheck: false };
         self.request_reads(listed.reads);

@@ -28,6 +28,78 @@ pub(super) struct IcebergSweep {
     pub(super) manifest_live: HashMap<String, ManifestCounts>,
     /// Snapshots whose summary could not be checked (no totals recorded).
     pub(super) unchecked_summaries: u64,
+    /// Every document a pointer read of the run named, in read order.
+    pub(super) pointer_docs: Vec<PointerDoc>,
+}
+
+/// A document a pointer read of the run named, and where it stands in the
+/// table's history.
+#[derive(Debug, Clone)]
+pub(super) struct PointerDoc {
+    /// The order of the read that named it (0: the earliest).
+    pub(super) read: u32,
+    /// Its canonical URI.
+    pub(super) uri: String,
+    /// Its `last-sequence-number` and `metadata-log` (canonical, mapped);
+    /// `None` when the document is gone (a prior read's, cleaned up since).
+    pub(super) lineage: Option<(Option<i64>, Vec<String>)>,
+}
+
+/// Why `late` (named by a later read) is an older document than `early`
+/// (named by an earlier one), if it is; or why that cannot be told.
+fn goes_back(early: &PointerDoc, late: &PointerDoc) -> Option<String> {
+    if early.uri == late.uri {
+        return None;
+    }
+    match (&early.lineage, &late.lineage) {
+        (Some((early_seq, early_log)), Some((late_seq, _))) => {
+            if early_log.contains(&late.uri) {
+                return Some(format!(
+                    "`{}`, named by an earlier read, descends from it (its metadata-log names it)",
+                    early.uri
+                ));
+            }
+            match (early_seq, late_seq) {
+                (Some(a), Some(b)) if b < a => Some(format!(
+                    "its last-sequence-number {b} is lower than {a}, of `{}` named by an earlier read",
+                    early.uri
+                )),
+                _ => None,
+            }
+        }
+        (None, Some((_, late_log))) if late_log.contains(&early.uri) => None,
+        (None, Some(_)) => Some(format!(
+            "`{}`, named by an earlier read, is gone and its metadata-log does not name it: whether the pointer went backwards cannot be told",
+            early.uri
+        )),
+        // A document gone now fails as missing metadata where it is needed.
+        (_, None) => None,
+    }
+}
+
+impl IcebergSweep {
+    /// Records a document a pointer read named, refusing (`stale-pointer`)
+    /// when any read names an older document than an earlier read did.
+    pub(super) fn note_pointer_doc(&mut self, doc: PointerDoc) -> Result<()> {
+        for other in &self.pointer_docs {
+            let (early, late) = if other.read < doc.read {
+                (other, &doc)
+            } else {
+                (&doc, other)
+            };
+            if let Some(why) = goes_back(early, late) {
+                return Err(Error::unsafe_(
+                    UnsafeReason::StalePointer,
+                    format!(
+                        "the pointer went backwards: a later read named `{}`, {why}. A plan on it would call the newer commits' files garbage; nothing is deleted. A pointer that can answer older documents (a lagging replica or cache) cannot be swept by",
+                        late.uri
+                    ),
+                ));
+            }
+        }
+        self.pointer_docs.push(doc);
+        Ok(())
+    }
 }
 
 /// What one manifest holds, counted while it is read.
@@ -236,12 +308,7 @@ pub(super) fn write_roots(
 ) -> (Vec<TableLocation>, Vec<String>) {
     let mut roots: Vec<TableLocation> = Vec::new();
     let mut warnings = Vec::new();
-    for key in [
-        "write.data.path",
-        "write.metadata.path",
-        "write.folder-storage.path",
-        "write.object-storage.path",
-    ] {
+    for key in crate::spec::iceberg::WRITE_ROOT_PROPERTIES {
         let Some(v) = md.properties.get(key) else {
             continue;
         };
@@ -455,8 +522,49 @@ impl IcebergSweep {
 /// records, and applies what the functions above and [`IcebergSweep`]
 /// return.
 impl Session {
-    pub(super) fn process_metadata(&mut self, uri: &str, bytes: &[u8]) -> Result<()> {
+    /// The lineage of a pointer's document: its sequence number and its
+    /// metadata-log, canonical and mapped.
+    fn lineage(&self, sequence: Option<i64>, log: &[String]) -> (Option<i64>, Vec<String>) {
+        let log = log
+            .iter()
+            .filter_map(|f| {
+                CanonicalUri::parse(&apply_mappings(f, &self.config.location_map))
+                    .ok()
+                    .map(|c| c.to_uri_string())
+            })
+            .collect();
+        (sequence, log)
+    }
+
+    /// A document an earlier read of the run named (`None`: gone now).
+    pub(super) fn process_prior_pointer(
+        &mut self,
+        uri: &str,
+        bytes: Option<&[u8]>,
+        read: u32,
+    ) -> Result<()> {
+        let lineage = match bytes {
+            Some(b) => {
+                let l = TableMetadata::probe_lineage(uri, b)?;
+                Some(self.lineage(l.last_sequence_number, &l.metadata_log))
+            }
+            None => None,
+        };
+        self.ice()?.note_pointer_doc(PointerDoc {
+            read,
+            uri: uri.to_owned(),
+            lineage,
+        })
+    }
+
+    pub(super) fn process_metadata(&mut self, uri: &str, bytes: &[u8], read: u32) -> Result<()> {
         let md = TableMetadata::parse(uri, bytes)?;
+        let lineage = self.lineage(md.last_sequence_number, &md.metadata_log);
+        self.ice()?.note_pointer_doc(PointerDoc {
+            read,
+            uri: uri.to_owned(),
+            lineage: Some(lineage),
+        })?;
         let adopt = identify(
             uri,
             &md,

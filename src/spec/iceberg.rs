@@ -99,6 +99,15 @@ impl SummaryTotals {
     }
 }
 
+/// The table properties that name where a table writes besides its
+/// `location`: each value is a root the table owns.
+pub const WRITE_ROOT_PROPERTIES: [&str; 4] = [
+    "write.data.path",
+    "write.metadata.path",
+    "write.folder-storage.path",
+    "write.object-storage.path",
+];
+
 /// Table metadata, reduced to what a sweeper and snapshot expiry need.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableMetadata {

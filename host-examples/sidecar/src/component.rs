@@ -647,6 +647,7 @@ pub fn verdict_name(v: wt::Verdict) -> &'static str {
         wt::Verdict::ExpiredLog => "expired-log",
         wt::Verdict::Unaddressable => "unaddressable",
         wt::Verdict::FolderMarker => "folder-marker",
+        wt::Verdict::Foreign => "foreign",
     }
 }
 

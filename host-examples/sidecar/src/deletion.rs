@@ -354,6 +354,10 @@ async fn damage_check(
                 origin: None,
                 report: false,
                 what_if: None,
+                // The plan's pointer was read earlier in this run: a live
+                // pointer naming an older document is refused.
+                foreign_roots: Vec::new(),
+                prior_pointers: vec![plan.tokens.metadata_location.clone()],
             };
             let keys = deleted.iter().map(|(k, _)| k.clone()).collect();
             found.extend(plan::referenced_now(&input, keys).await?);

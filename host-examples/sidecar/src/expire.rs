@@ -62,6 +62,8 @@ async fn frees(
         origin: None,
         report: false,
         what_if: None,
+        foreign_roots: Vec::new(),
+        prior_pointers: Vec::new(),
     };
     let before = crate::plan::run(&input).await?;
     let after = crate::plan::run(&crate::plan::PlanInput {

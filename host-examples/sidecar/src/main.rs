@@ -72,6 +72,8 @@ fn plan_input_for(
         origin: Some(origin::Origin::new(pointer, &a.location_map, &a.inputs).to_document()),
         report: false,
         what_if: None,
+        foreign_roots: Vec::new(),
+        prior_pointers: Vec::new(),
     })
 }
 

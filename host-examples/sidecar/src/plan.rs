@@ -101,6 +101,12 @@ pub struct PlanInput {
     /// Plan as if the table's pointer named this document instead (never
     /// written to the store): what a commit would leave behind.
     pub what_if: Option<WhatIf>,
+    /// Prefixes other tables own inside this one, as the planner's
+    /// ownership map of a many-table run gave them.
+    pub foreign_roots: Vec<wt::ForeignRoot>,
+    /// Pointers earlier reads of this run named (the plan's, when its
+    /// deletes are checked): the planner refuses a pointer that went back.
+    pub prior_pointers: Vec<String>,
 }
 
 /// A metadata document a plan is made on without it being committed: its
@@ -144,13 +150,6 @@ pub struct Outcome {
     /// What the store's client had to tell (a fallback it took).
     pub store_notes: Vec<String>,
 }
-
-/// Iceberg's own default for orphan-file removal: 3 days.
-const ICEBERG_DEFAULT_RETENTION_MS: i64 = 3 * 86_400_000;
-/// Delta's default `delta.deletedFileRetentionDuration`: 7 days.
-const DELTA_DEFAULT_RETENTION_MS: i64 = 7 * 86_400_000;
-/// The planner's shortest accepted window (one hour).
-const MIN_WINDOW_MS: i64 = 3_600_000;
 
 async fn detect(store: &Store, table: &str) -> Result<Format, String> {
     let mut delta = store.list(&format!("{table}/_delta_log"));
@@ -246,15 +245,9 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         },
         metadata_location: pointer,
         now_ms: input.now_ms,
-        // With a policy and no --older-than, the policy's orphanSafetyInterval
-        // rules (the planner applies the longer of the two windows).
-        file_retention_ms: input.retention_ms.unwrap_or(if input.policy.is_some() {
-            MIN_WINDOW_MS
-        } else if format == Format::Delta {
-            DELTA_DEFAULT_RETENTION_MS
-        } else {
-            ICEBERG_DEFAULT_RETENTION_MS
-        }),
+        // Without --older-than the planner chooses the window (the
+        // policy's, else the format's default): no host holds durations.
+        file_retention_ms: input.retention_ms,
         keep_deleted_entries: true,
         allow_short_retention: input.allow_short_retention,
         location_map: mappings(&input.location_map),
@@ -265,8 +258,10 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         // A catalog decides commits by compare-and-set: a newer document
         // beside its pointer is a failed commit's leftover, not a lag.
         pointer_authoritative: input.pointer.authoritative(),
-        memory_budget_bytes: input.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET),
+        memory_budget_bytes: input.memory_budget,
         origin: input.origin.clone(),
+        foreign_roots: input.foreign_roots.clone(),
+        prior_pointers: input.prior_pointers.clone(),
     };
     let Planner { store: wstore, api } = &mut planner;
     let p = api.lakesweep_planner_planner();
