@@ -66,6 +66,8 @@ fn err(e: core::Error) -> wt::Error {
                     wt::UnsafeReason::ProtectedSnapshotMissing
                 }
                 core::UnsafeReason::StalePointer => wt::UnsafeReason::StalePointer,
+                core::UnsafeReason::SharedLocation => wt::UnsafeReason::SharedLocation,
+                core::UnsafeReason::NestedTable => wt::UnsafeReason::NestedTable,
             },
             detail,
         }),

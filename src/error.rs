@@ -26,8 +26,17 @@ pub enum UnsafeReason {
     /// ref) the table no longer has: its files cannot be identified.
     ProtectedSnapshotMissing,
     /// The pointer names an older document than the table's newest
-    /// (a lagging `version-hint.text`, a stale fixed pointer).
+    /// (a lagging `version-hint.text`, a stale fixed pointer), or an older
+    /// one than an earlier read of the same run named.
     StalePointer,
+    /// Another table of the run has one and the same location or write
+    /// root (in any spelling): neither table's plan can tell whose keys
+    /// are whose.
+    SharedLocation,
+    /// The table's location or a write root lies inside another table's:
+    /// that table's files may lie under it (the outer table's plan keeps
+    /// the prefix, as `foreign`).
+    NestedTable,
 }
 
 impl UnsafeReason {
@@ -42,6 +51,8 @@ impl UnsafeReason {
             UnsafeReason::GcDisabled => "gc-disabled",
             UnsafeReason::ProtectedSnapshotMissing => "protected-snapshot-missing",
             UnsafeReason::StalePointer => "stale-pointer",
+            UnsafeReason::SharedLocation => "shared-location",
+            UnsafeReason::NestedTable => "nested-table",
         }
     }
 }

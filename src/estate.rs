@@ -244,12 +244,7 @@ pub fn ownership_map(
                             mine.root.as_uri(),
                             describe(&members[other.member], &other.role)
                         );
-                        refuse(
-                            &mut members[me],
-                            UnsafeReason::ForeignTable,
-                            "shared-location",
-                            why,
-                        );
+                        refuse(&mut members[me], UnsafeReason::SharedLocation, why);
                     }
                 }
                 Overlap::Inside { first_inner } => {
@@ -261,12 +256,7 @@ pub fn ownership_map(
                         describe(&members[co.member], &co.role),
                         co.root.as_uri()
                     );
-                    refuse(
-                        &mut members[ci.member],
-                        UnsafeReason::ForeignTable,
-                        "nested-table",
-                        why,
-                    );
+                    refuse(&mut members[ci.member], UnsafeReason::NestedTable, why);
                     let owner = describe(&members[ci.member], &ci.role);
                     let root = ci.root.as_uri();
                     let m = &mut members[co.member];
@@ -296,13 +286,12 @@ fn describe(m: &EstateMember, role: &str) -> String {
     format!("{kind}table {}'s {role}", m.label())
 }
 
-/// Marks `m` refused with `reason`, unless it is refused already; `kind`
-/// names the rule in the detail.
-fn refuse(m: &mut EstateMember, reason: UnsafeReason, kind: &str, why: String) {
+/// Marks `m` refused with `reason`, unless it is refused already.
+fn refuse(m: &mut EstateMember, reason: UnsafeReason, why: String) {
     if m.refusal.is_none() {
         m.refusal = Some(Error::unsafe_(
             reason,
-            format!("{kind}: {why}; a prefix belongs to one table, nothing of it is planned"),
+            format!("{why}; a prefix belongs to one table, nothing of it is planned"),
         ));
     }
 }

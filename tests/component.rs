@@ -84,6 +84,8 @@ fn from_wt(e: wt::Error) -> Error {
                 wt::UnsafeReason::TableChanging => UnsafeReason::TableChanging,
                 wt::UnsafeReason::GcDisabled => UnsafeReason::GcDisabled,
                 wt::UnsafeReason::StalePointer => UnsafeReason::StalePointer,
+                wt::UnsafeReason::SharedLocation => UnsafeReason::SharedLocation,
+                wt::UnsafeReason::NestedTable => UnsafeReason::NestedTable,
                 wt::UnsafeReason::ProtectedSnapshotMissing => {
                     UnsafeReason::ProtectedSnapshotMissing
                 }

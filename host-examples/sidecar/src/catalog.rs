@@ -54,6 +54,23 @@ pub struct Entry {
     pub location: Option<String>,
 }
 
+/// One entry of a namespace as the catalog records it, of any type (a
+/// Hive or Delta table, a view): every entry with a location owns its
+/// prefix in a many-table run, whatever is planned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Its name in the namespace (never split: it may hold dots).
+    pub name: String,
+    /// `iceberg`, `delta`, `hive` or `view`.
+    pub kind: String,
+    /// The location the catalog records, if any.
+    pub location: Option<String>,
+    /// Its partitions' locations (Hive tables in Glue).
+    pub other_locations: Vec<String>,
+    /// Iceberg: the current metadata document's URI.
+    pub metadata: Option<String>,
+}
+
 /// Why a commit did not land, by what the caller must do about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommitError {
@@ -194,21 +211,31 @@ impl Catalog {
         }
     }
 
-    /// The Iceberg tables of a namespace, by name, sorted.
-    pub async fn tables(&self, namespace: &str) -> Result<Vec<String>, String> {
-        let mut names = match self {
-            Catalog::Sql { path } => sql::tables(path, namespace)?,
-            Catalog::Glue { catalog_id } => glue::tables(catalog_id.as_deref(), namespace).await?,
+    /// Every entry of a namespace, of any type, sorted by name: a
+    /// many-table run's ownership map is made from them.
+    pub async fn entries(&self, namespace: &str) -> Result<Vec<Record>, String> {
+        let mut all = match self {
+            Catalog::Sql { path } => sql::entries(path, namespace)?,
+            Catalog::Glue { catalog_id } => glue::entries(catalog_id.as_deref(), namespace).await?,
             Catalog::Rest { uri, warehouse } => {
-                rest::Client::new(uri, warehouse.as_deref())
-                    .await?
-                    .tables(namespace)
-                    .await?
+                let client = rest::Client::new(uri, warehouse.as_deref()).await?;
+                let mut out = Vec::new();
+                for name in client.tables(namespace).await? {
+                    let e = client.load(namespace, &name).await?;
+                    out.push(Record {
+                        name,
+                        kind: "iceberg".into(),
+                        location: e.location,
+                        other_locations: Vec::new(),
+                        metadata: Some(e.metadata),
+                    });
+                }
+                out
             }
         };
-        names.sort();
-        names.dedup();
-        Ok(names)
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all.dedup_by(|a, b| a.name == b.name);
+        Ok(all)
     }
 
     /// Whether a commit is the planner's request sent to the catalog (which
@@ -309,25 +336,36 @@ mod sql {
         }
     }
 
-    /// The tables of one namespace (not views: the JDBC catalog's second
-    /// schema keeps them in the same table, `iceberg_type = 'VIEW'`).
-    pub fn tables(path: &str, namespace: &str) -> Result<Vec<String>, String> {
+    /// Every table of one namespace with its metadata location (the SQL
+    /// catalog holds Iceberg tables only).
+    pub fn entries(path: &str, namespace: &str) -> Result<Vec<super::Record>, String> {
         let conn = open_read(path)?;
         let typed = conn
             .prepare("SELECT iceberg_type FROM iceberg_tables LIMIT 0")
             .is_ok();
         let sql = if typed {
-            "SELECT table_name FROM iceberg_tables WHERE table_namespace = ?1 \
+            "SELECT table_name, metadata_location FROM iceberg_tables WHERE table_namespace = ?1 \
              AND (iceberg_type IS NULL OR iceberg_type = 'TABLE')"
         } else {
-            "SELECT table_name FROM iceberg_tables WHERE table_namespace = ?1"
+            "SELECT table_name, metadata_location FROM iceberg_tables WHERE table_namespace = ?1"
         };
         let mut stmt = conn
             .prepare(sql)
             .map_err(|e| format!("catalog {path} has no Iceberg SQL catalog schema: {e}"))?;
-        stmt.query_map([namespace], |r| r.get(0))
+        let rows: Vec<(String, Option<String>)> = stmt
+            .query_map([namespace], |r| Ok((r.get(0)?, r.get(1)?)))
             .and_then(|it| it.collect())
-            .map_err(|e| format!("query catalog {path}: {e}"))
+            .map_err(|e| format!("query catalog {path}: {e}"))?;
+        Ok(rows
+            .into_iter()
+            .map(|(name, metadata)| super::Record {
+                name,
+                kind: "iceberg".into(),
+                location: None,
+                other_locations: Vec::new(),
+                metadata,
+            })
+            .collect())
     }
 
     /// Compare-and-set of the pointer.
@@ -438,14 +476,40 @@ mod glue {
         Ok((Entry { metadata, location }, t))
     }
 
-    /// The Iceberg tables of a database.
-    pub async fn tables(catalog_id: Option<&str>, namespace: &str) -> Result<Vec<String>, String> {
+    /// What a Glue table is: `iceberg` (its `table_type` parameter),
+    /// `delta` (a Delta provider or table type), `view`, else `hive`.
+    fn kind(t: &Table) -> &'static str {
+        let param = |k: &str| t.parameters().and_then(|p| p.get(k)).map(String::as_str);
+        if is_iceberg(t) {
+            "iceberg"
+        } else if param("spark.sql.sources.provider")
+            .is_some_and(|v| v.eq_ignore_ascii_case("delta"))
+            || param("table_type").is_some_and(|v| v.eq_ignore_ascii_case("delta"))
+        {
+            "delta"
+        } else if t
+            .table_type()
+            .is_some_and(|v| v.eq_ignore_ascii_case("VIRTUAL_VIEW"))
+        {
+            "view"
+        } else {
+            "hive"
+        }
+    }
+
+    /// Every table of a database, of any type, with its location; a
+    /// partitioned non-Iceberg table with its partitions' locations too.
+    pub async fn entries(
+        catalog_id: Option<&str>,
+        namespace: &str,
+    ) -> Result<Vec<super::Record>, String> {
         let db = database(namespace)?;
         let client = client().await;
-        let mut names = Vec::new();
+        let mut out = Vec::new();
         let mut token: Option<String> = None;
+        let mut seen_tokens = std::collections::BTreeSet::new();
         loop {
-            let out = client
+            let page = client
                 .get_tables()
                 .set_catalog_id(catalog_id.map(str::to_owned))
                 .database_name(db)
@@ -453,15 +517,76 @@ mod glue {
                 .send()
                 .await
                 .map_err(|e| format!("glue GetTables {namespace}: {}", words(&e)))?;
-            names.extend(
-                out.table_list()
+            for t in page.table_list() {
+                let kind = kind(t);
+                let location = t
+                    .storage_descriptor()
+                    .and_then(|s| s.location())
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_owned);
+                let mut other_locations = Vec::new();
+                if kind != "iceberg" && !t.partition_keys().is_empty() {
+                    other_locations = partitions(&client, catalog_id, db, t.name()).await?;
+                }
+                out.push(super::Record {
+                    name: t.name().to_owned(),
+                    kind: kind.into(),
+                    location,
+                    other_locations,
+                    metadata: t
+                        .parameters()
+                        .and_then(|p| p.get("metadata_location"))
+                        .filter(|m| !m.is_empty() && kind == "iceberg")
+                        .cloned(),
+                });
+            }
+            match page.next_token {
+                Some(t) if !t.is_empty() => {
+                    if !seen_tokens.insert(t.clone()) {
+                        return Err(format!("glue GetTables {namespace}: the page token `{t}` came back: the listing would not end"));
+                    }
+                    token = Some(t)
+                }
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    /// The locations of a table's partitions.
+    async fn partitions(
+        client: &Client,
+        catalog_id: Option<&str>,
+        db: &str,
+        table: &str,
+    ) -> Result<Vec<String>, String> {
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        let mut seen_tokens = std::collections::BTreeSet::new();
+        loop {
+            let page = client
+                .get_partitions()
+                .set_catalog_id(catalog_id.map(str::to_owned))
+                .database_name(db)
+                .table_name(table)
+                .set_next_token(token.take())
+                .send()
+                .await
+                .map_err(|e| format!("glue GetPartitions {db}.{table}: {}", words(&e)))?;
+            out.extend(
+                page.partitions()
                     .iter()
-                    .filter(|t| is_iceberg(t))
-                    .map(|t| t.name().to_owned()),
+                    .filter_map(|p| p.storage_descriptor()?.location())
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_owned),
             );
-            match out.next_token {
-                Some(t) if !t.is_empty() => token = Some(t),
-                _ => return Ok(names),
+            match page.next_token {
+                Some(t) if !t.is_empty() => {
+                    if !seen_tokens.insert(t.clone()) {
+                        return Err(format!("glue GetPartitions {db}.{table}: the page token `{t}` came back: the listing would not end"));
+                    }
+                    token = Some(t)
+                }
+                _ => return Ok(out),
             }
         }
     }
@@ -636,6 +761,7 @@ mod rest {
             );
             let mut names = Vec::new();
             let mut token: Option<String> = None;
+            let mut seen = std::collections::BTreeSet::new();
             loop {
                 let page = match &token {
                     Some(t) => format!("{url}?pageToken={}", segment(t)),
@@ -652,9 +778,11 @@ mod rest {
                     names.push(n.to_owned());
                 }
                 match v["next-page-token"].as_str() {
-                    Some(t) if token.as_deref() == Some(t) => {
+                    // Any token seen before (a, b, a, ...): the listing
+                    // would never end.
+                    Some(t) if !t.is_empty() && !seen.insert(t.to_owned()) => {
                         return Err(format!(
-                            "rest catalog: {page} answered its own page token again"
+                            "rest catalog: {page} answered page token `{t}`, which an earlier page gave: the listing would not end"
                         ))
                     }
                     Some(t) if !t.is_empty() => token = Some(t.to_owned()),
@@ -801,7 +929,14 @@ mod tests {
         let cat = Catalog::Sql {
             path: db.display().to_string(),
         };
-        assert_eq!(cat.tables("db").await.unwrap(), vec!["old", "t"]);
+        let names: Vec<String> = cat
+            .entries("db")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        assert_eq!(names, vec!["old", "t"]);
         let _ = std::fs::remove_file(&db);
     }
 

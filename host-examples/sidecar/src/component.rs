@@ -241,15 +241,15 @@ impl Planner {
             .map_err(trap)
     }
 
-    /// `overlapping-locations`: pairs of tables whose locations are the
-    /// same or nested.
-    pub fn overlapping_locations(
+    /// `ownership-map`: every entry's roots, whether it is planned, and
+    /// the prefixes other tables own inside it.
+    pub fn ownership_map(
         &mut self,
-        locations: &[String],
-    ) -> Result<Vec<(u32, u32)>, String> {
+        entries: &[wt::CatalogEntry],
+        map: &[(String, String)],
+    ) -> Result<Vec<wt::EstateMember>, String> {
         let api = self.api.lakesweep_planner_planner();
-        api.call_overlapping_locations(&mut self.store, locations)
-            .map_err(trap)
+        done(api.call_ownership_map(&mut self.store, entries, &mappings(map)))
     }
 
     /// `check-clock` against this machine's clock: `judged_at_ms` may not
@@ -697,6 +697,8 @@ fn unsafe_name(r: wt::UnsafeReason) -> &'static str {
         wt::UnsafeReason::GcDisabled => "gc-disabled",
         wt::UnsafeReason::ProtectedSnapshotMissing => "protected-snapshot-missing",
         wt::UnsafeReason::StalePointer => "stale-pointer",
+        wt::UnsafeReason::SharedLocation => "shared-location",
+        wt::UnsafeReason::NestedTable => "nested-table",
     }
 }
 

@@ -1,12 +1,13 @@
 //! Many tables in one run: every Iceberg table of a catalog namespace
 //! (`plan --catalog C --namespace NS`) or every table a list names
 //! (`plan --tables FILE`). Each table is its own planner session with its
-//! own pointer and its own sealed plan, so one table's plan can only ever
-//! name keys under that table's location (the planner refuses a listing
-//! outside it, and a table nested inside another is judged by the
-//! planner as foreign metadata under the outer table). Tables are planned
-//! a few at a time; the run reports them together and fails if any table
-//! was refused.
+//! own pointer and its own sealed plan. Which tables may be planned, and
+//! which prefixes of each belong to another table, is the planner's
+//! ownership map: it is made from every entry of the namespace, of any
+//! type (a Hive or Delta table in Glue owns its location too), and each
+//! Iceberg table's current metadata (its `location` and write roots), as
+//! this module reads them. Tables are planned a few at a time; the run
+//! reports them together and fails if any table was refused.
 
 use std::collections::BTreeMap;
 
@@ -14,25 +15,30 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use crate::catalog::Catalog;
+use crate::component::{wt, Planner};
 use crate::pointer::Pointer;
 
 /// One table of the run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Member {
     /// How the run names it: `NS.NAME`, or its location.
     pub label: String,
-    /// Where the table's location comes from: known, or the catalog's.
+    /// Its location as a list names it, if it does.
     pub table: Option<String>,
     /// Its pointer.
     pub pointer: Pointer,
+    /// Prefixes other tables own inside it (the ownership map's).
+    pub foreign_roots: Vec<wt::ForeignRoot>,
 }
 
-/// The tables a run covers, in order.
-pub async fn members(
+/// The Iceberg tables a run covers, in order, and the entries the
+/// ownership map is made from (one per member, then the namespace's
+/// entries of other types).
+async fn members_and_entries(
     catalog: Option<&Catalog>,
     namespace: Option<&str>,
     list: Option<&str>,
-) -> Result<Vec<Member>, String> {
+) -> Result<(Vec<Member>, Vec<wt::CatalogEntry>), String> {
     let member = |ns: &str, name: &str, catalog: &Catalog| Member {
         label: format!("{ns}.{name}"),
         table: None,
@@ -41,17 +47,40 @@ pub async fn members(
             namespace: ns.to_owned(),
             name: name.to_owned(),
         },
+        foreign_roots: Vec::new(),
     };
+    let levels = |ns: &str| ns.split('.').map(str::to_owned).collect::<Vec<_>>();
     if let Some(ns) = namespace {
         let catalog = catalog.ok_or("--namespace needs --catalog")?;
-        let names = catalog.tables(ns).await?;
-        if names.is_empty() {
+        let records = catalog.entries(ns).await?;
+        let mut members = Vec::new();
+        let mut entries = Vec::new();
+        let mut others = Vec::new();
+        for r in records {
+            let entry = wt::CatalogEntry {
+                namespace: levels(ns),
+                name: r.name.clone(),
+                kind: r.kind.clone(),
+                location: r.location,
+                other_locations: r.other_locations,
+                metadata_location: r.metadata,
+                metadata: None,
+            };
+            if r.kind == "iceberg" {
+                members.push(member(ns, &r.name, catalog));
+                entries.push(entry);
+            } else {
+                others.push(entry);
+            }
+        }
+        if members.is_empty() {
             return Err(format!(
                 "{} has no Iceberg table in namespace {ns}",
                 catalog.describe()
             ));
         }
-        return Ok(names.iter().map(|n| member(ns, n, catalog)).collect());
+        entries.extend(others);
+        return Ok((members, entries));
     }
     let path = list.ok_or("give --namespace or --tables")?;
     let text = std::fs::read_to_string(path).map_err(|e| format!("read {path}: {e}"))?;
@@ -67,6 +96,7 @@ pub async fn members(
                 label: entry.to_owned(),
                 table: Some(crate::store::table_uri(entry).map_err(|e| format!("{}: {e}", at()))?),
                 pointer: Pointer::VersionHint,
+                foreign_roots: Vec::new(),
             }
         } else {
             let catalog = catalog.ok_or_else(|| {
@@ -89,40 +119,115 @@ pub async fn members(
     if out.is_empty() {
         return Err(format!("{path} lists no table"));
     }
-    Ok(out)
+    let entries = out
+        .iter()
+        .map(|m| {
+            let (namespace, name) = match &m.pointer {
+                Pointer::Catalog {
+                    namespace, name, ..
+                } => (levels(namespace), name.clone()),
+                _ => (Vec::new(), m.label.clone()),
+            };
+            wt::CatalogEntry {
+                namespace,
+                name,
+                kind: "iceberg".into(),
+                location: m.table.clone(),
+                other_locations: Vec::new(),
+                metadata_location: None,
+                metadata: None,
+            }
+        })
+        .collect();
+    Ok((out, entries))
 }
 
-/// The table location of a catalog member: the catalog's record of it,
-/// else the folder above the metadata document's `metadata/` folder (the
-/// planner refuses the plan if the metadata says otherwise).
-pub async fn locate(m: &Member) -> Result<String, String> {
-    if let Some(t) = &m.table {
-        return Ok(t.clone());
-    }
-    let Pointer::Catalog {
-        catalog,
-        namespace,
-        name,
-    } = &m.pointer
-    else {
-        return Err(format!("{}: no table location", m.label));
+/// Reads a member's pointer and its current metadata document: the
+/// catalog entry's metadata location and bytes, and the location the
+/// catalog records. An error says why it could not be read.
+async fn read_member(
+    m: &Member,
+    entry: &mut wt::CatalogEntry,
+    location_map: &[(String, String)],
+    wasm: Option<&str>,
+) -> Result<(), String> {
+    let raw = match (&m.pointer, &m.table, &entry.metadata_location) {
+        (Pointer::Catalog { .. }, _, Some(md)) => md.clone(),
+        (
+            Pointer::Catalog {
+                catalog,
+                namespace,
+                name,
+            },
+            _,
+            None,
+        ) => {
+            let e = catalog.load(namespace, name).await?;
+            if entry.location.is_none() {
+                entry.location = e.location;
+            }
+            e.metadata
+        }
+        (p, Some(t), _) => p.resolve(&crate::store::Store::for_uri(t)?, t).await?,
+        (_, None, _) => return Err(format!("{}: no table location", m.label)),
     };
-    let entry = catalog.load(namespace, name).await?;
-    let location = match entry.location {
-        Some(l) if !l.is_empty() => l,
-        _ => entry
-            .metadata
-            .rsplit_once('/')
-            .and_then(|(dir, _)| dir.strip_suffix("/metadata"))
-            .map(str::to_owned)
-            .ok_or_else(|| {
-                format!(
-                    "{}: its metadata {} is not in a metadata/ folder, and the catalog records no location",
-                    m.label, entry.metadata
-                )
-            })?,
-    };
-    crate::store::table_uri(location.trim_end_matches('/'))
+    entry.metadata_location = Some(raw.clone());
+    // Read where the planner would: the pointer mapped as it maps it.
+    let mut planner = Planner::load(&crate::component::wasm_path(wasm))?;
+    let uri = planner.canonical_pointer(&raw, location_map)?;
+    let bytes = crate::store::Store::for_uri(&uri)?
+        .read(&uri)
+        .await?
+        .ok_or_else(|| format!("{}: its metadata {uri} does not exist", m.label))?;
+    entry.metadata = Some(bytes);
+    Ok(())
+}
+
+/// Every member of the run with its location as the planner's ownership
+/// map decides it (or why it is not planned), the prefixes others own
+/// inside it, in member order. Members are read `jobs` at a time.
+pub async fn survey(
+    catalog: Option<&Catalog>,
+    namespace: Option<&str>,
+    list: Option<&str>,
+    location_map: &[(String, String)],
+    wasm: Option<&str>,
+    jobs: usize,
+) -> Result<Vec<Located>, String> {
+    let (members, mut entries) = members_and_entries(catalog, namespace, list).await?;
+    let others = entries.split_off(members.len());
+    // Each member's metadata, read `jobs` at a time; one that cannot be
+    // read still owns what the catalog records of it.
+    let mut read: Vec<(usize, wt::CatalogEntry, Option<String>)> =
+        futures::stream::iter(members.iter().zip(entries).enumerate())
+            .map(|(i, (m, mut e))| async move {
+                let unread = read_member(m, &mut e, location_map, wasm).await.err();
+                (i, e, unread)
+            })
+            .buffer_unordered(jobs.max(1))
+            .collect()
+            .await;
+    read.sort_by_key(|(i, _, _)| *i);
+    let (mut mine, unread): (Vec<wt::CatalogEntry>, Vec<Option<String>>) =
+        read.into_iter().map(|(_, e, u)| (e, u)).unzip();
+    mine.extend(others);
+    let mut planner = Planner::load(&crate::component::wasm_path(wasm))?;
+    let map = planner.ownership_map(&mine, location_map)?;
+    Ok(members
+        .into_iter()
+        .zip(map)
+        .zip(unread)
+        .map(|((mut m, e), unread)| {
+            m.foreign_roots = e.foreign_roots;
+            let located = match (unread, e.refusal, e.location) {
+                (Some(err), _, _) => Err(err),
+                (None, Some(r), _) => Err(crate::component::describe(&r)),
+                (None, None, Some(l)) if e.planned => Ok(l),
+                (None, None, _) => Err(format!("{}: not a table lakesweep plans", m.label)),
+            };
+            (m, located)
+        })
+        .collect())
 }
 
 /// What one table's plan came to.
@@ -174,41 +279,47 @@ pub fn file_name(label: &str) -> String {
     format!("{base}.plan.json")
 }
 
-/// A member and its table location, or why it has none.
-pub type Located = (Member, Result<String, String>);
-
-/// Each member with its table location (or why it has none), located
-/// `jobs` at a time, in member order.
-pub async fn locate_all(members: Vec<Member>, jobs: usize) -> Vec<Located> {
-    let mut done: Vec<(usize, Located)> = futures::stream::iter(members.into_iter().enumerate())
-        .map(|(i, m)| async move {
-            let r = locate(&m).await;
-            (i, (m, r))
-        })
-        .buffer_unordered(jobs.max(1))
-        .collect()
-        .await;
-    done.sort_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, x)| x).collect()
+/// The prefixes other tables of its namespace own inside the catalog
+/// table `namespace.name`, from the ownership map of that namespace; an
+/// error when the map refuses the table (its location or a write root is
+/// shared with, or lies inside, another table's).
+pub async fn foreign_roots_of(
+    catalog: &Catalog,
+    namespace: &str,
+    name: &str,
+    location_map: &[(String, String)],
+    wasm: Option<&str>,
+) -> Result<Vec<wt::ForeignRoot>, String> {
+    let located = survey(Some(catalog), Some(namespace), None, location_map, wasm, 16)
+        .await
+        .map_err(|e| {
+            format!("the other tables of namespace {namespace} could not be read ({e}): a table of a catalog is planned knowing which prefixes its neighbours own")
+        })?;
+    let me = located
+        .into_iter()
+        .find(|(m, _)| matches!(&m.pointer, Pointer::Catalog { name: n, .. } if n == name));
+    match me {
+        Some((m, Ok(_))) => Ok(m.foreign_roots),
+        Some((_, Err(why))) => Err(why),
+        // The catalog's own words for a table it does not have.
+        None => Err(match catalog.load(namespace, name).await {
+            Err(e) => e,
+            Ok(_) => format!(
+                "{} lists no Iceberg table {name} in namespace {namespace}, yet loads it",
+                catalog.describe()
+            ),
+        }),
+    }
 }
 
-/// Why a located member may not be planned in this run: its location is
-/// another member's or nested with one (`overlaps`, the planner's
-/// `overlapping-locations` over the located members, indices into
-/// `located`), or its plan file would be another member's.
-pub fn blocked(located: &[Located], overlaps: &[(u32, u32)]) -> Vec<Option<String>> {
+/// A member and its table location, or why it is not planned.
+
+pub type Located = (Member, Result<String, String>);
+
+/// Why a located member may not be planned in this run besides the
+/// ownership map's refusals: its plan file would be another member's.
+pub fn blocked(located: &[Located]) -> Vec<Option<String>> {
     let mut why: Vec<Option<String>> = vec![None; located.len()];
-    for &(a, b) in overlaps {
-        let (a, b) = (a as usize, b as usize);
-        for (me, other) in [(a, b), (b, a)] {
-            if let (Some(slot), Some((m, Ok(t)))) = (why.get_mut(me), located.get(other)) {
-                *slot = Some(format!(
-                    "unsafe to proceed (shared-location): its location and {}'s ({t}) are the same or nested; a table's location must be its own",
-                    m.label
-                ));
-            }
-        }
-    }
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
     for (i, (m, _)) in located.iter().enumerate() {
         if let Some(&j) = names.get(&file_name(&m.label)) {
@@ -417,17 +528,26 @@ mod tests {
         let list = dir.join("tables.txt");
         std::fs::write(&list, "# estate\ndb.a\n\ns3://b/w/t  # by location\n").unwrap();
         let catalog = Catalog::parse("sqlite:/c.db").unwrap();
-        let m = members(Some(&catalog), None, list.to_str()).await.unwrap();
+        let m = members_and_entries(Some(&catalog), None, list.to_str())
+            .await
+            .unwrap()
+            .0;
         assert_eq!(m.len(), 2);
         assert_eq!(m[0].label, "db.a");
         assert_eq!(m[1].table.as_deref(), Some("s3://b/w/t"));
         assert_eq!(m[1].pointer, Pointer::VersionHint);
         // A catalog name without a catalog, a duplicate, an empty list: refused.
-        assert!(members(None, None, list.to_str()).await.is_err());
+        assert!(members_and_entries(None, None, list.to_str())
+            .await
+            .is_err());
         std::fs::write(&list, "db.a\ndb.a\n").unwrap();
-        assert!(members(Some(&catalog), None, list.to_str()).await.is_err());
+        assert!(members_and_entries(Some(&catalog), None, list.to_str())
+            .await
+            .is_err());
         std::fs::write(&list, "# nothing\n").unwrap();
-        assert!(members(Some(&catalog), None, list.to_str()).await.is_err());
+        assert!(members_and_entries(Some(&catalog), None, list.to_str())
+            .await
+            .is_err());
         let _ = std::fs::remove_dir_all(dir);
     }
 }

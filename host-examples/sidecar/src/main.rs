@@ -41,8 +41,23 @@ const REFUSED: u8 = 2;
 /// Bad usage.
 const USAGE: u8 = 64;
 
-fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, String> {
-    plan_input_for(a, store::table_uri(&a.table)?, &a.pointer, keep_all)
+/// `plan_input_for` the table the arguments name. A table of a catalog is
+/// planned with the prefixes the other tables of its namespace own inside
+/// it (the planner's ownership map of the namespace), and refused when the
+/// map refuses it (a shared or nested location).
+async fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, String> {
+    let mut input = plan_input_for(a, store::table_uri(&a.table)?, &a.pointer, keep_all)?;
+    if let pointer::Pointer::Catalog {
+        catalog,
+        namespace,
+        name,
+    } = &a.pointer
+    {
+        input.foreign_roots =
+            estate::foreign_roots_of(catalog, namespace, name, &a.location_map, a.wasm.as_deref())
+                .await?;
+    }
+    Ok(input)
 }
 
 /// `plan_input` for a table and pointer of its own (a run over many tables).
@@ -217,7 +232,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
         Command::Plan(a) => {
             // One document: the file `--out` writes is what `--json` prints
             // (the sealed plan and, outside the seal, what it keeps and why).
-            let mut input = plan_input(&a, false)?;
+            let mut input = plan_input(&a, false).await?;
             input.report = a.json || a.out.is_some();
             let o = plan::run(&input).await?;
             let document = &o.document;
@@ -235,12 +250,6 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::PlanMany(m) => {
-            let members = estate::members(
-                m.catalog.as_ref(),
-                m.namespace.as_deref(),
-                m.list.as_deref(),
-            )
-            .await?;
             if let Some(d) = &m.out_dir {
                 std::fs::create_dir_all(d).map_err(|e| format!("create {d}: {e}"))?;
                 // `apply DIR` applies every plan there: a plan left by an
@@ -261,14 +270,18 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             let base = plan_input_for(&m.plan, String::new(), &m.plan.pointer, false)?;
             let a = &m.plan;
             let out_dir = m.out_dir.as_deref();
-            let located = estate::locate_all(members, m.jobs).await;
-            let locations: Vec<String> = located
-                .iter()
-                .map(|(_, t)| t.clone().unwrap_or_default())
-                .collect();
-            let overlaps = component::Planner::load(&component::wasm_path(m.plan.wasm.as_deref()))?
-                .overlapping_locations(&locations)?;
-            let blocked = estate::blocked(&located, &overlaps);
+            // Which tables may be planned, and which prefixes of each are
+            // another table's: the planner's ownership map of the catalog.
+            let located = estate::survey(
+                m.catalog.as_ref(),
+                m.namespace.as_deref(),
+                m.list.as_deref(),
+                &a.location_map,
+                a.wasm.as_deref(),
+                m.jobs,
+            )
+            .await?;
+            let blocked = estate::blocked(&located);
             let run = estate::plan_all(located, blocked, m.jobs, |member, table| {
                 let mut input = base.clone();
                 input.origin = Some(
@@ -276,6 +289,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                 );
                 input.table = table;
                 input.pointer = member.pointer;
+                input.foreign_roots = member.foreign_roots;
                 input.report = true;
                 let label = member.label;
                 async move {
@@ -310,7 +324,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             })
         }
         Command::Explain(a, key) => {
-            let input = plan_input(&a, true)?;
+            let input = plan_input(&a, true).await?;
             let rel = key
                 .strip_prefix(&format!("{}/", input.table))
                 .unwrap_or(&key)
@@ -370,7 +384,8 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
         }
         Command::Sweep(a) => {
             let s = sweep::run(&sweep::SweepInput {
-                plan: plan_input(&a.plan, false)?,
+                plan: plan_input(&a.plan, false).await?,
+
                 ledger: a.ledger.clone(),
                 quarantine_ms: a.quarantine_ms,
                 concurrency: a.concurrency,
@@ -447,8 +462,10 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             // its own (stale, with why): it never hides the others.
             let mut unlocated = Vec::new();
             if let Some((catalog, ns)) = &namespace {
-                for m in estate::members(Some(catalog), Some(ns), None).await? {
-                    match estate::locate(&m).await {
+                let located =
+                    estate::survey(Some(catalog), Some(ns), None, &[], wasm.as_deref(), 4).await?;
+                for (m, t) in located {
+                    match t {
                         Ok(t) if !tables.contains(&t) => tables.push(t),
                         Ok(_) => {}
                         Err(e) => unlocated.push((m.label, e)),

@@ -423,7 +423,9 @@ fn a_namespace_is_planned_table_by_table_and_applied_as_a_set() {
     assert_eq!(v["tables"][1]["delete"], 3);
     assert_eq!(v["reclaimable"]["data"]["count"], 5);
 
-    // A third table inside demo.t's location: demo.t is refused.
+    // A third table inside demo.t's location: the planner's ownership map
+    // keeps its prefix out of demo.t's plan, and refuses to plan it (demo.t's
+    // files may lie under it).
     py_with(
         &[("LAKESWEEP_TEST_TABLE", "demo.n")],
         &["nest", d, "demo.t"],
@@ -432,21 +434,43 @@ fn a_namespace_is_planned_table_by_table_and_applied_as_a_set() {
     let o = run(&["--namespace", "demo", "--out-dir", plans.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    // The run sees both locations: neither table is planned.
-    assert_eq!(v["refused"], 2, "{v}");
-    assert_eq!(v["refusals"]["shared-location"], 2, "{v}");
-    for name in ["demo.t", "demo.n"] {
-        let t = v["tables"]
+    assert_eq!(v["refused"], 1, "{v}");
+    assert_eq!(v["refusals"]["nested-table"], 1, "{v}");
+    let table = |name: &str| {
+        v["tables"]
             .as_array()
             .unwrap()
             .iter()
             .find(|t| t["table"] == name)
-            .unwrap();
-        assert!(
-            t["plan"].is_null() && t["refused"]["kind"] == "shared-location",
-            "{t}"
-        );
-    }
+            .unwrap()
+            .clone()
+    };
+    let n = table("demo.n");
+    assert!(
+        n["plan"].is_null() && n["refused"]["kind"] == "nested-table",
+        "{n}"
+    );
+    let t = table("demo.t");
+    assert_eq!(t["delete"], 2, "{t}");
+    let t_plan: Value =
+        serde_json::from_slice(&std::fs::read(plans.join("demo.t.plan.json")).unwrap()).unwrap();
+    let foreign: Vec<&Value> = t_plan["report"]["keep"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["reason"] == "foreign")
+        .collect();
+    assert!(!foreign.is_empty(), "{t_plan}");
+    assert!(
+        foreign
+            .iter()
+            .all(|k| k["key"].as_str().unwrap().starts_with("nested/demo.n/")
+                && k["detail"]
+                    .as_str()
+                    .unwrap()
+                    .contains("table demo.n's location")),
+        "{foreign:?}"
+    );
     // A reused out-dir is refused: `apply DIR` must apply this run's plans only.
     let o = run(&["--namespace", "demo", "--out-dir", plans.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
@@ -459,7 +483,7 @@ fn a_namespace_is_planned_table_by_table_and_applied_as_a_set() {
         "{}",
         out_text(&o)
     );
-    assert!(t_orphans.iter().all(|k| t_root.join(k).exists()));
+    assert!(t_orphans.iter().all(|k| !t_root.join(k).exists()));
     assert!(u_orphans.iter().all(|k| !u_root.join(k).exists()));
     for table in ["demo.t", "demo.u", "demo.n"] {
         let check = py_with(&[("LAKESWEEP_TEST_TABLE", table)], &["check", d]);
@@ -524,5 +548,167 @@ fn a_namespace_is_planned_table_by_table_and_applied_as_a_set() {
         text.contains("refusals by kind: foreign-table 1, unreadable 1"),
         "{text}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The files of `uris` (file:// URIs) that still exist.
+fn existing(uris: &BTreeSet<String>) -> BTreeSet<String> {
+    uris.iter()
+        .filter(|u| Path::new(u.strip_prefix("file://").unwrap()).exists())
+        .cloned()
+        .collect()
+}
+
+/// A table whose `write.data.path` lies inside another table's location:
+/// the namespace run keeps that prefix out of the outer table's plan (its
+/// files are the other table's live data), refuses the inner table, and
+/// `apply DIR` deletes the outer table's garbage only; the inner table
+/// still reads every row.
+#[test]
+fn a_write_root_inside_another_table_is_never_that_tables_garbage() {
+    let dir = scratch("write-root");
+    let d = dir.to_str().unwrap();
+    let a_env = [("LAKESWEEP_TEST_TABLE", "demo.a")];
+    let b_env = [("LAKESWEEP_TEST_TABLE", "demo.b")];
+    py_with(&a_env, &["write", d]);
+    let a_loc = py_with(&a_env, &["write-info", d])["location"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    py_with(&b_env, &["write", d, &format!("{a_loc}/b-data")]);
+    let b_rows = py_with(&b_env, &["check", d])["rows"].clone();
+    let a_orphans = keys(&py_with(&a_env, &["orphans", d, "2", "10"]));
+    let b_data: BTreeSet<String> =
+        common::files_under(&PathBuf::from(a_loc.strip_prefix("file://").unwrap()))
+            .into_iter()
+            .filter(|k| k.starts_with("b-data/"))
+            .map(|k| format!("{a_loc}/{k}"))
+            .collect();
+    assert!(b_data.len() >= 4, "{b_data:?}");
+    let catalog = format!("sqlite:{}", dir.join("catalog.db").display());
+    let plans = dir.join("plans");
+    let now = month_ahead();
+    let o = lakesweep(&[
+        "plan",
+        "--catalog",
+        &catalog,
+        "--namespace",
+        "demo",
+        "--now",
+        &now,
+        "--json",
+        "--out-dir",
+        plans.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let tables = v["tables"].as_array().unwrap();
+    let a = tables.iter().find(|t| t["table"] == "demo.a").unwrap();
+    let b = tables.iter().find(|t| t["table"] == "demo.b").unwrap();
+    assert_eq!(b["refused"]["kind"], "nested-table", "{b}");
+    assert!(
+        b["refused"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("write.data.path"),
+        "{b}"
+    );
+    let plan: Value =
+        serde_json::from_slice(&std::fs::read(plans.join("demo.a.plan.json")).unwrap()).unwrap();
+    assert_eq!(deletes(&plan), a_orphans, "{a}");
+    // Planned alone through the catalog, each table is judged with its
+    // namespace's ownership map too.
+    let alone = |t: &str, loc: &str| {
+        lakesweep(&[
+            "plan",
+            loc,
+            "--catalog",
+            &catalog,
+            "--table",
+            t,
+            "--now",
+            &now,
+            "--json",
+        ])
+    };
+    let o = alone("demo.a", &a_loc);
+    assert_eq!(deletes(&json(&o)), a_orphans, "{}", out_text(&o));
+    let b_loc = py_with(&b_env, &["write-info", d])["location"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let o = alone("demo.b", &b_loc);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(out_text(&o).contains("nested-table"), "{}", out_text(&o));
+    let o = lakesweep(&["apply", plans.to_str().unwrap(), "--allow-future-now"]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert_eq!(existing(&b_data), b_data);
+
+    assert!(a_orphans
+        .iter()
+        .all(|k| !Path::new(a_loc.strip_prefix("file://").unwrap())
+            .join(k)
+            .exists()));
+    assert_eq!(py_with(&b_env, &["check", d])["rows"], b_rows);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A Hive (Parquet) table in Glue whose location and partition lie inside
+/// an Iceberg table of the same database: every catalog entry owns its
+/// prefixes, whatever its type, so the Iceberg table's plan keeps the Hive
+/// table's files (verdict `foreign`) and deletes only its own garbage.
+#[test]
+fn a_hive_table_in_glue_inside_an_iceberg_table_is_kept() {
+    let m = moto();
+    let dir = scratch("glue-hive");
+    let d = dir.to_str().unwrap();
+    let py_env = [("LAKESWEEP_TEST_GLUE", m.endpoint.as_str())];
+    py_with(&py_env, &["write", d]);
+    let orphans = keys(&py_with(&py_env, &["orphans", d, "3", "10"]));
+    let hive: BTreeSet<String> = keys(&py_with(
+        &[
+            ("LAKESWEEP_TEST_GLUE", m.endpoint.as_str()),
+            ("LAKESWEEP_TEST_TABLE", "demo.h"),
+        ],
+        &["hive", d, "demo.t", "hive_part", "2", "10"],
+    ));
+    assert_eq!(hive.len(), 4);
+    let env = m.aws_env();
+    let plans = dir.join("plans");
+    let now = month_ahead();
+    let o = lakesweep_with(
+        &env,
+        &[
+            "plan",
+            "--catalog",
+            "glue",
+            "--namespace",
+            "demo",
+            "--now",
+            &now,
+            "--json",
+            "--out-dir",
+            plans.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["planned"], 1, "{v}");
+    let plan: Value =
+        serde_json::from_slice(&std::fs::read(plans.join("demo.t.plan.json")).unwrap()).unwrap();
+    assert_eq!(deletes(&plan), orphans, "{plan}");
+    let foreign = plan["report"]["keep"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["reason"] == "foreign")
+        .count();
+    assert_eq!(foreign, 4, "{plan}");
+    let o = lakesweep_with(
+        &env,
+        &["apply", plans.to_str().unwrap(), "--allow-future-now"],
+    );
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert_eq!(existing(&hive), hive);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -21,6 +21,11 @@ or Glue at LAKESWEEP_TEST_GLUE):
                                create the table inside table OUTER's location
   iceberg_table.py add DIR KEY register an existing data file (add_files), the way
                                writers adopt files they did not write
+  iceberg_table.py hive DIR OUTER SUBDIR N AGE_DAYS
+                               in Glue (LAKESWEEP_TEST_GLUE), a Hive (Parquet) table
+                               TABLE located at SUBDIR inside table OUTER's location,
+                               with one partition `p=1` and N files in each, dated
+                               AGE_DAYS ago; prints their URIs
 """
 
 import os
@@ -168,7 +173,58 @@ def add(d, key):
     t.add_files([key if "://" in key else f"{t.location()}/{key}"])
 
 
+def hive(d, outer, subdir, n, age_days):
+    """A Hive table of Parquet files the Glue catalog records inside OUTER."""
+    import boto3
+    import pyarrow.parquet as pq
+
+    location = f"{catalog(d).load_table(outer).location()}/{subdir}"
+    ns, name = TABLE.split(".")
+    glue = boto3.client(
+        "glue",
+        endpoint_url=os.environ["LAKESWEEP_TEST_GLUE"],
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    sd = lambda loc: {
+        "Columns": [{"Name": "id", "Type": "bigint"}, {"Name": "cat", "Type": "string"}],
+        "Location": loc,
+        "InputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+        "OutputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+        "SerdeInfo": {"SerializationLibrary": "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"},
+    }
+    glue.create_table(
+        DatabaseName=ns,
+        TableInput={
+            "Name": name,
+            "TableType": "EXTERNAL_TABLE",
+            "Parameters": {"classification": "parquet"},
+            "StorageDescriptor": sd(location),
+            "PartitionKeys": [{"Name": "p", "Type": "int"}],
+        },
+    )
+    # A partition kept elsewhere in OUTER, as Hive allows.
+    part = f"{location}-partitions/p=1"
+    glue.create_partition(
+        DatabaseName=ns,
+        TableName=name,
+        PartitionInput={"Values": ["1"], "StorageDescriptor": sd(part)},
+    )
+    when = time.time() - float(age_days) * 86400
+    uris = []
+    for folder in (location, part):
+        path = folder.removeprefix("file://")
+        os.makedirs(path, exist_ok=True)
+        for i in range(int(n)):
+            f = f"{path}/part-{i:03d}.parquet"
+            pq.write_table(rows([2000 + i], "h"), f)
+            os.utime(f, (when, when))
+            uris.append(f"file://{f}")
+    print(json.dumps(uris))
+
+
 if __name__ == "__main__":
-    {"write": write, "write-info": write_info, "refs": refs, "check": check, "orphans": orphans, "add": add, "nest": nest}[
+    {"hive": hive, "write": write, "write-info": write_info, "refs": refs, "check": check, "orphans": orphans, "add": add, "nest": nest}[
         sys.argv[1]
     ](*sys.argv[2:])
