@@ -313,7 +313,6 @@ pub async fn foreign_roots_of(
 }
 
 /// A member and its table location, or why it is not planned.
-
 pub type Located = (Member, Result<String, String>);
 
 /// Why a located member may not be planned in this run besides the
