@@ -485,6 +485,26 @@ impl wp::Guest for Component {
         core::digest_checkpoint(&uri, &bytes).map_err(err)
     }
 
+    fn judge_mutation(what: String, a: wt::MutationAnswer) -> (wt::MutationOutcome, String) {
+        use core::mutation::MutationOutcome as O;
+        let (o, why) = core::mutation::judge_mutation(
+            &what,
+            &core::mutation::MutationAnswer {
+                status: a.status,
+                location: a.location,
+                error: a.error,
+                not_sent: a.not_sent,
+            },
+        );
+        let o = match o {
+            O::Done => wt::MutationOutcome::Done,
+            O::Absent => wt::MutationOutcome::Absent,
+            O::Refused => wt::MutationOutcome::Refused,
+            O::Unknown => wt::MutationOutcome::Unknown,
+        };
+        (o, why)
+    }
+
     fn ownership_map(
         entries: Vec<wt::CatalogEntry>,
         location_map: Vec<wt::PathMapping>,

@@ -66,6 +66,8 @@ mod duration;
 mod expire;
 mod format;
 mod hashing;
+pub mod mutation;
+
 mod page;
 mod plan;
 mod reach;

@@ -591,6 +591,22 @@ impl PinotSession {
                         artifact::FINAL
                     ));
                 }
+                // Its batches name the segments it is building: none under
+                // the roots given may mean they live in a root not given
+                // (the controller's), and its segments would look unnamed.
+                let names_segments = folders
+                    .get(p)
+                    .is_some_and(|f| f.keys().any(|k| k.ends_with(".parquet")));
+                if !completed && !names_segments {
+                    problems.push(format!(
+                        "the in-progress snapshot {p} has no batch or {} under any of the roots \
+                         read ({}): its batches may live in a root not given, and the segments \
+                         they name would look unnamed",
+                        artifact::FINAL,
+                        self.config.roots.join(", ")
+                    ));
+                }
+
                 let state = docs.watermark.state.map_or("", |s| match s {
                     documents::CheckpointState::InProgress => "IN_PROGRESS",
                     documents::CheckpointState::Completed => "COMPLETED, not yet active",

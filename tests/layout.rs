@@ -31,6 +31,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("version", 0),
     ("format", 0),
     ("hashing", 0),
+    ("mutation", 0),
     ("codec", 1),
     ("spec", 2),
     ("reach", 3),

@@ -388,6 +388,20 @@ fn a_table_that_keeps_changing_is_refused() {
             )
         })
         .collect();
+    // Each one with a batch (an in-progress snapshot without one is `retry`).
+    let batch = std::fs::read(dir().join(
+        "deepstore/controller/snapshots/events_OFFLINE/7340615108342410007/batches/batch-0000.parquet",
+    ))
+    .unwrap();
+    let now = layout()["nowMs"].as_i64().unwrap();
+    for i in 0..20 {
+        h.extra.push((
+            0,
+            format!("controller/snapshots/events_OFFLINE/73406151083424200{i:02}/batches/batch-0000.parquet"),
+            batch.clone(),
+            now - 3_600_000,
+        ));
+    }
     match h.run(config(doc("table-config.json"))) {
         Err(Error::Unsafe {
             reason: UnsafeReason::TableChanging,
@@ -898,4 +912,27 @@ fn what_stays_protects_its_segments_when_the_state_lags_or_lies() {
     let p = h.run(config(doc("table-config.json"))).unwrap();
     assert_eq!(p.summary.rechecks, 1);
     assert_eq!(role(&p, &id[0]), (SnapshotRole::Evicted, false));
+}
+
+/// Without the root holding the in-progress snapshot's batches (here the
+/// controller's), the segments they name would look unnamed: the plan is
+/// `retry`, naming the snapshot and the roots read, and deletes nothing.
+#[test]
+fn an_in_progress_snapshot_without_its_batches_in_any_root_prunes_nothing() {
+    let l = layout();
+    let inprog = l["inProgress"].as_str().unwrap();
+    let mut cfg = config(doc("table-config.json"));
+    cfg.roots = vec![root_uri("server"), root_uri("broker")];
+    let p = Host::new().run(cfg).unwrap();
+    assert_eq!(p.status, PlanStatus::Retry, "{}", p.status_detail);
+    assert!(p.status_detail.contains(inprog), "{}", p.status_detail);
+    assert!(
+        p.status_detail.contains(&root_uri("server")),
+        "{}",
+        p.status_detail
+    );
+    assert!(p.delete_segments.is_empty() && p.delete_objects.is_empty());
+    // With every root, the same table is planned.
+    let p = Host::new().run(config(doc("table-config.json"))).unwrap();
+    assert_eq!(p.status, PlanStatus::Complete, "{}", p.status_detail);
 }

@@ -241,7 +241,20 @@ impl Planner {
             .map_err(trap)
     }
 
+    /// `judge-mutation`: what a request that changes something came to,
+    /// from its answer, and why.
+    pub fn judge_mutation(
+        &mut self,
+        what: &str,
+        answer: &wt::MutationAnswer,
+    ) -> Result<(wt::MutationOutcome, String), String> {
+        let api = self.api.lakesweep_planner_planner();
+        api.call_judge_mutation(&mut self.store, what, answer)
+            .map_err(trap)
+    }
+
     /// `ownership-map`: every entry's roots, whether it is planned, and
+
     /// the prefixes other tables own inside it.
     pub fn ownership_map(
         &mut self,

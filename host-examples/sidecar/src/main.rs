@@ -21,6 +21,7 @@ mod drill;
 mod error;
 mod estate;
 mod expire;
+mod http;
 mod listing;
 mod origin;
 mod pinot;

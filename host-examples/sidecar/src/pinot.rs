@@ -413,7 +413,9 @@ pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
         }
         Ok(())
     };
-    let client = reqwest::Client::new();
+    // A DELETE never follows a redirect: a 3xx re-aims it at whatever the
+    // Location names (another segment, another table).
+    let client = crate::http::mutating_client()?;
     let mut failed = 0;
     for s in &approval.segments {
         let url = format!(
@@ -436,18 +438,22 @@ pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
             )
             .into());
         }
-        let (result, detail) = match client.delete(parsed).send().await {
-            Ok(r) if r.status().is_success() => ("deleted", r.status().to_string()),
-            Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND => {
-                ("already-absent", r.status().to_string())
-            }
-            Ok(r) => ("failed", r.status().to_string()),
-            Err(e) => ("unknown", e.to_string()),
+        let what = format!("DELETE {}", parsed.path());
+        let answer = crate::http::answer(client.delete(parsed).send().await).await;
+        let (outcome, detail) = planner.judge_mutation(&what, &answer)?;
+        let result = match outcome {
+            wt::MutationOutcome::Done => "deleted",
+            wt::MutationOutcome::Absent => "already-absent",
+            wt::MutationOutcome::Refused => "failed",
+            wt::MutationOutcome::Unknown => "unknown",
         };
         write(
             serde_json::json!({"segment": s, "result": result, "retention": approval.segment_retention, "detail": detail}),
         )?;
-        if result == "failed" || result == "unknown" {
+        if matches!(
+            outcome,
+            wt::MutationOutcome::Refused | wt::MutationOutcome::Unknown
+        ) {
             failed += 1;
         }
     }

@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -115,7 +115,17 @@ struct Controller {
 
 impl Controller {
     fn start(docs: PathBuf, absent: &[&str]) -> Controller {
+        Self::start_with(docs, absent, &[])
+    }
+
+    /// Also answers a DELETE of each `redirect.0` with a 307 to the
+    /// DELETE of `redirect.1` (a proxy or load balancer re-aiming it).
+    fn start_with(docs: PathBuf, absent: &[&str], redirect: &[(&str, &str)]) -> Controller {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let redirect: BTreeMap<String, String> = redirect
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
         let rec = requests.clone();
@@ -153,6 +163,14 @@ impl Controller {
                             .split('?')
                             .next()
                             .unwrap_or("");
+                        if let Some(to) = redirect.get(seg) {
+                            let body = String::new();
+                            let _ = write!(
+                                c,
+                                "HTTP/1.1 307 Temporary Redirect\r\nLocation: /segments/events/{to}?type=OFFLINE\r\nContent-Length: 0\r\nConnection: close\r\n\r\n{body}"
+                            );
+                            continue;
+                        }
                         if absent.contains(seg) {
                             (
                                 "404 Not Found",
@@ -560,4 +578,88 @@ fn three_roots_on_an_s3_server() {
         left.intersection(&keys).collect::<Vec<_>>()
     );
     assert_eq!(left.len(), files_under(&deep).len() - keys.len());
+}
+
+/// A controller (or a proxy before it) that answers a segment DELETE with a
+/// redirect to another, live segment: the DELETE is not followed, the
+/// segment's receipt is `unknown` (never `deleted`), the run exits 1, and
+/// the live segment is never asked to be deleted.
+#[test]
+fn a_segment_delete_answered_with_a_redirect_is_unknown_and_never_followed() {
+    let lay = Layout::new("redirect");
+    let ctl = Controller::start_with(lay.root.clone(), &[], &[("events_2", "events_5")]);
+    let out = lay.root.join("plan.json");
+    let mut a = lay.plan_args();
+    a.extend(["--out".into(), out.display().to_string()]);
+    assert!(lakesweep(&a).status.success());
+    let receipts = lay.root.join("receipts.jsonl");
+    let mut ap = vec![
+        "pinot".to_owned(),
+        "apply".into(),
+        out.display().to_string(),
+        "--controller".into(),
+        ctl.url.clone(),
+        "--receipts".into(),
+        receipts.display().to_string(),
+    ];
+    ap.extend(ctl.state_args());
+    ap.extend(lay.roots());
+    let o = lakesweep(&ap);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    let deletes = ctl.deletes();
+    assert!(
+        deletes.iter().all(|l| !l.contains("/events_5")),
+        "the redirect was followed: {deletes:?}"
+    );
+    let lines: Vec<Value> = std::fs::read_to_string(&receipts)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |s: &str| lines.iter().find(|l| l["segment"] == s).unwrap().clone();
+    assert_eq!(of("events_2")["result"], "unknown", "{lines:?}");
+    assert!(
+        of("events_2")["detail"]
+            .as_str()
+            .unwrap()
+            .contains("not followed"),
+        "{lines:?}"
+    );
+    assert_eq!(of("events_1")["result"], "deleted");
+}
+
+/// Planned with the server root only, while the in-progress snapshot's
+/// batches live in the controller's: the segments they name would look
+/// unnamed, so the plan is `retry` (exit 3), naming the snapshot and the
+/// roots read, and `pinot apply` of it deletes nothing.
+#[test]
+fn a_run_without_the_root_holding_the_in_progress_batches_is_retry() {
+    let lay = Layout::new("one-root");
+    let ctl = Controller::start(lay.root.clone(), &[]);
+    let inprog = lay.l["inProgress"].as_str().unwrap().to_owned();
+    let server = lay.root.join("deepstore/server").display().to_string();
+    let out = lay.root.join("plan.json");
+    let mut a = vec!["pinot".to_owned(), "plan".into()];
+    a.extend(lay.state_args());
+    a.extend(["--root".into(), server.clone(), "--now".into(), NOW.into()]);
+    a.extend(["--out".into(), out.display().to_string()]);
+    let o = lakesweep(&a);
+    let text = out_text(&o);
+    assert!(text.contains(&inprog) && text.contains("server"), "{text}");
+    let plan: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(plan["status"], "retry", "{plan}");
+    assert!(segments(&plan).is_empty());
+    let mut ap = vec![
+        "pinot".to_owned(),
+        "apply".into(),
+        out.display().to_string(),
+        "--controller".into(),
+        ctl.url.clone(),
+        "--root".into(),
+        server,
+    ];
+    ap.extend(ctl.state_args());
+    let o = lakesweep(&ap);
+    assert_ne!(o.status.code(), Some(0), "{}", out_text(&o));
+    assert!(ctl.deletes().is_empty());
 }
