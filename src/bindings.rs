@@ -258,6 +258,14 @@ fn sealed_plan(p: core::SealedPlan) -> wt::SealedPlan {
             swept_prefixes: s.swept_prefixes,
         },
         warnings: p.warnings,
+        damaged: p
+            .damaged
+            .into_iter()
+            .map(|d| wt::DamagedReference {
+                fingerprint: d.fingerprint,
+                reason: d.reason,
+            })
+            .collect(),
         digest: p.digest,
     }
 }
@@ -338,6 +346,7 @@ fn gates(g: cl::Gates) -> wt::Gates {
         approvals_after_newer_hold: g.approvals_after_newer_hold,
         unknown_total: g.unknown_total,
         unknown_reconciled: g.unknown_reconciled,
+        damaged: g.damaged,
         states: g
             .states
             .into_iter()
@@ -362,6 +371,7 @@ fn receipt(r: wt::Receipt) -> cl::Receipt {
             wt::DeleteResult::SkippedProtected => cl::DeleteResult::SkippedProtected,
             wt::DeleteResult::Failed => cl::DeleteResult::Failed,
             wt::DeleteResult::Unknown => cl::DeleteResult::Unknown,
+            wt::DeleteResult::Damaged => cl::DeleteResult::Damaged,
         },
         version: r.version.map(version_in),
         requested_ms: r.requested_ms,
@@ -483,6 +493,28 @@ impl wp::Guest for Component {
 
     fn digest_checkpoint(uri: String, bytes: Vec<u8>) -> Result<String, wt::Error> {
         core::digest_checkpoint(&uri, &bytes).map_err(err)
+    }
+
+    fn sweep_freshness(
+        ledger: Option<wp::LedgerBorrow<'_>>,
+        table_location: String,
+        now_ms: i64,
+        max_age_ms: Option<i64>,
+    ) -> Result<wt::Freshness, wt::Error> {
+        let f = match ledger {
+            Some(l) => {
+                let l: &Ledger = l.get();
+                let inner = l.0.borrow();
+                cl::freshness(Some(&inner), &table_location, now_ms, max_age_ms)
+            }
+            None => cl::freshness(None, &table_location, now_ms, max_age_ms),
+        }
+        .map_err(err)?;
+        Ok(wt::Freshness {
+            stale: f.stale,
+            damaged: f.damaged,
+            why: f.why,
+        })
     }
 
     fn judge_mutation(what: String, a: wt::MutationAnswer) -> (wt::MutationOutcome, String) {
@@ -942,6 +974,23 @@ impl wp::GuestLedger for Ledger {
         self.0.borrow().consumed_keys()
     }
 
+    fn deleted_index(&self) -> Vec<u8> {
+        self.0.borrow().deleted_index()
+    }
+
+    fn open_damage(&self) -> Vec<wt::Damage> {
+        self.0
+            .borrow()
+            .open_damage()
+            .map(|d| wt::Damage {
+                key: d.key.clone(),
+                version: version_out(d.version.clone()),
+                found_ms: d.found_ms,
+                why: d.why.clone(),
+            })
+            .collect()
+    }
+
     fn last_step_ms(&self) -> Option<i64> {
         self.0.borrow().last_step_ms
     }
@@ -1079,7 +1128,9 @@ impl wp::GuestSession for Session {
                 })
                 .collect(),
             prior_pointers: c.prior_pointers,
+            deleted_index: c.deleted_index,
         };
+
         let s = core::Session::start(config).map_err(err)?;
         Ok(wp::Session::new(Session(RefCell::new(s))))
     }

@@ -41,7 +41,7 @@ pub const DEFAULT_MEMORY_BUDGET: u64 = 1 << 30;
 pub const MIN_MEMORY_BUDGET: u64 = 16 << 20;
 
 /// Schema name of sealed plan documents.
-pub const PLAN_SCHEMA: &str = "lakesweep.plan.v2";
+pub const PLAN_SCHEMA: &str = "lakesweep.plan.v3";
 
 pub use crate::format::TableFormat;
 
@@ -122,6 +122,12 @@ pub struct SessionConfig {
     /// newest seen: a pointer never goes backwards within a run.
     #[serde(default)]
     pub prior_pointers: Vec<String>,
+    /// The keys a ledger deleted, or may have (its
+    /// [`crate::Ledger::deleted_index`]): one the final keep set references
+    /// that the listing did not hold is damage, named in the plan
+    /// ([`SealedPlan::damaged`]) for the ledger to record.
+    #[serde(default)]
+    pub deleted_index: Option<Vec<u8>>,
 }
 
 fn default_budget() -> u64 {
@@ -154,6 +160,7 @@ impl SessionConfig {
             origin: None,
             foreign_roots: Vec::new(),
             prior_pointers: Vec::new(),
+            deleted_index: None,
         }
     }
 }
@@ -288,6 +295,11 @@ pub struct PlanTokens {
     /// recent passed drill in the ledger.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restore_drill: Option<crate::policy::DrillGate>,
+    /// SHA-256 (hex) of the deleted-keys index the plan was checked
+    /// against (see [`SessionConfig::deleted_index`]); a ledger folds in
+    /// only a plan checked against its own index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted_index: Option<String>,
 }
 
 /// One object the plan deletes.
@@ -329,15 +341,33 @@ pub struct SealedPlan {
     pub delete: Vec<PlannedDelete>,
     /// Counts and bytes.
     pub summary: Summary,
-    /// Things an operator should look at (sorted, deduplicated).
+    /// Things an operator should look at (sorted, deduplicated); sealed.
     pub warnings: Vec<String>,
+    /// Keys a ledger deleted that the table references now and the
+    /// listing did not hold (see [`SessionConfig::deleted_index`]); sealed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub damaged: Vec<DamagedReference>,
     /// SHA-256 (hex) over the canonical JSON of schema, format, location,
-    /// uuid, tokens, origin and the delete list.
+    /// uuid, tokens, origin, the delete list, the warnings and the damage.
+    /// The summary is a report of what was seen (it differs with how the
+    /// host listed: names first or not) and is not sealed.
     pub digest: String,
     /// What the plan keeps and why, for people (see [`SealedPlan::with_report`]):
     /// outside the seal, ignored when the plan is applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<PlanReport>,
+}
+
+/// A key a ledger deleted (or may have) that the table references now and
+/// the listing did not hold: damage. Named by its fingerprint; the ledger
+/// that passed the index knows the key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DamagedReference {
+    /// The key's fingerprint, 16 hex digits.
+    pub fingerprint: String,
+    /// What references it now, in words.
+    pub reason: String,
 }
 
 /// An object a plan keeps, and why.
@@ -387,6 +417,9 @@ impl SealedPlan {
             #[serde(skip_serializing_if = "Option::is_none")]
             origin: &'a Option<String>,
             delete: &'a [PlannedDelete],
+            warnings: &'a [String],
+            #[serde(skip_serializing_if = "<[DamagedReference]>::is_empty")]
+            damaged: &'a [DamagedReference],
         }
         let body = serde_json::to_vec(&Sealed {
             schema: &self.schema,
@@ -396,6 +429,8 @@ impl SealedPlan {
             tokens: &self.tokens,
             origin: &self.origin,
             delete: &self.delete,
+            warnings: &self.warnings,
+            damaged: &self.damaged,
         })
         .unwrap_or_default();
         hex(&Sha256::digest(body))
@@ -447,16 +482,16 @@ impl SealedPlan {
 
     /// Parses a plan document and checks its digest; an edited plan is refused.
     pub fn from_json(text: &str) -> Result<SealedPlan> {
-        if serde_json::from_str::<serde_json::Value>(text)
+        let schema = serde_json::from_str::<serde_json::Value>(text)
             .ok()
-            .and_then(|v| v.get("schema")?.as_str().map(str::to_owned))
-            .is_some_and(|s| s == "lakesweep.plan.v1")
-        {
+            .and_then(|v| v.get("schema")?.as_str().map(str::to_owned));
+        if let Some(old @ ("lakesweep.plan.v1" | "lakesweep.plan.v2")) = schema.as_deref() {
             return Err(Error::invalid(
                 "plan",
-                "a plan made by an earlier lakesweep (lakesweep.plan.v1, snake_case): plan again; a plan only holds while its table is unchanged anyway",
+                format!("a plan made by an earlier lakesweep ({old}, which sealed less): plan again; a plan only holds while its table is unchanged anyway"),
             ));
         }
+
         let plan: SealedPlan = serde_json::from_str(text)
             .map_err(|e| Error::invalid("plan", format!("not a lakesweep plan: {e}")))?;
         if plan.schema != PLAN_SCHEMA {
@@ -567,6 +602,28 @@ enum Phase {
     Failed(Error),
 }
 
+/// How many examples a warning names of a kind of reference.
+const SAMPLES: usize = 5;
+
+/// Examples of references the plan warns about: the smallest few, so the
+/// warnings (which the plan's digest seals) do not depend on the order the
+/// host answered reads in.
+#[derive(Debug, Default)]
+struct Samples {
+    /// References that may name several keys, with how many.
+    ambiguous: BTreeSet<(String, usize)>,
+    /// References outside the table.
+    external: BTreeSet<String>,
+}
+
+/// Adds `item` to `set`, keeping only the `n` smallest.
+fn keep_smallest<T: Ord>(set: &mut BTreeSet<T>, item: T, n: usize) {
+    set.insert(item);
+    if set.len() > n {
+        set.pop_last();
+    }
+}
+
 /// Role name of content files in the metadata graph.
 const CONTENT_FILE: &str = "content file";
 
@@ -628,6 +685,13 @@ pub struct Session {
     matched_alt: u64,
     /// References that may name more than one key.
     ambiguous_references: u64,
+    /// The references the plan's warnings name as examples.
+    samples: Samples,
+    /// Fingerprints of the keys a ledger deleted (see
+    /// [`SessionConfig::deleted_index`]).
+    deleted: crate::hashing::Set<u64>,
+    /// Of those, the ones the listing held as referenced keys.
+    deleted_listed: crate::hashing::Set<u64>,
     /// Prefixes other tables own (see [`SessionConfig::foreign_roots`]).
     foreign: Vec<(TableLocation, String)>,
     /// Pointer reads of the run so far, prior ones included.
@@ -755,6 +819,10 @@ impl Session {
             owners: Vec::new(),
         };
         let config_priors = config.prior_pointers.len();
+        let deleted = match &config.deleted_index {
+            Some(b) => crate::reach::decode_key_index(b)?.into_iter().collect(),
+            None => Default::default(),
+        };
         let mut s = Session {
             policy,
             config,
@@ -782,6 +850,9 @@ impl Session {
             listed_members: Default::default(),
             matched_alt: 0,
             ambiguous_references: 0,
+            samples: Samples::default(),
+            deleted,
+            deleted_listed: Default::default(),
             foreign,
             pointer_reads: u32::try_from(config_priors).unwrap_or(u32::MAX),
         };
@@ -1179,6 +1250,14 @@ impl Session {
             .chain(self.classifier.roots.iter().map(TableLocation::prefix))
             .collect();
         let mut warnings = self.warnings.clone();
+        for (raw, n) in &self.samples.ambiguous {
+            warnings.insert(format!(
+                "reference `{raw}` may name {n} keys depending on the reader (dot segments, repeated slashes, a default file system): every one inside the table is kept"
+            ));
+        }
+        for uri in &self.samples.external {
+            warnings.insert(format!("external reference kept and never deleted: {uri}"));
+        }
         let max_writer = self
             .policy
             .as_ref()
@@ -1244,11 +1323,18 @@ impl Session {
                 lease_watermark: self.classifier.protections.lease_watermark(),
                 context_digest: self.classifier.protections.digest(),
                 head: self.delta().and_then(|d| d.head_identity()),
+                deleted_index: self
+                    .config
+                    .deleted_index
+                    .as_deref()
+                    .map(|b| hex(&Sha256::digest(b))),
             },
+
             origin: self.config.origin.clone(),
             delete: self.candidates.values().cloned().collect(),
             summary,
             warnings: warnings.into_iter().collect(),
+            damaged: self.damaged(),
             digest: String::new(),
             report: None,
         };
@@ -1314,6 +1400,25 @@ impl Session {
             }
         }
         Ok(())
+    }
+
+    /// The keys a ledger deleted that the final keep set references and
+    /// the listing did not hold, by fingerprint, ascending.
+    fn damaged(&self) -> Vec<DamagedReference> {
+        let mut out: Vec<DamagedReference> = self
+            .deleted
+            .iter()
+            .filter(|fp| !self.deleted_listed.contains(*fp))
+            .filter_map(|fp| {
+                let why = self.classifier.keep.reason_of_fingerprint(*fp)?;
+                Some(DamagedReference {
+                    fingerprint: format!("{fp:016x}"),
+                    reason: why.to_owned(),
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.fingerprint.cmp(&b.fingerprint));
+        out
     }
 
     /// Delta's state, in a Delta session.
@@ -1428,6 +1533,13 @@ impl Session {
                 .entry(verdict.as_str().into())
                 .or_default()
                 .add(size),
+        }
+        // A key a ledger deleted that is listed again: not missing.
+        if verdict == Verdict::Referenced && !self.deleted.is_empty() {
+            let fp = crate::reach::fingerprint(rel);
+            if self.deleted.contains(&fp) {
+                self.deleted_listed.insert(fp);
+            }
         }
         // The version hint is judged referenced by its name alone: it
         // proves nothing about whether the listing is the table's.
@@ -1652,21 +1764,15 @@ impl Session {
                 self.groups.insert(g);
             }
             self.ambiguous_references += 1;
-            if self.ambiguous_references <= 5 {
-                self.warnings.insert(format!(
-                    "reference `{raw}` may name {} keys depending on the reader (dot segments, repeated slashes, a default file system): every one inside the table is kept",
-                    all.len()
-                ));
-            }
+            keep_smallest(
+                &mut self.samples.ambiguous,
+                (raw.to_owned(), all.len()),
+                SAMPLES,
+            );
         }
         if inside.is_empty() {
             self.summary.external_references += 1;
-            if self.summary.external_references <= 5 {
-                self.warnings.insert(format!(
-                    "external reference kept and never deleted: {}",
-                    all[0].to_uri_string()
-                ));
-            }
+            keep_smallest(&mut self.samples.external, all[0].to_uri_string(), SAMPLES);
         }
         Ok(all)
     }
@@ -2125,6 +2231,7 @@ pub(crate) fn plan_for_tests(keys: &[(&str, u64)], context: Option<&str>) -> Sea
             context_digest: ctx.digest(),
             head: None,
             restore_drill: None,
+            deleted_index: None,
         },
         origin: None,
         delete: keys
@@ -2139,6 +2246,7 @@ pub(crate) fn plan_for_tests(keys: &[(&str, u64)], context: Option<&str>) -> Sea
             .collect(),
         summary: Summary::default(),
         warnings: Vec::new(),
+        damaged: Vec::new(),
         digest: String::new(),
         report: None,
     };

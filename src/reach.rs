@@ -168,6 +168,48 @@ pub fn fingerprint(rel: &str) -> Fingerprint {
     xxh3::xxh3_64(rel.as_bytes())
 }
 
+/// First line of a key index's bytes (see [`encode_key_index`]).
+const KEY_INDEX_HEADER: &[u8] = b"lakesweep.key-index.v1\n";
+
+/// A set of keys as their fingerprints, stored as bytes: a header line,
+/// then each fingerprint as 8 little-endian bytes, ascending, no repeats.
+/// Made by a ledger (the keys it deleted), read by a session.
+pub fn encode_key_index(fingerprints: impl IntoIterator<Item = Fingerprint>) -> Vec<u8> {
+    let mut fps: Vec<Fingerprint> = fingerprints.into_iter().collect();
+    fps.sort_unstable();
+    fps.dedup();
+    let mut out = Vec::with_capacity(KEY_INDEX_HEADER.len() + fps.len() * 8);
+    out.extend_from_slice(KEY_INDEX_HEADER);
+    for fp in fps {
+        out.extend_from_slice(&fp.to_le_bytes());
+    }
+    out
+}
+
+/// Reads [`encode_key_index`]'s bytes; anything else is refused.
+pub fn decode_key_index(bytes: &[u8]) -> Result<Vec<Fingerprint>> {
+    let bad = |why: &str| {
+        Error::invalid(
+            "deleted_index",
+            format!("not a key index ({why}): pass the bytes a ledger made"),
+        )
+    };
+    let body = bytes
+        .strip_prefix(KEY_INDEX_HEADER)
+        .ok_or_else(|| bad("no header"))?;
+    if body.len() % 8 != 0 {
+        return Err(bad("cut short"));
+    }
+    let fps: Vec<Fingerprint> = body
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+        .collect();
+    if fps.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(bad("not ascending"));
+    }
+    Ok(fps)
+}
+
 /// Fingerprint of a loose relative key (the same function: a loose form
 /// equal to a canonical key has the same fingerprint in both sets).
 pub fn loose_fingerprint(loose_rel: &str) -> u64 {
@@ -366,7 +408,16 @@ impl KeepSet {
             .or_else(|| self.frozen_lookup(fp))
     }
 
+    /// Why the key of fingerprint `fp` is referenced, if it is (the key
+    /// itself unknown: a ledger that holds it asked by its fingerprint).
+    pub fn reason_of_fingerprint(&self, fp: Fingerprint) -> Option<&str> {
+        self.source_of_fingerprint(fp)
+            .and_then(|id| self.descriptions.get(id as usize))
+            .map(String::as_str)
+    }
+
     /// Why a canonical relative key is referenced ([`Source::describe`] of
+
     /// [`KeepSet::lookup`]'s answer), without formatting it again.
     pub fn reason(&self, rel: &str) -> Option<&str> {
         self.reason_with_id(rel).map(|(_, why)| why)

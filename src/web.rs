@@ -123,7 +123,9 @@ impl WebSession {
             origin: c.origin,
             foreign_roots: Vec::new(),
             prior_pointers: Vec::new(),
+            deleted_index: None,
         };
+
         core::Session::start(config).map(WebSession).map_err(js)
     }
 

@@ -140,7 +140,9 @@ impl Wasm {
                 })
                 .collect(),
             prior_pointers: cfg.prior_pointers,
+            deleted_index: cfg.deleted_index,
         };
+
         let session = api
             .lakesweep_planner_planner()
             .session()

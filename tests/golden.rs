@@ -413,7 +413,8 @@ fn respelt(v: &Value) -> Value {
 /// `lakesweep.plan.v1`, snake_case) hold the same content as today's,
 /// field for field and value for value: only the spelling of the keys, the
 /// schema name and so the digest changed (and the keep set's measured size). A v1 plan is refused with the
-/// advice to plan again.
+/// advice to plan again, as is a v2 plan (whose digest left the warnings
+/// out).
 #[test]
 fn plans_differ_from_their_v1_pins_in_key_spelling_only() {
     let dir = golden_dir().join("legacy/plans");
@@ -425,10 +426,14 @@ fn plans_differ_from_their_v1_pins_in_key_spelling_only() {
             .expect("every v1 pin has its v2 pin");
         let err = lakesweep::SealedPlan::from_json(&v1_text).unwrap_err();
         assert!(err.to_string().contains("plan again"), "{err}");
+        let v2_spelt = v2_text.replacen("lakesweep.plan.v3", "lakesweep.plan.v2", 1);
+        let err = lakesweep::SealedPlan::from_json(&v2_spelt).unwrap_err();
+        assert!(err.to_string().contains("plan again"), "{err}");
         let mut v1: Value = serde_json::from_str(&v1_text).unwrap();
         let mut v2: Value = serde_json::from_str(&v2_text).unwrap();
         assert_eq!(v1["schema"], "lakesweep.plan.v1");
-        assert_eq!(v2["schema"], "lakesweep.plan.v2");
+        assert_eq!(v2["schema"], "lakesweep.plan.v3");
+
         for v in [&mut v1, &mut v2] {
             let o = v.as_object_mut().unwrap();
             o.remove("schema");

@@ -155,6 +155,7 @@ impl World {
         &self,
         listing: &BTreeMap<String, ObjectVersion>,
         now: i64,
+        deleted_index: Option<Vec<u8>>,
     ) -> Result<SealedPlan, Error> {
         let mut snaps: Vec<Snap> = self
             .referenced
@@ -184,6 +185,7 @@ impl World {
         }
         let mut cfg = SessionConfig::new(LOC, &pointer, now, WINDOW);
         cfg.context = Some(self.context());
+        cfg.deleted_index = deleted_index;
         let mut p = Tagged {
             session: Session::start(cfg)?,
             listing,
@@ -193,7 +195,7 @@ impl World {
         Ok(plan)
     }
     fn plan(&self, now: i64) -> SealedPlan {
-        self.plan_over(&self.store, now).unwrap()
+        self.plan_over(&self.store, now, None).unwrap()
     }
     /// The context document the planner is given: a lease per leased key
     /// (on its snapshot), a path-prefix hold per held key.
@@ -307,7 +309,9 @@ struct RunOutcome {
 /// One sweep run: plan, step, HEADs, approval, deletes, receipts. A run
 /// whose plan the planner refuses stops there (`between` still happens).
 fn run(l: &mut Ledger, w: &mut World, now: i64, mut f: Faults) -> RunOutcome {
-    let plan = match w.plan_over(f.listing.as_ref().unwrap_or(&w.store), now) {
+    // Planned against the ledger's deleted keys, as every sweep is.
+    let index = Some(l.deleted_index());
+    let plan = match w.plan_over(f.listing.as_ref().unwrap_or(&w.store), now, index) {
         Ok(plan) => plan,
         Err(Error::Unsafe {
             reason: reason @ UnsafeReason::ProtectedSnapshotMissing,
@@ -1378,4 +1382,50 @@ fn each_step_records_when_it_ran() {
     assert_eq!(l.last_step_ms, Some(T0 + 9));
     let back = Ledger::parse(&l.to_json()).unwrap();
     assert_eq!(back.last_step_ms, Some(T0 + 9));
+}
+
+/// A commit adopts a key the sweep deleted, and the run dies before its
+/// damage check: the next run's plan, checked against the ledger's deleted
+/// keys, finds the key referenced and missing from the listing. It is
+/// damage (the gate, the ledger's record) until the key is back; and a plan
+/// not checked against the ledger's deleted keys is refused.
+#[test]
+fn damage_after_a_kill_is_found_by_the_next_run_and_cleared_when_restored() {
+    let k = "data/orphan.parquet";
+    let mut w = world_with(&[k], &["data/live.parquet"], T0 - 10 * DAY);
+    let mut l = new_ledger(&w, T0);
+    let mut now = T0;
+    to_verified(&mut l, &mut w, k, &mut now);
+    let deleted = run(&mut l, &mut w, now, Faults::default());
+    assert_eq!(deleted.deleted, [k]);
+    assert_eq!(l.gates().damaged, 0);
+    // The kill: no damage check ran. Then a writer adopts the key.
+    let pinned = l.objects[k].version.clone();
+    w.commit_reference(k);
+    now += QUARANTINE;
+    // A plan made without the ledger's deleted keys is refused.
+    let blind = w.plan(now);
+    let e = l.clone().begin_step(&blind, now).unwrap_err();
+    assert!(e.to_string().contains("deleted-index"), "{e}");
+    run(&mut l, &mut w, now, Faults::default());
+    let g = l.gates();
+    assert_eq!(g.damaged, 1, "{:?}", l.damage);
+    let d = l.open_damage().next().unwrap();
+    assert_eq!(d.key, k);
+    assert_eq!(d.version, pinned);
+    assert!(d.why.contains("references it again"), "{}", d.why);
+    // Still missing at the next run: still open, recorded once.
+    now += QUARANTINE;
+    run(&mut l, &mut w, now, Faults::default());
+    assert_eq!(l.gates().damaged, 1);
+    assert_eq!(l.damage.len(), 1);
+    // Restored: listed again, the damage is resolved.
+    w.store.insert(k.into(), pinned);
+    now += QUARANTINE;
+    run(&mut l, &mut w, now, Faults::default());
+    assert_eq!(l.gates().damaged, 0, "{:?}", l.damage);
+    assert!(l.damage[0].resolved_ms.is_some());
+    // The ledger round-trips with its damage record.
+    let back = Ledger::parse(&l.to_json()).unwrap();
+    assert_eq!(back.damage, l.damage);
 }

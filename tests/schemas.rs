@@ -1,7 +1,7 @@
 //! The JSON Schemas of `schema/` (draft 2020-12) against real documents.
 //!
 //! Each stored document of the core has a schema: the sealed plan
-//! (`plan.v2.json`), the deletion ledger (`ledger.v3.json`), the metadata
+//! (`plan.v3.json`), the deletion ledger (`ledger.v3.json`), the metadata
 //! bundle (`bundle.v2.json`), the expiry plan (`expiry.v1.json`), the
 //! retention policy (`policy.v1.json`), the live context
 //! (`context.v1.json`) and the Pinot snapshot-artifact plan
@@ -212,7 +212,7 @@ fn fresh_plans() -> Vec<(String, String)> {
 /// keys exactly.
 #[test]
 fn plans_with_their_report_match_the_plan_schema_and_split_the_listing() {
-    let schema = Schema::load("plan.v2.json");
+    let schema = Schema::load("plan.v3.json");
     let mut last = None;
     for t in tables() {
         let mut cfg = t.config();
@@ -266,7 +266,7 @@ fn plans_with_their_report_match_the_plan_schema_and_split_the_listing() {
 
 #[test]
 fn golden_and_fresh_plans_match_the_plan_schema() {
-    let schema = Schema::load("plan.v2.json");
+    let schema = Schema::load("plan.v3.json");
     let mut golden = Vec::new();
     let dir = repo().join("tests/golden");
     for entry in std::fs::read_dir(&dir).expect("tests/golden exists") {
@@ -303,7 +303,7 @@ fn golden_and_fresh_plans_match_the_plan_schema() {
     assert_eq!(governed["tokens"]["holdGeneration"], 3);
     assert_eq!(governed["tokens"]["leaseWatermark"], 2);
     println!(
-        "plan.v2.json: {} golden + {} fresh plans valid",
+        "plan.v3.json: {} golden + {} fresh plans valid",
         golden.len(),
         fresh.len()
     );
@@ -1198,7 +1198,7 @@ fn every_schema_file_is_tested() {
             "ledger.v2.json",
             "ledger.v3.json",
             "pinot-plan.v1.json",
-            "plan.v2.json",
+            "plan.v3.json",
             "policy.v1.json"
         ],
         "a schema without a test here (or a test without its schema)"

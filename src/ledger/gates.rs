@@ -21,6 +21,10 @@ pub struct Gates {
     pub unknown_total: u64,
     /// Of those, now settled (`VERIFIED`, retried, or protected).
     pub unknown_reconciled: u64,
+    /// Keys the ledger deleted that the table references now, not
+    /// resolved (see [`super::Damage`]).
+    #[serde(default)]
+    pub damaged: u64,
     /// Objects per state.
     pub states: BTreeMap<String, u64>,
 }
@@ -72,6 +76,8 @@ impl Ledger {
                 .count() as u64,
             unknown_total: self.unknown_ever.len() as u64,
             unknown_reconciled,
+            damaged: self.open_damage().count() as u64,
+
             states,
         }
     }

@@ -34,6 +34,7 @@
 //! waits for, and until when), `legacy` (ledgers of earlier schemas).
 
 mod drill;
+mod freshness;
 mod gates;
 mod legacy;
 mod outlook;
@@ -52,14 +53,16 @@ use crate::error::{Error, Result, UnsafeReason};
 use crate::plan::{PlannedDelete, SealedPlan};
 
 pub use drill::{drill_sample, Drill};
+pub use freshness::{freshness, Freshness};
+
 pub use gates::Gates;
 pub use outlook::Waiting;
 use state::state_name;
 pub use state::ObjectState;
 pub use steps::quarantine_root;
 pub use wire::{
-    Approval, DeleteResult, LedgerObject, LiveState, Move, Observation, Probe, ProbePurpose,
-    Receipt,
+    Approval, Damage, DeleteResult, LedgerObject, LiveState, Move, Observation, Probe,
+    ProbePurpose, Receipt,
 };
 
 /// Schema name of ledger documents.
@@ -114,6 +117,9 @@ pub struct Ledger {
     /// Absent from ledgers saved before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_step_ms: Option<i64>,
+    /// Keys it deleted that the table references now (see [`Damage`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub damage: Vec<Damage>,
     /// The integrity digest of the ledger this one was made from (each step
     /// chains to the one before; `None` for a new ledger).
     #[serde(default)]
@@ -164,6 +170,7 @@ impl Ledger {
             unknown_ever: Vec::new(),
             drills: Vec::new(),
             last_step_ms: None,
+            damage: Vec::new(),
             previous_integrity: None,
             integrity: String::new(),
         })
@@ -252,7 +259,46 @@ impl Ledger {
             .collect()
     }
 
+    /// The index of every key the ledger deleted or may have (approved,
+    /// deleted, unknown, verified), for the planning session of its next
+    /// run ([`crate::SessionConfig::deleted_index`]): a key of it the table
+    /// references and the listing lacks is damage.
+    pub fn deleted_index(&self) -> Vec<u8> {
+        crate::reach::encode_key_index(
+            self.consumed_keys()
+                .iter()
+                .map(|k| crate::reach::fingerprint(k)),
+        )
+    }
+
+    /// Damage not resolved yet.
+    pub fn open_damage(&self) -> impl Iterator<Item = &Damage> {
+        self.damage.iter().filter(|d| d.resolved_ms.is_none())
+    }
+
+    /// Records damage of `key` (deleted as `version`), unless it is open
+    /// already.
+    pub(crate) fn note_damage(
+        &mut self,
+        key: &str,
+        version: ObjectVersion,
+        now_ms: i64,
+        why: String,
+    ) {
+        if self.open_damage().any(|d| d.key == key) {
+            return;
+        }
+        self.damage.push(Damage {
+            key: key.to_owned(),
+            version,
+            found_ms: now_ms,
+            why,
+            resolved_ms: None,
+        });
+    }
+
     /// Refuses a plan of another table.
+
     pub fn ensure_table(&self, plan: &SealedPlan) -> Result<()> {
         if plan.table_location != self.table_location
             || (self.table_uuid.is_some()
@@ -376,7 +422,9 @@ mod tests {
             unknown_ever: vec![],
             drills: vec![drill],
             last_step_ms: None,
+            damage: vec![],
             previous_integrity: None,
+
             integrity: String::new(),
         }
     }

@@ -13,6 +13,7 @@ impl Ledger {
     ) -> Result<(Vec<Move>, Vec<Probe>)> {
         use ObjectState::*;
         self.ensure_table(plan)?;
+        self.fold_damage(plan, now_ms)?;
         self.revision += 1;
         self.last_step_ms = Some(now_ms);
         let candidates: BTreeMap<&str, &PlannedDelete> =
@@ -76,6 +77,51 @@ impl Ledger {
             }
         }
         Ok((moves, probes))
+    }
+
+    /// Takes a plan's damage: every key this ledger deleted that the plan
+    /// found referenced and missing from the listing is damage (open until
+    /// a plan finds it listed again or no longer referenced). A plan not
+    /// checked against this ledger's [`Ledger::deleted_index`] is refused
+    /// while the ledger has deleted anything: its damage would go unseen.
+    fn fold_damage(&mut self, plan: &SealedPlan, now_ms: i64) -> Result<()> {
+        let consumed = self.consumed_keys();
+        if !consumed.is_empty() {
+            let want = hex(&Sha256::digest(self.deleted_index()));
+            if plan.tokens.deleted_index.as_deref() != Some(want.as_str()) {
+                return Err(Error::invalid(
+                    "plan",
+                    "the plan was not checked against this ledger's deleted keys (its deleted-index): a key the ledger deleted that the table references again would go unseen; make the plan with the ledger's deleted-index",
+                ));
+            }
+        }
+        let by_fingerprint: BTreeMap<String, &String> = consumed
+            .iter()
+            .map(|k| (format!("{:016x}", crate::reach::fingerprint(k)), k))
+            .collect();
+        let mut found = std::collections::BTreeSet::new();
+        for d in &plan.damaged {
+            let Some(key) = by_fingerprint.get(&d.fingerprint) else {
+                continue;
+            };
+            found.insert((*key).clone());
+            let version = self.objects[key.as_str()].version.clone();
+            self.note_damage(
+                key,
+                version,
+                now_ms,
+                format!(
+                    "deleted by this ledger, and the table references it again ({}) while the listing no longer holds it",
+                    d.reason
+                ),
+            );
+        }
+        for d in self.damage.iter_mut() {
+            if d.resolved_ms.is_none() && !found.contains(&d.key) {
+                d.resolved_ms = Some(now_ms);
+            }
+        }
+        Ok(())
     }
 
     /// Starts a recovery run (`reconcile`): every delete whose outcome is not
@@ -281,6 +327,21 @@ impl Ledger {
         };
         let mut by_key: BTreeMap<String, Receipt> = BTreeMap::new();
         for r in receipts {
+            if r.result == DeleteResult::Damaged {
+                // Not a delete's outcome: what the check after them found.
+                let version = r
+                    .version
+                    .clone()
+                    .or_else(|| self.objects.get(&r.key).map(|o| o.version.clone()));
+                if let Some(v) = version {
+                    let why = r.detail.clone().unwrap_or_else(|| {
+                        "deleted by this run, and the live table references it".into()
+                    });
+                    self.note_damage(&r.key, v, now_ms, why);
+                }
+                self.receipts.push(r);
+                continue;
+            }
             if !approval.keys.contains(&r.key) {
                 // Recorded for the audit (the gate `deleted_outside_approval`
                 // counts it and the run fails), never folded into a state.
@@ -301,34 +362,55 @@ impl Ledger {
                     &mut moves,
                 )?,
                 Some(r) => {
-                    let why = match r.result {
-                        DeleteResult::Deleted if r.delete_marker => format!(
-                            "deleted: delete marker {} hides version {}; the bucket keeps that version (undo: remove the marker)",
-                            r.delete_marker_version_id.as_deref().unwrap_or("(id not given)"),
-                            r.version.as_ref().and_then(|v| v.version_id.as_deref()).unwrap_or("(id not given)"),
-                        ),
-                        DeleteResult::Deleted => "deleted; the store confirmed".to_owned(),
-                        DeleteResult::AlreadyAbsent => "already absent when deleted".to_owned(),
-                        DeleteResult::SkippedChanged => "changed since approval: not deleted, kept".to_owned(),
-                        DeleteResult::SkippedStopped => format!("not deleted: the run stopped ({}); kept, starts over", r.detail.as_deref().unwrap_or("the table changed")),
-                        DeleteResult::SkippedProtected => format!("not deleted: {}", r.detail.as_deref().unwrap_or("held")),
-                        DeleteResult::Failed => format!("delete failed ({}): outcome to reconcile", r.detail.as_deref().unwrap_or("no detail")),
-                        DeleteResult::Unknown => "no answer from the store: outcome unknown".to_owned(),
-                    };
-                    let to = match r.result {
-                        DeleteResult::Deleted | DeleteResult::AlreadyAbsent => Deleted,
-                        DeleteResult::SkippedChanged
-                        | DeleteResult::SkippedStopped
-                        | DeleteResult::SkippedProtected => Protected,
-                        DeleteResult::Failed | DeleteResult::Unknown => DeleteUnknown,
-                    };
-                    self.set(k, to, None, now_ms, why, &mut moves)?;
+                    if let Some((to, why)) = receipt_move(&r) {
+                        self.set(k, to, None, now_ms, why, &mut moves)?;
+                    }
                     self.receipts.push(r);
                 }
             }
         }
         Ok(moves)
     }
+}
+
+/// The state a delete's receipt moves its object to, and why (`None`:
+/// a damage receipt, which moves nothing).
+fn receipt_move(r: &Receipt) -> Option<(ObjectState, String)> {
+    use ObjectState::*;
+    let detail = |or: &str| r.detail.clone().unwrap_or_else(|| or.to_owned());
+    Some(match r.result {
+        DeleteResult::Deleted if r.delete_marker => (
+            Deleted,
+            format!(
+                "deleted: delete marker {} hides version {}; the bucket keeps that version (undo: remove the marker)",
+                r.delete_marker_version_id.as_deref().unwrap_or("(id not given)"),
+                r.version.as_ref().and_then(|v| v.version_id.as_deref()).unwrap_or("(id not given)"),
+            ),
+        ),
+        DeleteResult::Deleted => (Deleted, "deleted; the store confirmed".to_owned()),
+        DeleteResult::AlreadyAbsent => (Deleted, "already absent when deleted".to_owned()),
+        DeleteResult::SkippedChanged => (
+            Protected,
+            "changed since approval: not deleted, kept".to_owned(),
+        ),
+        DeleteResult::SkippedStopped => (
+            Protected,
+            format!(
+                "not deleted: the run stopped ({}); kept, starts over",
+                detail("the table changed")
+            ),
+        ),
+        DeleteResult::SkippedProtected => (Protected, format!("not deleted: {}", detail("held"))),
+        DeleteResult::Failed => (
+            DeleteUnknown,
+            format!("delete failed ({}): outcome to reconcile", detail("no detail")),
+        ),
+        DeleteResult::Unknown => (
+            DeleteUnknown,
+            "no answer from the store: outcome unknown".to_owned(),
+        ),
+        DeleteResult::Damaged => return None,
+    })
 }
 
 fn short(s: &str) -> String {

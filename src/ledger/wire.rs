@@ -125,6 +125,29 @@ pub enum DeleteResult {
     Failed,
     /// The request was sent; no answer (timeout, crash).
     Unknown,
+    /// Deleted by this run (or an earlier one), and the live table
+    /// references it: damage, recorded with how to restore it.
+    Damaged,
+}
+
+/// A key the ledger deleted that the table references now: found by the
+/// damage check after a run's deletes, or by a later plan that found it
+/// referenced and missing from the listing. Open until a plan finds it
+/// listed again or no longer referenced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Damage {
+    /// Key relative to the table location.
+    pub key: String,
+    /// The version the ledger deleted (restore that one).
+    pub version: ObjectVersion,
+    /// When it was found, ms since the epoch.
+    pub found_ms: i64,
+    /// What references it, and how it was found, in words.
+    pub why: String,
+    /// When a plan found it listed again or no longer referenced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_ms: Option<i64>,
 }
 
 /// One delete's receipt.

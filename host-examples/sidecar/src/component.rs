@@ -555,6 +555,39 @@ impl Planner {
         api.call_consumed_keys(&mut self.store, l.0).map_err(trap)
     }
 
+    /// `sweep-freshness`: whether `table`'s sweep still runs, from its
+    /// ledger (`None`: it has none).
+    pub fn sweep_freshness(
+        &mut self,
+        l: Option<LedgerHandle>,
+        table: &str,
+        now_ms: i64,
+        max_age_ms: Option<i64>,
+    ) -> Result<wt::Freshness, String> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_sweep_freshness(
+            &mut self.store,
+            l.map(|l| l.0),
+            &table.to_owned(),
+            now_ms,
+            max_age_ms,
+        ))
+    }
+
+    /// `ledger.open-damage`: keys it deleted that the table references now.
+
+    pub fn ledger_open_damage(&mut self, l: LedgerHandle) -> Result<Vec<wt::Damage>, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_open_damage(&mut self.store, l.0).map_err(trap)
+    }
+
+    /// `ledger.deleted-index`: the keys it deleted, for the next plan.
+
+    pub fn ledger_deleted_index(&mut self, l: LedgerHandle) -> Result<Vec<u8>, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_deleted_index(&mut self.store, l.0).map_err(trap)
+    }
+
     /// `ledger.quarantine-ms`.
     pub fn ledger_quarantine_ms(&mut self, l: LedgerHandle) -> Result<i64, String> {
         let api = self.api.lakesweep_planner_planner().ledger();
@@ -689,6 +722,7 @@ pub fn result_name(r: wt::DeleteResult) -> &'static str {
         wt::DeleteResult::SkippedProtected => "skipped-protected",
         wt::DeleteResult::Failed => "failed",
         wt::DeleteResult::Unknown => "unknown",
+        wt::DeleteResult::Damaged => "damaged",
     }
 }
 

@@ -358,6 +358,7 @@ async fn damage_check(
                 // pointer naming an older document is refused.
                 foreign_roots: Vec::new(),
                 prior_pointers: vec![plan.tokens.metadata_location.clone()],
+                deleted_index: None,
             };
             let keys = deleted.iter().map(|(k, _)| k.clone()).collect();
             found.extend(plan::referenced_now(&input, keys).await?);
@@ -400,7 +401,7 @@ async fn damage_check(
 }
 
 /// How to get a deleted object back.
-fn restore_hint(uri: &str, pinned: &wt::ObjectVersion) -> String {
+pub fn restore_hint(uri: &str, pinned: &wt::ObjectVersion) -> String {
     match (uri.strip_prefix("s3://"), pinned.version_id.as_deref()) {
         (Some(rest), Some(v)) => {
             let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));

@@ -64,6 +64,7 @@ async fn frees(
         what_if: None,
         foreign_roots: Vec::new(),
         prior_pointers: Vec::new(),
+        deleted_index: None,
     };
     let before = crate::plan::run(&input).await?;
     let after = crate::plan::run(&crate::plan::PlanInput {

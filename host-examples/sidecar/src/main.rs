@@ -90,6 +90,7 @@ fn plan_input_for(
         what_if: None,
         foreign_roots: Vec::new(),
         prior_pointers: Vec::new(),
+        deleted_index: None,
     })
 }
 
@@ -102,6 +103,10 @@ fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, error::HostErro
             "gates": sweep::gates_json(&s.gates), "ledger": s.ledger_uri,
             "stopped": s.stopped,
             "damage": s.damage.iter().map(deletion::Line::to_json).collect::<Vec<_>>(),
+            "openDamage": s.open_damage.iter().map(|(d, hint)| serde_json::json!({
+                "key": d.key, "version": component::version_json(&d.version),
+                "foundMs": d.found_ms, "why": d.why, "restore": hint})).collect::<Vec<_>>(),
+            "warnings": s.warnings,
             "damageUnchecked": s.damage_unchecked,
             "notes": s.notes, "outlook": sweep::outlook_json(&s.outlook)});
         println!(
@@ -114,13 +119,15 @@ fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, error::HostErro
     let g = &s.gates;
     let pending = g.unknown_total > g.unknown_reconciled || g.approved_not_deleted > 0;
     let broken = g.deleted_outside_approval > 0 || g.approvals_after_newer_hold > 0;
-    Ok(if !s.damage.is_empty() || s.damage_unchecked.is_some() {
-        ExitCode::from(3)
-    } else if pending || broken || s.stopped.is_some() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(
+        if !s.damage.is_empty() || s.damage_unchecked.is_some() || g.damaged > 0 {
+            ExitCode::from(3)
+        } else if pending || broken || s.stopped.is_some() {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        },
+    )
 }
 
 /// Applies one plan file and prints what it did.
@@ -478,28 +485,29 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                 status::run(&tables, ledger.as_deref(), now, max_age_ms, wasm.as_deref()).await?;
             all.extend(unlocated.into_iter().map(|(label, e)| status::TableStatus {
                 table: label,
+                why: vec![format!("not located: {e}")],
                 ledger: Err(format!("not located: {e}")),
                 stale: true,
             }));
             if let Some(path) = &prometheus {
-                status::write_metrics(path, &status::prometheus(&all, max_age_ms))?;
+                status::write_metrics(path, &status::prometheus(&all))?;
             }
             if json {
                 let v: Vec<serde_json::Value> = all
                     .iter()
                     .map(|s| match &s.ledger {
                         Ok(l) => serde_json::json!({
-                            "table": s.table, "stale": s.stale, "lastStepMs": l.last_step_ms,
+                            "table": s.table, "stale": s.stale, "why": s.why, "lastStepMs": l.last_step_ms,
                             "revision": l.revision,
                             "states": l.states.iter().map(|(k, (n, b))| (k.to_string(), serde_json::json!({"count": n, "bytes": b}))).collect::<serde_json::Map<_, _>>(),
                             "outlook": sweep::outlook_json(&l.outlook),
                             "gates": sweep::gates_json(&l.gates)}),
-                        Err(why) => serde_json::json!({"table": s.table, "stale": s.stale, "error": why}),
+                        Err(why) => serde_json::json!({"table": s.table, "stale": s.stale, "why": s.why, "error": why}),
                     })
                     .collect();
                 println!("{}", serde_json::Value::Array(v));
             } else if prometheus.as_deref() != Some("-") {
-                print!("{}", status::human(&all, now, max_age_ms));
+                print!("{}", status::human(&all, now));
             }
             Ok(if all.iter().any(|s| s.stale) {
                 ExitCode::from(1)

@@ -107,6 +107,9 @@ pub struct PlanInput {
     /// Pointers earlier reads of this run named (the plan's, when its
     /// deletes are checked): the planner refuses a pointer that went back.
     pub prior_pointers: Vec<String>,
+    /// The keys a sweep's ledger deleted (its `deleted-index`): the plan
+    /// names those the table references and the listing lacks.
+    pub deleted_index: Option<Vec<u8>>,
 }
 
 /// A metadata document a plan is made on without it being committed: its
@@ -262,7 +265,9 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         origin: input.origin.clone(),
         foreign_roots: input.foreign_roots.clone(),
         prior_pointers: input.prior_pointers.clone(),
+        deleted_index: input.deleted_index.clone(),
     };
+
     let Planner { store: wstore, api } = &mut planner;
     let p = api.lakesweep_planner_planner();
     let session = p

@@ -19,8 +19,11 @@ pub struct TableStatus {
     pub table: String,
     /// What its ledger says; `Err`: no ledger, or one that was refused (why).
     pub ledger: Result<LedgerStatus, String>,
-    /// Past `--max-age` (or nothing to judge by).
+    /// Whether someone must look (the planner's judgement: never swept,
+    /// too old, clocks apart, damage open), and why.
     pub stale: bool,
+    /// Why it is stale, in words.
+    pub why: Vec<String>,
 }
 
 /// What a readable ledger says.
@@ -37,32 +40,58 @@ pub struct LedgerStatus {
     pub gates: wt::Gates,
 }
 
-async fn ledger_status(
+/// The status of one table: its ledger read and judged by the planner.
+async fn table_status(
     planner: &mut Planner,
+    table: &str,
     uri: &str,
     now_ms: i64,
-) -> Result<LedgerStatus, String> {
-    let text = Store::for_uri(uri)?
-        .read(uri)
-        .await?
-        .ok_or_else(|| format!("no ledger at {uri}: never swept"))?;
-    let text = String::from_utf8(text).map_err(|_| format!("{uri} is not UTF-8"))?;
-    let l = planner
-        .ledger_load(&text)
-        .map_err(|e| format!("the ledger at {uri} is refused: {e}"))?;
-    let mut states: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
-    for o in planner.ledger_objects(l)? {
-        let e = states.entry(state_name(o.state)).or_default();
-        e.0 += 1;
-        e.1 += o.version.size;
+    max_age_ms: Option<i64>,
+) -> TableStatus {
+    let judged = async {
+        let text = Store::for_uri(uri)?.read(uri).await?;
+        let Some(text) = text else {
+            let f = planner.sweep_freshness(None, table, now_ms, max_age_ms)?;
+            return Ok::<_, String>((Err(format!("no ledger at {uri}: never swept")), f));
+        };
+        let text = String::from_utf8(text).map_err(|_| format!("{uri} is not UTF-8"))?;
+        let l = planner
+            .ledger_load(&text)
+            .map_err(|e| format!("the ledger at {uri} is refused: {e}"))?;
+        // A ledger of another table is refused here: it says nothing of this one.
+        let f = planner
+            .sweep_freshness(Some(l), table, now_ms, max_age_ms)
+            .map_err(|e| format!("the ledger at {uri} is refused: {e}"))?;
+        let mut states: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
+        for o in planner.ledger_objects(l)? {
+            let e = states.entry(state_name(o.state)).or_default();
+            e.0 += 1;
+            e.1 += o.version.size;
+        }
+        let status = LedgerStatus {
+            last_step_ms: planner.ledger_last_step_ms(l)?,
+            revision: planner.ledger_revision(l)?,
+            states,
+            outlook: planner.ledger_outlook(l, now_ms)?,
+            gates: planner.ledger_gates(l)?,
+        };
+        Ok((Ok(status), f))
+    };
+    match judged.await {
+        Ok((ledger, f)) => TableStatus {
+            table: table.to_owned(),
+            ledger,
+            stale: f.stale,
+            why: f.why,
+        },
+        // A ledger that cannot be read or is refused: someone must look.
+        Err(e) => TableStatus {
+            table: table.to_owned(),
+            why: vec![e.clone()],
+            ledger: Err(e),
+            stale: true,
+        },
     }
-    Ok(LedgerStatus {
-        last_step_ms: planner.ledger_last_step_ms(l)?,
-        revision: planner.ledger_revision(l)?,
-        states,
-        outlook: planner.ledger_outlook(l, now_ms)?,
-        gates: planner.ledger_gates(l)?,
-    })
 }
 
 /// The status of every table at `now_ms` (`ledger`: the one table's
@@ -80,35 +109,18 @@ pub async fn run(
         let uri = ledger
             .map(str::to_owned)
             .unwrap_or_else(|| default_ledger(table));
-        let ledger = ledger_status(&mut planner, &uri, now_ms).await;
-        let stale = match (&ledger, max_age_ms) {
-            (_, None) => false,
-            (
-                Ok(LedgerStatus {
-                    last_step_ms: Some(t),
-                    ..
-                }),
-                Some(max),
-                // A step dated ahead of this clock proves nothing about
-                // freshness: one of the two clocks is wrong.
-            ) => *t > now_ms.saturating_add(CLOCK_SLACK_MS) || now_ms.saturating_sub(*t) > max,
-            _ => true,
-        };
-        out.push(TableStatus {
-            table: table.clone(),
-            ledger,
-            stale,
-        });
+        out.push(table_status(&mut planner, table, &uri, now_ms, max_age_ms).await);
     }
     Ok(out)
 }
 
 /// Every gate by name (each must read 0).
-fn gate_values(g: &wt::Gates) -> [(&'static str, u64); 4] {
+fn gate_values(g: &wt::Gates) -> [(&'static str, u64); 5] {
     [
         ("deleted_outside_approval", g.deleted_outside_approval),
         ("approved_not_deleted", g.approved_not_deleted),
         ("approvals_after_newer_hold", g.approvals_after_newer_hold),
+        ("damaged", g.damaged),
         (
             "unknown_unreconciled",
             g.unknown_total.saturating_sub(g.unknown_reconciled),
@@ -116,12 +128,8 @@ fn gate_values(g: &wt::Gates) -> [(&'static str, u64); 4] {
     ]
 }
 
-/// How far ahead of this clock a recorded step may be before the two
-/// clocks are taken to disagree (5 minutes).
-const CLOCK_SLACK_MS: i64 = 300_000;
-
 /// The report for people.
-pub fn human(all: &[TableStatus], now_ms: i64, max_age_ms: Option<i64>) -> String {
+pub fn human(all: &[TableStatus], now_ms: i64) -> String {
     let mut out = String::new();
     for s in all {
         out.push_str(&format!("{}\n", esc(&s.table)));
@@ -129,8 +137,8 @@ pub fn human(all: &[TableStatus], now_ms: i64, max_age_ms: Option<i64>) -> Strin
             Err(why) => out.push_str(&format!("  {}\n", esc(why))),
             Ok(l) => {
                 match l.last_step_ms {
-                    Some(t) if t > now_ms.saturating_add(CLOCK_SLACK_MS) => out.push_str(&format!(
-                        "  last step     {} ({} IN THE FUTURE: this clock or the sweeper's is wrong), ledger revision {}\n",
+                    Some(t) if t > now_ms => out.push_str(&format!(
+                        "  last step     {} ({} ahead of this clock), ledger revision {}\n",
                         time(t),
                         duration(t - now_ms),
                         l.revision
@@ -166,11 +174,8 @@ pub fn human(all: &[TableStatus], now_ms: i64, max_age_ms: Option<i64>) -> Strin
                 }
             }
         }
-        if s.stale {
-            out.push_str(&format!(
-                "  STALE: no sweep step within {} (--max-age)\n",
-                duration(max_age_ms.unwrap_or_default())
-            ));
+        for why in &s.why {
+            out.push_str(&format!("  STALE: {}\n", esc(why)));
         }
     }
     out
@@ -184,7 +189,7 @@ fn label(v: &str) -> String {
 }
 
 /// Prometheus text-format metrics (version 0.0.4) of every table.
-pub fn prometheus(all: &[TableStatus], max_age_ms: Option<i64>) -> String {
+pub fn prometheus(all: &[TableStatus]) -> String {
     let mut m: BTreeMap<&str, (&str, Vec<String>)> = BTreeMap::new();
     let mut add = |name: &'static str, help: &'static str, labels: String, value: String| {
         m.entry(name)
@@ -200,14 +205,13 @@ pub fn prometheus(all: &[TableStatus], max_age_ms: Option<i64>) -> String {
             t.clone(),
             u8::from(s.ledger.is_ok()).to_string(),
         );
-        if max_age_ms.is_some() {
-            add(
-                "lakesweep_stale",
-                "1 when the last sweep step is older than --max-age (or unknown).",
-                t.clone(),
-                u8::from(s.stale).to_string(),
-            );
-        }
+        add(
+            "lakesweep_stale",
+            "1 when the table needs someone: never swept, no step within --max-age, clocks apart, or deleted keys the table references (damage).",
+            t.clone(),
+            u8::from(s.stale).to_string(),
+        );
+
         let Ok(l) = &s.ledger else { continue };
         if let Some(ms) = l.last_step_ms {
             add(
@@ -282,14 +286,17 @@ mod tests {
                 table: "file:///t\"1".into(),
                 ledger: Err("no ledger".into()),
                 stale: true,
+                why: vec![],
             },
             TableStatus {
                 table: "file:///t2".into(),
                 ledger: Err("no ledger".into()),
                 stale: true,
+                why: vec![],
             },
         ];
-        let text = prometheus(&all, Some(1));
+        let text = prometheus(&all);
+
         assert_eq!(text.matches("# TYPE lakesweep_stale gauge").count(), 1);
         assert!(
             text.contains("lakesweep_stale{table=\"file:///t\\\"1\"} 1"),

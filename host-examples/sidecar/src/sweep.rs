@@ -62,6 +62,11 @@ pub struct Swept {
     pub outlook: Vec<wt::Waiting>,
     /// The run's time, ms since the epoch.
     pub now_ms: i64,
+    /// The plan's warnings (sealed into it).
+    pub warnings: Vec<String>,
+    /// The ledger's open damage after the run: keys it deleted that the
+    /// table references now, with how to restore each.
+    pub open_damage: Vec<(wt::Damage, String)>,
 }
 
 /// The default ledger location: under the table's hidden `_lakesweep/`
@@ -190,9 +195,9 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
     let lstore = Store::for_uri(&ledger_uri)?;
     let now = input.plan.now_ms;
 
-    // 1. A fresh sealed plan.
-    let outcome = plan::run(&input.plan).await?;
-    let delta = outcome.plan.format == wt::TableFormat::Delta;
+    // 1. The ledger, then a fresh sealed plan checked against the keys it
+    // deleted (one the table references again and the listing lacks is
+    // damage: the ledger refuses a plan made without its index).
     let mut planner = Planner::load(&wasm_path(input.plan.wasm.as_deref()))?;
     let existing = lstore
         .read(&ledger_uri)
@@ -200,11 +205,21 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
         .map(String::from_utf8)
         .transpose()
         .map_err(|_| format!("{ledger_uri} is not UTF-8"))?;
+    let loaded = match &existing {
+        Some(text) => Some(planner.ledger_load(text)?),
+        None => None,
+    };
+    let mut plan_input = input.plan.clone();
+    if let Some(l) = loaded {
+        plan_input.deleted_index = Some(planner.ledger_deleted_index(l)?);
+    }
+    let outcome = plan::run(&plan_input).await?;
+    let delta = outcome.plan.format == wt::TableFormat::Delta;
     // The mark a saved ledger leaves beside it: a missing ledger with its
     // mark present was deleted or moved, not never made.
     let prior_ledger = existing.is_none() && lstore.head(&mark(&ledger_uri)).await?.is_some();
-    let ledger = match &existing {
-        Some(text) => planner.ledger_load(text)?,
+    let ledger = match loaded {
+        Some(l) => l,
         None => planner.ledger_create(
             &outcome.plan_json,
             input.quarantine_ms,
@@ -301,7 +316,18 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
             &mut |_| Ok(()),
         )
         .await?;
-        let receipts: Vec<wt::Receipt> = out.receipts.into_iter().map(|l| l.receipt).collect();
+        // Damage found after the deletes is recorded as such, with the
+        // receipts: the ledger keeps it open until the key is back.
+        let receipts: Vec<wt::Receipt> = out
+            .receipts
+            .into_iter()
+            .map(|l| l.receipt)
+            .chain(out.damage.iter().map(|l| wt::Receipt {
+                result: wt::DeleteResult::Damaged,
+                ..l.receipt.clone()
+            }))
+            .collect();
+
         stopped = out.stopped;
         damage = out.damage;
         damage_unchecked = out.damage_unchecked;
@@ -314,9 +340,22 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
     }
     save(&mut planner, ledger, &lstore, &ledger_uri).await?;
     let outlook = planner.ledger_outlook(ledger, now)?;
+    let open_damage = planner
+        .ledger_open_damage(ledger)?
+        .into_iter()
+        .map(|d| {
+            let hint = crate::deletion::restore_hint(
+                &crate::store::object_uri(&table, &d.key),
+                &d.version,
+            );
+            (d, hint)
+        })
+        .collect();
     Ok(Swept {
         outlook,
         now_ms: now,
+        warnings: outcome.plan.warnings.clone(),
+        open_damage,
         moves,
         approval: Some(approval),
         gates,
@@ -381,9 +420,20 @@ async fn reconcile_locked(
     moves.extend(step.moves);
     save(&mut planner, ledger, lstore, &ledger_uri).await?;
     let outlook = planner.ledger_outlook(ledger, now)?;
+    let open_damage = planner
+        .ledger_open_damage(ledger)?
+        .into_iter()
+        .map(|d| {
+            let hint =
+                crate::deletion::restore_hint(&crate::store::object_uri(table, &d.key), &d.version);
+            (d, hint)
+        })
+        .collect();
     Ok(Swept {
         outlook,
         now_ms: now,
+        warnings: Vec::new(),
+        open_damage,
         moves,
         approval: None,
         gates: step.gates,
@@ -465,6 +515,8 @@ pub fn gates_json(g: &wt::Gates) -> Value {
     json!({"deletedOutsideApproval": g.deleted_outside_approval,
            "approvedNotDeleted": g.approved_not_deleted,
            "approvalsAfterNewerHold": g.approvals_after_newer_hold,
+           "damaged": g.damaged,
+
            "unknownTotal": g.unknown_total, "unknownReconciled": g.unknown_reconciled,
            "states": states_json(g)})
 }
@@ -475,6 +527,9 @@ pub fn human(s: &Swept) -> String {
     let mut out = String::new();
     for n in &s.notes {
         out.push_str(&format!("store: {}\n", crate::report::esc(n)));
+    }
+    for w in &s.warnings {
+        out.push_str(&format!("warning: {}\n", crate::report::esc(w)));
     }
     // In lifecycle order.
     const ORDER: [&str; 9] = [
@@ -549,6 +604,18 @@ pub fn human(s: &Swept) -> String {
             d.restore.as_deref().unwrap_or("")
         ));
     }
+    for (d, hint) in &s.open_damage {
+        if s.damage.iter().any(|x| x.receipt.key == d.key) {
+            continue;
+        }
+        out.push_str(&format!(
+            "DAMAGE (open since {}): {} {} ({})\n",
+            crate::report::time(d.found_ms),
+            crate::report::esc(&d.key),
+            crate::report::esc(&d.why),
+            hint
+        ));
+    }
     if !s.outlook.is_empty() {
         out.push_str("next steps:\n");
         out.push_str(&outlook_text(&s.outlook, s.now_ms, "  "));
@@ -603,10 +670,11 @@ pub fn gates_text(g: &wt::Gates) -> String {
         done as f64 * 100.0 / total as f64
     };
     format!(
-        "gates: deleted outside an approval = {}; approved but not deleted = {}; approvals after a newer hold generation = {}; unknown outcomes reconciled = {pct:.0}% ({done}/{total})\nstates: {}\n",
+        "gates: deleted outside an approval = {}; approved but not deleted = {}; approvals after a newer hold generation = {}; deleted keys the table needs = {}; unknown outcomes reconciled = {pct:.0}% ({done}/{total})\nstates: {}\n",
         g.deleted_outside_approval,
         g.approved_not_deleted,
         g.approvals_after_newer_hold,
+        g.damaged,
         states_json(g)
     )
 }

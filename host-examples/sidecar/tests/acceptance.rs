@@ -912,7 +912,8 @@ fn status_says_which_tables_stopped_being_swept() {
     let o = status(&[&table], -1, &[]);
     assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(text.contains("IN THE FUTURE"), "{text}");
+    assert!(text.contains("ahead of this clock"), "{text}");
+
     // Three days later: stale; a table never swept is stale too.
     let o = status(&[&table], 3, &[]);
     assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
@@ -994,4 +995,84 @@ fn apply_with_some_context_files_still_reads_the_plans_others() {
         assert!(s.exists(k), "{k} deleted under a hold");
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `status` judges a ledger only for its own table, and a table never
+/// swept is stale with or without `--max-age`.
+#[test]
+fn status_refuses_another_tables_ledger_and_a_never_swept_table_is_stale() {
+    let a = Setup::new("acc-status-a", 1, &[]);
+    let b = PyTable::new("acc-status-b");
+    let o = a.sweep(&["--now", &month_ahead(), "--allow-future-now"], None);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let a_ledger = format!("{}/_lakesweep/ledger.json", a.t.location());
+    let o = lakesweep(&["status", &b.location(), "--ledger", &a_ledger, "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["stale"], true, "{v}");
+    assert!(
+        v[0]["error"].as_str().unwrap().contains("another table"),
+        "{v}"
+    );
+    // Never swept, no --max-age: stale all the same.
+    let o = lakesweep(&["status", &b.location()]);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    assert!(out_text(&o).contains("never swept"), "{}", out_text(&o));
+}
+
+/// A sweep deletes its batch; a writer adopts one of the deleted keys and
+/// the sweep is killed before its damage check. `reconcile` verifies the
+/// delete, but the next sweep's plan, checked against the keys the ledger
+/// deleted, finds the key referenced and missing: damage (exit 3, the gate,
+/// a restore hint), and `status` raises it until the file is back.
+#[test]
+fn damage_lost_by_a_kill_is_found_by_the_next_sweep_and_status() {
+    let s = Setup::new("acc-kill-damage", 3, &[]);
+    let sweep = |hook: Option<&Path>| s.sweep(&[], hook);
+    for _ in 0..4 {
+        let o = sweep(None);
+        assert!(o.status.success(), "{}", out_text(&o));
+    }
+    let adopted = s.orphans[0].clone();
+    let keep = s.t.dir.join("adopted.parquet");
+    std::fs::copy(s.t.root().join(&adopted), &keep).unwrap();
+    // After the last batch: the writer adopts a deleted key (its file put
+    // back for the commit, then gone again), and the sweep dies.
+    let body = format!(
+        "cp '{k}' '{f}'\n{add}\nrm '{f}'\nkill -9 $PPID",
+        k = keep.display(),
+        f = s.t.root().join(&adopted).display(),
+        add = s.add(&adopted)
+    );
+    let hook = s.hook("final", &body);
+    let o = sweep(Some(&hook));
+    assert!(!o.status.success());
+    assert!(s.orphans.iter().all(|k| !s.exists(k)));
+    std::fs::remove_file(s.t.root().join("_lakesweep/ledger.json.lock")).unwrap();
+    let o = lakesweep(&["reconcile", &s.t.location(), "--json"]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let o = sweep(None);
+    assert_eq!(o.status.code(), Some(3), "{}", out_text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["gates"]["damaged"], 1, "{v}");
+    let d = &v["openDamage"][0];
+    assert_eq!(d["key"], adopted.as_str(), "{v}");
+    assert!(d["restore"].as_str().unwrap().contains("restore"), "{v}");
+    assert!(
+        v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("not in the listing")),
+        "{v}"
+    );
+    let o = lakesweep(&["status", &s.t.location(), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    assert!(out_text(&o).contains("damage"), "{}", out_text(&o));
+    // Restored: the next sweep resolves it.
+    std::fs::copy(&keep, s.t.root().join(&adopted)).unwrap();
+    let o = sweep(None);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["gates"]["damaged"], 0, "{v}");
 }
