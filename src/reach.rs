@@ -417,7 +417,6 @@ impl KeepSet {
     }
 
     /// Why a canonical relative key is referenced ([`Source::describe`] of
-
     /// [`KeepSet::lookup`]'s answer), without formatting it again.
     pub fn reason(&self, rel: &str) -> Option<&str> {
         self.reason_with_id(rel).map(|(_, why)| why)

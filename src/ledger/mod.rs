@@ -298,7 +298,6 @@ impl Ledger {
     }
 
     /// Refuses a plan of another table.
-
     pub fn ensure_table(&self, plan: &SealedPlan) -> Result<()> {
         if plan.table_location != self.table_location
             || (self.table_uuid.is_some()
