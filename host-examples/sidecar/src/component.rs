@@ -254,7 +254,6 @@ impl Planner {
     }
 
     /// `ownership-map`: every entry's roots, whether it is planned, and
-
     /// the prefixes other tables own inside it.
     pub fn ownership_map(
         &mut self,
@@ -575,14 +574,12 @@ impl Planner {
     }
 
     /// `ledger.open-damage`: keys it deleted that the table references now.
-
     pub fn ledger_open_damage(&mut self, l: LedgerHandle) -> Result<Vec<wt::Damage>, String> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_open_damage(&mut self.store, l.0).map_err(trap)
     }
 
     /// `ledger.deleted-index`: the keys it deleted, for the next plan.
-
     pub fn ledger_deleted_index(&mut self, l: LedgerHandle) -> Result<Vec<u8>, String> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_deleted_index(&mut self.store, l.0).map_err(trap)
