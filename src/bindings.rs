@@ -517,6 +517,20 @@ impl wp::Guest for Component {
         })
     }
 
+    fn expiry_landed(
+        plan: String,
+        live_uri: String,
+        live: Vec<u8>,
+    ) -> Result<(wt::Landing, String), wt::Error> {
+        let (l, why) = core::expiry_landed(&plan, &live_uri, &live).map_err(err)?;
+        let l = match l {
+            core::Landing::Landed => wt::Landing::Landed,
+            core::Landing::NotLanded => wt::Landing::NotLanded,
+            core::Landing::Unknown => wt::Landing::Unknown,
+        };
+        Ok((l, why))
+    }
+
     fn judge_mutation(what: String, a: wt::MutationAnswer) -> (wt::MutationOutcome, String) {
         use core::mutation::MutationOutcome as O;
         let (o, why) = core::mutation::judge_mutation(

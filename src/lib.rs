@@ -85,8 +85,8 @@ pub use delta_log::rebuildable_versions;
 pub use duration::{human_ms, parse_duration, DurationMs, MIN_FILE_RETENTION_MS};
 pub use error::{Error, MalformedReason, ProtocolReason, Result, UnsafeReason};
 pub use expire::{
-    plan_expiry, Expired, ExpiryPlan, ExpiryRequest, Retained, DEFAULT_MAX_SNAPSHOT_AGE_MS,
-    EXPIRY_SCHEMA,
+    expiry_landed, plan_expiry, Expired, ExpiryPlan, ExpiryRequest, Landing, Retained,
+    DEFAULT_MAX_SNAPSHOT_AGE_MS, EXPIRY_SCHEMA,
 };
 pub use format::TableFormat;
 pub use ledger::{Ledger, ObjectState};

@@ -597,3 +597,47 @@ fn a_dr_checkpoint_on_an_unknown_snapshot_is_reported() {
         p.warnings
     );
 }
+
+/// After a commit whose answer did not say (a 409 a gateway's retry of a
+/// landed commit got, a 5xx, a lost answer), the table read again settles
+/// it: the planned document, or one still holding every expired snapshot,
+/// is "not landed"; a descendant holding none of them is "landed"; a
+/// partial one cannot be told.
+#[test]
+fn whether_an_expiry_landed_is_read_from_the_table_again() {
+    use lakesweep::{expiry_landed, Landing};
+    let bytes = table(&linear(&[40, 30, 20, 1]), None, json!({}));
+    let plan = run(&bytes, None, "{}", &[]).unwrap();
+    assert!(!plan.expire.is_empty(), "{:?}", plan.expire);
+    let doc = plan.to_json();
+    let original = format!("{LOC}/metadata/00005-x.metadata.json");
+    let next = format!("{LOC}/metadata/00006-y.metadata.json");
+    // Read back the planned document: not landed.
+    let (l, why) = expiry_landed(&doc, &original, &bytes).unwrap();
+    assert_eq!(l, Landing::NotLanded, "{why}");
+    // The document the commit wrote: landed.
+    let new_md = serde_json::to_vec(&plan.new_metadata).unwrap();
+    let (l, why) = expiry_landed(&doc, &next, &new_md).unwrap();
+    assert_eq!(l, Landing::Landed, "{why}");
+    // Another commit instead, still holding everything: not landed.
+    let mut other: Value = serde_json::from_slice(&bytes).unwrap();
+    other["metadata-log"] = json!([{"metadata-file": original, "timestamp-ms": NOW}]);
+    let (l, _) = expiry_landed(&doc, &next, &serde_json::to_vec(&other).unwrap()).unwrap();
+    assert_eq!(l, Landing::NotLanded);
+    // Some expired snapshots gone, some not: unknown.
+    let mut partial = other.clone();
+    let first = plan.expire[0];
+    partial["snapshots"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|s| s["snapshot-id"] != first);
+    if plan.expire.len() > 1 {
+        let (l, _) = expiry_landed(&doc, &next, &serde_json::to_vec(&partial).unwrap()).unwrap();
+        assert_eq!(l, Landing::Unknown);
+    }
+    // None left, but not a descendant of the planned document: unknown.
+    let mut orphan: Value = serde_json::from_slice(&new_md).unwrap();
+    orphan["metadata-log"] = json!([]);
+    let (l, _) = expiry_landed(&doc, &next, &serde_json::to_vec(&orphan).unwrap()).unwrap();
+    assert_eq!(l, Landing::Unknown);
+}

@@ -34,6 +34,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 mod commit;
+mod landing;
+
+pub use landing::{expiry_landed, Landing};
 mod java;
 mod protections;
 

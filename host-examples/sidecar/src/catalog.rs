@@ -71,6 +71,19 @@ pub struct Record {
     pub metadata: Option<String>,
 }
 
+/// What a REST catalog answered to a commit request, as it came: the
+/// planner judges it (`judge-mutation`) and, unless it is a plain
+/// success, the table read again settles it (`expiry-landed`).
+#[derive(Debug, Clone)]
+pub struct RestAnswer {
+    /// The request, in words.
+    pub what: String,
+    /// The answer.
+    pub answer: crate::component::wt::MutationAnswer,
+    /// The `metadata-location` the answer's body names, if any.
+    pub metadata_location: Option<String>,
+}
+
 /// Why a commit did not land, by what the caller must do about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommitError {
@@ -273,7 +286,7 @@ impl Catalog {
         name: &str,
         request: &str,
         original: &str,
-    ) -> Result<String, CommitError> {
+    ) -> Result<RestAnswer, CommitError> {
         match self {
             Catalog::Rest { uri, warehouse } => {
                 rest::Client::new(uri, warehouse.as_deref())
@@ -801,7 +814,7 @@ mod rest {
             name: &str,
             request: &str,
             original: &str,
-        ) -> Result<String, CommitError> {
+        ) -> Result<super::RestAnswer, CommitError> {
             let url = self.table_url(namespace, name);
             let now = self
                 .load(namespace, name)
@@ -824,49 +837,51 @@ mod rest {
                 "namespace": namespace.split('.').collect::<Vec<_>>(),
                 "name": name,
             });
+            // The answer is the planner's to judge, and the table read
+            // again its to settle (a 409 after a gateway retried a commit
+            // that landed is not a refusal).
             let r = authorised(self.http.post(&url))
                 .header("content-type", "application/json")
                 .body(body.to_string())
                 .send()
                 .await;
-            let r = match r {
-                Ok(r) => r,
-                // Not connected: nothing was sent.
-                Err(e) if e.is_connect() => {
-                    return Err(CommitError::Refused(format!("POST {url}: {e}")))
+            let (answer, metadata_location) = match r {
+                Ok(r) => {
+                    let status = r.status().as_u16();
+                    let location = r
+                        .headers()
+                        .get(reqwest::header::LOCATION)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned);
+                    let text = r.text().await.unwrap_or_default();
+                    let named = serde_json::from_str::<Value>(&text)
+                        .ok()
+                        .and_then(|v| v["metadata-location"].as_str().map(str::to_owned));
+                    (
+                        crate::component::wt::MutationAnswer {
+                            status: Some(status),
+                            location,
+                            error: Some(message(&text)).filter(|m| !m.is_empty()),
+                            not_sent: false,
+                        },
+                        named,
+                    )
                 }
-                Err(e) => return Err(CommitError::Unknown(format!("POST {url}: {e}"))),
+                Err(e) => (
+                    crate::component::wt::MutationAnswer {
+                        status: None,
+                        location: None,
+                        not_sent: e.is_connect(),
+                        error: Some(e.to_string()),
+                    },
+                    None,
+                ),
             };
-            let status = r.status();
-            let text = r.text().await.unwrap_or_default();
-            match status.as_u16() {
-                200 => match serde_json::from_str::<Value>(&text)
-                    .ok()
-                    .and_then(|v| v["metadata-location"].as_str().map(str::to_owned))
-                {
-                    Some(m) if m != original => Ok(m),
-                    Some(_) => Err(CommitError::Unknown(format!(
-                        "POST {url} answered 200 naming the metadata it was asked to replace"
-                    ))),
-                    None => Err(CommitError::Unknown(format!(
-                        "POST {url} answered 200 without a metadata-location"
-                    ))),
-                },
-                // The spec: 409 a requirement failed; 4xx the request was
-                // refused. 5xx (and anything else): the state is unknown.
-                409 => Err(CommitError::Refused(format!(
-                    "the catalog refused the commit (409: {}): the table changed since it was planned",
-                    message(&text)
-                ))),
-                400..=499 => Err(CommitError::Refused(format!(
-                    "POST {url}: {status}: {}",
-                    message(&text)
-                ))),
-                _ => Err(CommitError::Unknown(format!(
-                    "POST {url}: {status}: {}",
-                    message(&text)
-                ))),
-            }
+            Ok(super::RestAnswer {
+                what: format!("POST {url}"),
+                answer,
+                metadata_location,
+            })
         }
     }
 

@@ -241,6 +241,23 @@ impl Planner {
             .map_err(trap)
     }
 
+    /// `expiry-landed`: whether an expiry's commit landed, from the table's
+    /// metadata read again.
+    pub fn expiry_landed(
+        &mut self,
+        plan: &str,
+        live_uri: &str,
+        live: &[u8],
+    ) -> Result<(wt::Landing, String), String> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_expiry_landed(
+            &mut self.store,
+            &plan.to_owned(),
+            &live_uri.to_owned(),
+            live,
+        ))
+    }
+
     /// `judge-mutation`: what a request that changes something came to,
     /// from its answer, and why.
     pub fn judge_mutation(

@@ -219,9 +219,25 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, HostError> {
                 },
                 Some(request),
             ) if catalog.commits_requests() => {
-                catalog
+                match catalog
                     .commit_request(namespace, name, request, &original)
                     .await
+                {
+                    Err(e) => Err(e),
+                    Ok(answer) => {
+                        settle_rest(
+                            &mut planner,
+                            catalog,
+                            namespace,
+                            name,
+                            &original,
+                            &plan.document,
+                            &a.location_map,
+                            answer,
+                        )
+                        .await
+                    }
+                }
             }
             _ => {
                 commit(
@@ -270,6 +286,69 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, HostError> {
         bundle,
         frees,
     })
+}
+
+/// What a REST commit came to: the planner judges the answer; anything but
+/// a plain success is settled by reading the table again and asking the
+/// planner whether the expiry landed (a 409 can follow a commit that
+/// landed, when a gateway retried it).
+#[allow(clippy::too_many_arguments)]
+async fn settle_rest(
+    planner: &mut Planner,
+    catalog: &crate::catalog::Catalog,
+    namespace: &str,
+    name: &str,
+    original: &str,
+    expiry: &str,
+    location_map: &[(String, String)],
+    sent: crate::catalog::RestAnswer,
+) -> Result<String, CommitError> {
+    let (outcome, why) = planner
+        .judge_mutation(&sent.what, &sent.answer)
+        .map_err(CommitError::Unknown)?;
+    if outcome == wt::MutationOutcome::Done {
+        if let Some(m) = sent.metadata_location.filter(|m| m != original) {
+            return Ok(m);
+        }
+    }
+    let definite = matches!(
+        outcome,
+        wt::MutationOutcome::Refused | wt::MutationOutcome::Absent
+    );
+    let unsettled = |more: String| {
+        CommitError::Unknown(format!("{why}; {more}"))
+    };
+    let now = catalog
+        .load(namespace, name)
+        .await
+        .map_err(|e| unsettled(format!("the table could not be read again: {e}")))?;
+    if now.metadata == original {
+        return Err(if definite {
+            CommitError::Refused(why)
+        } else {
+            unsettled("the table still names the planned document".into())
+        });
+    }
+    let read = async {
+        let uri = planner.canonical_pointer(&now.metadata, location_map)?;
+        crate::store::Store::for_uri(&uri)?
+            .read(&uri)
+            .await?
+            .ok_or_else(|| format!("{uri} does not exist"))
+    };
+    let bytes = read
+        .await
+        .map_err(|e| unsettled(format!("the table's new metadata could not be read: {e}")))?;
+    let (landing, how) = planner
+        .expiry_landed(expiry, &now.metadata, &bytes)
+        .map_err(|e| unsettled(e))?;
+    match landing {
+        wt::Landing::Landed => Ok(now.metadata),
+        wt::Landing::NotLanded if definite => Err(CommitError::Refused(format!(
+            "{why}; the table moved meanwhile and {how}"
+        ))),
+        _ => Err(unsettled(how)),
+    }
 }
 
 /// Commits `doc` as the table's next metadata document: create-if-absent of

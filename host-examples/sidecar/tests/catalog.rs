@@ -264,24 +264,16 @@ fn rest_catalog_plans_applies_and_commits_an_expiry() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn a_rest_commit_whose_answer_is_lost_keeps_its_bundle() {
-    let dir = scratch("rest-lost");
-    let d = dir.to_str().unwrap();
-    py(&["write", d]);
-    let server = rest(&dir, None);
-    let catalog = format!("rest:{}", server.uri);
-    let table = py(&["write-info", d])["location"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    // The server applies the next commit, then answers 503.
+/// Sets the REST test server's next commit to `mode` (`fail`: applied,
+/// answered 503; `conflict`: applied, answered 409; `drop`: not applied,
+/// answered 503).
+fn next_commit(server: &Rest, mode: &str) {
     let port = server.uri.rsplit(':').next().unwrap();
     let mut s = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
     use std::io::{Read, Write};
     write!(
         s,
-        "POST /test/fail-next-commit HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        "POST /test/{mode}-next-commit HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut r = String::new();
@@ -290,35 +282,86 @@ fn a_rest_commit_whose_answer_is_lost_keeps_its_bundle() {
         r.starts_with("HTTP/1.0 200") || r.starts_with("HTTP/1.1 200"),
         "{r}"
     );
+}
 
-    let now = month_ahead();
-    let o = lakesweep(&[
-        "expire",
-        &table,
-        "--catalog",
-        &catalog,
-        "--table",
-        "demo.t",
-        "--now",
-        &now,
-        "--commit",
-        "--allow-future-now",
-    ]);
-    // Exit 1, not 2: something may have happened.
+/// A REST commit answered otherwise than with success is settled by
+/// reading the table again, never by the answer: applied then answered 503
+/// or 409 (a gateway's retry of a commit that landed), the expiry landed
+/// and its bundle stays; not applied and answered 503, the table still
+/// names the planned document: the outcome is unknown (exit 1), the bundle
+/// stays.
+#[test]
+fn a_rest_commit_is_settled_by_the_table_not_by_its_answer() {
+    let dir = scratch("rest-lost");
+    let d = dir.to_str().unwrap();
+    let u_env = [("LAKESWEEP_TEST_TABLE", "demo.u")];
+    py(&["write", d]);
+    py_with(&u_env, &["write", d]);
+    let server = rest(&dir, None);
+    let catalog = format!("rest:{}", server.uri);
+    let expire = |env: &[(&str, &str)], name: &str| {
+        let table = py_with(env, &["write-info", d])["location"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let now = month_ahead();
+        lakesweep(&[
+            "expire", &table, "--catalog", &catalog, "--table", name, "--now", &now,
+            "--commit", "--allow-future-now", "--json",
+        ])
+    };
+    let snapshots = |env: &[(&str, &str)]| {
+        py_with(env, &["check", d])["snapshots"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    let sealed = |env: &[(&str, &str)]| -> usize {
+        let table = py_with(env, &["write-info", d])["location"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let root = PathBuf::from(table.strip_prefix("file://").unwrap()).join("_lakesweep");
+        if !root.exists() {
+            return 0;
+        }
+        files_under(&root)
+            .into_iter()
+            .filter(|k| k.contains("q-"))
+            .count()
+    };
+    let t_env: [(&str, &str); 0] = [];
+
+    let before = snapshots(&t_env);
+    // Not applied, answered 503: unknown, and said so; the bundle stays.
+    next_commit(&server, "drop");
+    let o = expire(&t_env, "demo.t");
     assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
     let text = out_text(&o);
-    assert!(
-        text.contains("OUTCOME UNKNOWN") && text.contains("outcome is unknown"),
-        "{text}"
+    assert!(text.contains("OUTCOME UNKNOWN"), "{text}");
+    assert!(text.contains("still names the planned document"), "{text}");
+    assert_eq!(snapshots(&t_env), before);
+    assert!(sealed(&t_env) > 0);
+
+    // Applied, answered 503: the table read again shows it landed.
+    next_commit(&server, "fail");
+    let o = expire(&t_env, "demo.t");
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    let v = json(&o);
+    assert_eq!(
+        v["committed"].as_str(),
+        py(&["write-info", d])["metadata_location"].as_str(),
+        "{v}"
     );
-    // It did land; the bundle that holds the expired snapshots is still there.
-    assert_eq!(py(&["check", d])["snapshots"].as_array().unwrap().len(), 1);
-    let bundles = PathBuf::from(table.strip_prefix("file://").unwrap()).join("_lakesweep");
-    let sealed: Vec<_> = files_under(&bundles)
-        .into_iter()
-        .filter(|k| k.contains("q-"))
-        .collect();
-    assert!(!sealed.is_empty(), "{text}");
+    assert_eq!(snapshots(&t_env), 1);
+
+    // Applied, answered 409 (a gateway's retry of a commit that landed):
+    // landed, never "refused, nothing deleted"; its bundle stays.
+    next_commit(&server, "conflict");
+    let o = expire(&u_env, "demo.u");
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    assert_eq!(snapshots(&u_env), 1);
+    assert!(sealed(&u_env) > 0, "the landed expiry's bundle stays");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -12,6 +12,10 @@ Usage: rest_catalog.py DIR [TOKEN]
   every request must carry `Authorization: Bearer TOKEN`.
   POST /test/fail-next-commit: the next commit is applied, then answered
   503 (a commit whose outcome the client cannot know).
+  POST /test/conflict-next-commit: the next commit is applied, then
+  answered 409 (what a gateway's retry of a commit that landed gets).
+  POST /test/drop-next-commit: the next commit is not applied, and
+  answered 503.
 """
 
 import json
@@ -25,7 +29,7 @@ from pyiceberg.exceptions import CommitFailedException, NoSuchTableError
 from pyiceberg.table import CommitTableRequest
 
 PREFIX = "/v1/wh/namespaces/"
-state = {"fail_next_commit": False}
+state = {"next": None}
 lock = threading.Lock()
 
 
@@ -42,9 +46,10 @@ def error(code, kind, message):
 def route(cat, method, path, body):
     if method == "GET" and path == "/v1/config":
         return 200, {"defaults": {}, "overrides": {"prefix": "wh"}}
-    if method == "POST" and path == "/test/fail-next-commit":
-        state["fail_next_commit"] = True
-        return 200, {}
+    for mode in ("fail", "conflict", "drop"):
+        if method == "POST" and path == f"/test/{mode}-next-commit":
+            state["next"] = mode
+            return 200, {}
     if not path.startswith(PREFIX):
         return error(404, "NotFound", f"no route {path}")
     parts = path[len(PREFIX):].split("/")
@@ -66,14 +71,18 @@ def route(cat, method, path, body):
         }
     if method == "POST":
         req = CommitTableRequest.model_validate_json(body)
+        mode, state["next"] = state["next"], None
+        if mode == "drop":
+            return error(503, "ServiceUnavailable", "not applied")
         try:
             with lock:
                 r = cat.commit_table(table, req.requirements, req.updates)
         except CommitFailedException as e:
             return error(409, "CommitFailedException", str(e))
-        if state["fail_next_commit"]:
-            state["fail_next_commit"] = False
+        if mode == "fail":
             return error(503, "ServiceUnavailable", "applied, then failed to answer")
+        if mode == "conflict":
+            return error(409, "CommitFailedException", "a retry of a commit that landed")
         return 200, {
             "metadata-location": r.metadata_location,
             "metadata": json.loads(r.metadata.model_dump_json(by_alias=True)),
