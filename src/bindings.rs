@@ -247,6 +247,7 @@ fn sealed_plan(p: core::SealedPlan) -> wt::SealedPlan {
             verdicts: named(s.verdicts),
             reclaimable: named(s.reclaimable),
             snapshots: s.snapshots,
+            snapshots_elsewhere: s.snapshots_elsewhere,
             manifests_read: s.manifests_read,
             referenced_keys: s.referenced_keys,
             external_references: s.external_references,

@@ -219,8 +219,14 @@ pub struct Summary {
     pub verdicts: BTreeMap<String, Tally>,
     /// Candidates by object kind (`data`, `manifest`, `metadata-json`, ...).
     pub reclaimable: BTreeMap<String, Tally>,
-    /// Snapshots whose files are kept.
+    /// Snapshots of the metadata document the plan was judged on (Delta:
+    /// the versions kept, the newest and every one kept on purpose).
     pub snapshots: u64,
+    /// Snapshots whose files are kept besides those: of a document the
+    /// pointer named earlier in the run, or of a disaster-recovery
+    /// checkpoint.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub snapshots_elsewhere: u64,
     /// Manifest lists and manifests read.
     pub manifests_read: u64,
     /// Distinct referenced keys inside the location.
@@ -1228,8 +1234,12 @@ impl Session {
         summary.snapshots = match self.delta() {
             // The latest version and every version kept on purpose.
             Some(d) => 1 + d.kept_versions(),
-            None => self.readable.len() as u64,
+            None => self.iceberg().map_or(0, |i| i.pointer_snapshots),
         };
+        if self.delta().is_none() {
+            summary.snapshots_elsewhere =
+                (self.readable.len() as u64).saturating_sub(summary.snapshots);
+        }
         summary.referenced_keys = self.classifier.keep.len() as u64;
         summary.keep_set_bytes = self.classifier.keep.index_bytes() as u64;
         // A key kept only as one reading of an ambiguous reference is not

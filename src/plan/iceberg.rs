@@ -30,6 +30,8 @@ pub(super) struct IcebergSweep {
     pub(super) unchecked_summaries: u64,
     /// Every document a pointer read of the run named, in read order.
     pub(super) pointer_docs: Vec<PointerDoc>,
+    /// Snapshots of the document the pointer names now.
+    pub(super) pointer_snapshots: u64,
 }
 
 /// A document a pointer read of the run named, and where it stands in the
@@ -579,6 +581,7 @@ impl Session {
             p.ensure_binds(&md)?;
         }
         self.ice()?.pointer_sequence = md.last_sequence_number;
+        self.ice()?.pointer_snapshots = md.snapshots.len() as u64;
         // Set once, from the first metadata read, before anything is listed.
         if self.classifier.roots.is_empty() && !self.listing_requested() {
             let (roots, warnings) =

@@ -94,9 +94,15 @@ pub fn human(o: &Outcome, pointer_source: &str) -> String {
     } else {
         line(format!("  pointer       {pointer_source}"));
         line(format!(
-            "  snapshots     {} (all kept: expiry is planned separately)   blobs read: {}{cached}",
+            "  snapshots     {} of this metadata (all kept: expiry is planned separately)   blobs read: {}{cached}",
             s.snapshots, o.reads,
         ));
+        if s.snapshots_elsewhere > 0 {
+            line(format!(
+                "                {} more kept: of an earlier document the pointer named, or a DR checkpoint",
+                s.snapshots_elsewhere
+            ));
+        }
     }
     let (n, b) = tally(Some(&s.listed));
     line(format!("  listed        {n:>6}  {:>10}", bytes(b)));
