@@ -67,7 +67,11 @@ pub fn expiry_landed(plan: &str, live_uri: &str, live: &[u8]) -> Result<(Landing
             Landing::NotLanded,
             format!(
                 "the table{} still holds all {} snapshots the expiry removes",
-                if same { " still names the planned document and" } else { "" },
+                if same {
+                    " still names the planned document and"
+                } else {
+                    ""
+                },
                 plan.expire.len()
             ),
         )

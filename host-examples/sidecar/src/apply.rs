@@ -77,6 +77,8 @@ pub struct Applied {
     pub deleted_bytes: u64,
     /// Every key with its result and planned size, in order.
     pub keys: Vec<(String, &'static str, u64)>,
+    /// The plan's warnings (sealed into it), shown again where it is applied.
+    pub warnings: Vec<String>,
 }
 
 /// Runs `apply`. `Err` means refused: nothing was deleted.
@@ -187,6 +189,7 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
         damage: out.damage,
         damage_unchecked: out.damage_unchecked,
         receipts: receipts_path.clone(),
+        warnings: plan.warnings.clone(),
         ..Applied::default()
     };
     done.would_delete = out

@@ -315,9 +315,7 @@ async fn settle_rest(
         outcome,
         wt::MutationOutcome::Refused | wt::MutationOutcome::Absent
     );
-    let unsettled = |more: String| {
-        CommitError::Unknown(format!("{why}; {more}"))
-    };
+    let unsettled = |more: String| CommitError::Unknown(format!("{why}; {more}"));
     let now = catalog
         .load(namespace, name)
         .await

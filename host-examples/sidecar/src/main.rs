@@ -163,9 +163,13 @@ async fn apply_one(a: &args::ApplyArgs, plan: &str) -> Result<ExitCode, error::H
                 "failed": done.failed, "receipts": done.receipts, "stopped": done.stopped,
                 "damage": done.damage.iter().map(deletion::Line::to_json).collect::<Vec<_>>(),
                 "damageUnchecked": done.damage_unchecked, "keys": keys,
+                "warnings": done.warnings,
             })
         );
     } else {
+        for w in &done.warnings {
+            println!("the plan warned: {}", report::esc(w));
+        }
         if a.verbose {
             for (k, r, b) in &done.keys {
                 println!("{r:<18} {}  ({})", report::esc(k), report::bytes(*b));

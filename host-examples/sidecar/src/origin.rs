@@ -76,7 +76,8 @@ impl Origin {
                 catalog,
                 namespace,
                 name,
-            } => json!({"catalog": catalog.spec(), "table": format!("{namespace}.{name}")}),
+                // Namespace and name apart: a name may hold dots.
+            } => json!({"catalog": catalog.spec(), "namespace": namespace, "name": name}),
             Pointer::Command(c) => json!({"command": c}),
         };
         let c = &self.context;
@@ -108,9 +109,21 @@ impl Origin {
         } else if let Some(c) = s(&p["command"]) {
             Pointer::Command(c)
         } else if let Some(catalog) = s(&p["catalog"]) {
-            let table = s(&p["table"]);
-            Pointer::from_args(None, Some(&catalog), table.as_deref(), None)
-                .map_err(|e| bad(&format!("names no pointer ({e})")))?
+            match (s(&p["namespace"]), s(&p["name"])) {
+                (Some(namespace), Some(name)) if !namespace.is_empty() && !name.is_empty() => {
+                    Pointer::Catalog {
+                        catalog: crate::catalog::Catalog::parse(&catalog)
+                            .map_err(|e| bad(&format!("names no catalog ({e})")))?,
+                        namespace,
+                        name,
+                    }
+                }
+                _ => {
+                    return Err(bad(
+                        "names a catalog but not its table's namespace and name",
+                    ))
+                }
+            }
         } else {
             return Err(bad(&format!(
                 "names a pointer this lakesweep does not know ({p})"
@@ -314,6 +327,12 @@ mod tests {
                 catalog: crate::catalog::Catalog::parse("glue").unwrap(),
                 namespace: "db".into(),
                 name: "t".into(),
+            },
+            // A name with a dot stays one name.
+            Pointer::Catalog {
+                catalog: crate::catalog::Catalog::parse("glue").unwrap(),
+                namespace: "db".into(),
+                name: "x.y".into(),
             },
         ] {
             let o = Origin::new(&p, &[], &files);

@@ -106,24 +106,50 @@ impl Pointer {
     }
 }
 
-/// How long a pointer command may take.
-const COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long a pointer command may take: 60 s, or
+/// `LAKESWEEP_POINTER_CMD_TIMEOUT` seconds (1 to 3600).
+fn command_timeout() -> std::time::Duration {
+    let secs = std::env::var("LAKESWEEP_POINTER_CMD_TIMEOUT")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|s| (1..=3600).contains(s))
+        .unwrap_or(60);
+    std::time::Duration::from_secs(secs)
+}
 
-/// Runs `sh -c CMD`: its standard output, trimmed, is the location; it must
-/// exit 0 and print one URI.
+/// Ends the process group `pgid` (the command and everything it started).
+fn kill_group(pgid: Option<u32>) {
+    if let Some(pgid) = pgid.and_then(|p| i32::try_from(p).ok()) {
+        // SAFETY: killpg only sends a signal; a group already gone is ESRCH.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Runs `sh -c CMD` in a process group of its own: its standard output,
+/// trimmed, is the location; it must exit 0 and print one URI. Once it
+/// answers or times out, whatever it left running is killed with it.
 async fn run_command(cmd: &str) -> Result<String, String> {
+    let timeout = command_timeout();
     let child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(cmd)
         .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(COMMAND_TIMEOUT, child)
-        .await
+        .spawn()
+        .map_err(|e| format!("--pointer-cmd `{cmd}`: {e}"))?;
+    let pgid = child.id();
+    let out = tokio::time::timeout(timeout, child.wait_with_output()).await;
+    kill_group(pgid);
+    let out = out
         .map_err(|_| {
             format!(
-                "--pointer-cmd `{cmd}` gave no answer within {}s",
-                COMMAND_TIMEOUT.as_secs()
+                "--pointer-cmd `{cmd}` gave no answer within {}s (it and what it started were killed)",
+                timeout.as_secs()
             )
         })?
         .map_err(|e| format!("--pointer-cmd `{cmd}`: {e}"))?;

@@ -25,11 +25,26 @@ pub fn esc(s: &str) -> String {
     for c in s.chars() {
         if c == '\\' || c.is_control() {
             out.extend(c.escape_debug());
+        } else if is_format(c) {
+            // Invisible, or reorders what follows (U+202E): a key could
+            // read as a live file's name.
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
         } else {
             out.push(c);
         }
     }
     out
+}
+
+/// Whether `c` is a Unicode format character (general category Cf):
+/// invisible (U+200B), or a bidirectional control (U+202E) that reorders
+/// the text around it.
+fn is_format(c: char) -> bool {
+    matches!(c as u32,
+        0x00AD | 0x0600..=0x0605 | 0x061C | 0x06DD | 0x070F | 0x0890..=0x0891 | 0x08E2
+        | 0x180E | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2064 | 0x2066..=0x206F
+        | 0xFEFF | 0xFFF9..=0xFFFB | 0x110BD | 0x110CD | 0x13430..=0x1343F
+        | 0x1BCA0..=0x1BCA3 | 0x1D173..=0x1D17A | 0xE0001 | 0xE0020..=0xE007F)
 }
 
 /// A time in milliseconds since the epoch as RFC 3339 (UTC).
@@ -248,4 +263,17 @@ pub fn explain(d: &wt::Decision) -> String {
     m.iter()
         .map(|(k, v)| format!("{k:<17} {v}\n"))
         .collect::<String>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_characters_are_escaped_like_control_characters() {
+        assert_eq!(esc("data/a\u{202E}teuqrap.b"), "data/a\\u{202e}teuqrap.b");
+        assert_eq!(esc("a\u{200B}b\u{FEFF}"), "a\\u{200b}b\\u{feff}");
+        assert_eq!(esc("tab\there\\"), "tab\\there\\\\");
+        assert_eq!(esc("é 表 ü"), "é 表 ü");
+    }
 }

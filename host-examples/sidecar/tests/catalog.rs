@@ -306,8 +306,17 @@ fn a_rest_commit_is_settled_by_the_table_not_by_its_answer() {
             .to_owned();
         let now = month_ahead();
         lakesweep(&[
-            "expire", &table, "--catalog", &catalog, "--table", name, "--now", &now,
-            "--commit", "--allow-future-now", "--json",
+            "expire",
+            &table,
+            "--catalog",
+            &catalog,
+            "--table",
+            name,
+            "--now",
+            &now,
+            "--commit",
+            "--allow-future-now",
+            "--json",
         ])
     };
     let snapshots = |env: &[(&str, &str)]| {
@@ -753,5 +762,35 @@ fn a_hive_table_in_glue_inside_an_iceberg_table_is_kept() {
     );
     assert!(o.status.success(), "{}", out_text(&o));
     assert_eq!(existing(&hive), hive);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A pointer command that hangs is refused after its timeout, and what it
+/// started is killed with it (its process group), not left running.
+#[test]
+fn a_hung_pointer_command_is_killed_with_everything_it_started() {
+    let dir = scratch("cmd-hang");
+    let pidfile = dir.join("child.pid");
+    let cmd = format!("sleep 300 & echo $! > '{}'; wait", pidfile.display());
+    let o = lakesweep_with(
+        &[("LAKESWEEP_POINTER_CMD_TIMEOUT", "1".to_owned())],
+        &[
+            "plan",
+            &format!("file://{}", dir.display()),
+            "--pointer-cmd",
+            &cmd,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(out_text(&o).contains("gave no answer"), "{}", out_text(&o));
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    // Gone, or a zombie no one reaped yet (killed, not running).
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    let state = stat.rsplit(')').next().unwrap_or("").trim().chars().next();
+    assert!(
+        matches!(state, None | Some('Z') | Some('X')),
+        "the command's child {} still runs: {stat}",
+        pid.trim()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
