@@ -339,7 +339,7 @@ async fn settle_rest(
         .map_err(|e| unsettled(format!("the table's new metadata could not be read: {e}")))?;
     let (landing, how) = planner
         .expiry_landed(expiry, &now.metadata, &bytes)
-        .map_err(|e| unsettled(e))?;
+        .map_err(unsettled)?;
     match landing {
         wt::Landing::Landed => Ok(now.metadata),
         wt::Landing::NotLanded if definite => Err(CommitError::Refused(format!(
