@@ -404,7 +404,9 @@ async function plan(now, gen) {
   const read = async (uri) => (tableGen === tgen ? readFrom(t, uri) : null);
   const keyOf = (rel) => `${t.location}/${rel}`;
   const policy = sim ? policyJson() : undefined;
-  const window = parseDuration($('#orphanSafetyInterval').value) ?? (t.format === 'delta' ? 7 : 3) * DAY;
+  // Under a policy its orphanSafetyInterval is the window; else the field,
+  // or the planner's own default (the same as every host's).
+  const window = sim ? undefined : parseDuration($('#orphanSafetyInterval').value) ?? undefined;
   const cfg = {
     tableLocation: t.location,
     format: t.format,

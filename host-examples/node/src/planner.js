@@ -47,11 +47,10 @@ export function call(f) {
   }
 }
 
-const DAY_MS = 86_400_000n;
 
 /// The session's configuration from plain options (times in epoch ms, as
-/// numbers or bigints). Defaults are the sidecar's: Iceberg's own 3-day
-/// window, Delta's 7 days, a 1 GiB memory budget.
+/// numbers or bigints). Without a window or a memory budget the planner
+/// chooses them (its defaults are the same on every host).
 export function sessionConfig(o) {
   const format = o.format || 'iceberg';
   const big = (x) => (x === undefined || x === null ? undefined : BigInt(x));
@@ -60,7 +59,7 @@ export function sessionConfig(o) {
     format,
     metadataLocation: format === 'delta' ? '' : o.metadata,
     nowMs: big(o.nowMs),
-    fileRetentionMs: big(o.retentionMs) ?? (format === 'delta' ? 7n : 3n) * DAY_MS,
+    fileRetentionMs: big(o.retentionMs),
     keepDeletedEntries: o.keepDeletedEntries ?? true,
     allowShortRetention: !!o.allowShortRetention,
     locationMap: (o.locationMap || []).map(([from, to]) => ({ from, to })),
@@ -69,8 +68,11 @@ export function sessionConfig(o) {
     keepVersions: BigInt64Array.from((o.keepVersions || []).map(BigInt)),
     logCleanup: !!o.logCleanup,
     pointerAuthoritative: !!o.pointerAuthoritative,
-    memoryBudgetBytes: big(o.memoryBudgetBytes) ?? 1n << 30n,
+    memoryBudgetBytes: big(o.memoryBudgetBytes),
     origin: o.origin,
+    foreignRoots: (o.foreignRoots || []).map(([root, owner]) => ({ root, owner })),
+    priorPointers: o.priorPointers || [],
+    deletedIndex: o.deletedIndex,
   };
 }
 

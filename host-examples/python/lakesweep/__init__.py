@@ -25,7 +25,6 @@ __all__ = [
     "PageClassifier", "LocalStore", "ArrowStore", "Deletion", "Applied", "delete_keys",
 ]
 
-DAY_MS = 86_400_000
 
 
 @dataclass
@@ -90,7 +89,8 @@ class Sweep:
     def __init__(self, table, metadata=None, now_ms=None, *, store=None, format="iceberg", retention_ms=None,
                  location_map=(), policy=None, context=None, keep_versions=(), log_cleanup=False,
                  allow_short_retention=False,
-                 pointer_authoritative=False, memory_budget_bytes=1 << 30, origin=None, wasm=None, manifests=None):
+                 pointer_authoritative=False, memory_budget_bytes=None, origin=None, wasm=None, manifests=None,
+                 foreign_roots=(), prior_pointers=(), deleted_index=None):
         if now_ms is None:
             raise ValueError("now_ms is required: the planner reads no clock")
         self.store = store or LocalStore(pointer=lambda: metadata)
@@ -100,9 +100,8 @@ class Sweep:
             format=format,
             metadata_location="" if format == "delta" else metadata,
             now_ms=int(now_ms),
-            file_retention_ms=int(
-                retention_ms if retention_ms is not None else (7 if format == "delta" else 3) * DAY_MS
-            ),
+            # None: the planner's default (the policy's, else the format's).
+            file_retention_ms=None if retention_ms is None else int(retention_ms),
             keep_deleted_entries=True,
             allow_short_retention=bool(allow_short_retention),
             location_map=[record(**{"from": f, "to": t}) for f, t in location_map],
@@ -111,8 +110,11 @@ class Sweep:
             keep_versions=[int(v) for v in keep_versions],
             log_cleanup=bool(log_cleanup),
             pointer_authoritative=bool(pointer_authoritative),
-            memory_budget_bytes=int(memory_budget_bytes),
+            memory_budget_bytes=None if memory_budget_bytes is None else int(memory_budget_bytes),
             origin=origin,
+            foreign_roots=[record(root=r, owner=o) for r, o in foreign_roots],
+            prior_pointers=list(prior_pointers),
+            deleted_index=None if deleted_index is None else bytes(deleted_index),
         )
         self.session = self.c.call("[static]session.start", cfg)
         self.manifests = manifests

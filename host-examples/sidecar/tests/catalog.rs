@@ -794,3 +794,43 @@ fn a_hung_pointer_command_is_killed_with_everything_it_started() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A pointer that answers the current metadata first and an older
+/// document at the plan's re-check (a lagging replica behind a
+/// `--pointer-cmd`): the plan is refused as `stale-pointer`, never sealed
+/// on the older document; nothing is deleted.
+#[test]
+fn a_pointer_that_goes_backwards_refuses_the_plan() {
+    let dir = scratch("cmd-back");
+    let d = dir.to_str().unwrap();
+    let info = py(&["write", d]);
+    let orphans = keys(&py(&["orphans", d, "2", "10"]));
+    let table = info["location"].as_str().unwrap().to_owned();
+    let current = info["metadata_location"].as_str().unwrap().to_owned();
+    let md: Value = serde_json::from_slice(
+        &std::fs::read(current.strip_prefix("file://").unwrap()).unwrap(),
+    )
+    .unwrap();
+    let older = md["metadata-log"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["metadata-file"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The first read answers the current document, every later one the older.
+    let count = dir.join("reads");
+    let cmd = format!(
+        "n=$(cat '{c}' 2>/dev/null || echo 0); echo $((n+1)) > '{c}'; if [ $n = 0 ]; then echo '{current}'; else echo '{older}'; fi",
+        c = count.display()
+    );
+    let now = month_ahead();
+    let o = lakesweep(&["plan", &table, "--pointer-cmd", &cmd, "--now", &now, "--json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(out_text(&o).contains("stale-pointer"), "{}", out_text(&o));
+    assert!(out_text(&o).contains("went backwards"), "{}", out_text(&o));
+    let root = PathBuf::from(table.strip_prefix("file://").unwrap());
+    assert!(orphans.iter().all(|k| root.join(k).exists()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
