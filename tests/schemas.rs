@@ -475,7 +475,17 @@ fn walk_ledger(plan: &SealedPlan) -> Vec<String> {
     saved.push(l.to_json());
     // Reconciliation: the deleted keys are gone, the unknown one is intact
     // (and the first key's bundle is still incomplete).
-    let (_, probes) = l.begin_step(plan, now + 1).expect("the verification step");
+    // The next run's plan, checked against the ledger's deleted keys.
+    let mut checked = plan.clone();
+    checked.tokens.deleted_index = Some({
+        use sha2::Digest;
+        sha2::Sha256::digest(l.deleted_index())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    });
+    checked.digest = checked.compute_digest();
+    let (_, probes) = l.begin_step(&checked, now + 1).expect("the verification step");
     let observations: Vec<Observation> = probes
         .iter()
         .map(|p| Observation {

@@ -450,6 +450,14 @@ mod tests {
         crate::plan::plan_for_tests(keys, context)
     }
 
+    /// `p` as a plan checked against `l`'s deleted keys (as a sweep makes it).
+    fn checked(p: &SealedPlan, l: &Ledger) -> SealedPlan {
+        let mut p = p.clone();
+        p.tokens.deleted_index = Some(hex(&Sha256::digest(l.deleted_index())));
+        p.digest = p.compute_digest();
+        p
+    }
+
     fn live(context: Option<&str>) -> LiveState {
         LiveState {
             metadata_location: "s3://b/t/metadata/v3.metadata.json".into(),
@@ -531,7 +539,7 @@ mod tests {
             let p = sealed(&[("data/a.parquet", 10)], None);
             let mut l = verified(&p);
             l.objects.get_mut("data/a.parquet").unwrap().state = ObjectState::Verified;
-            let again = sealed(&[("data/a.parquet", size)], None);
+            let again = checked(&sealed(&[("data/a.parquet", size)], None), &l);
             l.begin_step(&again, T).unwrap();
             let o = &l.objects["data/a.parquet"];
             assert_eq!(o.state, ObjectState::Discovered, "size {size}");
@@ -698,6 +706,7 @@ mod tests {
         assert_eq!(g.states["DELETED"], 2, "{g:?}");
         assert_eq!(g.approvals_after_newer_hold, 0);
         // The next run's approval is refused: its receipts are not taken.
+        let p = checked(&p, &l);
         l.begin_step(&p, T).unwrap();
         let mut moved = live(None);
         moved.metadata_location = "s3://b/t/metadata/v4.metadata.json".into();

@@ -874,7 +874,7 @@ fn report_json_and_plan_file_agree_on_every_key() {
         let json = s.plan(&args);
         let doc = one_document(&human, &json, &file, &s.files());
         // `apply` takes the document as it is: nothing retyped but the pointer.
-        assert_eq!(doc["schema"], "lakesweep.plan.v2");
+        assert_eq!(doc["schema"], "lakesweep.plan.v3");
         let text = String::from_utf8_lossy(&human.stdout);
         assert!(
             text.contains(&format!("lakesweep apply {out}")),
@@ -933,7 +933,8 @@ fn apply_reads_the_sources_the_plan_was_made_from() {
     let origin: serde_json::Value =
         serde_json::from_str(v["origin"].as_str().expect("the plan records its origin")).unwrap();
     assert_eq!(origin["schema"], "lakesweep.origin.v1");
-    assert_eq!(origin["pointer"]["table"], "demo.events", "{origin}");
+    assert_eq!(origin["pointer"]["namespace"], "demo", "{origin}");
+    assert_eq!(origin["pointer"]["name"], "events", "{origin}");
     let before = s.files();
 
     // A copy of the catalog (stale the moment the table commits) is another
