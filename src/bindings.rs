@@ -14,6 +14,7 @@ use exports::lakesweep::planner::planner as wp;
 use lakesweep::planner::types as wt;
 
 use crate as core;
+use crate::deletion as cd;
 use crate::ledger as cl;
 
 struct Component;
@@ -373,6 +374,7 @@ fn receipt(r: wt::Receipt) -> cl::Receipt {
             wt::DeleteResult::Failed => cl::DeleteResult::Failed,
             wt::DeleteResult::Unknown => cl::DeleteResult::Unknown,
             wt::DeleteResult::Damaged => cl::DeleteResult::Damaged,
+            wt::DeleteResult::WouldDelete => cl::DeleteResult::WouldDelete,
         },
         version: r.version.map(version_in),
         requested_ms: r.requested_ms,
@@ -380,6 +382,259 @@ fn receipt(r: wt::Receipt) -> cl::Receipt {
         delete_marker: r.delete_marker,
         delete_marker_version_id: r.delete_marker_version_id,
         detail: r.detail,
+    }
+}
+
+fn delete_result_out(r: cl::DeleteResult) -> wt::DeleteResult {
+    match r {
+        cl::DeleteResult::Deleted => wt::DeleteResult::Deleted,
+        cl::DeleteResult::AlreadyAbsent => wt::DeleteResult::AlreadyAbsent,
+        cl::DeleteResult::SkippedChanged => wt::DeleteResult::SkippedChanged,
+        cl::DeleteResult::SkippedStopped => wt::DeleteResult::SkippedStopped,
+        cl::DeleteResult::SkippedProtected => wt::DeleteResult::SkippedProtected,
+        cl::DeleteResult::Failed => wt::DeleteResult::Failed,
+        cl::DeleteResult::Unknown => wt::DeleteResult::Unknown,
+        cl::DeleteResult::Damaged => wt::DeleteResult::Damaged,
+        cl::DeleteResult::WouldDelete => wt::DeleteResult::WouldDelete,
+    }
+}
+
+fn receipt_out(r: cl::Receipt) -> wt::Receipt {
+    wt::Receipt {
+        key: r.key,
+        result: delete_result_out(r.result),
+        version: r.version.map(version_out),
+        requested_ms: r.requested_ms,
+        confirmed_ms: r.confirmed_ms,
+        delete_marker: r.delete_marker,
+        delete_marker_version_id: r.delete_marker_version_id,
+        detail: r.detail,
+    }
+}
+
+fn deletion_config(c: wt::DeletionConfig) -> cd::DeletionConfig {
+    cd::DeletionConfig {
+        plan: c.plan,
+        location_map: maps(c.location_map),
+        batch_size: c.batch_size,
+        dry_run: c.dry_run,
+        allow_future_now: c.allow_future_now,
+        store_gives_etags: c.store_gives_etags,
+        keys: c.keys,
+    }
+}
+
+fn session_config_out(c: core::SessionConfig) -> wt::SessionConfig {
+    wt::SessionConfig {
+        table_location: c.table_location,
+        format: format_out(c.format),
+        metadata_location: c.metadata_location,
+        now_ms: c.now_ms,
+        file_retention_ms: c.file_retention_ms,
+        keep_deleted_entries: c.keep_deleted_entries,
+        allow_short_retention: c.allow_short_retention,
+        location_map: c
+            .location_map
+            .into_iter()
+            .map(|m| wt::PathMapping {
+                from: m.from,
+                to: m.to,
+            })
+            .collect(),
+        policy: c.policy,
+        context: c.context,
+        keep_versions: c.keep_versions,
+        log_cleanup: c.log_cleanup,
+        pointer_authoritative: c.pointer_authoritative,
+        memory_budget_bytes: Some(c.memory_budget_bytes),
+        origin: c.origin,
+        foreign_roots: c
+            .foreign_roots
+            .into_iter()
+            .map(|f| wt::ForeignRoot {
+                root: f.root,
+                owner: f.owner,
+            })
+            .collect(),
+        prior_pointers: c.prior_pointers,
+        deleted_index: c.deleted_index,
+    }
+}
+
+fn targets(batch: u32, objects: Vec<cd::Target>) -> wt::BatchTargets {
+    wt::BatchTargets {
+        batch,
+        objects: objects
+            .into_iter()
+            .map(|t| wt::Target {
+                key: t.key,
+                uri: t.uri,
+                if_match: t.if_match,
+            })
+            .collect(),
+    }
+}
+
+fn deletion_request(r: cd::DeletionRequest) -> wt::DeletionRequest {
+    match r {
+        cd::DeletionRequest::ReadFacts {
+            purpose,
+            log_prefix,
+        } => wt::DeletionRequest::ReadFacts(wt::ReadFactsRequest {
+            purpose: match purpose {
+                cd::FactsPurpose::Batch(n) => wt::FactsPurpose::Batch(n),
+                cd::FactsPurpose::Final => wt::FactsPurpose::Final,
+            },
+            log_prefix,
+        }),
+        cd::DeletionRequest::Head { batch, objects } => {
+            wt::DeletionRequest::Head(targets(batch, objects))
+        }
+        cd::DeletionRequest::Delete { batch, objects } => {
+            wt::DeletionRequest::Delete(targets(batch, objects))
+        }
+        cd::DeletionRequest::CheckDamage { config, keys } => {
+            wt::DeletionRequest::CheckDamage(wt::DamageCheckRequest {
+                config: session_config_out(config),
+                keys,
+            })
+        }
+    }
+}
+
+fn outcome_out(o: cd::DeletionOutcome) -> wt::DeletionOutcome {
+    wt::DeletionOutcome {
+        exit: o.exit,
+        results: o
+            .results
+            .into_iter()
+            .filter_map(|(name, count)| {
+                let r: cl::DeleteResult =
+                    serde_json::from_value(serde_json::Value::String(name)).ok()?;
+                Some(wt::ResultCount {
+                    result: delete_result_out(r),
+                    count,
+                })
+            })
+            .collect(),
+        deleted_bytes: o.deleted_bytes,
+        stopped: o.stopped,
+        damage_unchecked: o.damage_unchecked,
+    }
+}
+
+struct Deletion(RefCell<cd::Deletion>);
+
+impl wp::GuestDeletion for Deletion {
+    fn start(config: wt::DeletionConfig) -> Result<wp::Deletion, wt::Error> {
+        let d = cd::Deletion::start(deletion_config(config)).map_err(err)?;
+        Ok(wp::Deletion::new(Deletion(RefCell::new(d))))
+    }
+
+    fn poll_request(&self) -> Option<wt::DeletionRequest> {
+        self.0.borrow_mut().poll_request().map(deletion_request)
+    }
+
+    fn handle_facts(&self, f: wt::Facts) -> Result<(), wt::Error> {
+        let facts = cd::Facts {
+            pointer: f.pointer,
+            log: f
+                .log
+                .into_iter()
+                .map(|o| core::ListedObject {
+                    key: o.key,
+                    size: o.version.size,
+                    last_modified_ms: o.version.last_modified_ms,
+                    etag: o.version.etag,
+                    version_id: o.version.version_id,
+                })
+                .collect(),
+            context: f.context,
+            clock_ms: f.clock_ms,
+        };
+        self.0.borrow_mut().handle_facts(facts).map_err(err)
+    }
+
+    fn handle_facts_failed(&self, why: String) -> Result<(), wt::Error> {
+        self.0.borrow_mut().handle_facts_failed(why).map_err(err)
+    }
+
+    fn handle_head(&self, key: String, answer: wt::HeadOutcome) -> Result<(), wt::Error> {
+        let a = match answer {
+            wt::HeadOutcome::Found(v) => cd::HeadAnswer::Found(version_in(v)),
+            wt::HeadOutcome::Absent => cd::HeadAnswer::Absent,
+            wt::HeadOutcome::Failed(why) => cd::HeadAnswer::Failed(why),
+        };
+        self.0.borrow_mut().handle_head(key, a).map_err(err)
+    }
+
+    fn handle_delete(
+        &self,
+        key: String,
+        answer: wt::StoreAnswer,
+        requested_ms: i64,
+        answered_ms: Option<i64>,
+    ) -> Result<(), wt::Error> {
+        let a = match answer {
+            wt::StoreAnswer::Deleted(m) => cd::StoreAnswer::Deleted(m),
+            wt::StoreAnswer::Absent => cd::StoreAnswer::Absent,
+            wt::StoreAnswer::Changed => cd::StoreAnswer::Changed,
+            wt::StoreAnswer::Failed(w) => cd::StoreAnswer::Failed(w),
+            wt::StoreAnswer::Unknown(w) => cd::StoreAnswer::Unknown(w),
+        };
+        self.0
+            .borrow_mut()
+            .handle_delete(key, a, requested_ms, answered_ms)
+            .map_err(err)
+    }
+
+    fn handle_referenced(&self, referenced: Vec<(String, String)>) -> Result<(), wt::Error> {
+        self.0.borrow_mut().handle_referenced(referenced).map_err(err)
+    }
+
+    fn handle_referenced_failed(&self, why: String) -> Result<(), wt::Error> {
+        self.0.borrow_mut().handle_referenced_failed(why).map_err(err)
+    }
+
+    fn drain_receipts(&self) -> Vec<wt::DeletionReceipt> {
+        self.0
+            .borrow_mut()
+            .drain_receipts()
+            .into_iter()
+            .map(|r| wt::DeletionReceipt {
+                receipt: receipt_out(r.receipt),
+                uri: r.uri,
+                planned: version_out(r.planned),
+                restore: r.restore,
+            })
+            .collect()
+    }
+
+    fn is_done(&self) -> bool {
+        self.0.borrow().is_done()
+    }
+
+    fn outcome(&self) -> wt::DeletionOutcome {
+        outcome_out(self.0.borrow().outcome())
+    }
+
+    fn poll_request_json(&self) -> Option<String> {
+        self.0.borrow_mut().poll_request_json()
+    }
+
+    fn handle_answers_json(&self, answers: String) -> Result<(), wt::Error> {
+        self.0
+            .borrow_mut()
+            .handle_answers_json(answers.as_bytes())
+            .map_err(err)
+    }
+
+    fn drain_receipts_json(&self) -> String {
+        self.0.borrow_mut().drain_receipts_json()
+    }
+
+    fn outcome_json(&self) -> String {
+        self.0.borrow().outcome_json()
     }
 }
 
@@ -453,6 +708,7 @@ impl wp::Guest for Component {
     type PinotSession = PinotSession;
     type PageClassifier = PageClassifier;
     type Ledger = Ledger;
+    type Deletion = Deletion;
 
     fn accept_pinot_plan(plan: String, fresh: String) -> Result<wt::PinotApproval, wt::Error> {
         let a = core::pinot::accept_pinot_plan(&plan, &fresh).map_err(err)?;
@@ -991,6 +1247,11 @@ impl wp::GuestLedger for Ledger {
 
     fn deleted_index(&self) -> Vec<u8> {
         self.0.borrow().deleted_index()
+    }
+
+    fn start_deletion(&self, config: wt::DeletionConfig) -> Result<wp::Deletion, wt::Error> {
+        let d = cd::Deletion::for_ledger(&self.0.borrow(), deletion_config(config)).map_err(err)?;
+        Ok(wp::Deletion::new(Deletion(RefCell::new(d))))
     }
 
     fn open_damage(&self) -> Vec<wt::Damage> {

@@ -61,6 +61,7 @@ pub mod spec;
 // The machinery: reached through the re-exports below.
 mod acceptance;
 mod delta_log;
+pub mod deletion;
 mod digest;
 mod duration;
 mod expire;

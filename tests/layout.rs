@@ -48,9 +48,10 @@ const LAYERS: &[(&str, u32)] = &[
     ("acceptance", 7),
     ("reclaim", 7),
     ("ledger", 8),
-    ("bindings", 9),
-    ("web", 9),
-    ("host", 9),
+    ("deletion", 9),
+    ("bindings", 10),
+    ("web", 10),
+    ("host", 10),
 ];
 
 /// The top-level module a source file belongs to (`src/spec/delta.rs` ->

@@ -98,23 +98,34 @@ impl Ledger {
     /// `now_ms`, that verified at least `min_bundles` bundles (or every
     /// bundle the table had, when it had fewer).
     pub fn drill_missing(&self, rule: &crate::policy::DrillGate, now_ms: i64) -> Option<String> {
-        let ok = self.drills.iter().any(|d| {
-            // Every bundle the table had counts too (none: there was
-            // nothing a restore could need).
-            let enough = d.sampled.len() as u64 >= u64::from(rule.min_bundles)
-                || d.sampled.len() as u64 == d.bundles_total;
-            d.passed
-                && enough
-                && now_ms
-                    .checked_sub(d.at_ms)
-                    .is_some_and(|age| (0..=rule.max_age_ms).contains(&age))
-        });
-        (!ok).then(|| {
-            format!(
-                "the policy asks for a restore drill of at least {} bundles passed within {}: none in the ledger (run `lakesweep drill`)",
-                rule.min_bundles,
-                crate::duration::human_ms(rule.max_age_ms)
-            )
-        })
+        drill_missing(&self.drills, rule, now_ms)
     }
+}
+
+/// Why `drills` do not meet the policy's restore-drill gate `rule` at the
+/// host's clock `now_ms` (none: a recent enough passed drill of enough
+/// bundles is there).
+pub(crate) fn drill_missing(
+    drills: &[Drill],
+    rule: &crate::policy::DrillGate,
+    now_ms: i64,
+) -> Option<String> {
+    let ok = drills.iter().any(|d| {
+        // Every bundle the table had counts too (none: there was
+        // nothing a restore could need).
+        let enough = d.sampled.len() as u64 >= u64::from(rule.min_bundles)
+            || d.sampled.len() as u64 == d.bundles_total;
+        d.passed
+            && enough
+            && now_ms
+                .checked_sub(d.at_ms)
+                .is_some_and(|age| (0..=rule.max_age_ms).contains(&age))
+    });
+    (!ok).then(|| {
+        format!(
+            "the policy asks for a restore drill of at least {} bundles passed within {}: none in the ledger (run `lakesweep drill`)",
+            rule.min_bundles,
+            crate::duration::human_ms(rule.max_age_ms)
+        )
+    })
 }

@@ -306,6 +306,17 @@ impl Ledger {
         Ok(a)
     }
 
+    /// The keys this run approved (the last approval granted in this
+    /// revision), and the digest of the plan it approved; none when this
+    /// run approved nothing.
+    pub fn approved_now(&self) -> Option<(&[String], &str)> {
+        self.approvals
+            .iter()
+            .rev()
+            .find(|a| a.granted && a.revision == self.revision)
+            .map(|a| (a.keys.as_slice(), a.plan_digest.as_str()))
+    }
+
     /// Records the receipts of the last granted approval. An approved key
     /// without a receipt is `DELETE_UNKNOWN`, never "deleted".
     pub fn record(&mut self, receipts: Vec<Receipt>, now_ms: i64) -> Result<Vec<Move>> {
@@ -325,6 +336,12 @@ impl Ledger {
                 "receipts without a granted approval in this run: something deleted objects the ledger did not approve",
             ));
         };
+        if let Some(r) = receipts.iter().find(|r| r.result == DeleteResult::WouldDelete) {
+            return Err(Error::protocol(
+                ProtocolReason::BadInput,
+                format!("`{}`: a dry run's receipt is never recorded", r.key),
+            ));
+        }
         let mut by_key: BTreeMap<String, Receipt> = BTreeMap::new();
         for r in receipts {
             if r.result == DeleteResult::Damaged {
@@ -409,7 +426,7 @@ fn receipt_move(r: &Receipt) -> Option<(ObjectState, String)> {
             DeleteUnknown,
             "no answer from the store: outcome unknown".to_owned(),
         ),
-        DeleteResult::Damaged => return None,
+        DeleteResult::Damaged | DeleteResult::WouldDelete => return None,
     })
 }
 

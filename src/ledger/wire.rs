@@ -128,6 +128,26 @@ pub enum DeleteResult {
     /// Deleted by this run (or an earlier one), and the live table
     /// references it: damage, recorded with how to restore it.
     Damaged,
+    /// A dry run: the object is the planned version and would be deleted.
+    /// Never recorded by a ledger.
+    WouldDelete,
+}
+
+impl DeleteResult {
+    /// The result's name as receipts spell it (`skipped-changed`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeleteResult::Deleted => "deleted",
+            DeleteResult::AlreadyAbsent => "already-absent",
+            DeleteResult::SkippedChanged => "skipped-changed",
+            DeleteResult::SkippedStopped => "skipped-stopped",
+            DeleteResult::SkippedProtected => "skipped-protected",
+            DeleteResult::Failed => "failed",
+            DeleteResult::Unknown => "unknown",
+            DeleteResult::Damaged => "damaged",
+            DeleteResult::WouldDelete => "would-delete",
+        }
+    }
 }
 
 /// A key the ledger deleted that the table references now: found by the

@@ -1,0 +1,1010 @@
+//! Applying a sealed plan: a sans-IO session of the core, like planning
+//! one. Every host that deletes (`apply`, `sweep`, the Python package,
+//! Spark's executors, a serverless function) drives this one session with
+//! a plain I/O loop; the batches, the acceptance of each, the comparison of
+//! every object's version, the damage check and the outcome are decided
+//! here.
+//!
+//! ## Calling contract of a [`Deletion`]
+//!
+//! ```text
+//! Deletion::start(config)  (apply)  |  Ledger::deletion(plan, config)  (sweep)
+//! loop {
+//!     while let Some(r) = poll_request()
+//!     answer it:
+//!         ReadFacts { .. }   -> handle_facts(facts) | handle_facts_failed(why)
+//!         Head { .. }        -> handle_head(key, answer), each key, any order
+//!         Delete { .. }      -> handle_delete(key, answer), each key, any order
+//!         CheckDamage { .. } -> handle_referenced(keys) | handle_referenced_failed(why)
+//!     drain_receipts()          every key ends with exactly one receipt
+//! } until is_done()
+//! outcome()                     what the run came to, and its exit status
+//! ```
+//!
+//! One run, in this order, per batch of keys: the live facts are read
+//! (`ReadFacts { Batch(n) }`) and accepted against the plan's tokens (the
+//! first refusal stops the run: every key left gets a `skipped-stopped`
+//! receipt); keys a live hold or writer covers get `skipped-protected`; the
+//! others are HEADed (`Head`), and each is deleted (`Delete`, conditioned
+//! on its entity tag where it has one) only while the answer is the version
+//! the plan pinned. After the last batch, when anything was deleted (or may
+//! have been), the facts are read once more (`ReadFacts { Final }`): if the
+//! plan is still accepted nothing can reference what went (metadata is
+//! immutable); if not, a planner session on the live pointer
+//! (`CheckDamage`, the plan's pointer given as a prior read) says which
+//! deleted keys the table references now, and each is a `damaged` receipt
+//! with how to restore it. A host names the points `Head { batch }` (the
+//! batch was just accepted) and `ReadFacts { Final }` (the deletes are
+//! over) to a test hook, if it has one; it decides nothing there.
+//!
+//! Any answer the session did not ask for is a protocol error: the session
+//! stops (the keys not yet deleted get `skipped-stopped`), still checks
+//! what it deleted, and its outcome says why.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, ProtocolReason, Result};
+use crate::ledger::{DeleteResult, Drill, Receipt};
+use crate::path::PathMapping;
+use crate::plan::{SealedPlan, SessionConfig};
+use crate::verdict::ListedObject;
+use crate::version::ObjectVersion;
+use crate::TableFormat;
+
+/// Keys per batch by default: the live facts are read and accepted again
+/// before every batch.
+pub const DEFAULT_BATCH: u32 = 256;
+
+/// What a deletion is started with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeletionConfig {
+    /// The sealed plan document; its digest is checked.
+    pub plan: String,
+    /// The location maps the plan was made with: the live pointer is
+    /// mapped by them, as the planner maps it.
+    #[serde(default)]
+    pub location_map: Vec<PathMapping>,
+    /// Keys per batch (none: [`DEFAULT_BATCH`]; at least 1).
+    #[serde(default)]
+    pub batch_size: Option<u32>,
+    /// Check everything, delete nothing: `would-delete` receipts.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Accept a plan judged ahead of the host's clock (what-if runs, tests).
+    #[serde(default)]
+    pub allow_future_now: bool,
+    /// Whether the host's store answers a HEAD with the object's entity tag.
+    /// A key the plan pinned with one cannot be shown to be that version
+    /// by a host that reads none: it is kept (`skipped-changed`, saying so).
+    #[serde(default = "yes")]
+    pub store_gives_etags: bool,
+    /// Only these keys of the plan (a serverless function's share, a
+    /// ledger's approval); none: every key of the plan. A key the plan
+    /// does not delete is refused.
+    #[serde(default)]
+    pub keys: Option<Vec<String>>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Why the facts are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "batch")]
+pub enum FactsPurpose {
+    /// Before batch `n` (from 1).
+    Batch(u32),
+    /// After the last batch: the damage check.
+    Final,
+}
+
+/// One object to HEAD or DELETE.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Target {
+    /// Key relative to the table location (absolute under another root).
+    pub key: String,
+    /// Its URI.
+    pub uri: String,
+    /// For a DELETE: the entity tag it must still have (`If-Match`), when
+    /// the plan pinned one. Never for a HEAD.
+    pub if_match: Option<String>,
+}
+
+/// Something the host must do and answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
+pub enum DeletionRequest {
+    /// Read the live facts now: the pointer (Iceberg; or list `log_prefix`,
+    /// a Delta table's `_delta_log/`), the context, the clock. Answer with
+    /// [`Deletion::handle_facts`] (or `handle_facts_failed`).
+    ReadFacts {
+        /// Before which batch, or the damage check.
+        purpose: FactsPurpose,
+        /// Delta: the log prefix to list for the facts.
+        log_prefix: Option<String>,
+    },
+    /// HEAD each object; answer each with [`Deletion::handle_head`].
+    Head {
+        /// The batch (accepted just now).
+        batch: u32,
+        /// The objects.
+        objects: Vec<Target>,
+    },
+    /// DELETE each object, once, never following a redirect, conditioned
+    /// on `if_match` where the store can; answer each with
+    /// [`Deletion::handle_delete`].
+    Delete {
+        /// The batch.
+        batch: u32,
+        /// The objects.
+        objects: Vec<Target>,
+    },
+    /// Run a planner session with `config` (the live pointer, the plan's as
+    /// a prior read) until its keep set is complete, and answer which of
+    /// `keys` it references ([`Deletion::handle_referenced`]).
+    CheckDamage {
+        /// The session to run.
+        config: SessionConfig,
+        /// The keys deleted (or maybe deleted) by this run.
+        keys: Vec<String>,
+    },
+}
+
+/// The live facts, as the host read them just now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Facts {
+    /// Iceberg: the pointer as the catalog (or command, or hint) answered,
+    /// before any mapping. `None` for Delta, or when the table is gone.
+    #[serde(default)]
+    pub pointer: Option<String>,
+    /// Delta: the listing of `_delta_log/`.
+    #[serde(default)]
+    pub log: Vec<ListedObject>,
+    /// The context as read again just now (`None`: no context files).
+    #[serde(default)]
+    pub context: Option<String>,
+    /// The host's clock, ms since the epoch.
+    pub clock_ms: i64,
+}
+
+/// What a HEAD found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "value")]
+pub enum HeadAnswer {
+    /// The object, at this version.
+    Found(ObjectVersion),
+    /// No such object.
+    Absent,
+    /// The HEAD failed (the store's words).
+    Failed(String),
+}
+
+/// What a DELETE came to, as the store answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "value")]
+pub enum StoreAnswer {
+    /// The store confirmed it (a versioned bucket: with the delete marker
+    /// it made, if it said).
+    Deleted(Option<String>),
+    /// Nothing was there.
+    Absent,
+    /// The condition failed: another version is there now.
+    Changed,
+    /// Refused, nothing happened (the store's words).
+    Failed(String),
+    /// It may have happened: no answer, a timeout, a 5xx, a redirect not
+    /// followed (the words). Never recorded as deleted.
+    Unknown(String),
+}
+
+/// A receipt as the session writes it: the ledger's receipt, the object's
+/// URI, the version the plan pinned, and how to restore a damaged key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeletionReceipt {
+    /// The receipt (what a ledger records).
+    pub receipt: Receipt,
+    /// The object's URI.
+    pub uri: String,
+    /// The version the plan pinned.
+    pub planned: ObjectVersion,
+    /// How to get a damaged key back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore: Option<String>,
+}
+
+/// What a run came to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeletionOutcome {
+    /// The exit status every host gives: 0 done; 1 a key failed, changed,
+    /// was held or not attempted, or its outcome is unknown; 3 damage (or
+    /// the damage check could not be made).
+    pub exit: u8,
+    /// Receipts per result name.
+    pub results: BTreeMap<String, u64>,
+    /// Bytes deleted (or that would be, in a dry run), by the pinned sizes.
+    pub deleted_bytes: u64,
+    /// Why the run stopped before its last key, if it did.
+    pub stopped: Option<Vec<String>>,
+    /// Why the damage check could not be made, if it could not (then the
+    /// run may have damaged the table: check its deleted keys).
+    pub damage_unchecked: Option<String>,
+}
+
+/// One key of the run and where it is.
+#[derive(Debug, Clone)]
+struct Item {
+    key: String,
+    uri: String,
+    pinned: ObjectVersion,
+}
+
+/// Where a run stands; changes only through [`Deletion::to`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Phase {
+    /// The facts before batch `n` are asked for.
+    AwaitFacts(u32),
+    /// Batch `n`: HEADs and DELETEs in flight.
+    Deleting(u32),
+    /// The facts after the last batch are asked for.
+    AwaitFinalFacts,
+    /// The damage check's planner session is asked for.
+    AwaitDamage,
+    /// Nothing more to do.
+    Done,
+}
+
+impl Phase {
+    /// Whether `self -> next` is one of the run's steps.
+    fn can_move_to(&self, next: &Phase) -> bool {
+        use Phase::*;
+        match (self, next) {
+            (AwaitFacts(n), Deleting(m)) => n == m,
+            (Deleting(n), AwaitFacts(m)) => m == &(n + 1),
+            (AwaitFacts(_) | Deleting(_), AwaitFinalFacts | Done) => true,
+            (AwaitFinalFacts, AwaitDamage | Done) => true,
+            (AwaitDamage, Done) => true,
+            _ => false,
+        }
+    }
+}
+
+/// Applying one sealed plan (see the module's calling contract).
+#[derive(Debug)]
+pub struct Deletion {
+    plan: SealedPlan,
+    config: DeletionConfig,
+    /// The ledger's drills when a ledger runs it (its restore-drill gate is
+    /// checked for every batch); `None` for `apply`.
+    drills: Option<Vec<Drill>>,
+    /// Keys not started yet, in order.
+    rest: VecDeque<Item>,
+    /// The batch in flight: key -> item, HEAD not answered.
+    heads: BTreeMap<String, Item>,
+    /// The batch in flight: key -> (item, seen), DELETE not answered.
+    deletes: BTreeMap<String, (Item, ObjectVersion)>,
+    /// Keys deleted (or maybe deleted) by this run, with their pinned version.
+    deleted: BTreeMap<String, Item>,
+    phase: Phase,
+    outbox: VecDeque<DeletionRequest>,
+    receipts: Vec<DeletionReceipt>,
+    outcome: DeletionOutcome,
+    /// The raw live pointer last read (the damage check's session starts there).
+    live_pointer: Option<String>,
+    /// The context last read.
+    live_context: Option<String>,
+    /// The host's clock at the last facts.
+    clock_ms: i64,
+}
+
+impl Deletion {
+    /// Starts applying `config.plan` (its digest checked). Fails for a plan
+    /// that does not verify, a batch size of 0, or a key the plan does not
+    /// delete.
+    pub fn start(config: DeletionConfig) -> Result<Deletion> {
+        let plan = SealedPlan::from_json(&config.plan)?;
+        let keys = config.keys.clone();
+        Self::begin(plan, config, keys, None)
+    }
+
+    /// The deletion of a ledger's run: exactly the keys the ledger
+    /// approved in this run, each at the version the plan pinned, with the
+    /// ledger's drills for the policy's restore-drill gate, batch by batch.
+    /// `config.plan` must be the plan approved (its digest the approval's);
+    /// `config.keys` is not read (the approval chooses). Fails when this
+    /// run approved nothing.
+    pub fn for_ledger(ledger: &crate::Ledger, config: DeletionConfig) -> Result<Deletion> {
+        let plan = SealedPlan::from_json(&config.plan)?;
+        ledger.ensure_table(&plan)?;
+        let Some((keys, digest)) = ledger.approved_now() else {
+            return Err(Error::protocol(
+                ProtocolReason::OutOfOrder,
+                "no approval was granted in this run: nothing may be deleted",
+            ));
+        };
+        if digest != plan.digest {
+            return Err(Error::protocol(
+                ProtocolReason::BadInput,
+                format!(
+                    "the plan given ({}) is not the plan approved ({digest})",
+                    plan.digest
+                ),
+            ));
+        }
+        let keys = Some(keys.to_vec());
+        Self::begin(plan, config, keys, Some(ledger.drills.clone()))
+    }
+
+    /// A run of `plan` over `keys` (each with the version the plan pinned),
+    /// with a ledger's `drills` for its gate.
+    fn begin(
+        plan: SealedPlan,
+        config: DeletionConfig,
+        keys: Option<Vec<String>>,
+        drills: Option<Vec<Drill>>,
+    ) -> Result<Deletion> {
+        if config.batch_size == Some(0) {
+            return Err(Error::invalid("batch_size", "must be at least 1"));
+        }
+        let by_key: BTreeMap<&str, &crate::plan::PlannedDelete> =
+            plan.delete.iter().map(|d| (d.key.as_str(), d)).collect();
+        let chosen: Vec<&crate::plan::PlannedDelete> = match &keys {
+            None => plan.delete.iter().collect(),
+            Some(ks) => {
+                let mut seen = BTreeSet::new();
+                let mut out = Vec::with_capacity(ks.len());
+                for k in ks {
+                    let Some(d) = by_key.get(k.as_str()) else {
+                        return Err(Error::invalid(
+                            "keys",
+                            format!("`{k}` is not a key the plan deletes"),
+                        ));
+                    };
+                    if seen.insert(k.as_str()) {
+                        out.push(*d);
+                    }
+                }
+                out
+            }
+        };
+        let prefix = format!("{}/", plan.table_location);
+        let rest = chosen
+            .into_iter()
+            .map(|d| Item {
+                uri: if d.key.contains("://") {
+                    d.key.clone()
+                } else {
+                    format!("{prefix}{}", d.key)
+                },
+                key: d.key.clone(),
+                pinned: crate::ledger::version_of(d),
+            })
+            .collect();
+        let mut s = Deletion {
+            plan,
+            config,
+            drills,
+            rest,
+            heads: BTreeMap::new(),
+            deletes: BTreeMap::new(),
+            deleted: BTreeMap::new(),
+            phase: Phase::AwaitFacts(1),
+            outbox: VecDeque::new(),
+            receipts: Vec::new(),
+            outcome: DeletionOutcome::default(),
+            live_pointer: None,
+            live_context: None,
+            clock_ms: 0,
+        };
+        if s.rest.is_empty() {
+            s.to(Phase::Done);
+        } else {
+            s.ask_facts(FactsPurpose::Batch(1));
+        }
+        Ok(s)
+    }
+
+    /// The next request for the host, if any.
+    pub fn poll_request(&mut self) -> Option<DeletionRequest> {
+        self.outbox.pop_front()
+    }
+
+    /// Receipts written since the last call, in order: every key of the
+    /// run ends with exactly one (and a damaged key gets a second, its
+    /// `damaged` receipt).
+    pub fn drain_receipts(&mut self) -> Vec<DeletionReceipt> {
+        std::mem::take(&mut self.receipts)
+    }
+
+    /// True once nothing is left to do: [`Deletion::outcome`] is final.
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// What the run came to (so far, before it is done).
+    pub fn outcome(&self) -> DeletionOutcome {
+        self.outcome.clone()
+    }
+
+    /// The plan being applied.
+    pub fn plan(&self) -> &SealedPlan {
+        &self.plan
+    }
+
+    fn to(&mut self, next: Phase) {
+        debug_assert!(
+            self.phase.can_move_to(&next) || self.phase == next,
+            "{:?} -> {next:?}",
+            self.phase
+        );
+        if self.phase.can_move_to(&next) {
+            self.phase = next;
+        }
+    }
+
+    fn ask_facts(&mut self, purpose: FactsPurpose) {
+        let log_prefix = (self.plan.format == TableFormat::Delta)
+            .then(|| format!("{}/_delta_log/", self.plan.table_location));
+        self.outbox.push_back(DeletionRequest::ReadFacts {
+            purpose,
+            log_prefix,
+        });
+    }
+
+    fn unexpected(&mut self, what: String) -> Error {
+        let e = Error::protocol(ProtocolReason::UnexpectedAnswer, what);
+        self.stop(vec![format!("the host broke the protocol: {e}")]);
+        e
+    }
+
+    /// Answers `ReadFacts` with what the host read.
+    pub fn handle_facts(&mut self, facts: Facts) -> Result<()> {
+        let batch = match self.phase {
+            Phase::AwaitFacts(n) => Some(n),
+            Phase::AwaitFinalFacts => None,
+            _ => return Err(self.unexpected("live facts sent when none were asked for".into())),
+        };
+        self.clock_ms = facts.clock_ms;
+        self.live_context = facts.context.clone();
+        let live = match self.live_facts(&facts) {
+            Ok(l) => l,
+            Err(why) => return self.facts_unreadable(batch, why),
+        };
+        let acceptance = match self.accept(&live) {
+            Ok(a) => a,
+            Err(e) => return self.facts_unreadable(batch, e.to_string()),
+        };
+        match batch {
+            Some(n) => {
+                if !acceptance.granted {
+                    self.stop(acceptance.differences);
+                    return Ok(());
+                }
+                self.start_batch(n, &acceptance);
+            }
+            None => self.final_facts(&acceptance),
+        }
+        Ok(())
+    }
+
+    /// Answers `ReadFacts`: the facts could not be read (the catalog
+    /// unreachable, a context file gone). Before a batch the run stops;
+    /// after the last one the damage check cannot be made.
+    pub fn handle_facts_failed(&mut self, why: String) -> Result<()> {
+        let batch = match self.phase {
+            Phase::AwaitFacts(n) => Some(n),
+            Phase::AwaitFinalFacts => None,
+            _ => return Err(self.unexpected("live facts failed when none were asked for".into())),
+        };
+        self.facts_unreadable(batch, why)
+    }
+
+    fn facts_unreadable(&mut self, batch: Option<u32>, why: String) -> Result<()> {
+        match batch {
+            Some(_) => self.stop(vec![format!("the live state could not be read: {why}")]),
+            None => {
+                self.outcome.damage_unchecked = Some(format!("the live state could not be read: {why}"));
+                self.finish();
+            }
+        }
+        Ok(())
+    }
+
+    /// The live facts in the acceptance's terms: the pointer mapped and
+    /// canonical, or the Delta log's head.
+    fn live_facts(&mut self, facts: &Facts) -> std::result::Result<crate::LiveFacts, String> {
+        let (metadata_location, head) = if self.plan.format == TableFormat::Delta {
+            match crate::delta_head(&self.plan.table_location, facts.log.clone())
+                .map_err(|e| e.to_string())?
+            {
+                Some((uri, v)) => (uri, Some(v)),
+                None => return Err("the Delta log holds no version now: the table is gone".into()),
+            }
+        } else {
+            let raw = facts
+                .pointer
+                .clone()
+                .ok_or("the table's pointer is gone (table dropped?)")?;
+            self.live_pointer = Some(raw.clone());
+            let canon = crate::plan::canonical_pointer(&raw, &self.config.location_map)
+                .map_err(|e| e.to_string())?;
+            (canon, None)
+        };
+        Ok(crate::LiveFacts {
+            metadata_location,
+            head,
+            context: facts.context.clone(),
+            clock_ms: facts.clock_ms,
+            allow_future_now: self.config.allow_future_now,
+        })
+    }
+
+    fn accept(&self, live: &crate::LiveFacts) -> Result<crate::Acceptance> {
+        match &self.drills {
+            None => crate::accept(&self.plan, live),
+            Some(drills) => {
+                let mut a = crate::acceptance::accept_in_ledger(&self.plan, live)?;
+                if let Some(rule) = &self.plan.tokens.restore_drill {
+                    if let Some(why) = crate::ledger::drill_missing(drills, rule, live.clock_ms) {
+                        a.differences.push(why);
+                        a.granted = false;
+                    }
+                }
+                Ok(a)
+            }
+        }
+    }
+
+    fn batch_size(&self) -> usize {
+        self.config.batch_size.unwrap_or(DEFAULT_BATCH).max(1) as usize
+    }
+
+    fn start_batch(&mut self, n: u32, acceptance: &crate::Acceptance) {
+        self.to(Phase::Deleting(n));
+        let take = self.batch_size().min(self.rest.len());
+        let batch: Vec<Item> = self.rest.drain(..take).collect();
+        let mut heads = Vec::new();
+        for it in batch {
+            if let Some(why) = acceptance.denied.get(&it.key) {
+                let detail = format!("not deleted: {why}");
+                self.receipt(&it, DeleteResult::SkippedProtected, None, Some(detail));
+                continue;
+            }
+            heads.push(Target {
+                key: it.key.clone(),
+                uri: it.uri.clone(),
+                if_match: None,
+            });
+            self.heads.insert(it.key.clone(), it);
+        }
+        if heads.is_empty() {
+            self.batch_done(n);
+        } else {
+            self.outbox.push_back(DeletionRequest::Head {
+                batch: n,
+                objects: heads,
+            });
+        }
+    }
+
+    /// Answers one object of a `Head` request.
+    pub fn handle_head(&mut self, key: String, answer: HeadAnswer) -> Result<()> {
+        let Phase::Deleting(n) = self.phase else {
+            return Err(self.unexpected(format!("a HEAD answer for `{key}` when none was asked for")));
+        };
+        let Some(it) = self.heads.remove(&key) else {
+            return Err(self.unexpected(format!("a HEAD answer for `{key}`, which was not asked for or was answered already")));
+        };
+        match answer {
+            HeadAnswer::Failed(why) => {
+                self.receipt(&it, DeleteResult::Failed, None, Some(format!("HEAD failed: {why}")));
+            }
+            HeadAnswer::Absent => self.receipt(&it, DeleteResult::AlreadyAbsent, None, None),
+            HeadAnswer::Found(seen) => {
+                if it.pinned.etag.is_some() && !self.config.store_gives_etags {
+                    let detail = "the plan pinned an entity tag this host's store does not give: it cannot be shown to be the planned version, kept".to_owned();
+                    self.receipt(&it, DeleteResult::SkippedChanged, Some(seen), Some(detail));
+                } else if !it.pinned.matches(&seen) {
+                    let detail = "not the version the plan pinned: kept".to_owned();
+                    self.receipt(&it, DeleteResult::SkippedChanged, Some(seen), Some(detail));
+                } else if self.config.dry_run {
+                    self.receipt(&it, DeleteResult::WouldDelete, Some(seen), None);
+                } else {
+                    self.outbox.push_back(DeletionRequest::Delete {
+                        batch: n,
+                        objects: vec![Target {
+                            key: it.key.clone(),
+                            uri: it.uri.clone(),
+                            if_match: seen.etag.clone().filter(|_| it.pinned.etag.is_some()),
+                        }],
+                    });
+                    self.deletes.insert(key, (it, seen));
+                }
+            }
+        }
+        self.maybe_batch_done(n);
+        Ok(())
+    }
+
+    /// Answers one object of a `Delete` request: what the store said.
+    /// `requested_ms`/`answered_ms`: when it was sent and answered, by the
+    /// host's clock (`answered_ms` none: no answer).
+    pub fn handle_delete(
+        &mut self,
+        key: String,
+        answer: StoreAnswer,
+        requested_ms: i64,
+        answered_ms: Option<i64>,
+    ) -> Result<()> {
+        let Phase::Deleting(n) = self.phase else {
+            return Err(self.unexpected(format!("a DELETE answer for `{key}` when none was asked for")));
+        };
+        let Some((it, seen)) = self.deletes.remove(&key) else {
+            return Err(self.unexpected(format!("a DELETE answer for `{key}`, which was not asked for or was answered already")));
+        };
+        let (result, marker, detail) = match answer {
+            StoreAnswer::Deleted(marker) => (DeleteResult::Deleted, marker, None),
+            StoreAnswer::Absent => (DeleteResult::AlreadyAbsent, None, None),
+            StoreAnswer::Changed => (
+                DeleteResult::SkippedChanged,
+                None,
+                Some("the store's conditional delete found another version: kept".to_owned()),
+            ),
+            StoreAnswer::Failed(why) => (DeleteResult::Failed, None, Some(why)),
+            StoreAnswer::Unknown(why) => (DeleteResult::Unknown, None, Some(why)),
+        };
+        if matches!(result, DeleteResult::Deleted | DeleteResult::Unknown) {
+            self.deleted.insert(key, it.clone());
+        }
+        // A versioned bucket keeps the deleted version under its marker
+        // only when that version had an id.
+        let kept_under_marker = marker.is_some() && seen.version_id.is_some();
+        let mut r = self.make_receipt(&it, result, Some(seen), detail);
+        r.receipt.requested_ms = requested_ms;
+        r.receipt.confirmed_ms = if result == DeleteResult::Unknown {
+            None
+        } else {
+            answered_ms
+        };
+        r.receipt.delete_marker = kept_under_marker;
+        r.receipt.delete_marker_version_id = marker;
+        self.push(r);
+        self.maybe_batch_done(n);
+        Ok(())
+    }
+
+    fn maybe_batch_done(&mut self, n: u32) {
+        if self.heads.is_empty() && self.deletes.is_empty() {
+            self.batch_done(n);
+        }
+    }
+
+    fn batch_done(&mut self, n: u32) {
+        if self.rest.is_empty() {
+            self.after_last_batch();
+        } else {
+            self.to(Phase::AwaitFacts(n + 1));
+            self.ask_facts(FactsPurpose::Batch(n + 1));
+        }
+    }
+
+    fn after_last_batch(&mut self) {
+        if self.deleted.is_empty() || self.config.dry_run {
+            self.finish();
+        } else {
+            self.to(Phase::AwaitFinalFacts);
+            self.ask_facts(FactsPurpose::Final);
+        }
+    }
+
+    /// The run stops: every key not yet deleted gets `skipped-stopped`.
+    fn stop(&mut self, why: Vec<String>) {
+        let detail = format!("not deleted: the run stopped ({})", why.join("; "));
+        let left: Vec<Item> = self
+            .heads
+            .values()
+            .cloned()
+            .chain(self.deletes.values().map(|(it, _)| it.clone()))
+            .chain(self.rest.drain(..))
+            .collect();
+        self.heads.clear();
+        // A DELETE in flight may still land: it is not "not attempted".
+        for (key, (it, _)) in std::mem::take(&mut self.deletes) {
+            self.deleted.insert(key, it);
+        }
+        for it in &left {
+            if !self.deleted.contains_key(&it.key) {
+                self.receipt(it, DeleteResult::SkippedStopped, None, Some(detail.clone()));
+            } else {
+                let d = "the DELETE was in flight when the run stopped: outcome unknown".to_owned();
+                self.receipt(it, DeleteResult::Unknown, None, Some(d));
+            }
+        }
+        self.outcome.stopped.get_or_insert_with(Vec::new).extend(why);
+        self.outbox.retain(|r| matches!(r, DeletionRequest::CheckDamage { .. }));
+        if matches!(self.phase, Phase::AwaitFacts(_) | Phase::Deleting(_)) {
+            self.after_last_batch();
+        }
+    }
+
+    fn final_facts(&mut self, acceptance: &crate::Acceptance) {
+        let mut found: Vec<(String, String)> = self
+            .deleted
+            .keys()
+            .filter_map(|k| {
+                acceptance
+                    .denied
+                    .get(k)
+                    .map(|why| (k.clone(), format!("now covered by {why}")))
+            })
+            .collect();
+        if acceptance.granted {
+            self.damage(std::mem::take(&mut found));
+            self.finish();
+            return;
+        }
+        // The table (or the context) changed since the plan: what does the
+        // live table reference now?
+        self.damage(found);
+        self.to(Phase::AwaitDamage);
+        let config = self.damage_session();
+        self.outbox.push_back(DeletionRequest::CheckDamage {
+            config,
+            keys: self.deleted.keys().cloned().collect(),
+        });
+    }
+
+    /// The planner session that says what the live table references: the
+    /// live pointer (the plan's named as a prior read, so a pointer that
+    /// went back refuses), the plan's time and window, the live context.
+    fn damage_session(&self) -> SessionConfig {
+        let t = &self.plan.tokens;
+        let pointer = match self.plan.format {
+            TableFormat::Delta => String::new(),
+            TableFormat::Iceberg => self.live_pointer.clone().unwrap_or_default(),
+        };
+        let mut c = SessionConfig::new(
+            &self.plan.table_location,
+            &pointer,
+            t.now_ms,
+            t.file_retention_ms,
+        );
+        c.format = self.plan.format;
+        c.allow_short_retention = true;
+        c.location_map = self.config.location_map.clone();
+        c.context = self.live_context.clone();
+        c.prior_pointers = vec![t.metadata_location.clone()];
+        c
+    }
+
+    /// Answers `CheckDamage`: the deleted keys the live table references,
+    /// with why.
+    pub fn handle_referenced(&mut self, referenced: Vec<(String, String)>) -> Result<()> {
+        if self.phase != Phase::AwaitDamage {
+            return Err(self.unexpected("a damage check answered when none was asked for".into()));
+        }
+        let found = referenced
+            .into_iter()
+            .filter(|(k, _)| self.deleted.contains_key(k))
+            .collect();
+        self.damage(found);
+        self.finish();
+        Ok(())
+    }
+
+    /// Answers `CheckDamage`: the planner session could not say (it was
+    /// refused, the store failed). The run may have damaged the table.
+    pub fn handle_referenced_failed(&mut self, why: String) -> Result<()> {
+        if self.phase != Phase::AwaitDamage {
+            return Err(self.unexpected("a damage check failed when none was asked for".into()));
+        }
+        self.outcome.damage_unchecked = Some(why);
+        self.finish();
+        Ok(())
+    }
+
+    fn damage(&mut self, found: Vec<(String, String)>) {
+        let mut seen = BTreeSet::new();
+        for (key, why) in found {
+            if !seen.insert(key.clone()) {
+                continue;
+            }
+            let Some(it) = self.deleted.get(&key).cloned() else {
+                continue;
+            };
+            let detail = format!("deleted by this run, and the live table needs it: {why}");
+            let mut r = self.make_receipt(&it, DeleteResult::Damaged, Some(it.pinned.clone()), Some(detail));
+            r.restore = Some(restore_hint(&it.uri, &it.pinned));
+            r.receipt.confirmed_ms = None;
+            self.push(r);
+        }
+    }
+
+    fn finish(&mut self) {
+        let o = &mut self.outcome;
+        let count = |r: &str| o.results.get(r).copied().unwrap_or(0);
+        let troubled = [
+            "failed",
+            "unknown",
+            "skipped-changed",
+            "skipped-protected",
+            "skipped-stopped",
+        ]
+        .iter()
+        .any(|r| count(r) > 0);
+        o.exit = if count("damaged") > 0 || o.damage_unchecked.is_some() {
+            3
+        } else if troubled || o.stopped.is_some() {
+            1
+        } else {
+            0
+        };
+        self.to(Phase::Done);
+        self.outbox.clear();
+    }
+
+    fn make_receipt(
+        &self,
+        it: &Item,
+        result: DeleteResult,
+        seen: Option<ObjectVersion>,
+        detail: Option<String>,
+    ) -> DeletionReceipt {
+        DeletionReceipt {
+            receipt: Receipt {
+                key: it.key.clone(),
+                result,
+                version: seen,
+                requested_ms: self.clock_ms,
+                confirmed_ms: Some(self.clock_ms),
+                delete_marker: false,
+                delete_marker_version_id: None,
+                detail,
+            },
+            uri: it.uri.clone(),
+            planned: it.pinned.clone(),
+            restore: None,
+        }
+    }
+
+    fn receipt(
+        &mut self,
+        it: &Item,
+        result: DeleteResult,
+        seen: Option<ObjectVersion>,
+        detail: Option<String>,
+    ) {
+        let r = self.make_receipt(it, result, seen, detail);
+        self.push(r);
+    }
+
+    /// [`Deletion::poll_request`] as JSON.
+    pub fn poll_request_json(&mut self) -> Option<String> {
+        self.poll_request()
+            .map(|r| serde_json::to_string(&r).unwrap_or_default())
+    }
+
+    /// Several answers at once, as a JSON array (see [`JsonAnswer`]), in
+    /// order; stops at the first that fails (protocol: bad-input for one
+    /// that does not parse).
+    pub fn handle_answers_json(&mut self, answers: &[u8]) -> Result<()> {
+        let answers: Vec<JsonAnswer> = serde_json::from_slice(answers).map_err(|e| {
+            Error::protocol(
+                ProtocolReason::BadInput,
+                format!("deletion answers in JSON must be an array of answers: {e}"),
+            )
+        })?;
+        for a in answers {
+            match a {
+                JsonAnswer::Head { key, head } => self.handle_head(key, head)?,
+                JsonAnswer::Delete {
+                    key,
+                    delete,
+                    requested_ms,
+                    answered_ms,
+                } => self.handle_delete(key, delete, requested_ms, answered_ms)?,
+                JsonAnswer::Facts { facts } => self.handle_facts(facts)?,
+                JsonAnswer::FactsFailed { facts_failed } => self.handle_facts_failed(facts_failed)?,
+                JsonAnswer::Referenced { referenced } => self.handle_referenced(referenced)?,
+                JsonAnswer::ReferencedFailed { referenced_failed } => {
+                    self.handle_referenced_failed(referenced_failed)?
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Deletion::drain_receipts`] as a JSON array.
+    pub fn drain_receipts_json(&mut self) -> String {
+        serde_json::to_string(&self.drain_receipts()).unwrap_or_default()
+    }
+
+    /// [`Deletion::outcome`] as JSON.
+    pub fn outcome_json(&self) -> String {
+        serde_json::to_string(&self.outcome).unwrap_or_default()
+    }
+
+    fn push(&mut self, r: DeletionReceipt) {
+        *self
+            .outcome
+            .results
+            .entry(r.receipt.result.as_str().to_owned())
+            .or_default() += 1;
+        if matches!(
+            r.receipt.result,
+            DeleteResult::Deleted | DeleteResult::WouldDelete
+        ) {
+            self.outcome.deleted_bytes = self.outcome.deleted_bytes.saturating_add(r.planned.size);
+        }
+        self.receipts.push(r);
+    }
+}
+
+/// One answer in JSON: by the field it carries.
+#[derive(Debug, Deserialize)]
+#[serde(untagged, deny_unknown_fields)]
+enum JsonAnswer {
+    /// A HEAD's answer.
+    Head { key: String, head: HeadAnswer },
+    /// A DELETE's answer.
+    #[serde(rename_all = "camelCase")]
+    Delete {
+        key: String,
+        delete: StoreAnswer,
+        requested_ms: i64,
+        answered_ms: Option<i64>,
+    },
+    /// The live facts.
+    Facts { facts: Facts },
+    /// The live facts could not be read.
+    #[serde(rename_all = "camelCase")]
+    FactsFailed { facts_failed: String },
+    /// The damage check's answer.
+    Referenced { referenced: Vec<(String, String)> },
+    /// The damage check could not be made.
+    #[serde(rename_all = "camelCase")]
+    ReferencedFailed { referenced_failed: String },
+}
+
+/// How to get a deleted object back, in words: a versioned store keeps the
+/// deleted version (restore it, or remove the delete marker); otherwise
+/// only a backup or the writer's output has it.
+pub fn restore_hint(uri: &str, pinned: &ObjectVersion) -> String {
+    match pinned.version_id.as_deref() {
+        Some(v) => format!(
+            "versioned store: restore version {v} of {uri} (copy it over the key, or remove the delete marker above it)"
+        ),
+        None => format!(
+            "no version to restore from on this store: restore {uri} from a backup or the writer's output"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_runs_steps_are_transitions() {
+        use Phase::*;
+        assert!(AwaitFacts(1).can_move_to(&Deleting(1)));
+        assert!(!AwaitFacts(1).can_move_to(&Deleting(2)));
+        assert!(Deleting(1).can_move_to(&AwaitFacts(2)));
+        assert!(!Deleting(1).can_move_to(&AwaitFacts(3)));
+        assert!(!Deleting(1).can_move_to(&AwaitDamage));
+        assert!(AwaitFinalFacts.can_move_to(&AwaitDamage));
+        assert!(!AwaitDamage.can_move_to(&Deleting(1)));
+        assert!(!Done.can_move_to(&AwaitFacts(1)));
+    }
+}
