@@ -495,7 +495,7 @@ fn deletion_request(r: cd::DeletionRequest) -> wt::DeletionRequest {
         }
         cd::DeletionRequest::CheckDamage { config, keys } => {
             wt::DeletionRequest::CheckDamage(wt::DamageCheckRequest {
-                config: session_config_out(config),
+                config: session_config_out(*config),
                 keys,
             })
         }
@@ -520,6 +520,7 @@ fn outcome_out(o: cd::DeletionOutcome) -> wt::DeletionOutcome {
         deleted_bytes: o.deleted_bytes,
         stopped: o.stopped,
         damage_unchecked: o.damage_unchecked,
+        refused: o.refused,
     }
 }
 
@@ -589,11 +590,17 @@ impl wp::GuestDeletion for Deletion {
     }
 
     fn handle_referenced(&self, referenced: Vec<(String, String)>) -> Result<(), wt::Error> {
-        self.0.borrow_mut().handle_referenced(referenced).map_err(err)
+        self.0
+            .borrow_mut()
+            .handle_referenced(referenced)
+            .map_err(err)
     }
 
     fn handle_referenced_failed(&self, why: String) -> Result<(), wt::Error> {
-        self.0.borrow_mut().handle_referenced_failed(why).map_err(err)
+        self.0
+            .borrow_mut()
+            .handle_referenced_failed(why)
+            .map_err(err)
     }
 
     fn drain_receipts(&self) -> Vec<wt::DeletionReceipt> {
@@ -1255,14 +1262,21 @@ impl wp::GuestLedger for Ledger {
     }
 
     fn open_damage(&self) -> Vec<wt::Damage> {
-        self.0
-            .borrow()
-            .open_damage()
-            .map(|d| wt::Damage {
-                key: d.key.clone(),
-                version: version_out(d.version.clone()),
-                found_ms: d.found_ms,
-                why: d.why.clone(),
+        let l = self.0.borrow();
+        l.open_damage()
+            .map(|d| {
+                let uri = if d.key.contains("://") {
+                    d.key.clone()
+                } else {
+                    format!("{}/{}", l.table_location, d.key)
+                };
+                wt::Damage {
+                    key: d.key.clone(),
+                    version: version_out(d.version.clone()),
+                    found_ms: d.found_ms,
+                    why: d.why.clone(),
+                    restore: cd::restore_hint(&uri, &d.version),
+                }
             })
             .collect()
     }

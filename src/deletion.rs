@@ -153,7 +153,7 @@ pub enum DeletionRequest {
     /// `keys` it references ([`Deletion::handle_referenced`]).
     CheckDamage {
         /// The session to run.
-        config: SessionConfig,
+        config: Box<SessionConfig>,
         /// The keys deleted (or maybe deleted) by this run.
         keys: Vec<String>,
     },
@@ -240,6 +240,11 @@ pub struct DeletionOutcome {
     /// Why the damage check could not be made, if it could not (then the
     /// run may have damaged the table: check its deleted keys).
     pub damage_unchecked: Option<String>,
+    /// Why the run was refused before anything was attempted (a plan
+    /// applied outside a ledger whose first acceptance failed): exit 2,
+    /// and no receipts, nothing was tried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<Vec<String>>,
 }
 
 /// One key of the run and where it is.
@@ -514,7 +519,8 @@ impl Deletion {
         match batch {
             Some(_) => self.stop(vec![format!("the live state could not be read: {why}")]),
             None => {
-                self.outcome.damage_unchecked = Some(format!("the live state could not be read: {why}"));
+                self.outcome.damage_unchecked =
+                    Some(format!("the live state could not be read: {why}"));
                 self.finish();
             }
         }
@@ -601,14 +607,23 @@ impl Deletion {
     /// Answers one object of a `Head` request.
     pub fn handle_head(&mut self, key: String, answer: HeadAnswer) -> Result<()> {
         let Phase::Deleting(n) = self.phase else {
-            return Err(self.unexpected(format!("a HEAD answer for `{key}` when none was asked for")));
+            return Err(
+                self.unexpected(format!("a HEAD answer for `{key}` when none was asked for"))
+            );
         };
         let Some(it) = self.heads.remove(&key) else {
-            return Err(self.unexpected(format!("a HEAD answer for `{key}`, which was not asked for or was answered already")));
+            return Err(self.unexpected(format!(
+                "a HEAD answer for `{key}`, which was not asked for or was answered already"
+            )));
         };
         match answer {
             HeadAnswer::Failed(why) => {
-                self.receipt(&it, DeleteResult::Failed, None, Some(format!("HEAD failed: {why}")));
+                self.receipt(
+                    &it,
+                    DeleteResult::Failed,
+                    None,
+                    Some(format!("HEAD failed: {why}")),
+                );
             }
             HeadAnswer::Absent => self.receipt(&it, DeleteResult::AlreadyAbsent, None, None),
             HeadAnswer::Found(seen) => {
@@ -648,10 +663,14 @@ impl Deletion {
         answered_ms: Option<i64>,
     ) -> Result<()> {
         let Phase::Deleting(n) = self.phase else {
-            return Err(self.unexpected(format!("a DELETE answer for `{key}` when none was asked for")));
+            return Err(self.unexpected(format!(
+                "a DELETE answer for `{key}` when none was asked for"
+            )));
         };
         let Some((it, seen)) = self.deletes.remove(&key) else {
-            return Err(self.unexpected(format!("a DELETE answer for `{key}`, which was not asked for or was answered already")));
+            return Err(self.unexpected(format!(
+                "a DELETE answer for `{key}`, which was not asked for or was answered already"
+            )));
         };
         let (result, marker, detail) = match answer {
             StoreAnswer::Deleted(marker) => (DeleteResult::Deleted, marker, None),
@@ -708,8 +727,19 @@ impl Deletion {
         }
     }
 
-    /// The run stops: every key not yet deleted gets `skipped-stopped`.
+    /// The run stops: every key not yet deleted gets `skipped-stopped`;
+    /// outside a ledger, a run stopped before anything was tried is
+    /// refused instead (no receipts).
     fn stop(&mut self, why: Vec<String>) {
+        let untouched = self.phase == Phase::AwaitFacts(1)
+            && self.outcome.results.is_empty()
+            && self.deleted.is_empty();
+        if untouched && self.drills.is_none() {
+            self.rest.clear();
+            self.outcome.refused = Some(why);
+            self.finish();
+            return;
+        }
         let detail = format!("not deleted: the run stopped ({})", why.join("; "));
         let left: Vec<Item> = self
             .heads
@@ -731,8 +761,12 @@ impl Deletion {
                 self.receipt(it, DeleteResult::Unknown, None, Some(d));
             }
         }
-        self.outcome.stopped.get_or_insert_with(Vec::new).extend(why);
-        self.outbox.retain(|r| matches!(r, DeletionRequest::CheckDamage { .. }));
+        self.outcome
+            .stopped
+            .get_or_insert_with(Vec::new)
+            .extend(why);
+        self.outbox
+            .retain(|r| matches!(r, DeletionRequest::CheckDamage { .. }));
         if matches!(self.phase, Phase::AwaitFacts(_) | Phase::Deleting(_)) {
             self.after_last_batch();
         }
@@ -760,7 +794,7 @@ impl Deletion {
         self.to(Phase::AwaitDamage);
         let config = self.damage_session();
         self.outbox.push_back(DeletionRequest::CheckDamage {
-            config,
+            config: Box::new(config),
             keys: self.deleted.keys().cloned().collect(),
         });
     }
@@ -824,7 +858,12 @@ impl Deletion {
                 continue;
             };
             let detail = format!("deleted by this run, and the live table needs it: {why}");
-            let mut r = self.make_receipt(&it, DeleteResult::Damaged, Some(it.pinned.clone()), Some(detail));
+            let mut r = self.make_receipt(
+                &it,
+                DeleteResult::Damaged,
+                Some(it.pinned.clone()),
+                Some(detail),
+            );
             r.restore = Some(restore_hint(&it.uri, &it.pinned));
             r.receipt.confirmed_ms = None;
             self.push(r);
@@ -845,6 +884,8 @@ impl Deletion {
         .any(|r| count(r) > 0);
         o.exit = if count("damaged") > 0 || o.damage_unchecked.is_some() {
             3
+        } else if o.refused.is_some() {
+            2
         } else if troubled || o.stopped.is_some() {
             1
         } else {
@@ -915,7 +956,9 @@ impl Deletion {
                     answered_ms,
                 } => self.handle_delete(key, delete, requested_ms, answered_ms)?,
                 JsonAnswer::Facts { facts } => self.handle_facts(facts)?,
-                JsonAnswer::FactsFailed { facts_failed } => self.handle_facts_failed(facts_failed)?,
+                JsonAnswer::FactsFailed { facts_failed } => {
+                    self.handle_facts_failed(facts_failed)?
+                }
                 JsonAnswer::Referenced { referenced } => self.handle_referenced(referenced)?,
                 JsonAnswer::ReferencedFailed { referenced_failed } => {
                     self.handle_referenced_failed(referenced_failed)?

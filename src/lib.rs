@@ -60,8 +60,8 @@ pub mod spec;
 
 // The machinery: reached through the re-exports below.
 mod acceptance;
-mod delta_log;
 pub mod deletion;
+mod delta_log;
 mod digest;
 mod duration;
 mod expire;

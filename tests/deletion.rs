@@ -91,7 +91,13 @@ impl World {
             .enumerate()
             .map(|(i, k)| (i as i64 + 1, vec![(1, 0, k.clone())]))
             .collect();
-        let pointer = synth::write_table(&mut objects, &snaps, self.generation, synth::UUID, NOW - 20 * DAY);
+        let pointer = synth::write_table(
+            &mut objects,
+            &snaps,
+            self.generation,
+            synth::UUID,
+            NOW - 20 * DAY,
+        );
         objects.retain(|k, _| k.starts_with(&format!("{LOC}/metadata/")));
         (objects, pointer)
     }
@@ -100,7 +106,9 @@ impl World {
         let holds: Vec<String> = self
             .held
             .iter()
-            .map(|(k, g)| format!(r#"{{"scope":{{"pathPrefix":"{k}"}},"generation":{g},"reason":"case"}}"#))
+            .map(|(k, g)| {
+                format!(r#"{{"scope":{{"pathPrefix":"{k}"}},"generation":{g},"reason":"case"}}"#)
+            })
             .collect();
         format!(r#"{{"holds":[{}]}}"#, holds.join(","))
     }
@@ -109,7 +117,10 @@ impl World {
     fn plan(&self) -> SealedPlan {
         let (mut objects, pointer) = self.metadata();
         for (k, v) in &self.store {
-            objects.insert(format!("{LOC}/{k}"), (vec![0; v.size as usize], v.last_modified_ms));
+            objects.insert(
+                format!("{LOC}/{k}"),
+                (vec![0; v.size as usize], v.last_modified_ms),
+            );
         }
         let mut cfg = SessionConfig::new(LOC, &pointer, NOW, 3 * DAY);
         cfg.context = Some(self.context());
@@ -128,7 +139,11 @@ impl World {
 
     /// Which of `keys` the table references at `pointer` (a real planner
     /// session run to a complete keep set), as a host answers CheckDamage.
-    fn referenced(&self, config: SessionConfig, keys: &[String]) -> Result<Vec<(String, String)>, String> {
+    fn referenced(
+        &self,
+        config: SessionConfig,
+        keys: &[String],
+    ) -> Result<Vec<(String, String)>, String> {
         let (objects, _) = self.metadata();
         let mut s = Session::start(config).map_err(|e| e.to_string())?;
         loop {
@@ -157,7 +172,9 @@ impl World {
             .filter(|k| k.contains("orphan"))
             .cloned()
             .collect();
-        let any: Vec<String> = (0..12).map(|i| format!("data/orphan-{i:02}.parquet")).collect();
+        let any: Vec<String> = (0..12)
+            .map(|i| format!("data/orphan-{i:02}.parquet"))
+            .collect();
         match e % 8 {
             // A writer adopts a key (present or already deleted).
             0 => {
@@ -254,7 +271,9 @@ fn drive(
                     }
                     let a = match w.store.get(&t.key) {
                         None => StoreAnswer::Absent,
-                        Some(v) if t.if_match.is_some() && v.etag != t.if_match => StoreAnswer::Changed,
+                        Some(v) if t.if_match.is_some() && v.etag != t.if_match => {
+                            StoreAnswer::Changed
+                        }
                         Some(_) => {
                             w.store.remove(&t.key);
                             w.deleted.push(t.key.clone());
@@ -269,7 +288,7 @@ fn drive(
                 if let Some(&(e, p)) = events.next() {
                     w.event(e, p);
                 }
-                match w.referenced(config, &keys) {
+                match w.referenced(*config, &keys) {
                     Ok(r) => d.handle_referenced(r).unwrap(),
                     Err(e) => d.handle_referenced_failed(e).unwrap(),
                 }
@@ -294,6 +313,12 @@ proptest! {
         let plan = w.plan();
         prop_assert_eq!(plan.delete.len(), orphans);
         let (receipts, outcome) = drive(&mut w, &plan, &events, batch);
+        if outcome.refused.is_some() {
+            // Refused before anything was tried: nothing done, no receipts.
+            prop_assert!(receipts.is_empty() && w.deleted.is_empty());
+            prop_assert_eq!(outcome.exit, 2);
+            return Ok(());
+        }
         // Every key exactly one receipt (besides a damage receipt).
         let mut per_key: BTreeMap<&str, Vec<DeleteResult>> = BTreeMap::new();
         for r in &receipts {
@@ -346,7 +371,9 @@ fn a_quiet_table_loses_its_garbage_and_nothing_else() {
     assert_eq!(w.deleted.len(), 7);
     assert!(w.store.contains_key("data/live.parquet"));
     assert_eq!(receipts.len(), 7);
-    assert!(receipts.iter().all(|r| r.receipt.result == DeleteResult::Deleted));
+    assert!(receipts
+        .iter()
+        .all(|r| r.receipt.result == DeleteResult::Deleted));
 }
 
 /// A commit adopting a key of the batch being deleted: the damage check

@@ -485,7 +485,9 @@ fn walk_ledger(plan: &SealedPlan) -> Vec<String> {
             .collect()
     });
     checked.digest = checked.compute_digest();
-    let (_, probes) = l.begin_step(&checked, now + 1).expect("the verification step");
+    let (_, probes) = l
+        .begin_step(&checked, now + 1)
+        .expect("the verification step");
     let observations: Vec<Observation> = probes
         .iter()
         .map(|p| Observation {

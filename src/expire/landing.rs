@@ -61,7 +61,7 @@ pub fn expiry_landed(plan: &str, live_uri: &str, live: &[u8]) -> Result<(Landing
         .filter(|id| md.snapshots.iter().any(|s| s.snapshot_id == *id))
         .collect();
     let same = live_uri == plan.metadata_location;
-    let descends = md.metadata_log.iter().any(|m| *m == plan.metadata_location);
+    let descends = md.metadata_log.contains(&plan.metadata_location);
     Ok(if present.len() == plan.expire.len() {
         (
             Landing::NotLanded,

@@ -52,8 +52,8 @@ use crate::error::ProtocolReason;
 use crate::error::{Error, Result, UnsafeReason};
 use crate::plan::{PlannedDelete, SealedPlan};
 
-pub use drill::{drill_sample, Drill};
 pub(crate) use drill::drill_missing;
+pub use drill::{drill_sample, Drill};
 pub use freshness::{freshness, Freshness};
 
 pub use gates::Gates;

@@ -336,7 +336,10 @@ impl Ledger {
                 "receipts without a granted approval in this run: something deleted objects the ledger did not approve",
             ));
         };
-        if let Some(r) = receipts.iter().find(|r| r.result == DeleteResult::WouldDelete) {
+        if let Some(r) = receipts
+            .iter()
+            .find(|r| r.result == DeleteResult::WouldDelete)
+        {
             return Err(Error::protocol(
                 ProtocolReason::BadInput,
                 format!("`{}`: a dry run's receipt is never recorded", r.key),

@@ -15,7 +15,7 @@ use std::io::Write;
 
 use crate::component::{wasm_path, wt, Planner};
 use crate::context::ContextFiles;
-use crate::deletion::{self, Batching, Item, LiveSource};
+use crate::deletion::{self, LiveSource};
 use crate::error::HostError;
 use crate::origin::Origin;
 use crate::pointer::Pointer;
@@ -33,7 +33,7 @@ pub struct ApplyInput {
     /// Deletes in flight at once.
     pub concurrency: usize,
     /// Keys per batch (the live facts are re-read before each).
-    pub batch: usize,
+    pub batch: Option<u32>,
     /// Receipt file (JSON Lines); default `PLAN.json.receipts.jsonl`.
     pub receipts: Option<String>,
     /// Check everything, delete nothing.
@@ -65,7 +65,7 @@ pub struct Applied {
     /// Why the run stopped before its last key, if it did.
     pub stopped: Option<Vec<String>>,
     /// Damage: deleted keys the live table needs.
-    pub damage: Vec<crate::deletion::Line>,
+    pub damage: Vec<wt::DeletionReceipt>,
     /// The damage check could not be made (why).
     pub damage_unchecked: Option<String>,
     /// Where the receipts went (`None`: a dry run without `--receipts`
@@ -79,6 +79,8 @@ pub struct Applied {
     pub keys: Vec<(String, &'static str, u64)>,
     /// The plan's warnings (sealed into it), shown again where it is applied.
     pub warnings: Vec<String>,
+    /// The exit status the planner's outcome gives.
+    pub exit: u8,
 }
 
 /// Runs `apply`. `Err` means refused: nothing was deleted.
@@ -122,29 +124,8 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
         store: Store::for_uri(&table)?,
         table: table.clone(),
         pointer,
-        location_map,
-        delta,
         context,
-        allow_future_now: input.allow_future_now,
-        ledger: None,
     };
-    // Once before anything: a refusal here deletes nothing and writes no receipt.
-    let facts = source.facts(&mut planner, &table).await?;
-    let acc = planner.accept(&text, &facts)?;
-    if !acc.granted {
-        return Err(HostError::Refused(format!(
-            "the plan cannot be applied now: {} (make a new plan)",
-            acc.differences.join("; ")
-        )));
-    }
-    let items: Vec<Item> = plan
-        .delete
-        .into_iter()
-        .map(|d| Item {
-            key: d.key,
-            pinned: d.version,
-        })
-        .collect();
     // A dry run deletes nothing, so it writes no receipts unless asked to
     // (`--receipts FILE`): the real receipts file holds real deletes only.
     let receipts_path = match (&input.receipts, input.dry_run) {
@@ -152,64 +133,88 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
         (None, true) => None,
         (None, false) => Some(format!("{}.receipts.jsonl", input.plan_path)),
     };
-    // Appended line by line, so a crash loses at most the line in flight and
-    // a second run never wipes the first run's receipts.
-    let mut receipts = match &receipts_path {
-        Some(path) => Some(std::io::LineWriter::new(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| format!("open receipts {path}: {e}"))?,
-        )),
-        None => None,
-    };
+    // Opened at the first receipt (a refused run writes none), appended
+    // line by line: a crash loses at most the lines in flight, and a second
+    // run never wipes the first run's receipts.
+    let mut receipts: Option<std::io::LineWriter<std::fs::File>> = None;
     let stopped = |e: std::io::Error| {
         HostError::Stopped(format!(
             "cannot write receipts to {}: {e}; reconcile by listing",
             receipts_path.as_deref().unwrap_or("?")
         ))
     };
-    let mut sink = |r: &crate::deletion::Line| match receipts.as_mut() {
-        Some(w) => writeln!(w, "{}", r.to_json()).map_err(stopped),
-        None => Ok(()),
+    let mut sink = |r: &wt::DeletionReceipt| -> Result<(), HostError> {
+        let Some(path) = &receipts_path else {
+            return Ok(());
+        };
+        if receipts.is_none() {
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(stopped)?;
+            receipts = Some(std::io::LineWriter::new(f));
+        }
+        match receipts.as_mut() {
+            Some(w) => writeln!(w, "{}", deletion::receipt_json(r)).map_err(stopped),
+            None => Ok(()),
+        }
     };
-    let opts = Batching {
-        batch: input.batch,
-        concurrency: input.concurrency,
+    let d = planner.deletion_start(&wt::DeletionConfig {
+        plan: text.clone(),
+        location_map: crate::component::mappings(&location_map),
+        batch_size: input.batch,
         dry_run: input.dry_run,
-        wasm: input.wasm.clone(),
-    };
-    let out = deletion::run(&mut planner, &text, &source, items, &opts, &mut sink).await?;
+        allow_future_now: input.allow_future_now,
+        store_gives_etags: true,
+        keys: None,
+    })?;
+    let out = deletion::run(
+        &mut planner,
+        d,
+        &source,
+        input.concurrency,
+        input.wasm.as_deref(),
+        &mut sink,
+    )
+    .await?;
     if let Some(w) = receipts.as_mut() {
         w.flush().map_err(stopped)?;
     }
+    let outcome = out.outcome.clone();
+    if let Some(why) = &outcome.refused {
+        return Err(HostError::Refused(format!(
+            "the plan cannot be applied now: {} (make a new plan)",
+            why.join("; ")
+        )));
+    }
     let mut done = Applied {
-        stopped: out.stopped,
-        damage: out.damage,
-        damage_unchecked: out.damage_unchecked,
+        stopped: outcome.stopped.clone(),
+        damage: out.of(wt::DeleteResult::Damaged).cloned().collect(),
+        damage_unchecked: outcome.damage_unchecked.clone(),
         receipts: receipts_path.clone(),
         warnings: plan.warnings.clone(),
+        exit: outcome.exit,
         ..Applied::default()
     };
     done.would_delete = out
-        .receipts
-        .iter()
-        .filter(|r| r.result() == "would-delete")
+        .of(wt::DeleteResult::WouldDelete)
         .map(|r| r.receipt.key.clone())
         .collect();
+    done.deleted_bytes = outcome.deleted_bytes;
     for r in &out.receipts {
+        let name = crate::component::result_name(r.receipt.result);
+        if r.receipt.result == wt::DeleteResult::Damaged {
+            continue;
+        }
         done.keys
-            .push((r.receipt.key.clone(), r.result(), r.planned.size));
-        match r.result() {
-            "deleted" | "would-delete" => {
-                done.deleted += 1;
-                done.deleted_bytes += r.planned.size;
-            }
-            "already-absent" => done.absent += 1,
-            "skipped-changed" => done.changed += 1,
-            "skipped-protected" => done.protected += 1,
-            "skipped-stopped" => done.not_attempted += 1,
+            .push((r.receipt.key.clone(), name, r.planned.size));
+        match r.receipt.result {
+            wt::DeleteResult::Deleted | wt::DeleteResult::WouldDelete => done.deleted += 1,
+            wt::DeleteResult::AlreadyAbsent => done.absent += 1,
+            wt::DeleteResult::SkippedChanged => done.changed += 1,
+            wt::DeleteResult::SkippedProtected => done.protected += 1,
+            wt::DeleteResult::SkippedStopped => done.not_attempted += 1,
             _ => done.failed += 1,
         }
     }

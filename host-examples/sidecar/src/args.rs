@@ -106,7 +106,7 @@ pub struct SweepArgs {
     pub ledger: Option<String>,
     pub quarantine_ms: i64,
     pub concurrency: usize,
-    pub batch: usize,
+    pub batch: Option<u32>,
     pub allow_future_now: bool,
     pub new_ledger: bool,
 }
@@ -181,7 +181,7 @@ pub struct ApplyArgs {
     pub location_map: Vec<(String, String)>,
     pub dry_run: bool,
     pub concurrency: usize,
-    pub batch: usize,
+    pub batch: Option<u32>,
     pub receipts: Option<String>,
     pub allow_future_now: bool,
     pub wasm: Option<String>,
@@ -660,10 +660,10 @@ struct DeleteOpts {
     /// Deletes in flight.
     #[arg(long, default_value_t = 16, value_parser = positive)]
     concurrency: usize,
-    /// Keys per batch; the pointer and context are read again and the
-    /// planner asked again before each batch.
-    #[arg(long, default_value_t = crate::deletion::DEFAULT_BATCH, value_parser = positive)]
-    batch: usize,
+    /// Keys per batch (default: the planner's, 256); the pointer and
+    /// context are read again and the planner asked again before each.
+    #[arg(long, value_parser = positive_u32)]
+    batch: Option<u32>,
 }
 
 /// The ledger's location.
@@ -1129,6 +1129,14 @@ fn positive(v: &str) -> Result<usize, String> {
         .ok()
         .filter(|n| *n > 0)
         .ok_or_else(|| format!("`{v}`: a positive number"))
+}
+
+/// A positive number of at most 2^32 - 1.
+fn positive_u32(v: &str) -> Result<u32, String> {
+    v.parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("`{v}`: a positive number (at most 4294967295)"))
 }
 
 /// A size like `512MiB`, `2GiB`, `1GB` or plain bytes.

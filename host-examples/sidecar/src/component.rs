@@ -160,6 +160,116 @@ impl Planner {
 #[derive(Clone, Copy)]
 pub struct LedgerHandle(wasmtime::component::ResourceAny);
 
+/// A deletion session in the component (a `deletion` resource handle).
+#[derive(Clone, Copy)]
+pub struct DeletionHandle(wasmtime::component::ResourceAny);
+
+/// The `deletion` resource's calls.
+impl Planner {
+    /// `deletion.start`: applying a plan outside a ledger.
+    pub fn deletion_start(&mut self, c: &wt::DeletionConfig) -> Result<DeletionHandle, String> {
+        let api = self.api.lakesweep_planner_planner().deletion();
+        done(api.call_start(&mut self.store, c)).map(DeletionHandle)
+    }
+
+    /// `ledger.start-deletion`: the deletion of the ledger's approval.
+    pub fn ledger_start_deletion(
+        &mut self,
+        l: LedgerHandle,
+        c: &wt::DeletionConfig,
+    ) -> Result<DeletionHandle, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        done(api.call_start_deletion(&mut self.store, l.0, c)).map(DeletionHandle)
+    }
+
+    /// `deletion.poll-request`.
+    pub fn deletion_poll(
+        &mut self,
+        d: DeletionHandle,
+    ) -> Result<Option<wt::DeletionRequest>, String> {
+        let api = self.api.lakesweep_planner_planner().deletion();
+        api.call_poll_request(&mut self.store, d.0).map_err(trap)
+    }
+
+    /// `deletion.handle-facts`, or `handle-facts-failed` for an error.
+    pub fn deletion_facts(
+        &mut self,
+        d: DeletionHandle,
+        facts: Result<wt::Facts, String>,
+    ) -> Result<(), String> {
+        let api = self.api.lakesweep_planner_planner().deletion();
+        match facts {
+            Ok(f) => done(api.call_handle_facts(&mut self.store, d.0, &f)),
+            Err(why) => done(api.call_handle_facts_failed(&mut self.store, d.0, &why)),
+        }
+    }
+
+    /// `deletion.handle-head`.
+    pub fn deletion_head(
+        &mut self,
+        d: DeletionHandle,
+        key: &str,
+        answer: &wt::HeadOutcome,
+    ) -> Result<(), String> {
+        let api = self.api.lakesweep_planner_planner().deletion();
+        done(api.call_handle_head(&mut self.store, d.0, &key.to_owned(), answer))
+    }
+
+    /// `deletion.handle-delete`.
+    pub fn deletion_delete(
+        &mut self,
+        d: DeletionHandle,
+        key: &str,
+        answer: &wt::StoreAnswer,
+        requested_ms: i64,
+        answered_ms: Option<i64>,
+    ) -> Result<(), String> {
+        let api = self.api.lakesweep_planner_planner().deletion();
+        done(api.call_handle_delete(
+            &mut self.store,
+            d.0,
+            &key.to_owned(),
+            answer,
+            requested_ms,
+            answered_ms,
+        ))
+    }
+
+    /// `deletion.handle-referenced`, or `handle-referenced-failed`.
+    pub fn deletion_referenced(
+        &mut self,
+        d: DeletionHandle,
+        found: Result<Vec<(String, String)>, String>,
+    ) -> Result<(), String> {
+        let api = self.api.lakesweep_planner_planner().deletion();
+        match found {
+            Ok(r) => done(api.call_handle_referenced(&mut self.store, d.0, &r)),
+            Err(why) => done(api.call_handle_referenced_failed(&mut self.store, d.0, &why)),
+        }
+    }
+
+    /// `deletion.drain-receipts`.
+    pub fn deletion_receipts(
+        &mut self,
+        d: DeletionHandle,
+    ) -> Result<Vec<wt::DeletionReceipt>, String> {
+        let api = self.api.lakesweep_planner_planner().deletion();
+        api.call_drain_receipts(&mut self.store, d.0).map_err(trap)
+    }
+
+    /// `deletion.is-done`.
+    pub fn deletion_done(&mut self, d: DeletionHandle) -> Result<bool, String> {
+        let api = self.api.lakesweep_planner_planner().deletion();
+        api.call_is_done(&mut self.store, d.0).map_err(trap)
+    }
+
+    /// `deletion.outcome`.
+    pub fn deletion_outcome(&mut self, d: DeletionHandle) -> Result<wt::DeletionOutcome, String> {
+        let api = self.api.lakesweep_planner_planner().deletion();
+        api.call_outcome(&mut self.store, d.0).map_err(trap)
+    }
+}
+
 /// One method per WIT call: typed records in and out; every error is the
 /// component's, described in one line.
 impl Planner {
@@ -291,12 +401,6 @@ impl Planner {
             crate::store::clock_ms(),
             allow_future,
         ))
-    }
-
-    /// `accept-plan`: may the plan's keys be deleted now, given the live facts?
-    pub fn accept(&mut self, plan: &str, facts: &wt::LiveFacts) -> Result<wt::Acceptance, String> {
-        let api = self.api.lakesweep_planner_planner();
-        done(api.call_accept_plan(&mut self.store, &plan.to_owned(), facts))
     }
 
     /// `merge-context`: one validated context document from its parts.
@@ -496,18 +600,6 @@ impl Planner {
     ) -> Result<wt::ApprovalStep, String> {
         let api = self.api.lakesweep_planner_planner().ledger();
         done(api.call_approve(&mut self.store, l.0, &plan.to_owned(), live, now_ms))
-    }
-
-    /// `ledger.accept`: [`Planner::accept`] for a batch of a ledger's run
-    /// (the policy's restore-drill gate is checked against the ledger).
-    pub fn ledger_accept(
-        &mut self,
-        l: LedgerHandle,
-        plan: &str,
-        facts: &wt::LiveFacts,
-    ) -> Result<wt::Acceptance, String> {
-        let api = self.api.lakesweep_planner_planner().ledger();
-        done(api.call_accept(&mut self.store, l.0, &plan.to_owned(), facts))
     }
 
     /// `ledger.record`.
@@ -737,6 +829,7 @@ pub fn result_name(r: wt::DeleteResult) -> &'static str {
         wt::DeleteResult::Failed => "failed",
         wt::DeleteResult::Unknown => "unknown",
         wt::DeleteResult::Damaged => "damaged",
+        wt::DeleteResult::WouldDelete => "would-delete",
     }
 }
 

@@ -102,10 +102,10 @@ fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, error::HostErro
             "approval": s.approval.as_ref().map(sweep::approval_json),
             "gates": sweep::gates_json(&s.gates), "ledger": s.ledger_uri,
             "stopped": s.stopped,
-            "damage": s.damage.iter().map(deletion::Line::to_json).collect::<Vec<_>>(),
-            "openDamage": s.open_damage.iter().map(|(d, hint)| serde_json::json!({
+            "damage": s.damage.iter().map(deletion::receipt_json).collect::<Vec<_>>(),
+            "openDamage": s.open_damage.iter().map(|d| serde_json::json!({
                 "key": d.key, "version": component::version_json(&d.version),
-                "foundMs": d.found_ms, "why": d.why, "restore": hint})).collect::<Vec<_>>(),
+                "foundMs": d.found_ms, "why": d.why, "restore": d.restore})).collect::<Vec<_>>(),
             "warnings": s.warnings,
             "damageUnchecked": s.damage_unchecked,
             "notes": s.notes, "outlook": sweep::outlook_json(&s.outlook)});
@@ -161,7 +161,7 @@ async fn apply_one(a: &args::ApplyArgs, plan: &str) -> Result<ExitCode, error::H
                 "alreadyAbsent": done.absent, "skippedChanged": done.changed,
                 "skippedProtected": done.protected, "notAttempted": done.not_attempted,
                 "failed": done.failed, "receipts": done.receipts, "stopped": done.stopped,
-                "damage": done.damage.iter().map(deletion::Line::to_json).collect::<Vec<_>>(),
+                "damage": done.damage.iter().map(deletion::receipt_json).collect::<Vec<_>>(),
                 "damageUnchecked": done.damage_unchecked, "keys": keys,
                 "warnings": done.warnings,
             })
@@ -202,15 +202,8 @@ async fn apply_one(a: &args::ApplyArgs, plan: &str) -> Result<ExitCode, error::H
             d.restore.as_deref().unwrap_or("")
         );
     }
-    Ok(
-        if !done.damage.is_empty() || done.damage_unchecked.is_some() {
-            ExitCode::from(3)
-        } else if done.failed + done.changed + done.not_attempted > 0 || done.stopped.is_some() {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        },
-    )
+    // The planner's outcome names the exit status.
+    Ok(ExitCode::from(done.exit))
 }
 
 /// Plan files to apply: each argument, or each `*.plan.json` of a folder

@@ -173,21 +173,9 @@ fn progress(template: &str) -> ProgressBar {
 
 /// Runs a planner session over the table.
 pub async fn run(input: &PlanInput) -> Result<Outcome, String> {
-    match session(input, None).await? {
+    match session(input).await? {
         Run::Plan(o) => Ok(*o),
         Run::Referenced(_) => Err("the planner answered a question not asked".into()),
-    }
-}
-
-/// Which of `keys` (relative) the table references now: a session on the
-/// live pointer, stopped once its keep set is complete (nothing is listed).
-pub async fn referenced_now(
-    input: &PlanInput,
-    keys: Vec<String>,
-) -> Result<Vec<(String, String)>, String> {
-    match session(input, Some(keys)).await? {
-        Run::Referenced(r) => Ok(r),
-        Run::Plan(_) => Err("the planner sealed a plan instead of answering".into()),
     }
 }
 
@@ -196,7 +184,49 @@ enum Run {
     Referenced(Vec<(String, String)>),
 }
 
-async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run, String> {
+/// Which of `keys` a planner session started from `config` (the core's
+/// own: a deletion's damage check) references once its keep set is
+/// complete; the table's store is `table`'s.
+pub async fn referenced_with(
+    config: wt::SessionConfig,
+    table: &str,
+    wasm: Option<&str>,
+    keys: Vec<String>,
+) -> Result<Vec<(String, String)>, String> {
+    let store = Store::for_uri(table)?;
+    let input = PlanInput {
+        table: table.to_owned(),
+        pointer: Pointer::Explicit(config.metadata_location.clone()),
+        format: match config.format {
+            wt::TableFormat::Delta => Format::Delta,
+            wt::TableFormat::Iceberg => Format::Iceberg,
+        },
+        now_ms: config.now_ms,
+        retention_ms: config.file_retention_ms,
+        location_map: Vec::new(),
+        wasm: wasm.map(str::to_owned),
+        policy: None,
+        context: None,
+        keep_all_decisions: false,
+        keep_versions: Vec::new(),
+        log_cleanup: false,
+        allow_short_retention: true,
+        memory_budget: config.memory_budget_bytes,
+        manifest_cache: false,
+        origin: None,
+        report: false,
+        what_if: None,
+        foreign_roots: Vec::new(),
+        prior_pointers: Vec::new(),
+        deleted_index: None,
+    };
+    match drive(&input, store, config, Some(keys)).await? {
+        Run::Referenced(r) => Ok(r),
+        Run::Plan(_) => Err("the planner sealed a plan instead of answering".into()),
+    }
+}
+
+async fn session(input: &PlanInput) -> Result<Run, String> {
     let store = Store::for_uri(&input.table)?;
     let format = match input.format {
         Format::Auto => detect(&store, &input.table).await?,
@@ -233,12 +263,6 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
             Err(e) => return Err(e),
         }
     };
-    let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
-    let digests = Digests::new(
-        wasm_path(input.wasm.as_deref()),
-        input.manifest_cache,
-        input.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET),
-    )?;
     let cfg = wt::SessionConfig {
         table_location: input.table.clone(),
         format: if format == Format::Delta {
@@ -267,6 +291,25 @@ async fn session(input: &PlanInput, question: Option<Vec<String>>) -> Result<Run
         prior_pointers: input.prior_pointers.clone(),
         deleted_index: input.deleted_index.clone(),
     };
+    drive(input, store, cfg, None).await
+}
+
+/// Runs a planner session started from `cfg` over `store`: serves its
+/// reads, streams the listing, answers its pointer re-reads from
+/// `input.pointer`; with a `question`, stops once the keep set is
+/// complete and answers which of those keys it references.
+async fn drive(
+    input: &PlanInput,
+    store: Store,
+    cfg: wt::SessionConfig,
+    question: Option<Vec<String>>,
+) -> Result<Run, String> {
+    let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
+    let digests = Digests::new(
+        wasm_path(input.wasm.as_deref()),
+        input.manifest_cache,
+        input.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET),
+    )?;
 
     let Planner { store: wstore, api } = &mut planner;
     let p = api.lakesweep_planner_planner();

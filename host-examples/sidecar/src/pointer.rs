@@ -207,35 +207,28 @@ async fn version_hint(store: &Store, table: &str) -> Result<String, String> {
     Ok(format!("{table}/metadata/v{n}.metadata.json"))
 }
 
-/// The newest version of a Delta table as the planner names it (the newest
-/// commit, or a newer checkpoint of a checkpoint-only log) with that file's
-/// identity, decided by the component from the listing of `_delta_log/`.
-/// `canonical` is the plan's table location (an `s3a://` table then names
-/// the same URI as the store's `s3://` keys).
-pub async fn delta_head(
-    planner: &mut crate::component::Planner,
+/// The listing of a Delta table's `_delta_log/` (`prefix`, as the planner
+/// names it), every key spelled under that prefix (a store may list an
+/// `s3a://` table under `s3://`): the planner finds the newest version in
+/// it.
+pub async fn log_listing(
     store: &Store,
-    table: &str,
-    canonical: &str,
-) -> Result<crate::component::wt::LogHead, String> {
+    prefix: &str,
+) -> Result<Vec<crate::component::wt::ListedObject>, String> {
     use futures::StreamExt;
-    let log = format!("{table}/_delta_log/");
     let mut objects = Vec::new();
-    let mut listing = store.list(&log);
+    let mut listing = store.list(prefix.trim_end_matches('/'));
     while let Some(o) = listing.next().await {
         let o = o?;
-        // The planner judges names under the plan's own spelling of the table.
         let Some((_, name)) = o.uri.rsplit_once("/_delta_log/") else {
             continue;
         };
         objects.push(crate::component::wt::ListedObject {
-            key: format!("{canonical}/_delta_log/{name}"),
+            key: format!("{prefix}{name}"),
             version: o.version(),
         });
     }
-    planner.delta_head(canonical, &objects)?.ok_or_else(|| {
-        format!("{log} holds no commit and no checkpoint: the table is gone or not a Delta table")
-    })
+    Ok(objects)
 }
 
 /// The highest `vN.metadata.json` (also `vN.gz.metadata.json`) under

@@ -29,7 +29,7 @@ pub struct SweepInput {
     /// Deletes in flight.
     pub concurrency: usize,
     /// Keys per batch (the live facts are re-read and accepted before each).
-    pub batch: usize,
+    pub batch: Option<u32>,
     /// Accept a plan judged ahead of the clock (what-if runs, tests).
     pub allow_future_now: bool,
     /// `--new-ledger`: start a new ledger although bundles of an earlier one remain.
@@ -51,7 +51,7 @@ pub struct Swept {
     /// Why the deletes stopped before the last batch, if they did.
     pub stopped: Option<Vec<String>>,
     /// Damage: deleted keys the live table needs after the run.
-    pub damage: Vec<crate::deletion::Line>,
+    pub damage: Vec<wt::DeletionReceipt>,
     /// The damage check could not be made (why).
     pub damage_unchecked: Option<String>,
     /// What the store's client told (a listing fallback taken) and the
@@ -66,7 +66,7 @@ pub struct Swept {
     pub warnings: Vec<String>,
     /// The ledger's open damage after the run: keys it deleted that the
     /// table references now, with how to restore each.
-    pub open_damage: Vec<(wt::Damage, String)>,
+    pub open_damage: Vec<wt::Damage>,
 }
 
 /// The default ledger location: under the table's hidden `_lakesweep/`
@@ -261,24 +261,35 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
         store: store.clone(),
         table: table.clone(),
         pointer: input.plan.pointer.clone(),
-        location_map: input.plan.location_map.clone(),
-        delta,
         context: input.inputs.clone(),
-        allow_future_now: input.allow_future_now,
-        ledger: Some(ledger),
     };
     let canonical = outcome.plan.table_location.clone();
-    let facts = source.facts(&mut planner, &canonical).await?;
+    let log_prefix = delta.then(|| format!("{canonical}/_delta_log/"));
+    let facts = source.facts(&mut planner, log_prefix.as_deref()).await?;
+    // The pointer in the planner's terms: mapped and canonical, or the
+    // Delta log's head (the planner's, from the listing).
+    let (metadata_location, head) = match &facts.pointer {
+        Some(raw) => (
+            planner.canonical_pointer(raw, &input.plan.location_map)?,
+            None,
+        ),
+        None => {
+            let h = planner
+                .delta_head(&canonical, &facts.log)?
+                .ok_or("the Delta log holds no version now: the table is gone")?;
+            (h.uri, Some(h.version))
+        }
+    };
     let live = wt::LiveState {
-        metadata_location: facts.metadata_location,
+        metadata_location,
         context: facts.context,
         blocked: blocked
             .into_iter()
             .map(|(key, why)| wt::BlockedKey { key, why })
             .collect(),
-        head: facts.head,
+        head,
         clock_ms: Some(facts.clock_ms),
-        allow_future_now: facts.allow_future_now,
+        allow_future_now: input.allow_future_now,
     };
     let step = planner.ledger_approve(ledger, &outcome.plan_json, &live, now)?;
     moves.extend(step.moves);
@@ -289,49 +300,36 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
         // Saved before deleting: a crash from here leaves DELETE_APPROVED,
         // which the next run turns into DELETE_UNKNOWN and reconciles.
         save(&mut planner, ledger, &lstore, &ledger_uri).await?;
-        let objects = planner.ledger_objects(ledger)?;
-        let items = approval
-            .keys
-            .iter()
-            .filter_map(|key| {
-                let o = objects.iter().find(|o| o.key == *key)?;
-                Some(crate::deletion::Item {
-                    pinned: o.version.clone(),
-                    key: key.clone(),
-                })
-            })
-            .collect();
-        let opts = crate::deletion::Batching {
-            batch: input.batch,
-            concurrency: input.concurrency,
-            dry_run: false,
-            wasm: input.plan.wasm.clone(),
-        };
+        // The planner's deletion of exactly what it approved.
+        let d = planner.ledger_start_deletion(
+            ledger,
+            &wt::DeletionConfig {
+                plan: outcome.plan_json.clone(),
+                location_map: crate::component::mappings(&input.plan.location_map),
+                batch_size: input.batch,
+                dry_run: false,
+                allow_future_now: input.allow_future_now,
+                store_gives_etags: true,
+                keys: None,
+            },
+        )?;
         let out = crate::deletion::run(
             &mut planner,
-            &outcome.plan_json,
+            d,
             &source,
-            items,
-            &opts,
+            input.concurrency,
+            input.plan.wasm.as_deref(),
             &mut |_| Ok(()),
         )
         .await?;
-        // Damage found after the deletes is recorded as such, with the
-        // receipts: the ledger keeps it open until the key is back.
-        let receipts: Vec<wt::Receipt> = out
-            .receipts
-            .into_iter()
-            .map(|l| l.receipt)
-            .chain(out.damage.iter().map(|l| wt::Receipt {
-                result: wt::DeleteResult::Damaged,
-                ..l.receipt.clone()
-            }))
-            .collect();
-
-        stopped = out.stopped;
-        damage = out.damage;
-        damage_unchecked = out.damage_unchecked;
-        // Deletes happened: a failure from here on is a stop, not a refusal.
+        let o = out.outcome.clone();
+        stopped = o.stopped.or(o.refused);
+        damage = out.of(wt::DeleteResult::Damaged).cloned().collect();
+        damage_unchecked = o.damage_unchecked;
+        // Damage receipts go with the others: the ledger keeps the damage
+        // open until the key is back. Deletes happened: a failure from
+        // here on is a stop, not a refusal.
+        let receipts: Vec<wt::Receipt> = out.receipts.into_iter().map(|r| r.receipt).collect();
         let step = planner
             .ledger_record(ledger, &receipts, now)
             .map_err(|e| HostError::Stopped(format!("the receipts could not be recorded: {e}")))?;
@@ -340,17 +338,7 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
     }
     save(&mut planner, ledger, &lstore, &ledger_uri).await?;
     let outlook = planner.ledger_outlook(ledger, now)?;
-    let open_damage = planner
-        .ledger_open_damage(ledger)?
-        .into_iter()
-        .map(|d| {
-            let hint = crate::deletion::restore_hint(
-                &crate::store::object_uri(&table, &d.key),
-                &d.version,
-            );
-            (d, hint)
-        })
-        .collect();
+    let open_damage = planner.ledger_open_damage(ledger)?;
     Ok(Swept {
         outlook,
         now_ms: now,
@@ -420,15 +408,7 @@ async fn reconcile_locked(
     moves.extend(step.moves);
     save(&mut planner, ledger, lstore, &ledger_uri).await?;
     let outlook = planner.ledger_outlook(ledger, now)?;
-    let open_damage = planner
-        .ledger_open_damage(ledger)?
-        .into_iter()
-        .map(|d| {
-            let hint =
-                crate::deletion::restore_hint(&crate::store::object_uri(table, &d.key), &d.version);
-            (d, hint)
-        })
-        .collect();
+    let open_damage = planner.ledger_open_damage(ledger)?;
     Ok(Swept {
         outlook,
         now_ms: now,
@@ -604,7 +584,7 @@ pub fn human(s: &Swept) -> String {
             d.restore.as_deref().unwrap_or("")
         ));
     }
-    for (d, hint) in &s.open_damage {
+    for d in &s.open_damage {
         if s.damage.iter().any(|x| x.receipt.key == d.key) {
             continue;
         }
@@ -613,7 +593,7 @@ pub fn human(s: &Swept) -> String {
             crate::report::time(d.found_ms),
             crate::report::esc(&d.key),
             crate::report::esc(&d.why),
-            hint
+            d.restore
         ));
     }
     if !s.outlook.is_empty() {

@@ -807,15 +807,10 @@ fn a_pointer_that_goes_backwards_refuses_the_plan() {
     let orphans = keys(&py(&["orphans", d, "2", "10"]));
     let table = info["location"].as_str().unwrap().to_owned();
     let current = info["metadata_location"].as_str().unwrap().to_owned();
-    let md: Value = serde_json::from_slice(
-        &std::fs::read(current.strip_prefix("file://").unwrap()).unwrap(),
-    )
-    .unwrap();
-    let older = md["metadata-log"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()["metadata-file"]
+    let md: Value =
+        serde_json::from_slice(&std::fs::read(current.strip_prefix("file://").unwrap()).unwrap())
+            .unwrap();
+    let older = md["metadata-log"].as_array().unwrap().last().unwrap()["metadata-file"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -826,7 +821,15 @@ fn a_pointer_that_goes_backwards_refuses_the_plan() {
         c = count.display()
     );
     let now = month_ahead();
-    let o = lakesweep(&["plan", &table, "--pointer-cmd", &cmd, "--now", &now, "--json"]);
+    let o = lakesweep(&[
+        "plan",
+        &table,
+        "--pointer-cmd",
+        &cmd,
+        "--now",
+        &now,
+        "--json",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
     assert!(out_text(&o).contains("stale-pointer"), "{}", out_text(&o));
     assert!(out_text(&o).contains("went backwards"), "{}", out_text(&o));
