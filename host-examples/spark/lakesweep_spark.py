@@ -94,9 +94,9 @@ def _digest_partition(spec):
     return run
 
 
-def _delete_partition(spec, table, dry_run):
-    def run(items):
-        yield from lakesweep.delete_keys(executor_store(spec), table, list(items), dry_run=dry_run)
+def _io_partition(spec, kind):
+    def run(targets):
+        yield from lakesweep.store_io(executor_store(spec), kind, list(targets))
 
     return run
 
@@ -154,24 +154,29 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, partitions
         shipped.unpersist()
 
 
-def apply(spark, document, *, store_spec, pointer=None, batch=lakesweep._apply.BATCH, partitions=None,
+def apply(spark, document, *, store_spec, pointer=None, batch=None, partitions=None,
           dry_run=False, sink=None, **options):
-    """Applies the sealed plan ``document`` with the deletes spread over
-    Spark's executors. ``pointer`` reads the metadata location now (Iceberg;
-    a Delta table's is its log); the other options are
-    :class:`lakesweep.Deletion`'s. ``sink(receipt)`` gets every receipt as
-    the driver receives it. Returns :class:`lakesweep.Applied`."""
-    d = lakesweep.Deletion(document, executor_store(store_spec, pointer), **options)
+    """Applies the sealed plan ``document`` with the HEADs and DELETEs
+    spread over Spark's executors: the driver runs the planner's deletion
+    session (the facts, the acceptance of every batch, the version checks,
+    the damage check), each of its requests' objects is split over the
+    executors, and their answers come back to it. ``pointer`` reads the
+    metadata location now (Iceberg; a Delta table's is its log); the other
+    options are :class:`lakesweep.Deletion`'s (``batch``: none, the
+    planner's). ``sink(receipt)`` gets every receipt as the driver writes
+    it. Returns :class:`lakesweep.Applied`."""
+    d = lakesweep.Deletion(document, executor_store(store_spec, pointer), batch=batch, dry_run=dry_run,
+                           **options)
     sc = spark.sparkContext
 
-    def delete_batch(items):
-        if not items:
+    def io(kind, targets):
+        if not targets:
             return iter(())
-        n = partitions or max(1, min(len(items), sc.defaultParallelism * 4))
-        rdd = sc.parallelize(items, n).mapPartitions(_delete_partition(store_spec, d.table, dry_run))
+        n = partitions or max(1, min(len(targets), sc.defaultParallelism * 4))
+        rdd = sc.parallelize(targets, n).mapPartitions(_io_partition(store_spec, kind))
         return _gathered(sc, rdd, n)
 
-    return d.run(delete_batch, batch=batch, sink=sink)
+    return d.run(io, sink=sink)
 
 
 def main(argv=None):
@@ -226,16 +231,17 @@ def main(argv=None):
             done = apply(spark, document, store_spec=spec, pointer=lambda: metadata, location_map=maps,
                          dry_run=args.dry_run, sink=sink, allow_future_now=args.allow_future_now)
         counts = {k: done.count(k) for k in ("deleted", "would-delete", "already-absent", "skipped-changed",
-                                             "skipped-protected", "skipped-stopped", "failed")}
+                                             "skipped-protected", "skipped-stopped", "failed", "unknown")}
         print("lakesweep: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + f"; receipts in {path}")
+        if done.refused:
+            print("lakesweep: refused, nothing deleted: " + "; ".join(done.refused))
         if done.damage or done.damage_unchecked:
             print(f"lakesweep: DAMAGE: {len(done.damage)} deleted keys the live table needs"
                   + (f" (damage check failed: {done.damage_unchecked})" if done.damage_unchecked else ""))
-            return 3
         if done.stopped:
             print("lakesweep: the run stopped: " + "; ".join(done.stopped))
-            return 2
-        return 1 if counts["failed"] else 0
+        # The planner's outcome names the exit status.
+        return done.exit
     finally:
         spark.stop()
 

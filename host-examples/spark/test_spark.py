@@ -139,7 +139,7 @@ def test_apply_on_the_executors_deletes_the_plan_with_a_receipt_per_key(spark, t
     # The table moved since the plan: nothing is deleted.
     moved = t["metadata_location"].replace(".metadata.json", "-moved.metadata.json")
     done = apply(spark, p.document, store_spec=spec, pointer=lambda: moved, allow_future_now=True)
-    assert done.stopped and {r["result"] for r in done.receipts} == {"skipped-stopped"}
+    assert done.refused and done.receipts == [] and done.exit == 2, done
     assert all((root / rel / k).exists() for k, _ in p.delete)
     # One object rewritten since the plan is kept; the rest go.
     changed = root / rel / p.delete[0][0]
@@ -174,8 +174,8 @@ def test_the_spark_submit_apply_entry_point(tmp_path):
     assert r.returncode == 2 and "needs --metadata" in r.stdout + r.stderr
     r = subprocess.run(base + ["--metadata", t["metadata_location"]], capture_output=True, text=True)
     # Judged at a time ahead of this machine's clock: refused unless asked.
-    assert r.returncode == 2 and "the run stopped" in r.stdout, r.stdout + r.stderr[-2000:]
-    Path(f"{plan_file}.receipts.jsonl").unlink()
+    assert r.returncode == 2 and "refused, nothing deleted" in r.stdout, r.stdout + r.stderr[-2000:]
+    Path(f"{plan_file}.receipts.jsonl").unlink(missing_ok=True)
     r = subprocess.run(base + ["--metadata", t["metadata_location"], "--allow-future-now"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
     lines = [json.loads(x) for x in Path(f"{plan_file}.receipts.jsonl").read_text().splitlines()]

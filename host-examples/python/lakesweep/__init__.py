@@ -16,13 +16,13 @@ component's, and a refusal is raised as :class:`PlanRefused`.
 import json
 from dataclasses import dataclass, field as dc_field
 
-from ._apply import Applied, Deletion, apply, delete_keys
+from ._apply import Applied, Deletion, apply, store_io
 from ._component import Component, PlanRefused, field, record
 from ._stores import ArrowStore, LocalStore
 
 __all__ = [
     "plan", "plan_expiry", "check_policy", "delta_head", "digest_manifest", "apply", "Plan", "PlanRefused", "Sweep",
-    "PageClassifier", "LocalStore", "ArrowStore", "Deletion", "Applied", "delete_keys",
+    "PageClassifier", "LocalStore", "ArrowStore", "Deletion", "Applied", "store_io",
 ]
 
 
@@ -31,7 +31,7 @@ __all__ = [
 class Plan:
     """A sealed plan."""
 
-    #: The stored document (``lakesweep.plan.v2``), byte for byte.
+    #: The stored document (``lakesweep.plan.v3``), byte for byte.
     document: str
     #: Its digest.
     digest: str
@@ -62,6 +62,12 @@ def _listed(o):
         key=uri,
         version=record(size=size, last_modified_ms=mtime_ms, etag=etag, version_id=None),
     )
+
+
+def _listed_json(o):
+    """A listed object as the planner's JSON spells it."""
+    uri, size, mtime_ms, etag = o
+    return {"key": uri, "size": size, "lastModifiedMs": mtime_ms, "etag": etag, "versionId": None}
 
 
 def _page_json(objects):

@@ -101,11 +101,12 @@ def test_apply_refuses_a_moved_pointer_before_deleting_anything(events):
     p = plan_later(t, store)
     later = LocalStore(roots=[(VROOT, str(root))], pointer=lambda: moved)
     done = lakesweep.apply(p.document, later, allow_future_now=True)
-    assert done.stopped and {r["result"] for r in done.receipts} == {"skipped-stopped"}
+    # Refused before anything was tried: exit 2, no receipts.
+    assert done.refused and done.receipts == [] and done.exit == 2, done
     assert all(on_disk(root, t, k).exists() for k, _ in p.delete)
     # A plan judged in the future is refused against this machine's clock.
     done = lakesweep.apply(p.document, store)
-    assert done.stopped and any("clock" in d or "future" in d for d in done.stopped), done.stopped
+    assert done.refused and any("clock" in d or "future" in d for d in done.refused), done.refused
     assert all(on_disk(root, t, k).exists() for k, _ in p.delete)
 
 
@@ -144,9 +145,10 @@ def test_a_pointer_moving_during_the_run_stops_it_and_the_damage_check_runs(even
     results = [r["result"] for r in done.receipts]
     assert results[0] == "deleted" and set(results[1:]) == {"skipped-stopped"}
     assert done.stopped
-    # The damage check planned the live (older) document and found that it
-    # does not need the deleted key either.
-    assert done.damage == [] and done.damage_unchecked is None
+    # The damage check cannot trust a pointer that went back to an older
+    # document than the plan's: it says so (exit 3), never "no damage".
+    assert done.damage == [] and "went backwards" in done.damage_unchecked, done.outcome
+    assert done.exit == 3
 
 
 class LostAnswerStore(LocalStore):
@@ -181,7 +183,7 @@ def test_a_delta_commit_landing_during_the_run_stops_it_and_names_the_damage(tmp
 
     def sink(r):
         # Just after the first delete: a writer adds that file back.
-        if not landed and r["result"] in ("deleted", "failed"):
+        if not landed and r["result"] in ("deleted", "unknown"):
             landed.append(r["key"])
             action = {"add": {"path": quote(r["key"], safe="/="), "partitionValues": {}, "size": 1,
                               "modificationTime": now, "dataChange": True}}
@@ -190,8 +192,10 @@ def test_a_delta_commit_landing_during_the_run_stops_it_and_names_the_damage(tmp
     done = lakesweep.apply(p.document, store, batch=1, sink=sink, allow_future_now=True)
     assert landed == [first]
     results = [r["result"] for r in done.receipts]
-    assert results[0] == ("deleted" if store_class is LocalStore else "failed")
-    assert set(results[1:]) == {"skipped-stopped"}, results
-    assert done.damage_unchecked is None
+    # A lost answer is an unknown outcome, never "deleted" or "failed".
+    assert results[0] == ("deleted" if store_class is LocalStore else "unknown")
+    # Every key one receipt; the damaged one a second, its damage receipt.
+    assert set(results[1:-1]) == {"skipped-stopped"} and results[-1] == "damaged", results
+    assert done.damage_unchecked is None and done.exit == 3
     assert [r["key"] for r in done.damage] == [first], done.damage
     assert "the live table needs it" in done.damage[0]["detail"]
