@@ -60,7 +60,10 @@ python3 -m pip install --quiet --disable-pip-version-check ./host-examples/pytho
 ( cd host-examples/python && python3 -m pytest -q -p no:cacheprovider tests )
 # The Spark host on local[2]: the listing spread over executors, the plan
 # sealed on the driver equal to the pinned plans.
-( cd host-examples/spark && python3 -m pytest -q -p no:cacheprovider test_spark.py )
+# Every deleting host (sidecar, Python, Spark, Node) through the planner's
+# one deletion session: the same receipts and exit with a commit mid-run;
+# the same sealed plan from the same table, policy and clock.
+( cd host-examples/spark && python3 -m pytest -q -p no:cacheprovider test_spark.py test_cross_host.py )
 if [ -d ../shared/fixtures ]; then
   ( cd host-examples/sidecar && cargo test --test delta -- --ignored )
 fi

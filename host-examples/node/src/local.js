@@ -28,6 +28,39 @@ export class LocalStore {
     return uri.startsWith('file://') ? uri.slice('file://'.length) : null;
   }
 
+  /// A file system gives no entity tags.
+  get givesEtags() {
+    return false;
+  }
+
+  /// The file's version, or null when there is none.
+  async head(uri) {
+    const p = this.pathOf(uri);
+    if (p === null) throw new Error(`${uri}: not a local file (this store holds file:// URIs)`);
+    try {
+      const st = await fs.lstat(p, { bigint: true });
+      if (!st.isFile()) throw new Error(`${uri} is not a file`);
+      return { size: st.size, lastModifiedMs: st.mtimeNs / 1_000_000n };
+    } catch (e) {
+      if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return null;
+      throw e;
+    }
+  }
+
+  /// Removes the file (a file system has no conditional delete): a
+  /// `store-answer`.
+  async delete(uri) {
+    const p = this.pathOf(uri);
+    if (p === null) return { tag: 'failed', val: `${uri}: not a local file` };
+    try {
+      await fs.unlink(p);
+      return { tag: 'deleted' };
+    } catch (e) {
+      if (e.code === 'ENOENT') return { tag: 'absent' };
+      return { tag: 'unknown', val: `delete ${uri}: ${e.message}` };
+    }
+  }
+
   async read(uri) {
     const p = this.pathOf(uri);
     if (p === null) throw new Error(`${uri}: not a local file (this store holds file:// URIs)`);

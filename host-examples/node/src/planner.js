@@ -142,3 +142,25 @@ export async function plan(options, store, { concurrency = 16, onKeepSetComplete
   const sealed = call(() => session.finish());
   return { plan: sealed, document: sealed.document, decisions };
 }
+
+/// Which of `keys` a planner session started from `config` (the planner's
+/// own: a deletion's damage check) references once its keep set is
+/// complete, reading from `store`: [[key, why]].
+export async function referencedWith(config, keys, store) {
+  const session = call(() => planner.Session.start(config));
+  for (;;) {
+    const reads = [];
+    let listing = false;
+    for (let r = session.pollRequest(); r !== undefined; r = session.pollRequest()) {
+      if (r.tag === 'read-blob') reads.push(r.val);
+      else if (r.tag === 'list') listing = true;
+    }
+    for (const uri of reads) {
+      const bytes = await store.read(uri);
+      if (bytes === null || bytes === undefined) call(() => session.handleMissing(uri));
+      else call(() => session.handleBlob(uri, bytes));
+    }
+    if (listing) return call(() => session.referenced(keys));
+    if (!reads.length) throw new Error('the damage check session stopped before its keep set was complete');
+  }
+}

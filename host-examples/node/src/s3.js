@@ -5,7 +5,13 @@
 // URIs name the same objects as `s3://`; listed keys keep the scheme the
 // planner asked with.
 
-import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  S3Client,
+} from '@aws-sdk/client-s3';
 
 /// `s3://bucket/key` (also `s3a://`, `s3n://`) as {scheme, bucket, key}.
 export function parseS3(uri) {
@@ -87,5 +93,47 @@ export class S3Store {
 
   async pointer() {
     return this.pointerFn();
+  }
+
+  /// S3's HEAD gives entity tags: a plan's pinned ETag can be checked.
+  get givesEtags() {
+    return true;
+  }
+
+  /// The object's version, or null when there is none.
+  async head(uri) {
+    const { bucket, key } = parseS3(uri);
+    try {
+      const r = await this.client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+      return {
+        size: BigInt(r.ContentLength ?? 0),
+        lastModifiedMs: BigInt(r.LastModified.getTime()),
+        etag: r.ETag,
+        versionId: r.VersionId,
+      };
+    } catch (e) {
+      if (e.name === 'NotFound' || e.name === 'NoSuchKey' || (e.$metadata?.httpStatusCode === 404 && e.name !== 'NoSuchBucket')) return null;
+      throw new Error(`HEAD ${uri}: ${e.name}: ${e.message}`);
+    }
+  }
+
+  /// Deletes the object once, while its ETag is still `ifMatch` (when
+  /// given): what the store said, in the planner's terms (a
+  /// `store-answer`). An error is an unknown outcome: the request may have
+  /// been carried out.
+  async delete(uri, ifMatch) {
+    const { bucket, key } = parseS3(uri);
+    try {
+      const r = await this.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key, IfMatch: ifMatch }));
+      return { tag: 'deleted', val: r.DeleteMarker ? r.VersionId : undefined };
+    } catch (e) {
+      const status = e.$metadata?.httpStatusCode;
+      if (status === 412 || e.name === 'PreconditionFailed') return { tag: 'changed' };
+      if (status === 404 && e.name !== 'NoSuchBucket') return { tag: 'absent' };
+      if (status !== undefined && status >= 400 && status < 500 && ![408, 429].includes(status)) {
+        return { tag: 'failed', val: `DELETE ${uri}: ${e.name}: ${e.message}` };
+      }
+      return { tag: 'unknown', val: `DELETE ${uri}: ${e.name}: ${e.message}` };
+    }
   }
 }

@@ -18,6 +18,7 @@
 import { createHash } from 'node:crypto';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 
+import { apply } from './apply.js';
 import { call as wrap, plan, planner } from './planner.js';
 import { S3Store, parseS3 } from './s3.js';
 
@@ -182,4 +183,34 @@ export async function coordinate(options) {
     },
   });
   return { ...run, pageDecisions: decisions, keepSet };
+}
+
+/// The delete handler: one share of a sealed plan per call (a page of its
+/// keys), for a serverless deployment. `event`: {plan: the sealed plan
+/// document, or planUri: where it is stored; keys: the plan's keys this
+/// call deletes (none: all)}; `options.store` (an S3Store whose `pointer`
+/// reads the catalog), `options.context` (async () => the context now).
+/// Each call is a whole run of the planner's deletion session over its
+/// keys (the facts accepted before each batch, each key HEADed and deleted
+/// only while it is the planned version, the damage check after): returns
+/// {receipts, outcome} (JSON: numbers as decimal strings), the same
+/// receipts every host writes.
+export async function deleteHandler(event, _context, options = {}) {
+  if (!event || typeof event !== 'object') throw new Error('the event must be an object: {plan | planUri, keys?}');
+  const store = options.store || new S3Store({ pointer: options.pointer });
+  let document = event.plan;
+  if (document === undefined) {
+    if (typeof event.planUri !== 'string') throw new Error('the event names no plan: give `plan` (the document) or `planUri`');
+    const bytes = await store.read(event.planUri);
+    if (!bytes) throw new Error(`the plan ${event.planUri} does not exist`);
+    document = new TextDecoder().decode(bytes);
+  }
+  if (event.keys !== undefined && !Array.isArray(event.keys)) throw new Error('`keys` must be a list of the plan\'s keys');
+  const done = await apply(document, store, {
+    keys: event.keys,
+    context: options.context,
+    allowFutureNow: !!event.allowFutureNow,
+    batch: event.batch,
+  });
+  return json(done);
 }

@@ -1,0 +1,110 @@
+// Applying a sealed plan from Node: the I/O loop around the planner's
+// deletion session (the `deletion` resource). The session decides the
+// batches, the acceptance of each against the live facts, whether each
+// object is still the planned version, the damage check and the exit
+// status; this file reads the facts it asks for, HEADs and DELETEs what it
+// names (`concurrency` at a time) and hands every receipt to `sink`.
+
+import { call, planner, referencedWith } from './planner.js';
+
+/// Applies `document` (the sealed plan) on `store` (read, list, pointer,
+/// head, delete). Options: `locationMap` ([[from, to]]), `context` (async
+/// () => the context document now), `clock` (() => epoch ms, bigint),
+/// `allowFutureNow`, `batch` (none: the planner's), `dryRun`, `keys` (a
+/// share of the plan), `concurrency`, `sink(receipt)`. Returns {receipts,
+/// outcome}; `outcome.exit` is the status every host gives.
+export async function apply(document, store, o = {}) {
+  const concurrency = o.concurrency ?? 16;
+  const sink = o.sink ?? (() => {});
+  const d = call(() =>
+    planner.Deletion.start({
+      plan: document,
+      locationMap: (o.locationMap || []).map(([from, to]) => ({ from, to })),
+      batchSize: o.batch,
+      dryRun: !!o.dryRun,
+      allowFutureNow: !!o.allowFutureNow,
+      storeGivesEtags: !!store.givesEtags,
+      keys: o.keys,
+    }),
+  );
+  const receipts = [];
+  const drain = () => {
+    for (const r of d.drainReceipts()) {
+      sink(r);
+      receipts.push(r);
+    }
+  };
+  const facts = async (logPrefix) => {
+    const f = { log: [] };
+    if (logPrefix) {
+      for await (const page of store.list(logPrefix)) f.log.push(...page);
+    } else {
+      f.pointer = (await store.pointer()) ?? undefined;
+    }
+    f.context = o.context ? ((await o.context()) ?? undefined) : undefined;
+    f.clockMs = o.clock ? o.clock() : BigInt(Date.now());
+    return f;
+  };
+  for (;;) {
+    const heads = [];
+    const deletes = [];
+    let asked = false;
+    for (let r = d.pollRequest(); r !== undefined; r = d.pollRequest()) {
+      asked = true;
+      if (r.tag === 'read-facts') {
+        let f;
+        try {
+          f = await facts(r.val.logPrefix);
+        } catch (e) {
+          call(() => d.handleFactsFailed(String(e.message || e)));
+          continue;
+        }
+        call(() => d.handleFacts(f));
+      } else if (r.tag === 'head') heads.push(...r.val.objects);
+      else if (r.tag === 'delete') deletes.push(...r.val.objects);
+      else if (r.tag === 'check-damage') {
+        try {
+          const found = await referencedWith(r.val.config, r.val.keys, store);
+          call(() => d.handleReferenced(found));
+        } catch (e) {
+          call(() => d.handleReferencedFailed(String(e.message || e)));
+        }
+      }
+    }
+    // DELETEs (each just shown to be the planned version) before HEADs.
+    for (let i = 0; i < deletes.length; i += concurrency) {
+      const batch = deletes.slice(i, i + concurrency);
+      const answers = await Promise.all(
+        batch.map(async (t) => {
+          const requested = BigInt(Date.now());
+          const a = await store.delete(t.uri, t.ifMatch);
+          return [t.key, a, requested, a.tag === 'unknown' ? undefined : BigInt(Date.now())];
+        }),
+      );
+      for (const [key, a, requested, answered] of answers) call(() => d.handleDelete(key, a, requested, answered));
+      drain();
+    }
+    for (let i = 0; i < heads.length; i += concurrency) {
+      const batch = heads.slice(i, i + concurrency);
+      const answers = await Promise.all(
+        batch.map(async (t) => {
+          try {
+            const v = await store.head(t.uri);
+            return [t.key, v ? { tag: 'found', val: v } : { tag: 'absent' }];
+          } catch (e) {
+            return [t.key, { tag: 'failed', val: String(e.message || e) }];
+          }
+        }),
+      );
+      for (const [key, a] of answers) call(() => d.handleHead(key, a));
+      drain();
+    }
+    drain();
+    if (!asked && !heads.length && !deletes.length) {
+      if (d.isDone()) break;
+      throw new Error('the deletion session waits for nothing this host was asked (a bug)');
+    }
+  }
+  drain();
+  return { receipts, outcome: d.outcome() };
+}
