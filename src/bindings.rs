@@ -1099,7 +1099,7 @@ impl wp::GuestLedger for Ledger {
 
     fn create(
         plan: String,
-        quarantine_ms: i64,
+        quarantine_ms: Option<i64>,
         prior_ledger: bool,
         start_new: bool,
     ) -> Result<wp::Ledger, wt::Error> {

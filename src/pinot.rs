@@ -62,6 +62,10 @@ pub use plan::{accept_pinot_plan, PinotApproval};
 /// up (`table-changing`).
 pub const MAX_RECHECKS: u32 = 8;
 
+/// How young (ms) an artifact object may be and still never be swept when
+/// the host names no age: one hour, longer than a snapshot upload takes.
+pub const DEFAULT_MIN_AGE_MS: i64 = 3_600_000;
+
 /// What a Pinot session is started with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PinotConfig {
@@ -72,11 +76,12 @@ pub struct PinotConfig {
     pub table_config: String,
     /// The run's clock, ms since the epoch.
     pub now_ms: i64,
-    /// Artifact objects younger than this (ms) are never swept.
-    pub min_age_ms: i64,
-    /// The column of `final.parquet` and batch files naming segments
-    /// ([`artifact::DEFAULT_SEGMENT_COLUMN`] by default).
-    pub segment_column: String,
+    /// Artifact objects younger than this (ms) are never swept; `None` is
+    /// [`DEFAULT_MIN_AGE_MS`].
+    pub min_age_ms: Option<i64>,
+    /// The column of `final.parquet` and batch files naming segments;
+    /// `None` is [`artifact::DEFAULT_SEGMENT_COLUMN`].
+    pub segment_column: Option<String>,
     /// The host's record of how the plan was made; sealed, never read.
     pub origin: Option<String>,
 }
@@ -155,6 +160,10 @@ enum State {
 #[derive(Debug, Clone)]
 pub struct PinotSession {
     config: PinotConfig,
+    /// The config's age, or the default (ms).
+    min_age_ms: i64,
+    /// The config's column, or the default.
+    segment_column: String,
     settings: RetentionSettings,
     prefixes: Vec<String>,
     rechecks: u32,
@@ -191,14 +200,21 @@ impl PinotSession {
                 ),
             ));
         }
-        if config.min_age_ms < 0 {
+        let min_age_ms = config.min_age_ms.unwrap_or(DEFAULT_MIN_AGE_MS);
+        if min_age_ms < 0 {
             return Err(Error::invalid("minAge", "negative"));
         }
-        if config.segment_column.is_empty() {
+        let segment_column = config
+            .segment_column
+            .clone()
+            .unwrap_or_else(|| artifact::DEFAULT_SEGMENT_COLUMN.to_owned());
+        if segment_column.is_empty() {
             return Err(Error::invalid("segmentColumn", "empty"));
         }
         let mut s = PinotSession {
             config,
+            min_age_ms,
+            segment_column,
             settings,
             prefixes,
             rechecks: 0,
@@ -405,7 +421,7 @@ impl PinotSession {
     /// is not a readable Parquet file with the segment column is not an
     /// error: it makes the plan `retry`.
     pub fn handle_blob(&mut self, uri: String, bytes: Vec<u8>) -> Result<()> {
-        let column = self.config.segment_column.clone();
+        let column = self.segment_column.clone();
         let j = match self.reading_mut(&uri) {
             Ok(j) => j,
             Err(e) => return Err(self.fail(e)),
@@ -622,7 +638,7 @@ impl PinotSession {
                 );
             }
         }
-        let now_limit = self.config.now_ms.saturating_sub(self.config.min_age_ms);
+        let now_limit = self.config.now_ms.saturating_sub(self.min_age_ms);
         let evicted_ids: BTreeSet<&str> = evicted.iter().map(|s| s.snapshot_id.as_str()).collect();
         for (id, objects) in &folders {
             if verdicts.contains_key(id) {
@@ -754,7 +770,7 @@ impl PinotSession {
                  name is in the ideal state (a wrong segment column `{}`, or another table's \
                  artifacts)",
                 j.keep.len(),
-                self.config.segment_column
+                self.segment_column
             );
             return State::Done(Box::new(self.seal(j, None, PlanStatus::Retry, detail)));
         }
@@ -866,13 +882,13 @@ impl PinotSession {
             schema: PINOT_PLAN_SCHEMA.to_owned(),
             table_name_with_type: self.settings.table_name_with_type.clone(),
             roots: self.config.roots.clone(),
-            segment_column: self.config.segment_column.clone(),
+            segment_column: self.segment_column.clone(),
             settings: self.settings.clone(),
             status,
             status_detail,
             tokens: PinotTokens {
                 now_ms: self.config.now_ms,
-                min_age_ms: self.config.min_age_ms,
+                min_age_ms: self.min_age_ms,
                 watermark: Watermark {
                     snapshot_id: None,
                     state: None,

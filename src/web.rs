@@ -96,11 +96,7 @@ impl WebSession {
     pub fn new(config_json: &str) -> Result<WebSession, JsError> {
         let c: WebConfig = serde_json::from_str(config_json)
             .map_err(|e| JsError::new(&format!("host must act: session config: {e}")))?;
-        let format = match c.format.as_deref() {
-            None | Some("iceberg") => core::TableFormat::Iceberg,
-            Some("delta") => core::TableFormat::Delta,
-            Some(other) => return Err(JsError::new(&format!("host must act: format `{other}`"))),
-        };
+        let format = format_of(c.format.as_deref())?;
         let config = core::SessionConfig {
             table_location: c.table_location,
             format,
@@ -220,6 +216,24 @@ pub fn plan_expiry(
     core::plan_expiry(&req, metadata)
         .map(|p| p.to_json())
         .map_err(js)
+}
+
+/// The format a page names (`iceberg` when none).
+fn format_of(name: Option<&str>) -> Result<core::TableFormat, JsError> {
+    match name {
+        None | Some("iceberg") => Ok(core::TableFormat::Iceberg),
+        Some("delta") => Ok(core::TableFormat::Delta),
+        Some(other) => Err(JsError::new(&format!("host must act: format `{other}`"))),
+    }
+}
+
+/// The file-retention window (ms) a session of this format (`iceberg` or
+/// `delta`) uses when neither the page nor a policy gives one: the page
+/// shows it instead of holding a duration of its own.
+#[wasm_bindgen(js_name = defaultFileRetentionMs)]
+pub fn default_file_retention_ms(format: &str) -> Result<f64, JsError> {
+    // Whole days: exact in an f64.
+    Ok(format_of(Some(format))?.default_file_retention_ms() as f64)
 }
 
 /// A policy check (`errors`, `warnings` by field, `digest`) as JSON.

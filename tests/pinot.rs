@@ -288,7 +288,7 @@ fn a_missing_or_truncated_retained_final_parquet_prunes_nothing() {
 fn a_wrong_segment_column_prunes_nothing() {
     for column in ["segment_name", "filePath", "rowCount"] {
         let mut c = config(doc("table-config.json"));
-        c.segment_column = column.into();
+        c.segment_column = Some(column.into());
         let p = Host::new().run(c).unwrap();
         assert_eq!(p.status, PlanStatus::Retry, "{column}: {}", p.status_detail);
         assert!(p.delete_segments.is_empty() && p.delete_objects.is_empty());
@@ -745,7 +745,7 @@ mod mutations {
         fn nothing_live_is_ever_deleted(max in 0u32..9, page in 1usize..20, reverse in any::<bool>(), age_h in 0i64..300) {
             let l = layout();
             let mut c = config(config_with(&[("maxActiveVersions", Some(&max.to_string()))]));
-            c.min_age_ms = age_h * 3_600_000;
+            c.min_age_ms = Some(age_h * 3_600_000);
             let mut h = Host::new();
             h.page_size = page;
             h.reverse = reverse;

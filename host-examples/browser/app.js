@@ -9,6 +9,7 @@
 let WebSession;
 let Simulator;
 let checkPolicy;
+let defaultFileRetentionMs;
 
 const $ = (sel) => document.querySelector(sel);
 const DAY = 86_400_000;
@@ -55,6 +56,11 @@ function human(ms) {
   return d ? `${d}d ${h}h` : `${h}h ${Math.floor((ms % 3_600_000) / 60_000)}m`;
 }
 const iso = (ms) => new Date(ms).toISOString().replace('.000Z', 'Z');
+/// A duration in the largest unit that divides it, as parseDuration reads it.
+function compactDuration(ms) {
+  for (const u of ['d', 'h', 'm', 's']) if (ms % UNITS[u] === 0) return `${ms / UNITS[u]}${u}`;
+  return `${ms}ms`;
+}
 function parseDuration(text) {
   const m = /^(\d+)(ms|s|m|h|d)$/.exec(text.trim());
   return m ? Number(m[1]) * UNITS[m[2]] : null;
@@ -208,7 +214,8 @@ async function load(t) {
     info = JSON.parse(s.tableJson());
   }
   table = next;
-  if (d.format === 'delta') $('#orphanSafetyInterval').value = '7d';
+  // The format's default window, as the core chooses it.
+  $('#orphanSafetyInterval').value = compactDuration(defaultFileRetentionMs(d.format));
   $('#add-hold').disabled = !sim;
   $('#add-lease').disabled = !sim;
   $('#now').value = iso(t.nowMs ?? Date.now());
@@ -524,7 +531,7 @@ async function main() {
   try {
     const core = await import('./pkg/lakesweep.js');
     await core.default();
-    ({ WebSession, Simulator, checkPolicy } = core);
+    ({ WebSession, Simulator, checkPolicy, defaultFileRetentionMs } = core);
   } catch (e) {
     throw new Error(
       `The planner core did not load (${e.message}). Build it with \`bash scripts/build-web.sh\` and serve this folder over HTTP (python3 -m http.server), not from file://.`,

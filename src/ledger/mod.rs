@@ -133,14 +133,21 @@ pub struct Ledger {
     pub integrity: String,
 }
 
+/// How long (ms) an object waits in quarantine when the host names no
+/// interval: one day, long enough for a reader that still holds an old
+/// snapshot to fail loudly on the quarantined copy before it goes.
+pub const DEFAULT_QUARANTINE_MS: i64 = 86_400_000;
+
 impl Ledger {
     /// A new ledger for `plan`'s table, but only when no earlier one
     /// existed (`prior_ledger`: the host found the mark a saved ledger
     /// leaves beside it) or the operator said `start_new`: a ledger deleted
-    /// by mistake must not silently start over.
+    /// by mistake must not silently start over. `quarantine_ms` (ms) is how
+    /// long an object waits before its restore check; `None` is
+    /// [`DEFAULT_QUARANTINE_MS`].
     pub fn create(
         plan: &SealedPlan,
-        quarantine_ms: i64,
+        quarantine_ms: Option<i64>,
         prior_ledger: bool,
         start_new: bool,
     ) -> Result<Ledger> {
@@ -150,7 +157,7 @@ impl Ledger {
                 "there is no ledger, but one was saved here before (its mark remains): it was deleted or moved. Put it back, or start a new one on purpose (--new-ledger)",
             ));
         }
-        Ledger::new(plan, quarantine_ms)
+        Ledger::new(plan, quarantine_ms.unwrap_or(DEFAULT_QUARANTINE_MS))
     }
 
     /// An empty ledger for the plan's table.

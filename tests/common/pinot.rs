@@ -53,8 +53,8 @@ pub fn config(table_config: String) -> PinotConfig {
         roots: ROOTS.iter().map(|r| root_uri(r)).collect(),
         table_config,
         now_ms: layout()["nowMs"].as_i64().unwrap(),
-        min_age_ms: 3_600_000,
-        segment_column: "segmentName".into(),
+        min_age_ms: Some(3_600_000),
+        segment_column: Some("segmentName".into()),
         origin: None,
     }
 }

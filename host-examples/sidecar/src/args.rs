@@ -104,7 +104,7 @@ pub struct RestoreArgs {
 pub struct SweepArgs {
     pub plan: PlanArgs,
     pub ledger: Option<String>,
-    pub quarantine_ms: i64,
+    pub quarantine_ms: Option<i64>,
     pub concurrency: usize,
     pub batch: Option<u32>,
     pub allow_future_now: bool,
@@ -348,9 +348,9 @@ enum Cmd {
         #[arg(long, value_name = "URI")]
         ledger: Option<String>,
         /// How long an object waits in quarantine before its restore check
-        /// (fixed when the ledger is created).
-        #[arg(long, value_name = "DURATION", default_value = "1d", value_parser = duration_ms)]
-        quarantine: i64,
+        /// (fixed when the ledger is created; default one day).
+        #[arg(long, value_name = "DURATION", value_parser = duration_ms)]
+        quarantine: Option<i64>,
         #[command(flatten)]
         deletes: DeleteOpts,
         #[command(flatten)]
@@ -467,12 +467,14 @@ struct PinotLayoutOpts {
     /// ROOT/snapshots/<tableNameWithType>/.
     #[arg(long = "root", value_name = "URI", required = true)]
     roots: Vec<String>,
-    /// The column of final.parquet and batch files that names segments.
-    #[arg(long, value_name = "NAME", default_value = "segmentName")]
-    segment_column: String,
-    /// Artifact objects younger than this are never swept.
-    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = duration_ms)]
-    min_age: i64,
+    /// The column of final.parquet and batch files that names segments
+    /// (default segmentName).
+    #[arg(long, value_name = "NAME")]
+    segment_column: Option<String>,
+    /// Artifact objects younger than this are never swept (default one
+    /// hour).
+    #[arg(long, value_name = "DURATION", value_parser = duration_ms)]
+    min_age: Option<i64>,
 }
 
 /// Where a Pinot run reads its table config and live state: files or
@@ -1263,7 +1265,7 @@ mod tests {
         let Ok(Command::Sweep(s)) = parse(&argv("sweep /t --quarantine=2d")) else {
             panic!("--quarantine=2d");
         };
-        assert_eq!(s.quarantine_ms, 2 * 86_400_000);
+        assert_eq!(s.quarantine_ms, Some(2 * 86_400_000));
     }
 
     #[test]

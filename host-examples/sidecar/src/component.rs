@@ -543,7 +543,7 @@ impl Planner {
     pub fn ledger_create(
         &mut self,
         plan: &str,
-        quarantine_ms: i64,
+        quarantine_ms: Option<i64>,
         prior_ledger: bool,
         start_new: bool,
     ) -> Result<LedgerHandle, String> {

@@ -47,9 +47,9 @@ pub struct PlanArgs {
     /// Deep-store roots, as given.
     pub roots: Vec<String>,
     /// The segment column.
-    pub segment_column: String,
+    pub segment_column: Option<String>,
     /// Artifact objects younger than this are kept, ms.
-    pub min_age_ms: i64,
+    pub min_age_ms: Option<i64>,
     /// The run's clock, ms.
     pub now_ms: i64,
     /// Where to write the plan.
@@ -70,9 +70,9 @@ pub struct ApplyArgs {
     /// Deep-store roots (must be the plan's).
     pub roots: Vec<String>,
     /// The segment column (must be the plan's).
-    pub segment_column: String,
+    pub segment_column: Option<String>,
     /// The minimum age for the live run, ms.
-    pub min_age_ms: i64,
+    pub min_age_ms: Option<i64>,
     /// The controller's base URL.
     pub controller: Option<String>,
     /// Check and print only.
@@ -116,8 +116,8 @@ pub async fn plan(
     planner: &mut Planner,
     sources: &Sources,
     roots: &[String],
-    segment_column: &str,
-    min_age_ms: i64,
+    segment_column: Option<String>,
+    min_age_ms: Option<i64>,
     now_ms: i64,
 ) -> Result<wt::PinotPlan, String> {
     let cfg = wt::PinotConfig {
@@ -128,7 +128,7 @@ pub async fn plan(
         table_config: fetch(&sources.table_config).await?,
         now_ms,
         min_age_ms,
-        segment_column: segment_column.to_owned(),
+        segment_column,
         origin: None,
     };
     let session = done(
@@ -222,7 +222,7 @@ pub async fn run_plan(a: &PlanArgs) -> Result<u8, String> {
         &mut planner,
         &a.sources,
         &a.roots,
-        &a.segment_column,
+        a.segment_column.clone(),
         a.min_age_ms,
         a.now_ms,
     )
@@ -341,7 +341,7 @@ pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
         &mut planner,
         &a.sources,
         &a.roots,
-        &a.segment_column,
+        a.segment_column.clone(),
         a.min_age_ms,
         store::clock_ms(),
     )

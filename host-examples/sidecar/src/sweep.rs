@@ -16,6 +16,7 @@ use crate::component::{state_name, wasm_path, wt, LedgerHandle, Planner};
 use crate::context::ContextFiles;
 use crate::error::HostError;
 use crate::plan::{self, PlanInput};
+use crate::report;
 use crate::store::{clock_ms as now_ms, Object, Store};
 
 /// Arguments of `sweep`.
@@ -25,7 +26,7 @@ pub struct SweepInput {
     /// Where the ledger lives (default `TABLE/_lakesweep/ledger.json`).
     pub ledger: Option<String>,
     /// Quarantine interval for a new ledger, milliseconds.
-    pub quarantine_ms: i64,
+    pub quarantine_ms: Option<i64>,
     /// Deletes in flight.
     pub concurrency: usize,
     /// Keys per batch (the live facts are re-read and accepted before each).
@@ -227,11 +228,11 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
             input.new_ledger,
         )?,
     };
-    let q = planner.ledger_quarantine_ms(ledger)?;
-    if existing.is_some() && q != input.quarantine_ms {
+    if existing.is_some() && input.quarantine_ms.is_some() {
+        let q = planner.ledger_quarantine_ms(ledger)?;
         eprintln!(
-            "lakesweep: the ledger's quarantine is {q} ms (fixed when it was created); --quarantine {} is ignored",
-            input.quarantine_ms
+            "lakesweep: the ledger's quarantine is {} (fixed when it was created); --quarantine is not read again",
+            report::duration(q)
         );
     }
 
