@@ -9,6 +9,7 @@ wit_bindgen::generate!({
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use exports::lakesweep::planner::planner as wp;
 use lakesweep::planner::types as wt;
@@ -199,76 +200,96 @@ fn named(m: BTreeMap<String, core::Tally>) -> Vec<wt::NamedTally> {
         .collect()
 }
 
+fn tokens_out(t: &core::PlanTokens) -> wt::PlanTokens {
+    let t = t.clone();
+    wt::PlanTokens {
+        metadata_location: t.metadata_location,
+        refs_digest: t.refs_digest,
+        refs: t
+            .refs
+            .into_iter()
+            .map(|(name, snapshot_id)| wt::TableRef { name, snapshot_id })
+            .collect(),
+        now_ms: t.now_ms,
+        file_retention_ms: t.file_retention_ms,
+        keep_deleted_entries: t.keep_deleted_entries,
+        policy_digest: t.policy_digest,
+        hold_generation: t.hold_generation,
+        lease_watermark: t.lease_watermark,
+        context_digest: t.context_digest,
+        head: t.head.map(version_out),
+        restore_drill: t.restore_drill.map(|g| wt::DrillGate {
+            min_bundles: g.min_bundles,
+            max_age_ms: g.max_age_ms,
+        }),
+    }
+}
+
+fn summary_out(s: &core::Summary) -> wt::Summary {
+    let s = s.clone();
+    wt::Summary {
+        listed: tally(s.listed),
+        verdicts: named(s.verdicts),
+        reclaimable: named(s.reclaimable),
+        snapshots: s.snapshots,
+        snapshots_elsewhere: s.snapshots_elsewhere,
+        manifests_read: s.manifests_read,
+        referenced_keys: s.referenced_keys,
+        external_references: s.external_references,
+        keep_set_bytes: s.keep_set_bytes,
+        referenced_not_listed: s.referenced_not_listed,
+        listed_by_name: s.listed_by_name,
+        rechecks: s.rechecks,
+        memory_budget_bytes: s.memory_budget_bytes,
+        swept_prefixes: s.swept_prefixes,
+    }
+}
+
+fn damaged_out(d: &[core::plan::DamagedReference]) -> Vec<wt::DamagedReference> {
+    d.iter()
+        .map(|d| wt::DamagedReference {
+            fingerprint: d.fingerprint.clone(),
+            reason: d.reason.clone(),
+        })
+        .collect()
+}
+
+fn planned_delete_out(d: &core::PlannedDelete) -> wt::PlannedDelete {
+    wt::PlannedDelete {
+        key: d.key.clone(),
+        version: version_out(cl::version_of(d)),
+    }
+}
+
 fn sealed_plan(p: core::SealedPlan) -> wt::SealedPlan {
-    let document = p.to_json();
-    let t = p.tokens;
-    let s = p.summary;
     wt::SealedPlan {
-        document,
+        document: p.to_json(),
         format: format_out(p.format),
+        tokens: tokens_out(&p.tokens),
+        summary: summary_out(&p.summary),
+        damaged: damaged_out(&p.damaged),
+        delete: p.delete.iter().map(planned_delete_out).collect(),
         table_location: p.table_location,
         table_uuid: p.table_uuid,
-        tokens: wt::PlanTokens {
-            metadata_location: t.metadata_location,
-            refs_digest: t.refs_digest,
-            refs: t
-                .refs
-                .into_iter()
-                .map(|(name, snapshot_id)| wt::TableRef { name, snapshot_id })
-                .collect(),
-            now_ms: t.now_ms,
-            file_retention_ms: t.file_retention_ms,
-            keep_deleted_entries: t.keep_deleted_entries,
-            policy_digest: t.policy_digest,
-            hold_generation: t.hold_generation,
-            lease_watermark: t.lease_watermark,
-            context_digest: t.context_digest,
-            head: t.head.map(version_out),
-            restore_drill: t.restore_drill.map(|g| wt::DrillGate {
-                min_bundles: g.min_bundles,
-                max_age_ms: g.max_age_ms,
-            }),
-        },
         origin: p.origin,
-        delete: p
-            .delete
-            .into_iter()
-            .map(|d| wt::PlannedDelete {
-                key: d.key,
-                version: wt::ObjectVersion {
-                    size: d.size,
-                    last_modified_ms: d.last_modified_ms,
-                    etag: d.etag,
-                    version_id: d.version_id,
-                },
-            })
-            .collect(),
-        summary: wt::Summary {
-            listed: tally(s.listed),
-            verdicts: named(s.verdicts),
-            reclaimable: named(s.reclaimable),
-            snapshots: s.snapshots,
-            snapshots_elsewhere: s.snapshots_elsewhere,
-            manifests_read: s.manifests_read,
-            referenced_keys: s.referenced_keys,
-            external_references: s.external_references,
-            keep_set_bytes: s.keep_set_bytes,
-            referenced_not_listed: s.referenced_not_listed,
-            listed_by_name: s.listed_by_name,
-            rechecks: s.rechecks,
-            memory_budget_bytes: s.memory_budget_bytes,
-            swept_prefixes: s.swept_prefixes,
-        },
         warnings: p.warnings,
-        damaged: p
-            .damaged
-            .into_iter()
-            .map(|d| wt::DamagedReference {
-                fingerprint: d.fingerprint,
-                reason: d.reason,
-            })
-            .collect(),
         digest: p.digest,
+    }
+}
+
+fn plan_header(p: &core::SealedPlan) -> wt::PlanHeader {
+    wt::PlanHeader {
+        format: format_out(p.format),
+        table_location: p.table_location.clone(),
+        table_uuid: p.table_uuid.clone(),
+        tokens: tokens_out(&p.tokens),
+        origin: p.origin.clone(),
+        summary: summary_out(&p.summary),
+        warnings: p.warnings.clone(),
+        damaged: damaged_out(&p.damaged),
+        digest: p.digest.clone(),
+        delete_count: p.delete.len() as u64,
+        delete_bytes: p.delete.iter().map(|d| d.size).sum(),
     }
 }
 
@@ -315,14 +336,25 @@ fn state(s: cl::ObjectState) -> wt::ObjectState {
     }
 }
 
-fn moves(m: Vec<cl::Move>) -> Vec<wt::StateMove> {
-    m.into_iter()
+fn moves(m: &cl::Moves) -> Vec<wt::StateMove> {
+    m.sample
+        .iter()
         .map(|m| wt::StateMove {
-            key: m.key,
+            key: m.key.clone(),
             from: m.from.map(state),
             to: state(m.to),
             at_ms: m.at_ms,
-            why: m.why,
+            why: m.why.clone(),
+        })
+        .collect()
+}
+
+fn moved(m: &cl::Moves) -> Vec<wt::StateCount> {
+    m.to_state
+        .iter()
+        .map(|(s, count)| wt::StateCount {
+            state: state(*s),
+            count: *count,
         })
         .collect()
 }
@@ -362,29 +394,6 @@ fn gates(g: cl::Gates) -> wt::Gates {
     }
 }
 
-fn receipt(r: wt::Receipt) -> cl::Receipt {
-    cl::Receipt {
-        key: r.key,
-        result: match r.result {
-            wt::DeleteResult::Deleted => cl::DeleteResult::Deleted,
-            wt::DeleteResult::AlreadyAbsent => cl::DeleteResult::AlreadyAbsent,
-            wt::DeleteResult::SkippedChanged => cl::DeleteResult::SkippedChanged,
-            wt::DeleteResult::SkippedStopped => cl::DeleteResult::SkippedStopped,
-            wt::DeleteResult::SkippedProtected => cl::DeleteResult::SkippedProtected,
-            wt::DeleteResult::Failed => cl::DeleteResult::Failed,
-            wt::DeleteResult::Unknown => cl::DeleteResult::Unknown,
-            wt::DeleteResult::Damaged => cl::DeleteResult::Damaged,
-            wt::DeleteResult::WouldDelete => cl::DeleteResult::WouldDelete,
-        },
-        version: r.version.map(version_in),
-        requested_ms: r.requested_ms,
-        confirmed_ms: r.confirmed_ms,
-        delete_marker: r.delete_marker,
-        delete_marker_version_id: r.delete_marker_version_id,
-        detail: r.detail,
-    }
-}
-
 fn delete_result_out(r: cl::DeleteResult) -> wt::DeleteResult {
     match r {
         cl::DeleteResult::Deleted => wt::DeleteResult::Deleted,
@@ -415,12 +424,34 @@ fn receipt_out(r: cl::Receipt) -> wt::Receipt {
 fn deletion_config(c: wt::DeletionConfig) -> cd::DeletionConfig {
     cd::DeletionConfig {
         plan: c.plan,
-        location_map: maps(c.location_map),
-        batch_size: c.batch_size,
-        dry_run: c.dry_run,
-        allow_future_now: c.allow_future_now,
-        store_gives_etags: c.store_gives_etags,
-        keys: c.keys,
+        options: cd::DeletionOptions {
+            location_map: maps(c.location_map),
+            batch_size: c.batch_size,
+            dry_run: c.dry_run,
+            allow_future_now: c.allow_future_now,
+            store_gives_etags: c.store_gives_etags,
+            keys: c.keys,
+        },
+    }
+}
+
+fn deletion_options(o: wt::DeletionOptions) -> cd::DeletionOptions {
+    cd::DeletionOptions {
+        location_map: maps(o.location_map),
+        batch_size: o.batch_size,
+        dry_run: false,
+        allow_future_now: o.allow_future_now,
+        store_gives_etags: o.store_gives_etags,
+        keys: None,
+    }
+}
+
+fn deletion_receipt_out(r: cd::DeletionReceipt) -> wt::DeletionReceipt {
+    wt::DeletionReceipt {
+        receipt: receipt_out(r.receipt),
+        uri: r.uri,
+        planned: version_out(r.planned),
+        restore: r.restore,
     }
 }
 
@@ -608,13 +639,12 @@ impl wp::GuestDeletion for Deletion {
             .borrow_mut()
             .drain_receipts()
             .into_iter()
-            .map(|r| wt::DeletionReceipt {
-                receipt: receipt_out(r.receipt),
-                uri: r.uri,
-                planned: version_out(r.planned),
-                restore: r.restore,
-            })
+            .map(deletion_receipt_out)
             .collect()
+    }
+
+    fn damage_keys(&self, start: u64, count: u32) -> Vec<String> {
+        self.0.borrow().damage_keys(start, count)
     }
 
     fn is_done(&self) -> bool {
@@ -689,24 +719,68 @@ struct PageClassifier(core::PageClassifier);
 struct Ledger(RefCell<core::Ledger>);
 
 impl Ledger {
-    /// Runs `f` on a copy and keeps it only on success: a failed step leaves
-    /// the ledger as it was.
-    fn step<T>(
-        &self,
-        f: impl FnOnce(&mut core::Ledger) -> core::Result<T>,
-    ) -> Result<T, wt::Error> {
-        let mut copy = self.0.borrow().clone();
-        let out = f(&mut copy).map_err(err)?;
-        *self.0.borrow_mut() = copy;
-        Ok(out)
-    }
-
-    fn ledger_step(&self, m: Vec<cl::Move>, p: Vec<cl::Probe>) -> wt::LedgerStep {
+    fn ledger_step(&self, m: &cl::Moves) -> wt::LedgerStep {
+        let l = self.0.borrow();
         wt::LedgerStep {
             moves: moves(m),
-            probes: probes(p),
-            gates: gates(self.0.borrow().gates()),
+            moved: moved(m),
+            probes: l.probes_pending(),
+            gates: gates(l.gates()),
         }
+    }
+}
+
+/// A sealed plan held here; a ledger's step and a deletion share it.
+struct Plan {
+    plan: Rc<core::SealedPlan>,
+    /// Its stored document, made once when first asked for.
+    document: RefCell<Option<String>>,
+}
+
+impl Plan {
+    fn handle(plan: core::SealedPlan) -> wp::Plan {
+        wp::Plan::new(Plan {
+            plan: Rc::new(plan),
+            document: RefCell::new(None),
+        })
+    }
+}
+
+impl wp::GuestPlan for Plan {
+    fn load(document: String) -> Result<wp::Plan, wt::Error> {
+        Ok(Plan::handle(plan_in(&document)?))
+    }
+
+    fn header(&self) -> wt::PlanHeader {
+        plan_header(&self.plan)
+    }
+
+    fn deletes(&self, start: u64, count: u32) -> Vec<wt::PlannedDelete> {
+        let start = usize::try_from(start).unwrap_or(usize::MAX);
+        self.plan
+            .delete
+            .iter()
+            .skip(start)
+            .take(count as usize)
+            .map(planned_delete_out)
+            .collect()
+    }
+
+    fn document_length(&self) -> u64 {
+        self.document
+            .borrow_mut()
+            .get_or_insert_with(|| self.plan.to_json())
+            .len() as u64
+    }
+
+    fn document(&self, offset: u64, length: u32) -> Vec<u8> {
+        let mut d = self.document.borrow_mut();
+        let text = d.get_or_insert_with(|| self.plan.to_json()).as_bytes();
+        let from = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(text.len());
+        let to = from.saturating_add(length as usize).min(text.len());
+        text[from..to].to_vec()
     }
 }
 
@@ -716,6 +790,7 @@ impl wp::Guest for Component {
     type PageClassifier = PageClassifier;
     type Ledger = Ledger;
     type Deletion = Deletion;
+    type Plan = Plan;
 
     fn accept_pinot_plan(plan: String, fresh: String) -> Result<wt::PinotApproval, wt::Error> {
         let a = core::pinot::accept_pinot_plan(&plan, &fresh).map_err(err)?;
@@ -1098,25 +1173,41 @@ impl wp::GuestLedger for Ledger {
     }
 
     fn create(
-        plan: String,
+        plan: wp::PlanBorrow<'_>,
         quarantine_ms: Option<i64>,
         prior_ledger: bool,
         start_new: bool,
     ) -> Result<wp::Ledger, wt::Error> {
-        let plan = plan_in(&plan)?;
-        let l = core::Ledger::create(&plan, quarantine_ms, prior_ledger, start_new).map_err(err)?;
+        let plan = &plan.get::<Plan>().plan;
+        let l = core::Ledger::create(plan, quarantine_ms, prior_ledger, start_new).map_err(err)?;
         Ok(wp::Ledger::new(Ledger(RefCell::new(l))))
     }
 
-    fn begin(&self, plan: String, now_ms: i64) -> Result<wt::LedgerStep, wt::Error> {
-        let plan = plan_in(&plan)?;
-        let (m, p) = self.step(|l| l.begin_step(&plan, now_ms))?;
-        Ok(self.ledger_step(m, p))
+    fn next_read(&self) -> Option<String> {
+        self.0.borrow().next_read()
+    }
+
+    fn handle_read(&self, name: String, bytes: Vec<u8>) -> Result<(), wt::Error> {
+        self.0.borrow_mut().handle_read(&name, &bytes).map_err(err)
+    }
+
+    fn handle_missing(&self, name: String) -> Result<(), wt::Error> {
+        self.0.borrow_mut().handle_missing(&name).map_err(err)
+    }
+
+    fn begin(&self, plan: wp::PlanBorrow<'_>, now_ms: i64) -> Result<wt::LedgerStep, wt::Error> {
+        let plan = &plan.get::<Plan>().plan;
+        let m = self.0.borrow_mut().begin_step(plan, now_ms).map_err(err)?;
+        Ok(self.ledger_step(&m))
     }
 
     fn reconcile(&self, now_ms: i64) -> Result<wt::LedgerStep, wt::Error> {
-        let (m, p) = self.step(|l| l.reconcile_step(now_ms))?;
-        Ok(self.ledger_step(m, p))
+        let m = self.0.borrow_mut().reconcile_step(now_ms).map_err(err)?;
+        Ok(self.ledger_step(&m))
+    }
+
+    fn next_probes(&self, max: u32) -> Vec<wt::Probe> {
+        probes(self.0.borrow_mut().next_probes(max as usize))
     }
 
     fn observe(
@@ -1132,17 +1223,17 @@ impl wp::GuestLedger for Ledger {
                 blocked: o.blocked,
             })
             .collect();
-        let m = self.step(|l| l.observe(&obs, now_ms))?;
-        Ok(self.ledger_step(m, vec![]))
+        let m = self.0.borrow_mut().observe(&obs, now_ms).map_err(err)?;
+        Ok(self.ledger_step(&m))
     }
 
     fn approve(
         &self,
-        plan: String,
+        plan: wp::PlanBorrow<'_>,
         live: wt::LiveState,
         now_ms: i64,
     ) -> Result<wt::ApprovalStep, wt::Error> {
-        let plan = plan_in(&plan)?;
+        let plan = &plan.get::<Plan>().plan;
         let live = cl::LiveState {
             metadata_location: live.metadata_location,
             context: live.context,
@@ -1151,7 +1242,11 @@ impl wp::GuestLedger for Ledger {
             clock_ms: live.clock_ms,
             allow_future_now: live.allow_future_now,
         };
-        let (a, m) = self.step(|l| l.approve(&plan, &live, now_ms))?;
+        let (a, m) = self
+            .0
+            .borrow_mut()
+            .approve(plan, &live, now_ms)
+            .map_err(err)?;
         Ok(wt::ApprovalStep {
             approval: wt::Approval {
                 revision: a.revision,
@@ -1165,26 +1260,42 @@ impl wp::GuestLedger for Ledger {
                 live_hold_generation: a.live_hold_generation,
                 live_lease_watermark: a.live_lease_watermark,
                 quarantine_root: a.quarantine_root,
-                keys: a.keys,
+                approved: a.approved,
             },
-            moves: moves(m),
+            moves: moves(&m),
+            moved: moved(&m),
             gates: gates(self.0.borrow().gates()),
         })
     }
 
-    fn accept(&self, plan: String, live: wt::LiveFacts) -> Result<wt::Acceptance, wt::Error> {
-        let plan = plan_in(&plan)?;
-        self.0
-            .borrow()
-            .accept_batch(&plan, &live_facts(live))
-            .map(acceptance)
-            .map_err(err)
+    fn start_deletion(
+        &self,
+        plan: wp::PlanBorrow<'_>,
+        options: wt::DeletionOptions,
+    ) -> Result<wp::Deletion, wt::Error> {
+        let plan = plan.get::<Plan>().plan.clone();
+        let d = cd::Deletion::for_ledger(&self.0.borrow(), plan, deletion_options(options))
+            .map_err(err)?;
+        Ok(wp::Deletion::new(Deletion(RefCell::new(d))))
     }
 
-    fn record(&self, receipts: Vec<wt::Receipt>, now_ms: i64) -> Result<wt::LedgerStep, wt::Error> {
-        let receipts: Vec<cl::Receipt> = receipts.into_iter().map(receipt).collect();
-        let m = self.step(|l| l.record(receipts, now_ms))?;
-        Ok(self.ledger_step(m, vec![]))
+    fn record_drained(
+        &self,
+        deletion: wp::DeletionBorrow<'_>,
+        now_ms: i64,
+    ) -> Result<Vec<wt::DeletionReceipt>, wt::Error> {
+        let drained = deletion.get::<Deletion>().0.borrow_mut().drain_receipts();
+        let receipts: Vec<cl::Receipt> = drained.iter().map(|r| r.receipt.clone()).collect();
+        self.0
+            .borrow_mut()
+            .record_receipts(&receipts, now_ms)
+            .map_err(err)?;
+        Ok(drained.into_iter().map(deletion_receipt_out).collect())
+    }
+
+    fn finish_deletion(&self, now_ms: i64) -> Result<wt::LedgerStep, wt::Error> {
+        let m = self.0.borrow_mut().finish_recording(now_ms).map_err(err)?;
+        Ok(self.ledger_step(&m))
     }
 
     fn record_drill(
@@ -1199,8 +1310,11 @@ impl wp::GuestLedger for Ledger {
             .into_iter()
             .map(|r| (r.bundle_id, r.failure))
             .collect();
-        let d =
-            self.step(|l| l.record_drill(&table_location, seed, bundles_total, results, now_ms))?;
+        let d = self
+            .0
+            .borrow_mut()
+            .record_drill(&table_location, seed, bundles_total, results, now_ms)
+            .map_err(err)?;
         Ok(wt::Drill {
             at_ms: d.at_ms,
             seed: d.seed,
@@ -1233,32 +1347,41 @@ impl wp::GuestLedger for Ledger {
             .collect()
     }
 
-    fn objects(&self) -> Vec<wt::LedgerObject> {
+    fn objects(&self, start: u64, count: u32) -> Vec<wt::LedgerObject> {
         self.0
             .borrow()
-            .objects
-            .iter()
+            .objects(start, count)
+            .into_iter()
             .map(|(key, o)| wt::LedgerObject {
-                key: key.clone(),
+                key,
                 state: state(o.state),
-                version: version_out(o.version.clone()),
+                version: version_out(o.version),
                 since_ms: o.since_ms,
-                why: o.why.clone(),
+                why: o.why,
             })
             .collect()
     }
 
-    fn consumed_keys(&self) -> Vec<String> {
-        self.0.borrow().consumed_keys()
+    fn in_flight(&self) -> u64 {
+        self.0.borrow().in_flight()
+    }
+
+    fn verified(&self) -> wt::VerifiedSummary {
+        let l = self.0.borrow();
+        let v = l.verified();
+        wt::VerifiedSummary {
+            objects: v.objects,
+            bytes: v.bytes,
+            archives: v.archives.len() as u64,
+        }
+    }
+
+    fn consumed(&self, keys: Vec<String>) -> Vec<bool> {
+        self.0.borrow().consumed(&keys)
     }
 
     fn deleted_index(&self) -> Vec<u8> {
         self.0.borrow().deleted_index()
-    }
-
-    fn start_deletion(&self, config: wt::DeletionConfig) -> Result<wp::Deletion, wt::Error> {
-        let d = cd::Deletion::for_ledger(&self.0.borrow(), deletion_config(config)).map_err(err)?;
-        Ok(wp::Deletion::new(Deletion(RefCell::new(d))))
     }
 
     fn open_damage(&self) -> Vec<wt::Damage> {
@@ -1268,7 +1391,7 @@ impl wp::GuestLedger for Ledger {
                 let uri = if d.key.contains("://") {
                     d.key.clone()
                 } else {
-                    format!("{}/{}", l.table_location, d.key)
+                    format!("{}/{}", l.table_location(), d.key)
                 };
                 wt::Damage {
                     key: d.key.clone(),
@@ -1281,24 +1404,65 @@ impl wp::GuestLedger for Ledger {
             .collect()
     }
 
+    fn next_write(&self) -> Result<Option<wt::LedgerFile>, wt::Error> {
+        Ok(self
+            .0
+            .borrow_mut()
+            .next_write()
+            .map_err(err)?
+            .map(|f| wt::LedgerFile {
+                name: f.name,
+                bytes: f.bytes,
+            }))
+    }
+
+    fn obsolete(&self) -> Vec<String> {
+        self.0.borrow().obsolete()
+    }
+
+    fn strays(&self, names: Vec<String>) -> Vec<String> {
+        self.0.borrow().strays(&names)
+    }
+
+    fn archives(&self) -> Vec<String> {
+        self.0.borrow().archives()
+    }
+
+    fn check_archive(&self, name: String, bytes: Vec<u8>) -> Result<(), wt::Error> {
+        self.0
+            .borrow_mut()
+            .check_archive(&name, &bytes)
+            .map_err(err)
+    }
+
+    fn audit(&self) -> wt::LedgerAudit {
+        let a = self.0.borrow().audit();
+        wt::LedgerAudit {
+            in_flight: a.in_flight,
+            verified: wt::VerifiedSummary {
+                objects: a.verified.objects,
+                bytes: a.verified.bytes,
+                archives: a.verified.archives.len() as u64,
+            },
+            archives_checked: a.archives_checked,
+            problems: a.problems,
+        }
+    }
+
     fn last_step_ms(&self) -> Option<i64> {
-        self.0.borrow().last_step_ms
+        self.0.borrow().last_step_ms()
     }
 
     fn quarantine_ms(&self) -> i64 {
-        self.0.borrow().quarantine_ms
+        self.0.borrow().quarantine_ms()
     }
 
     fn table_location(&self) -> String {
-        self.0.borrow().table_location.clone()
+        self.0.borrow().table_location().to_owned()
     }
 
     fn revision(&self) -> u64 {
-        self.0.borrow().revision
-    }
-
-    fn to_document(&self) -> String {
-        self.0.borrow().to_json()
+        self.0.borrow().revision()
     }
 }
 
@@ -1511,6 +1675,10 @@ impl wp::GuestSession for Session {
 
     fn finish(&self) -> Result<wt::SealedPlan, wt::Error> {
         self.0.borrow().finish().map(sealed_plan).map_err(err)
+    }
+
+    fn seal(&self) -> Result<wp::Plan, wt::Error> {
+        self.0.borrow_mut().seal().map(Plan::handle).map_err(err)
     }
 
     fn export_keep_set_range(&self, offset: u64, length: u32) -> Result<Vec<u8>, wt::Error> {

@@ -42,6 +42,7 @@
 //! what it deleted, and its outcome says why.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
@@ -57,12 +58,25 @@ use crate::TableFormat;
 /// before every batch.
 pub const DEFAULT_BATCH: u32 = 256;
 
-/// What a deletion is started with.
+/// Receipts one [`Deletion::drain_receipts`] gives at most: a run that
+/// stops with a million keys left hands their receipts out in pieces.
+pub const MAX_DRAIN: usize = 4096;
+
+/// What a deletion is started with: its plan's document, and the options.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeletionConfig {
     /// The sealed plan document; its digest is checked.
     pub plan: String,
+    /// Everything else.
+    #[serde(flatten)]
+    pub options: DeletionOptions,
+}
+
+/// How a deletion runs, whatever its plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeletionOptions {
     /// The location maps the plan was made with: the live pointer is
     /// mapped by them, as the planner maps it.
     #[serde(default)]
@@ -81,11 +95,24 @@ pub struct DeletionConfig {
     /// by a host that reads none: it is kept (`skipped-changed`, saying so).
     #[serde(default = "yes")]
     pub store_gives_etags: bool,
-    /// Only these keys of the plan (a serverless function's share, a
-    /// ledger's approval); none: every key of the plan. A key the plan
-    /// does not delete is refused.
+    /// Only these keys of the plan (a serverless function's share); none:
+    /// every key of the plan. A key the plan does not delete is refused; a
+    /// ledger's run ignores them (its approval chooses).
     #[serde(default)]
     pub keys: Option<Vec<String>>,
+}
+
+impl Default for DeletionOptions {
+    fn default() -> Self {
+        DeletionOptions {
+            location_map: Vec::new(),
+            batch_size: None,
+            dry_run: false,
+            allow_future_now: false,
+            store_gives_etags: true,
+            keys: None,
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -150,12 +177,14 @@ pub enum DeletionRequest {
     },
     /// Run a planner session with `config` (the live pointer, the plan's as
     /// a prior read) until its keep set is complete, and answer which of
-    /// `keys` it references ([`Deletion::handle_referenced`]).
+    /// the run's deleted keys it references ([`crate::Session::referenced`]
+    /// of each piece [`Deletion::damage_keys`] gives) through
+    /// [`Deletion::handle_referenced`].
     CheckDamage {
         /// The session to run.
         config: Box<SessionConfig>,
-        /// The keys deleted (or maybe deleted) by this run.
-        keys: Vec<String>,
+        /// How many keys were deleted (or maybe): the pieces to ask for.
+        keys: u64,
     },
 }
 
@@ -247,12 +276,48 @@ pub struct DeletionOutcome {
     pub refused: Option<Vec<String>>,
 }
 
-/// One key of the run and where it is.
+/// One key of the run and where it is: the plan's delete `index`.
 #[derive(Debug, Clone)]
 struct Item {
+    index: u32,
     key: String,
     uri: String,
     pinned: ObjectVersion,
+}
+
+/// A set of the plan's deletes, by index: a bit each.
+#[derive(Debug, Default)]
+struct IndexSet {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl IndexSet {
+    fn insert(&mut self, i: u32) {
+        let (w, b) = ((i / 64) as usize, i % 64);
+        if self.words.len() <= w {
+            self.words.resize(w + 1, 0);
+        }
+        if self.words[w] & (1 << b) == 0 {
+            self.words[w] |= 1 << b;
+            self.len += 1;
+        }
+    }
+    fn contains(&self, i: u32) -> bool {
+        self.words
+            .get((i / 64) as usize)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.words.iter().enumerate().flat_map(|(w, bits)| {
+            (0..64u32)
+                .filter(move |b| bits & (1u64 << b) != 0)
+                .map(move |b| w as u32 * 64 + b)
+        })
+    }
 }
 
 /// Where a run stands; changes only through [`Deletion::to`].
@@ -288,22 +353,27 @@ impl Phase {
 /// Applying one sealed plan (see the module's calling contract).
 #[derive(Debug)]
 pub struct Deletion {
-    plan: SealedPlan,
-    config: DeletionConfig,
+    /// Shared with whoever else holds it (a ledger's step): never copied.
+    plan: Rc<SealedPlan>,
+    config: DeletionOptions,
     /// The ledger's drills when a ledger runs it (its restore-drill gate is
     /// checked for every batch); `None` for `apply`.
     drills: Option<Vec<Drill>>,
-    /// Keys not started yet, in order.
-    rest: VecDeque<Item>,
+    /// The plan's deletes not started yet, in order (indices).
+    rest: VecDeque<u32>,
     /// The batch in flight: key -> item, HEAD not answered.
     heads: BTreeMap<String, Item>,
     /// The batch in flight: key -> (item, seen), DELETE not answered.
     deletes: BTreeMap<String, (Item, ObjectVersion)>,
-    /// Keys deleted (or maybe deleted) by this run, with their pinned version.
-    deleted: BTreeMap<String, Item>,
+    /// The plan's deletes deleted (or maybe deleted) by this run.
+    deleted: IndexSet,
     phase: Phase,
     outbox: VecDeque<DeletionRequest>,
-    receipts: Vec<DeletionReceipt>,
+    receipts: VecDeque<DeletionReceipt>,
+    /// Keys a stop left (indices), each still to get its `skipped-stopped`
+    /// receipt (made as they are drained), and the words they carry.
+    stopped_rest: VecDeque<u32>,
+    stopped_detail: String,
     outcome: DeletionOutcome,
     /// The raw live pointer last read (the damage check's session starts there).
     live_pointer: Option<String>,
@@ -319,20 +389,48 @@ impl Deletion {
     /// delete.
     pub fn start(config: DeletionConfig) -> Result<Deletion> {
         let plan = SealedPlan::from_json(&config.plan)?;
-        let keys = config.keys.clone();
-        Self::begin(plan, config, keys, None)
+        Self::with_plan(Rc::new(plan), config.options)
+    }
+
+    /// [`Deletion::start`] over a plan already read (sealed in this
+    /// process, or loaded once and shared).
+    pub fn with_plan(plan: Rc<SealedPlan>, mut options: DeletionOptions) -> Result<Deletion> {
+        let chosen: Vec<u32> = match options.keys.take() {
+            None => (0..plan.delete.len() as u32).collect(),
+            Some(ks) => {
+                let mut seen = IndexSet::default();
+                let mut out = Vec::with_capacity(ks.len());
+                for k in ks {
+                    let Some(i) = index_of(&plan, &k) else {
+                        return Err(Error::invalid(
+                            "keys",
+                            format!("`{k}` is not a key the plan deletes"),
+                        ));
+                    };
+                    if !seen.contains(i) {
+                        seen.insert(i);
+                        out.push(i);
+                    }
+                }
+                out
+            }
+        };
+        Self::begin(plan, options, chosen, None)
     }
 
     /// The deletion of a ledger's run: exactly the keys the ledger
     /// approved in this run, each at the version the plan pinned, with the
     /// ledger's drills for the policy's restore-drill gate, batch by batch.
-    /// `config.plan` must be the plan approved (its digest the approval's);
-    /// `config.keys` is not read (the approval chooses). Fails when this
+    /// `plan` must be the plan approved (its digest the approval's);
+    /// `options.keys` is not read (the approval chooses). Fails when this
     /// run approved nothing.
-    pub fn for_ledger(ledger: &crate::Ledger, config: DeletionConfig) -> Result<Deletion> {
-        let plan = SealedPlan::from_json(&config.plan)?;
+    pub fn for_ledger(
+        ledger: &crate::Ledger,
+        plan: Rc<SealedPlan>,
+        mut options: DeletionOptions,
+    ) -> Result<Deletion> {
         ledger.ensure_table(&plan)?;
-        let Some((keys, digest)) = ledger.approved_now() else {
+        let Some(digest) = ledger.approved_now() else {
             return Err(Error::protocol(
                 ProtocolReason::OutOfOrder,
                 "no approval was granted in this run: nothing may be deleted",
@@ -347,66 +445,35 @@ impl Deletion {
                 ),
             ));
         }
-        let keys = Some(keys.to_vec());
-        Self::begin(plan, config, keys, Some(ledger.drills.clone()))
+        options.keys = None;
+        let chosen = ledger.approved_indices(&plan);
+        Self::begin(plan, options, chosen, Some(ledger.drills().to_vec()))
     }
 
-    /// A run of `plan` over `keys` (each with the version the plan pinned),
-    /// with a ledger's `drills` for its gate.
+    /// A run of `plan`'s deletes `chosen` (indices, each at the version the
+    /// plan pinned), with a ledger's `drills` for its gate.
     fn begin(
-        plan: SealedPlan,
-        config: DeletionConfig,
-        keys: Option<Vec<String>>,
+        plan: Rc<SealedPlan>,
+        config: DeletionOptions,
+        chosen: Vec<u32>,
         drills: Option<Vec<Drill>>,
     ) -> Result<Deletion> {
         if config.batch_size == Some(0) {
             return Err(Error::invalid("batch_size", "must be at least 1"));
         }
-        let by_key: BTreeMap<&str, &crate::plan::PlannedDelete> =
-            plan.delete.iter().map(|d| (d.key.as_str(), d)).collect();
-        let chosen: Vec<&crate::plan::PlannedDelete> = match &keys {
-            None => plan.delete.iter().collect(),
-            Some(ks) => {
-                let mut seen = BTreeSet::new();
-                let mut out = Vec::with_capacity(ks.len());
-                for k in ks {
-                    let Some(d) = by_key.get(k.as_str()) else {
-                        return Err(Error::invalid(
-                            "keys",
-                            format!("`{k}` is not a key the plan deletes"),
-                        ));
-                    };
-                    if seen.insert(k.as_str()) {
-                        out.push(*d);
-                    }
-                }
-                out
-            }
-        };
-        let prefix = format!("{}/", plan.table_location);
-        let rest = chosen
-            .into_iter()
-            .map(|d| Item {
-                uri: if d.key.contains("://") {
-                    d.key.clone()
-                } else {
-                    format!("{prefix}{}", d.key)
-                },
-                key: d.key.clone(),
-                pinned: crate::ledger::version_of(d),
-            })
-            .collect();
         let mut s = Deletion {
             plan,
             config,
             drills,
-            rest,
+            rest: chosen.into(),
             heads: BTreeMap::new(),
             deletes: BTreeMap::new(),
-            deleted: BTreeMap::new(),
+            deleted: IndexSet::default(),
             phase: Phase::AwaitFacts(1),
             outbox: VecDeque::new(),
-            receipts: Vec::new(),
+            receipts: VecDeque::new(),
+            stopped_rest: VecDeque::new(),
+            stopped_detail: String::new(),
             outcome: DeletionOutcome::default(),
             live_pointer: None,
             live_context: None,
@@ -420,21 +487,48 @@ impl Deletion {
         Ok(s)
     }
 
+    /// The plan's delete `i` as an item of the run.
+    fn item(&self, i: u32) -> Item {
+        let d = &self.plan.delete[i as usize];
+        Item {
+            index: i,
+            uri: if d.key.contains("://") {
+                d.key.clone()
+            } else {
+                format!("{}/{}", self.plan.table_location, d.key)
+            },
+            key: d.key.clone(),
+            pinned: crate::ledger::version_of(d),
+        }
+    }
+
     /// The next request for the host, if any.
     pub fn poll_request(&mut self) -> Option<DeletionRequest> {
         self.outbox.pop_front()
     }
 
-    /// Receipts written since the last call, in order: every key of the
-    /// run ends with exactly one (and a damaged key gets a second, its
-    /// `damaged` receipt).
+    /// Receipts written since the last call, in order, at most
+    /// [`MAX_DRAIN`] at a time: every key of the run ends with exactly one
+    /// (and a damaged key gets a second, its `damaged` receipt). Call it
+    /// until it is empty.
     pub fn drain_receipts(&mut self) -> Vec<DeletionReceipt> {
-        std::mem::take(&mut self.receipts)
+        let take = self.receipts.len().min(MAX_DRAIN);
+        let mut out: Vec<DeletionReceipt> = self.receipts.drain(..take).collect();
+        while out.len() < MAX_DRAIN {
+            let Some(i) = self.stopped_rest.pop_front() else {
+                break;
+            };
+            let it = self.item(i);
+            let detail = Some(self.stopped_detail.clone());
+            out.push(self.make_receipt(&it, DeleteResult::SkippedStopped, None, detail));
+        }
+        out
     }
 
-    /// True once nothing is left to do: [`Deletion::outcome`] is final.
+    /// True once nothing is left to do and every receipt was drained:
+    /// [`Deletion::outcome`] is final.
     pub fn is_done(&self) -> bool {
-        self.phase == Phase::Done
+        self.phase == Phase::Done && self.receipts.is_empty() && self.stopped_rest.is_empty()
     }
 
     /// What the run came to (so far, before it is done).
@@ -579,7 +673,13 @@ impl Deletion {
     fn start_batch(&mut self, n: u32, acceptance: &crate::Acceptance) {
         self.to(Phase::Deleting(n));
         let take = self.batch_size().min(self.rest.len());
-        let batch: Vec<Item> = self.rest.drain(..take).collect();
+        let batch: Vec<Item> = self
+            .rest
+            .drain(..take)
+            .collect::<Vec<u32>>()
+            .into_iter()
+            .map(|i| self.item(i))
+            .collect();
         let mut heads = Vec::new();
         for it in batch {
             if let Some(why) = acceptance.denied.get(&it.key) {
@@ -684,7 +784,7 @@ impl Deletion {
             StoreAnswer::Unknown(why) => (DeleteResult::Unknown, None, Some(why)),
         };
         if matches!(result, DeleteResult::Deleted | DeleteResult::Unknown) {
-            self.deleted.insert(key, it.clone());
+            self.deleted.insert(it.index);
         }
         // A versioned bucket keeps the deleted version under its marker
         // only when that version had an id.
@@ -741,26 +841,30 @@ impl Deletion {
             return;
         }
         let detail = format!("not deleted: the run stopped ({})", why.join("; "));
-        let left: Vec<Item> = self
-            .heads
-            .values()
-            .cloned()
-            .chain(self.deletes.values().map(|(it, _)| it.clone()))
-            .chain(self.rest.drain(..))
-            .collect();
-        self.heads.clear();
         // A DELETE in flight may still land: it is not "not attempted".
-        for (key, (it, _)) in std::mem::take(&mut self.deletes) {
-            self.deleted.insert(key, it);
+        for (_, (it, _)) in std::mem::take(&mut self.deletes) {
+            self.deleted.insert(it.index);
+            let d = "the DELETE was in flight when the run stopped: outcome unknown".to_owned();
+            self.receipt(&it, DeleteResult::Unknown, None, Some(d));
         }
-        for it in &left {
-            if !self.deleted.contains_key(&it.key) {
-                self.receipt(it, DeleteResult::SkippedStopped, None, Some(detail.clone()));
-            } else {
-                let d = "the DELETE was in flight when the run stopped: outcome unknown".to_owned();
-                self.receipt(it, DeleteResult::Unknown, None, Some(d));
-            }
+        for (_, it) in std::mem::take(&mut self.heads) {
+            self.receipt(
+                &it,
+                DeleteResult::SkippedStopped,
+                None,
+                Some(detail.clone()),
+            );
         }
+        // The keys never started get theirs as they are drained (a run
+        // may stop with a million left).
+        let left = std::mem::take(&mut self.rest);
+        *self
+            .outcome
+            .results
+            .entry(DeleteResult::SkippedStopped.as_str().to_owned())
+            .or_default() += left.len() as u64;
+        self.stopped_rest.extend(left);
+        self.stopped_detail = detail;
         self.outcome
             .stopped
             .get_or_insert_with(Vec::new)
@@ -773,14 +877,14 @@ impl Deletion {
     }
 
     fn final_facts(&mut self, acceptance: &crate::Acceptance) {
-        let mut found: Vec<(String, String)> = self
+        let mut found: Vec<(u32, String)> = self
             .deleted
-            .keys()
-            .filter_map(|k| {
+            .iter()
+            .filter_map(|i| {
                 acceptance
                     .denied
-                    .get(k)
-                    .map(|why| (k.clone(), format!("now covered by {why}")))
+                    .get(&self.plan.delete[i as usize].key)
+                    .map(|why| (i, format!("now covered by {why}")))
             })
             .collect();
         if acceptance.granted {
@@ -795,8 +899,20 @@ impl Deletion {
         let config = self.damage_session();
         self.outbox.push_back(DeletionRequest::CheckDamage {
             config: Box::new(config),
-            keys: self.deleted.keys().cloned().collect(),
+            keys: self.deleted.len as u64,
         });
+    }
+
+    /// The keys this run deleted (or maybe), in plan order: `count` of
+    /// them from the `start`th, for the damage check's session.
+    pub fn damage_keys(&self, start: u64, count: u32) -> Vec<String> {
+        let start = usize::try_from(start).unwrap_or(usize::MAX);
+        self.deleted
+            .iter()
+            .skip(start)
+            .take(count as usize)
+            .map(|i| self.plan.delete[i as usize].key.clone())
+            .collect()
     }
 
     /// The planner session that says what the live table references: the
@@ -830,7 +946,7 @@ impl Deletion {
         }
         let found = referenced
             .into_iter()
-            .filter(|(k, _)| self.deleted.contains_key(k))
+            .filter_map(|(k, why)| index_of(&self.plan, &k).map(|i| (i, why)))
             .collect();
         self.damage(found);
         self.finish();
@@ -848,15 +964,13 @@ impl Deletion {
         Ok(())
     }
 
-    fn damage(&mut self, found: Vec<(String, String)>) {
+    fn damage(&mut self, found: Vec<(u32, String)>) {
         let mut seen = BTreeSet::new();
-        for (key, why) in found {
-            if !seen.insert(key.clone()) {
+        for (i, why) in found {
+            if !seen.insert(i) || !self.deleted.contains(i) {
                 continue;
             }
-            let Some(it) = self.deleted.get(&key).cloned() else {
-                continue;
-            };
+            let it = self.item(i);
             let detail = format!("deleted by this run, and the live table needs it: {why}");
             let mut r = self.make_receipt(
                 &it,
@@ -990,8 +1104,16 @@ impl Deletion {
         ) {
             self.outcome.deleted_bytes = self.outcome.deleted_bytes.saturating_add(r.planned.size);
         }
-        self.receipts.push(r);
+        self.receipts.push_back(r);
     }
+}
+
+/// The index of `key` among `plan`'s deletes (sorted by key).
+fn index_of(plan: &SealedPlan, key: &str) -> Option<u32> {
+    plan.delete
+        .binary_search_by(|d| d.key.as_str().cmp(key))
+        .ok()
+        .map(|i| i as u32)
 }
 
 /// One answer in JSON: by the field it carries.
@@ -1037,6 +1159,68 @@ pub fn restore_hint(uri: &str, pinned: &ObjectVersion) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run stopped with more keys left than one drain holds hands their
+    /// receipts out in pieces, each key exactly once.
+    #[test]
+    fn a_stop_with_many_keys_left_drains_in_pieces() {
+        let keys: Vec<String> = (0..10_000)
+            .map(|i| format!("data/{i:05}.parquet"))
+            .collect();
+        let refs: Vec<(&str, u64)> = keys.iter().map(|k| (k.as_str(), 1)).collect();
+        let plan = crate::plan::plan_for_tests(&refs, None);
+        let mut d = Deletion::start(DeletionConfig {
+            plan: plan.to_json(),
+            options: DeletionOptions {
+                batch_size: Some(100),
+                allow_future_now: true,
+                ..DeletionOptions::default()
+            },
+        })
+        .unwrap();
+        let facts = |pointer: &str| Facts {
+            pointer: Some(pointer.to_owned()),
+            log: vec![],
+            context: None,
+            clock_ms: plan.tokens.now_ms,
+        };
+        let mut receipts = Vec::new();
+        let mut facts_read = 0;
+        while !d.is_done() {
+            while let Some(r) = d.poll_request() {
+                match r {
+                    DeletionRequest::ReadFacts { .. } => {
+                        facts_read += 1;
+                        // The table moves after the first batch.
+                        let p = if facts_read == 1 {
+                            plan.tokens.metadata_location.clone()
+                        } else {
+                            "s3://b/t/metadata/v9.metadata.json".into()
+                        };
+                        d.handle_facts(facts(&p)).unwrap();
+                    }
+                    DeletionRequest::Head { objects, .. } => {
+                        for t in objects {
+                            d.handle_head(t.key, HeadAnswer::Absent).unwrap();
+                        }
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+            let piece = d.drain_receipts();
+            assert!(piece.len() <= MAX_DRAIN);
+            receipts.extend(piece);
+        }
+        assert_eq!(receipts.len(), keys.len());
+        let mut seen: Vec<&str> = receipts.iter().map(|r| r.receipt.key.as_str()).collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), keys.len(), "each key once");
+        let o = d.outcome();
+        assert_eq!(o.results["already-absent"], 100);
+        assert_eq!(o.results["skipped-stopped"], 9_900);
+        assert_eq!(o.exit, 1);
+    }
 
     #[test]
     fn only_the_runs_steps_are_transitions() {

@@ -19,6 +19,29 @@ pub(crate) fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// SHA-256 of whatever is written into it ([`std::io::Write`]), so a large
+/// document is hashed as it is serialised, never held whole for it.
+#[derive(Default)]
+pub(crate) struct HashWriter(sha2::Sha256);
+
+impl HashWriter {
+    /// The digest of everything written, lowercase hex.
+    pub(crate) fn hex(self) -> String {
+        use sha2::Digest;
+        hex(&self.0.finalize())
+    }
+}
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        sha2::Digest::update(&mut self.0, buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The first word of a seal's line.
 const SEAL: &str = "xxh3-128 ";
 

@@ -376,6 +376,27 @@ pub struct DamagedReference {
     pub reason: String,
 }
 
+/// The version a delete candidate was listed at (its key is the map's).
+#[derive(Debug, Clone)]
+struct Pinned {
+    size: u64,
+    last_modified_ms: i64,
+    etag: Option<String>,
+    version_id: Option<String>,
+}
+
+impl Pinned {
+    fn planned(self, key: String) -> PlannedDelete {
+        PlannedDelete {
+            key,
+            size: self.size,
+            last_modified_ms: self.last_modified_ms,
+            etag: self.etag,
+            version_id: self.version_id,
+        }
+    }
+}
+
 /// An object a plan keeps, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -427,19 +448,26 @@ impl SealedPlan {
             #[serde(skip_serializing_if = "<[DamagedReference]>::is_empty")]
             damaged: &'a [DamagedReference],
         }
-        let body = serde_json::to_vec(&Sealed {
-            schema: &self.schema,
-            format: self.format,
-            table_location: &self.table_location,
-            table_uuid: &self.table_uuid,
-            tokens: &self.tokens,
-            origin: &self.origin,
-            delete: &self.delete,
-            warnings: &self.warnings,
-            damaged: &self.damaged,
-        })
-        .unwrap_or_default();
-        hex(&Sha256::digest(body))
+        // Hashed as it is written: a plan of a million deletes is never
+        // held twice.
+        let mut h = crate::digest::HashWriter::default();
+        // Writing into a hash cannot fail, nor can these types fail to
+        // serialise.
+        let _ = serde_json::to_writer(
+            &mut h,
+            &Sealed {
+                schema: &self.schema,
+                format: self.format,
+                table_location: &self.table_location,
+                table_uuid: &self.table_uuid,
+                tokens: &self.tokens,
+                origin: &self.origin,
+                delete: &self.delete,
+                warnings: &self.warnings,
+                damaged: &self.damaged,
+            },
+        );
+        h.hex()
     }
 
     /// This plan with its report: of `decisions` (the session's, in the
@@ -488,9 +516,14 @@ impl SealedPlan {
 
     /// Parses a plan document and checks its digest; an edited plan is refused.
     pub fn from_json(text: &str) -> Result<SealedPlan> {
-        let schema = serde_json::from_str::<serde_json::Value>(text)
+        // The schema alone (the rest skipped, never built as a tree).
+        #[derive(Deserialize)]
+        struct SchemaOnly {
+            schema: Option<String>,
+        }
+        let schema = serde_json::from_str::<SchemaOnly>(text)
             .ok()
-            .and_then(|v| v.get("schema")?.as_str().map(str::to_owned));
+            .and_then(|v| v.schema);
         if let Some(old @ ("lakesweep.plan.v1" | "lakesweep.plan.v2")) = schema.as_deref() {
             return Err(Error::invalid(
                 "plan",
@@ -658,7 +691,11 @@ pub struct Session {
     decisions: Vec<Decision>,
     pending: HashMap<String, Purpose>,
     requested: HashSet<String>,
-    candidates: BTreeMap<String, PlannedDelete>,
+    /// The delete candidates so far, by relative key.
+    candidates: BTreeMap<String, Pinned>,
+    /// Set once [`Session::seal`] took the candidates: the session can
+    /// seal nothing more.
+    sealed: bool,
     summary: Summary,
     warnings: BTreeSet<String>,
     /// What the table can still read: Iceberg snapshot ids, or Delta
@@ -839,6 +876,7 @@ impl Session {
             pending: HashMap::new(),
             requested: HashSet::new(),
             candidates: BTreeMap::new(),
+            sealed: false,
             summary: Summary::default(),
             warnings: BTreeSet::new(),
             readable: BTreeSet::new(),
@@ -1219,8 +1257,32 @@ impl Session {
         )
     }
 
-    /// Seals the plan. Fails unless the session is done.
+    /// Seals the plan. Fails unless the session is done (or once
+    /// [`Session::seal`] took its candidates).
     pub fn finish(&self) -> Result<SealedPlan> {
+        self.ready_to_seal()?;
+        let delete = self
+            .candidates
+            .iter()
+            .map(|(k, p)| p.clone().planned(k.clone()))
+            .collect();
+        self.sealed_with(delete)
+    }
+
+    /// Seals the plan, moving the candidates into it rather than copying
+    /// them (a plan of a million deletes is held once): the session seals
+    /// nothing after this. Fails like [`Session::finish`].
+    pub fn seal(&mut self) -> Result<SealedPlan> {
+        self.ready_to_seal()?;
+        let delete = std::mem::take(&mut self.candidates)
+            .into_iter()
+            .map(|(k, p)| p.planned(k))
+            .collect();
+        self.sealed = true;
+        self.sealed_with(delete)
+    }
+
+    fn ready_to_seal(&self) -> Result<()> {
         if let Phase::Failed(e) = &self.phase {
             return Err(e.clone());
         }
@@ -1230,6 +1292,17 @@ impl Session {
                 "finish called before the session was done",
             ));
         }
+        if self.sealed {
+            return Err(Error::protocol(
+                ProtocolReason::OutOfOrder,
+                "the plan was sealed already (its candidates went into it)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The sealed plan deleting `delete` (sorted by key).
+    fn sealed_with(&self, delete: Vec<PlannedDelete>) -> Result<SealedPlan> {
         let mut summary = self.summary.clone();
         summary.snapshots = match self.delta() {
             // The latest version and every version kept on purpose.
@@ -1341,7 +1414,7 @@ impl Session {
             },
 
             origin: self.config.origin.clone(),
-            delete: self.candidates.values().cloned().collect(),
+            delete,
             summary,
             warnings: warnings.into_iter().collect(),
             damaged: self.damaged(),
@@ -1504,8 +1577,7 @@ impl Session {
                     .add(d.size);
                 self.candidates.insert(
                     d.relative_key.clone(),
-                    PlannedDelete {
-                        key: d.relative_key.clone(),
+                    Pinned {
                         size: d.size,
                         last_modified_ms: d.last_modified_ms,
                         etag: d.etag.clone(),
@@ -2166,27 +2238,35 @@ impl Session {
         }
     }
 
+    /// Why candidate `rel` is kept after a re-check (a commit that landed
+    /// during the sweep references it, or a near-miss of one), if it is.
+    fn demotion(&self, rel: &str) -> Option<String> {
+        if let Some(src) = self.classifier.keep.lookup(rel) {
+            return Some(format!(
+                "referenced by a commit that landed during the sweep: {}",
+                src.describe()
+            ));
+        }
+        let loose = CanonicalUri::parse(&self.absolute(rel))
+            .ok()
+            .and_then(|c| self.classifier.loose_key_of(&c));
+        loose
+            .filter(|l| self.classifier.keep.contains_loose(l))
+            .map(|_| {
+                "near-miss of a path referenced by a commit that landed during the sweep".to_owned()
+            })
+    }
+
     /// After a re-check, candidates that became referenced are kept.
     fn demote(&mut self) {
-        let keys: Vec<String> = self.candidates.keys().cloned().collect();
-        for rel in keys {
-            let reason = if let Some(src) = self.classifier.keep.lookup(&rel) {
-                Some(format!(
-                    "referenced by a commit that landed during the sweep: {}",
-                    src.describe()
-                ))
-            } else {
-                let loose = CanonicalUri::parse(&self.absolute(&rel))
-                    .ok()
-                    .and_then(|c| self.classifier.loose_key_of(&c));
-                loose
-                    .filter(|l| self.classifier.keep.contains_loose(l))
-                    .map(|_| {
-                        "near-miss of a path referenced by a commit that landed during the sweep"
-                            .to_owned()
-                    })
-            };
-            let Some(detail) = reason else { continue };
+        // Judged over the candidates as they stand; only the demoted ones'
+        // keys are copied.
+        let demoted: Vec<(String, String)> = self
+            .candidates
+            .keys()
+            .filter_map(|rel| Some((rel.clone(), self.demotion(rel)?)))
+            .collect();
+        for (rel, detail) in demoted {
             if let Some(c) = self.candidates.remove(&rel) {
                 if let Some(t) = self.summary.verdicts.get_mut("candidate") {
                     t.sub(c.size);

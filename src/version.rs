@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// One exact version of an object: what a listing, a HEAD, a plan, a
 /// ledger, a receipt and a bundle record of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectVersion {
     /// Size in bytes.

@@ -155,8 +155,9 @@ fn fault_07_a_metadata_bundle_missing_one_layer_keeps_objects_in_quarantine() {
         l.begin_step(&plan, t.now_ms).unwrap();
     }
     let key = plan.delete[0].key.clone();
-    assert_eq!(l.objects[&key].state, ObjectState::Quarantined);
-    let (_, probes) = l.begin_step(&plan, t.now_ms).unwrap();
+    assert_eq!(l.state_of(&key).unwrap(), ObjectState::Quarantined);
+    l.begin_step(&plan, t.now_ms).unwrap();
+    let probes = l.probes();
     let obs: Vec<Observation> = probes
         .iter()
         .map(|p| Observation {
@@ -167,8 +168,8 @@ fn fault_07_a_metadata_bundle_missing_one_layer_keeps_objects_in_quarantine() {
         .collect();
     let moves = l.observe(&obs, t.now_ms).unwrap();
     assert!(moves.is_empty());
-    assert_eq!(l.objects[&key].state, ObjectState::Quarantined);
-    assert!(l.objects[&key].why.contains("missing layer"));
+    assert_eq!(l.state_of(&key).unwrap(), ObjectState::Quarantined);
+    assert!(l.object(&key).unwrap().why.contains("missing layer"));
 }
 
 #[test]

@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use common::synth::{self, Snap};
 use common::*;
 use lakesweep::deletion::{
-    Deletion, DeletionConfig, DeletionReceipt, DeletionRequest, Facts, FactsPurpose, HeadAnswer,
-    StoreAnswer,
+    Deletion, DeletionConfig, DeletionOptions, DeletionReceipt, DeletionRequest, Facts,
+    FactsPurpose, HeadAnswer, StoreAnswer,
 };
 use lakesweep::ledger::{DeleteResult, ObjectVersion};
 use lakesweep::{Request, SealedPlan, Session, SessionConfig};
@@ -202,6 +202,17 @@ impl World {
     }
 }
 
+/// Every receipt `d` holds, drained in as many pieces as it takes.
+fn drain_all(d: &mut Deletion, into: &mut Vec<DeletionReceipt>) {
+    loop {
+        let piece = d.drain_receipts();
+        if piece.is_empty() {
+            return;
+        }
+        into.extend(piece);
+    }
+}
+
 /// Drives a deletion of `plan` over `w`, with `events` (kind, pick) landing
 /// one per host call, and returns every receipt and the outcome.
 fn drive(
@@ -212,12 +223,11 @@ fn drive(
 ) -> (Vec<DeletionReceipt>, lakesweep::deletion::DeletionOutcome) {
     let mut d = Deletion::start(DeletionConfig {
         plan: plan.to_json(),
-        location_map: vec![],
-        batch_size: Some(batch),
-        dry_run: false,
-        allow_future_now: true,
-        store_gives_etags: true,
-        keys: None,
+        options: DeletionOptions {
+            batch_size: Some(batch),
+            allow_future_now: true,
+            ..DeletionOptions::default()
+        },
     })
     .unwrap();
     let mut events = events.iter();
@@ -288,15 +298,22 @@ fn drive(
                 if let Some(&(e, p)) = events.next() {
                     w.event(e, p);
                 }
-                match w.referenced(*config, &keys) {
+                // The deleted keys, in pieces, as a host reads them.
+                let mut deleted = Vec::new();
+                while (deleted.len() as u64) < keys {
+                    let piece = d.damage_keys(deleted.len() as u64, 7);
+                    assert!(!piece.is_empty(), "fewer keys than announced");
+                    deleted.extend(piece);
+                }
+                match w.referenced(*config, &deleted) {
                     Ok(r) => d.handle_referenced(r).unwrap(),
                     Err(e) => d.handle_referenced_failed(e).unwrap(),
                 }
             }
         }
-        receipts.extend(d.drain_receipts());
+        drain_all(&mut d, &mut receipts);
     }
-    receipts.extend(d.drain_receipts());
+    drain_all(&mut d, &mut receipts);
     (receipts, d.outcome())
 }
 

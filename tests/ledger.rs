@@ -16,7 +16,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use common::synth::{self, Snap};
 use common::*;
 use lakesweep::ledger::{
-    DeleteResult, Ledger, LiveState, ObjectState, ObjectVersion, Observation, ProbePurpose, Receipt,
+    DeleteResult, Ledger, LiveState, Move, ObjectState, ObjectVersion, Observation, ProbePurpose,
+    Receipt,
 };
 use lakesweep::{
     Decision, Error, ListedObject, Request, SealedPlan, Session, SessionConfig, UnsafeReason,
@@ -55,6 +56,10 @@ struct World {
     /// Every key the host ever deleted, with whether it was live then.
     deleted_live: Vec<String>,
     deleted: Vec<String>,
+    /// Every move the ledger showed (all of them: these ledgers are small).
+    moves: Vec<Move>,
+    /// The ledger's folder as last saved.
+    ledger_files: BTreeMap<String, Vec<u8>>,
 }
 
 /// A reader's lease on a key's snapshot.
@@ -329,7 +334,16 @@ fn run(l: &mut Ledger, w: &mut World, now: i64, mut f: Faults) -> RunOutcome {
         }
         Err(e) => panic!("the planner failed: {e}"),
     };
-    let (_, probes) = l.begin_step(&plan, now).unwrap();
+    let m = l.begin_step(&plan, now).unwrap();
+    w.moves.extend(m.sample);
+    // Archives the step asks for (to name damage), from the saved folder.
+    while let Some(name) = l.next_read() {
+        match w.ledger_files.get(&name) {
+            Some(b) => l.handle_read(&name, b).unwrap(),
+            None => l.handle_missing(&name).unwrap(),
+        }
+    }
+    let probes = l.probes();
     let obs: Vec<Observation> = probes
         .iter()
         .map(|p| Observation {
@@ -338,15 +352,16 @@ fn run(l: &mut Ledger, w: &mut World, now: i64, mut f: Faults) -> RunOutcome {
             blocked: None,
         })
         .collect();
-    l.observe(&obs, now).unwrap();
+    w.moves.extend(l.observe(&obs, now).unwrap().sample);
     if let Some(between) = f.between.as_mut() {
         between(w);
     }
-    let (approval, _) = l.approve(&plan, &w.live_state(), now).unwrap();
+    let (approval, m) = l.approve(&plan, &w.live_state(), now).unwrap();
+    w.moves.extend(m.sample);
     let mut receipts = Vec::new();
     let mut deleted = Vec::new();
-    for k in &approval.keys {
-        let pinned = l.objects[k].version.clone();
+    for k in &l.approved_keys() {
+        let pinned = l.object(k).unwrap().version.clone();
         let result = match w.store.get(k) {
             None => DeleteResult::AlreadyAbsent,
             Some(v) if !pinned.matches(v) => DeleteResult::SkippedChanged,
@@ -373,7 +388,9 @@ fn run(l: &mut Ledger, w: &mut World, now: i64, mut f: Faults) -> RunOutcome {
             });
         }
     }
-    l.record(receipts, now).unwrap();
+    w.moves.extend(l.record(receipts, now).unwrap().sample);
+    // Stored and read back, as every host does between runs.
+    *l = reopen(l, w);
     RunOutcome {
         refused: None,
         granted: approval.granted,
@@ -396,6 +413,14 @@ fn world_with(orphans: &[&str], live: &[&str], t0: i64) -> World {
     w
 }
 
+/// `l` saved and opened again, its folder kept in `w` (a save writes
+/// only the files that changed).
+fn reopen(l: &mut Ledger, w: &mut World) -> Ledger {
+    let (head, folder) = l.save_whole().expect("the ledger saves");
+    w.ledger_files.extend(folder);
+    Ledger::open_whole(&head, &w.ledger_files).expect("the ledger opens again")
+}
+
 fn new_ledger(w: &World, now: i64) -> Ledger {
     Ledger::new(&w.plan(now), QUARANTINE).unwrap()
 }
@@ -403,14 +428,14 @@ fn new_ledger(w: &World, now: i64) -> Ledger {
 /// Runs until `key` reaches RESTORE_VERIFIED (the step before approval).
 fn to_verified(l: &mut Ledger, w: &mut World, key: &str, now: &mut i64) {
     for _ in 0..6 {
-        if l.objects.get(key).map(|o| o.state) == Some(ObjectState::RestoreVerified) {
+        if l.state_of(key) == Some(ObjectState::RestoreVerified) {
             return;
         }
         let o = run(l, w, *now, Faults::default());
         assert!(o.deleted.is_empty(), "nothing is deleted before approval");
         *now += QUARANTINE;
     }
-    panic!("{key} never verified: {:?}", l.objects.get(key));
+    panic!("{key} never verified: {:?}", l.object(key));
 }
 
 const T0: i64 = synth::NOW;
@@ -428,7 +453,7 @@ fn lifecycle_goes_through_every_state_one_step_per_run() {
     let mut now = T0;
     for _ in 0..7 {
         run(&mut l, &mut w, now, Faults::default());
-        states.push(l.objects[k].state);
+        states.push(l.state_of(k).unwrap());
         now += QUARANTINE;
     }
     use ObjectState::*;
@@ -446,13 +471,15 @@ fn lifecycle_goes_through_every_state_one_step_per_run() {
     );
     assert!(!w.store.contains_key(k));
     assert!(w.store.contains_key("data/live.parquet"));
-    assert!(!l.objects.contains_key("data/live.parquet"));
+    assert!(l.state_of("data/live.parquet").is_none());
     let g = l.gates();
     assert_eq!(g.deleted_outside_approval, 0);
     assert_eq!(g.approved_not_deleted, 0);
     assert_eq!(g.approvals_after_newer_hold, 0);
+    // Verified, it left the objects in flight for the archive.
+    assert_eq!((l.in_flight(), l.verified().objects), (0, 1));
     // Every move is a legal transition.
-    for m in &l.history {
+    for m in &w.moves {
         if let Some(f) = m.from {
             assert!(f.can_move_to(m.to), "{m:?}");
         }
@@ -467,7 +494,7 @@ fn quarantine_interval_is_waited_for() {
         // Many runs in quick succession: quarantine has not passed.
         run(&mut l, &mut w, T0 + i * 1000, Faults::default());
     }
-    assert_eq!(l.objects["a"].state, ObjectState::Quarantined);
+    assert_eq!(l.state_of("a").unwrap(), ObjectState::Quarantined);
     assert!(w.deleted.is_empty());
 }
 
@@ -503,7 +530,7 @@ fn fault_01_lease_registered_after_the_plan_was_sealed_before_approval() {
     );
     assert!(w.store.contains_key("model/features.parquet"));
     assert_eq!(
-        l.objects["model/features.parquet"].state,
+        l.state_of("model/features.parquet").unwrap(),
         ObjectState::RestoreVerified
     );
     // The next run plans with the lease. It names the snapshot that last
@@ -516,7 +543,7 @@ fn fault_01_lease_registered_after_the_plan_was_sealed_before_approval() {
         "{o:?}"
     );
     assert_eq!(
-        l.objects["model/features.parquet"].state,
+        l.state_of("model/features.parquet").unwrap(),
         ObjectState::RestoreVerified
     );
     assert!(w.store.contains_key("model/features.parquet"));
@@ -581,10 +608,10 @@ fn fault_03_writer_uploaded_files_but_has_not_committed() {
         .insert("data/upload-1.parquet".into(), version(T0 - 60_000, "u1"));
     let mut l = new_ledger(&w, T0);
     run(&mut l, &mut w, T0, Faults::default());
-    assert!(l.objects.is_empty());
+    assert_eq!(l.in_flight(), 0);
     w.commit_reference("data/upload-1.parquet");
     run(&mut l, &mut w, T0 + 5 * DAY, Faults::default());
-    assert!(l.objects.is_empty());
+    assert_eq!(l.in_flight(), 0);
 }
 
 #[test]
@@ -607,9 +634,9 @@ fn fault_04_eventually_consistent_listing_misses_fresh_objects() {
             ..Faults::default()
         },
     );
-    assert_eq!(l.objects["a"].state, ObjectState::Protected);
+    assert_eq!(l.state_of("a").unwrap(), ObjectState::Protected);
     assert!(w.store.contains_key("a"));
-    assert!(!l.objects.contains_key("fresh"));
+    assert!(l.state_of("fresh").is_none());
 }
 
 #[test]
@@ -639,7 +666,10 @@ fn fault_06_protected_snapshots_file_slipped_into_the_candidates() {
     w.referenced.insert("snap/data.parquet".into()); // the truth, now seen
     let o = run(&mut l, &mut w, now, Faults::default());
     assert!(o.deleted.is_empty());
-    assert_eq!(l.objects["snap/data.parquet"].state, ObjectState::Protected);
+    assert_eq!(
+        l.state_of("snap/data.parquet").unwrap(),
+        ObjectState::Protected
+    );
     assert!(w.deleted_live.is_empty());
 }
 
@@ -690,13 +720,13 @@ fn fault_09_replica_lagging_listing_from_a_stale_copy() {
     }
     // The restore check HEADs the primary: another version, so protected.
     assert_eq!(
-        l.objects["a"].state,
+        l.state_of("a").unwrap(),
         ObjectState::Protected,
         "{:?}",
-        l.objects["a"]
+        l.object("a")
     );
     assert_eq!(w.store["a"].etag.as_deref(), Some("\"a-new\""));
-    assert!(!l.objects.contains_key("b"));
+    assert!(l.state_of("b").is_none());
     assert!(w.deleted.is_empty());
 }
 
@@ -717,16 +747,16 @@ fn fault_10_lost_delete_receipt() {
     );
     assert_eq!(o.deleted.len(), 2);
     assert_eq!(
-        l.objects["a"].state,
+        l.state_of("a").unwrap(),
         ObjectState::DeleteUnknown,
         "never 'deleted' without a receipt"
     );
-    assert_eq!(l.objects["b"].state, ObjectState::Deleted);
+    assert_eq!(l.state_of("b").unwrap(), ObjectState::Deleted);
     let g = l.gates();
     assert_eq!((g.unknown_total, g.unknown_reconciled), (1, 0));
     // Reconciliation by HEAD: gone.
     run(&mut l, &mut w, now + 1, Faults::default());
-    assert_eq!(l.objects["a"].state, ObjectState::Verified);
+    assert_eq!(l.state_of("a").unwrap(), ObjectState::Verified);
     let g = l.gates();
     assert_eq!((g.unknown_total, g.unknown_reconciled), (1, 1));
     assert_eq!(g.approved_not_deleted, 0);
@@ -757,12 +787,12 @@ fn fault_10b_failed_delete_is_reconciled_and_retried() {
             now,
         )
         .unwrap();
-    assert_eq!(moves[0].to, ObjectState::DeleteUnknown);
+    assert_eq!(moves.sample[0].to, ObjectState::DeleteUnknown);
     // Still there, same version: back to RESTORE_VERIFIED, then a new approval deletes it.
     run(&mut l, &mut w, now + 1, Faults::default());
-    assert_eq!(l.objects["a"].state, ObjectState::RestoreVerified);
+    assert_eq!(l.state_of("a").unwrap(), ObjectState::RestoreVerified);
     run(&mut l, &mut w, now + 2, Faults::default());
-    assert_eq!(l.objects["a"].state, ObjectState::Deleted);
+    assert_eq!(l.state_of("a").unwrap(), ObjectState::Deleted);
     assert!(!w.store.contains_key("a"));
 }
 
@@ -780,19 +810,19 @@ fn fault_11_delete_marker_recovered_in_a_versioned_bucket() {
     to_verified(&mut l, &mut w, "a", &mut now);
     let kept = w.store["a"].clone();
     run(&mut l, &mut w, now, Faults::default());
-    assert_eq!(l.objects["a"].state, ObjectState::Deleted);
+    assert_eq!(l.state_of("a").unwrap(), ObjectState::Deleted);
     w.store.insert("a".into(), kept);
     let o = run(&mut l, &mut w, now + 1, Faults::default());
     assert!(o.deleted.is_empty());
-    assert_eq!(l.objects["a"].state, ObjectState::Protected);
+    assert_eq!(l.state_of("a").unwrap(), ObjectState::Protected);
     assert!(
-        l.objects["a"].why.contains("back"),
+        l.object("a").unwrap().why.contains("back"),
         "{}",
-        l.objects["a"].why
+        l.object("a").unwrap().why
     );
     // It starts over from DISCOVERED, so a full quarantine passes again.
     run(&mut l, &mut w, now + 2, Faults::default());
-    assert_eq!(l.objects["a"].state, ObjectState::Discovered);
+    assert_eq!(l.state_of("a").unwrap(), ObjectState::Discovered);
     assert!(w.store.contains_key("a"));
 }
 
@@ -816,11 +846,11 @@ fn a_key_reused_after_verification_is_tracked_again() {
     to_verified(&mut l, &mut w, "a", &mut now);
     run(&mut l, &mut w, now, Faults::default());
     run(&mut l, &mut w, now + 1, Faults::default());
-    assert_eq!(l.objects["a"].state, ObjectState::Verified);
+    assert_eq!(l.state_of("a").unwrap(), ObjectState::Verified);
     // A writer reuses the name; later it is an orphan too.
     w.store.insert("a".into(), version(now - 10 * DAY, "a2"));
     run(&mut l, &mut w, now + 2, Faults::default());
-    assert_eq!(l.objects["a"].state, ObjectState::Discovered);
+    assert_eq!(l.state_of("a").unwrap(), ObjectState::Discovered);
 }
 
 #[test]
@@ -835,8 +865,9 @@ fn objects_of_an_incomplete_bundle_are_not_approved() {
     live.blocked
         .insert("a".into(), "bundle q-1 is incomplete: missing layer".into());
     let (approval, _) = l.approve(&plan, &live, now).unwrap();
-    assert_eq!(approval.keys, vec!["b".to_owned()]);
-    assert_eq!(l.objects["a"].state, ObjectState::RestoreVerified);
+    assert_eq!(approval.approved, 1);
+    assert_eq!(l.approved_keys(), vec!["b".to_owned()]);
+    assert_eq!(l.state_of("a").unwrap(), ObjectState::RestoreVerified);
 }
 
 #[test]
@@ -849,28 +880,27 @@ fn a_ledger_of_another_table_or_a_newer_schema_is_refused() {
         l.begin_step(&other, T0),
         Err(Error::InvalidOptions { .. })
     ));
-    let text = l
-        .to_json()
-        .replace("lakesweep.ledger.v3", "lakesweep.ledger.v4");
+    let mut l = new_ledger(&w, T0);
+    l.begin_step(&w.plan(T0), T0).unwrap();
+    let (head, folder) = l.save_whole().unwrap();
+    let text = head.replace("lakesweep.ledger.v4", "lakesweep.ledger.v5");
     let e = Ledger::parse(&text).unwrap_err();
     assert!(e.to_string().contains("newer"), "{e}");
     assert!(Ledger::parse("{}").is_err());
-    // Read back: the same content, chained to the stored digest.
-    let back = Ledger::parse(&l.to_json()).unwrap();
-    assert_eq!(back.previous_integrity, Some(l.sealed().integrity.clone()));
-    assert_eq!(back.objects, l.objects);
+    // Read back: the same content.
+    let back = Ledger::open_whole(&head, &folder).unwrap();
+    assert_eq!(back.objects(0, 10), l.objects(0, 10));
+    assert_eq!(back.gates(), l.gates());
     // A ledger edited by hand is refused: a shorter quarantine, a state.
-    let edited = l.to_json().replace(
-        &format!("\"quarantineMs\": {}", l.quarantine_ms),
+    let edited = head.replace(
+        &format!("\"quarantineMs\": {}", l.quarantine_ms()),
         "\"quarantineMs\": 0",
     );
-    assert_ne!(edited, l.to_json());
+    assert_ne!(edited, head);
     let e = Ledger::parse(&edited).unwrap_err();
     assert!(e.to_string().contains("integrity"), "{e}");
     // A sealed-before ledger (v1) cannot be told from an edited one.
-    let v1 = l
-        .to_json()
-        .replace("lakesweep.ledger.v3", "lakesweep.ledger.v1");
+    let v1 = head.replace("lakesweep.ledger.v4", "lakesweep.ledger.v1");
     assert!(Ledger::parse(&v1)
         .unwrap_err()
         .to_string()
@@ -885,69 +915,91 @@ fn ledger_v2() -> String {
     std::fs::read_to_string(p).expect("the stored v2 ledger")
 }
 
+/// A whole ledger lakesweep 0.2 sealed (`lakesweep.ledger.v3`), as it
+/// stored it: `tests/golden/legacy/ledger.v3.json`.
+fn ledger_v3() -> String {
+    let p =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/legacy/ledger.v3.json");
+    std::fs::read_to_string(p).expect("the stored v3 ledger")
+}
+
 #[test]
 fn a_ledger_an_earlier_lakesweep_sealed_is_read_checked_and_carried_on() {
-    let text = ledger_v2();
-    let stored: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let l = Ledger::parse(&text).expect("a v2 ledger is read");
-    // Every object and its pinned version, read through the old spellings.
-    let objects = stored["objects"].as_object().unwrap();
-    assert!(objects.len() >= 5);
-    assert_eq!(l.objects.len(), objects.len());
-    for (key, o) in objects {
-        let v = &l.objects[key].version;
+    for (text, v2) in [(ledger_v2(), true), (ledger_v3(), false)] {
+        let stored: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let field = |camel: &str, snake: &str| {
+            stored
+                .get(if v2 { snake } else { camel })
+                .cloned()
+                .unwrap_or_default()
+        };
+        let mut l = Ledger::parse(&text).expect("an earlier ledger is read");
+        // Every object and its pinned version, read through the old spellings.
+        let objects = stored["objects"].as_object().unwrap();
+        assert!(objects.len() >= 5);
+        let verified = objects
+            .values()
+            .filter(|o| o["state"] == "VERIFIED")
+            .count() as u64;
+        assert!(verified > 0, "the stored ledger has verified objects");
+        for (key, o) in objects {
+            let modified = if v2 {
+                &o["version"]["last_modified_ms"]
+            } else {
+                &o["version"]["lastModifiedMs"]
+            };
+            let v = &l.object(key).unwrap().version;
+            assert_eq!(v.last_modified_ms, modified.as_i64().unwrap(), "{key}");
+            assert_eq!(
+                l.state_of(key).map(|s| serde_json::to_value(s).unwrap()),
+                Some(o["state"].clone()),
+                "{key}"
+            );
+        }
         assert_eq!(
-            v.last_modified_ms,
-            o["version"]["last_modified_ms"].as_i64().unwrap(),
-            "{key}"
+            l.quarantine_ms(),
+            field("quarantineMs", "quarantine_ms").as_i64().unwrap()
         );
-        assert_eq!(
-            l.objects[key].since_revision,
-            o["since_revision"].as_u64().unwrap(),
-            "{key}"
+        assert!(!l.approvals().is_empty() && !l.drills().is_empty());
+        // Saved as the current schema: its verified objects archived with
+        // their receipts, the rest in flight.
+        let (head, folder) = l.save_whole().unwrap();
+        assert!(
+            head.contains("\"schema\": \"lakesweep.ledger.v4\""),
+            "{head}"
         );
-    }
-    assert_eq!(l.quarantine_ms, stored["quarantine_ms"].as_i64().unwrap());
-    assert_eq!(
-        l.receipts.len(),
-        stored["receipts"].as_array().unwrap().len()
-    );
-    assert!(!l.receipts.is_empty() && !l.approvals.is_empty() && !l.drills.is_empty());
-    // Chained to the digest it was sealed with, and saved as the current schema.
-    assert_eq!(
-        l.previous_integrity.as_deref(),
-        stored["integrity"].as_str()
-    );
-    let saved = l.to_json();
-    assert!(
-        saved.contains("\"schema\": \"lakesweep.ledger.v3\""),
-        "{saved}"
-    );
-    assert!(saved.contains("\"quarantineMs\"") && !saved.contains("quarantine_ms"));
-    let again = Ledger::parse(&saved).expect("the carried-on ledger reads back");
-    assert_eq!(again.objects, l.objects);
-    // Laid out differently, the same content still verifies.
-    let flat: String = text.lines().map(str::trim_start).collect();
-    assert_ne!(flat, text);
-    Ledger::parse(&flat).expect("the layout is not part of the digest");
-    // Edited by hand, it is refused: a shorter quarantine, a state moved on.
-    for (from, to) in [
-        (
-            format!("\"quarantine_ms\": {}", l.quarantine_ms),
-            "\"quarantine_ms\": 1".to_owned(),
-        ),
-        (
-            "\"QUARANTINED\"".to_owned(),
-            "\"UNREFERENCED_ELIGIBLE\"".to_owned(),
-        ),
-        ("\"revision\": ".to_owned(), "\"revision\": 1".to_owned()),
-    ] {
-        let edited = text.replacen(&from, &to, 1);
-        assert_ne!(edited, text, "{from} is in the stored ledger");
-        let e = Ledger::parse(&edited).unwrap_err();
-        assert!(e.to_string().contains("integrity"), "{from}: {e}");
+        let again = Ledger::open_whole(&head, &folder).expect("the carried-on ledger reads back");
+        assert_eq!(again.in_flight(), objects.len() as u64 - verified);
+        assert_eq!(again.verified().objects, verified);
+        for key in objects.keys() {
+            assert_eq!(again.state_of(key), l.state_of(key), "{key}");
+        }
+        assert_eq!(again.gates(), l.gates());
+        // Laid out differently, the same content still verifies.
+        let flat: String = text.lines().map(str::trim_start).collect();
+        assert_ne!(flat, text);
+        Ledger::parse(&flat).expect("the layout is not part of the digest");
+        // Edited by hand, it is refused: a shorter quarantine, a state moved on.
+        let q = if v2 { "quarantine_ms" } else { "quarantineMs" };
+        for (from, to) in [
+            (
+                format!("\"{q}\": {}", l.quarantine_ms()),
+                format!("\"{q}\": 1"),
+            ),
+            (
+                "\"QUARANTINED\"".to_owned(),
+                "\"UNREFERENCED_ELIGIBLE\"".to_owned(),
+            ),
+            ("\"revision\": ".to_owned(), "\"revision\": 1".to_owned()),
+        ] {
+            let edited = text.replacen(&from, &to, 1);
+            assert_ne!(edited, text, "{from} is in the stored ledger");
+            let e = Ledger::parse(&edited).unwrap_err();
+            assert!(e.to_string().contains("integrity"), "{from}: {e}");
+        }
     }
     // Its integrity field moved away from the end: not as v2 sealed it.
+    let text = ledger_v2();
     let moved = text.replacen("{\n", "{\n  \"integrity\": \"00\",\n", 1);
     assert!(Ledger::parse(&moved).is_err());
 }
@@ -962,14 +1014,16 @@ fn an_interrupted_run_leaves_approved_objects_unknown_not_deleted() {
     l.begin_step(&plan, now).unwrap();
     l.approve(&plan, &w.live_state(), now).unwrap();
     // The host crashed before recording receipts; the ledger was saved.
-    let saved = Ledger::parse(&l.to_json()).unwrap();
-    let mut l = saved;
+    let mut l = reopen(&mut l, &mut w);
+    assert_eq!(l.state_of("a").unwrap(), ObjectState::DeleteApproved);
     run(&mut l, &mut w, now + 1, Faults::default());
-    assert_eq!(l.objects["a"].state, ObjectState::RestoreVerified);
-    assert!(l
-        .history
-        .iter()
-        .any(|m| m.to == ObjectState::DeleteUnknown && m.key == "a"));
+    assert_eq!(l.state_of("a").unwrap(), ObjectState::RestoreVerified);
+    let g = l.gates();
+    assert_eq!(
+        (g.unknown_total, g.unknown_reconciled),
+        (1, 1),
+        "it was unknown once"
+    );
 }
 
 #[test]
@@ -1002,11 +1056,11 @@ fn receipts_for_unapproved_keys_fail_the_gate() {
     l.begin_step(&plan, now).unwrap();
     let mut live = w.live_state();
     live.blocked.insert("a".into(), "held".into());
-    let (approval, _) = l.approve(&plan, &live, now).unwrap();
-    assert_eq!(approval.keys, vec!["b".to_owned()]);
+    l.approve(&plan, &live, now).unwrap();
+    assert_eq!(l.approved_keys(), vec!["b".to_owned()]);
     l.record(vec![stray], now).unwrap();
     assert_eq!(l.gates().deleted_outside_approval, 1);
-    assert_eq!(l.objects["a"].state, ObjectState::RestoreVerified);
+    assert_eq!(l.state_of("a").unwrap(), ObjectState::RestoreVerified);
 }
 
 #[test]
@@ -1018,7 +1072,8 @@ fn probes_say_what_they_are_for() {
         run(&mut l, &mut w, now, Faults::default());
         now += QUARANTINE;
     }
-    let (_, probes) = l.begin_step(&w.plan(now), now).unwrap();
+    l.begin_step(&w.plan(now), now).unwrap();
+    let probes = l.probes();
     assert_eq!(probes.len(), 1);
     assert_eq!(probes[0].purpose, ProbePurpose::RestoreCheck);
     assert_eq!(probes[0].expect, w.store["a"]);
@@ -1155,7 +1210,7 @@ fn interleaving_deletes_nothing_live(events: &[Event]) -> Result<(), TestCaseErr
     let g = l.gates();
     prop_assert_eq!(g.deleted_outside_approval, 0);
     prop_assert_eq!(g.approvals_after_newer_hold, 0);
-    for m in &l.history {
+    for m in &w.moves {
         if let Some(f) = m.from {
             prop_assert!(f.can_move_to(m.to), "{:?}", m);
         }
@@ -1311,14 +1366,14 @@ fn approval_is_refused_when_the_live_metadata_location_differs_from_the_plans() 
     // the pointer's doing, nothing else's).
     let mut control = l.clone();
     let (a, _) = control.approve(&plan, &w.live_state(), now).unwrap();
-    assert!(a.granted && a.keys == vec!["a".to_owned()], "{a:?}");
+    assert!(a.granted && control.approved_keys() == ["a"], "{a:?}");
     // A commit landed after the plan: same context, another metadata file.
     let mut live = w.live_state();
     live.metadata_location = metadata_uri(w.generation + 1);
     assert_ne!(live.metadata_location, plan.tokens.metadata_location);
     let (a, moves) = l.approve(&plan, &live, now).unwrap();
     assert!(!a.granted, "{a:?}");
-    assert!(a.keys.is_empty() && moves.is_empty(), "{a:?}");
+    assert!(a.approved == 0 && moves.is_empty(), "{a:?}");
     assert_eq!(a.differences.len(), 1, "{:?}", a.differences);
     assert!(
         a.differences[0].contains("table generation")
@@ -1326,8 +1381,8 @@ fn approval_is_refused_when_the_live_metadata_location_differs_from_the_plans() 
         "{:?}",
         a.differences
     );
-    assert_eq!(l.objects["a"].state, ObjectState::RestoreVerified);
-    assert!(!l.approvals.last().unwrap().granted);
+    assert_eq!(l.state_of("a").unwrap(), ObjectState::RestoreVerified);
+    assert!(!l.approvals().last().unwrap().granted);
 }
 
 /// Kills: dropping the context-digest comparison in `acceptance::accept`
@@ -1346,10 +1401,10 @@ fn approval_is_refused_when_only_the_context_digest_differs() {
     assert_ne!(ctx.digest(), plan.tokens.context_digest);
     let (a, moves) = l.approve(&plan, &live, now).unwrap();
     assert!(!a.granted, "{a:?}");
-    assert!(a.keys.is_empty() && moves.is_empty(), "{a:?}");
+    assert!(a.approved == 0 && moves.is_empty(), "{a:?}");
     assert_eq!(a.differences.len(), 1, "{:?}", a.differences);
     assert!(a.differences[0].contains("context"), "{:?}", a.differences);
-    assert_eq!(l.objects["a"].state, ObjectState::RestoreVerified);
+    assert_eq!(l.state_of("a").unwrap(), ObjectState::RestoreVerified);
 }
 
 /// The second recorded case: a lease registered without a newer reader
@@ -1373,15 +1428,15 @@ fn interleaving_regression_a_quiet_lease_lands_before_approval() {
 /// sweep that stopped running; it survives the save.
 #[test]
 fn each_step_records_when_it_ran() {
-    let w = world_with(&["a"], &[], T0 - 10 * DAY);
+    let mut w = world_with(&["a"], &[], T0 - 10 * DAY);
     let mut l = new_ledger(&w, T0);
-    assert_eq!(l.last_step_ms, None);
+    assert_eq!(l.last_step_ms(), None);
     l.begin_step(&w.plan(T0), T0 + 5).unwrap();
-    assert_eq!(l.last_step_ms, Some(T0 + 5));
+    assert_eq!(l.last_step_ms(), Some(T0 + 5));
     l.reconcile_step(T0 + 9).unwrap();
-    assert_eq!(l.last_step_ms, Some(T0 + 9));
-    let back = Ledger::parse(&l.to_json()).unwrap();
-    assert_eq!(back.last_step_ms, Some(T0 + 9));
+    assert_eq!(l.last_step_ms(), Some(T0 + 9));
+    let back = reopen(&mut l, &mut w);
+    assert_eq!(back.last_step_ms(), Some(T0 + 9));
 }
 
 /// A commit adopts a key the sweep deleted, and the run dies before its
@@ -1400,7 +1455,8 @@ fn damage_after_a_kill_is_found_by_the_next_run_and_cleared_when_restored() {
     assert_eq!(deleted.deleted, [k]);
     assert_eq!(l.gates().damaged, 0);
     // The kill: no damage check ran. Then a writer adopts the key.
-    let pinned = l.objects[k].version.clone();
+    let pinned = l.object(k).unwrap().version.clone();
+    assert_eq!(l.state_of(k), Some(ObjectState::Deleted));
     w.commit_reference(k);
     now += QUARANTINE;
     // A plan made without the ledger's deleted keys is refused.
@@ -1409,7 +1465,7 @@ fn damage_after_a_kill_is_found_by_the_next_run_and_cleared_when_restored() {
     assert!(e.to_string().contains("deleted-index"), "{e}");
     run(&mut l, &mut w, now, Faults::default());
     let g = l.gates();
-    assert_eq!(g.damaged, 1, "{:?}", l.damage);
+    assert_eq!(g.damaged, 1, "{:?}", l.damage());
     let d = l.open_damage().next().unwrap();
     assert_eq!(d.key, k);
     assert_eq!(d.version, pinned);
@@ -1418,14 +1474,14 @@ fn damage_after_a_kill_is_found_by_the_next_run_and_cleared_when_restored() {
     now += QUARANTINE;
     run(&mut l, &mut w, now, Faults::default());
     assert_eq!(l.gates().damaged, 1);
-    assert_eq!(l.damage.len(), 1);
+    assert_eq!(l.damage().len(), 1);
     // Restored: listed again, the damage is resolved.
     w.store.insert(k.into(), pinned);
     now += QUARANTINE;
     run(&mut l, &mut w, now, Faults::default());
-    assert_eq!(l.gates().damaged, 0, "{:?}", l.damage);
-    assert!(l.damage[0].resolved_ms.is_some());
+    assert_eq!(l.gates().damaged, 0, "{:?}", l.damage());
+    assert!(l.damage()[0].resolved_ms.is_some());
     // The ledger round-trips with its damage record.
-    let back = Ledger::parse(&l.to_json()).unwrap();
-    assert_eq!(back.damage, l.damage);
+    let back = reopen(&mut l, &mut w);
+    assert_eq!(back.damage(), l.damage());
 }

@@ -1,7 +1,9 @@
 //! The JSON Schemas of `schema/` (draft 2020-12) against real documents.
 //!
 //! Each stored document of the core has a schema: the sealed plan
-//! (`plan.v3.json`), the deletion ledger (`ledger.v3.json`), the metadata
+//! (`plan.v3.json`), the deletion ledger (`ledger.v4.json`, its object
+//! files `ledger-objects.v1.json` and archives `ledger-archive.v1.json`;
+//! `ledger.v3.json` and `ledger.v2.json` of earlier releases), the metadata
 //! bundle (`bundle.v2.json`), the expiry plan (`expiry.v1.json`), the
 //! retention policy (`policy.v1.json`), the live context
 //! (`context.v1.json`) and the Pinot snapshot-artifact plan
@@ -109,11 +111,6 @@ impl Schema {
             self.name
         );
     }
-}
-
-/// A JSON pointer token for an object key (`/` and `~` escaped).
-fn token(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
 
 /// `doc` with the member at `pointer` set to `value` (`None`: removed). The
@@ -388,15 +385,23 @@ fn golden_and_fresh_plans_match_the_plan_schema() {
     );
 }
 
+/// A ledger as stored: its head, and its folder's files by name.
+type Stored = (String, BTreeMap<String, Vec<u8>>);
+
+/// Saves `l` whole.
+fn stored(l: &mut Ledger) -> Stored {
+    l.save_whole().expect("a ledger saves")
+}
+
 /// A fresh ledger for `plan`, walked by the public API through every kind
-/// of step; returns the stored text after each step (the last is a ledger
-/// read back with `Ledger::parse`, chained to the one before). Keys of the
-/// plan: the first waits in quarantine (its bundle walk is incomplete), the
-/// second vanishes during quarantine (then, still a candidate, starts over),
-/// the others are approved and receipted (deleted, no answer, deleted behind
-/// a delete marker) and reconciled; a refused approval and a restore drill
-/// are recorded too.
-fn walk_ledger(plan: &SealedPlan) -> Vec<String> {
+/// of step; returns what is stored after each step (the last is a ledger
+/// read back with `Ledger::open_whole`, chained to the one before). Keys of
+/// the plan: the first waits in quarantine (its bundle walk is incomplete),
+/// the second vanishes during quarantine (then, still a candidate, starts
+/// over), the others are approved and receipted (deleted, no answer,
+/// deleted behind a delete marker) and reconciled; a refused approval and
+/// a restore drill are recorded too.
+fn walk_ledger(plan: &SealedPlan) -> Vec<Stored> {
     let mut saved = Vec::new();
     let now = plan.tokens.now_ms;
     let keys: Vec<String> = plan.delete.iter().map(|d| d.key.clone()).collect();
@@ -406,17 +411,17 @@ fn walk_ledger(plan: &SealedPlan) -> Vec<String> {
         keys.len()
     );
     let mut l = Ledger::new(plan, 0).expect("a ledger for a fixture plan");
-    saved.push(l.to_json());
+    saved.push(stored(&mut l));
     // DISCOVERED, UNREFERENCED_ELIGIBLE, QUARANTINED: one step each.
     for step in 1..=3 {
-        let (_, probes) = l
-            .begin_step(plan, now)
+        l.begin_step(plan, now)
             .unwrap_or_else(|e| panic!("ledger step {step}: {e}"));
-        assert!(probes.is_empty(), "no HEAD before quarantine");
-        saved.push(l.to_json());
+        assert!(l.probes().is_empty(), "no HEAD before quarantine");
+        saved.push(stored(&mut l));
     }
     // Quarantine (0 ms) passed: restore checks.
-    let (_, probes) = l.begin_step(plan, now).expect("the restore-check step");
+    l.begin_step(plan, now).expect("the restore-check step");
+    let probes = l.probes();
     assert_eq!(probes.len(), keys.len(), "every quarantined key is checked");
     let observations: Vec<Observation> = probes
         .iter()
@@ -428,7 +433,7 @@ fn walk_ledger(plan: &SealedPlan) -> Vec<String> {
         .collect();
     l.observe(&observations, now)
         .expect("the store's answers to the restore checks");
-    saved.push(l.to_json());
+    saved.push(stored(&mut l));
     // A new step, then an approval against the unchanged table.
     l.begin_step(plan, now).expect("the approval run's step");
     let live = LiveState {
@@ -441,8 +446,8 @@ fn walk_ledger(plan: &SealedPlan) -> Vec<String> {
     };
     let (approval, _) = l.approve(plan, &live, now).expect("the approval");
     assert!(approval.granted, "{:?}", approval.differences);
-    assert_eq!(approval.keys, keys[2..].to_vec());
-    let version = |k: &str| Some(l.objects[k].version.clone());
+    assert_eq!(l.approved_keys(), keys[2..].to_vec());
+    let version = |k: &str| l.object(k).map(|o| o.version);
     let receipt =
         |k: &str, result, confirmed_ms, marker: Option<&str>, detail: Option<&str>| Receipt {
             key: k.to_owned(),
@@ -472,7 +477,7 @@ fn walk_ledger(plan: &SealedPlan) -> Vec<String> {
         ),
     ];
     l.record(receipts, now).expect("the receipts");
-    saved.push(l.to_json());
+    saved.push(stored(&mut l));
     // Reconciliation: the deleted keys are gone, the unknown one is intact
     // (and the first key's bundle is still incomplete).
     // The next run's plan, checked against the ledger's deleted keys.
@@ -485,10 +490,10 @@ fn walk_ledger(plan: &SealedPlan) -> Vec<String> {
             .collect()
     });
     checked.digest = checked.compute_digest();
-    let (_, probes) = l
-        .begin_step(&checked, now + 1)
+    l.begin_step(&checked, now + 1)
         .expect("the verification step");
-    let observations: Vec<Observation> = probes
+    let observations: Vec<Observation> = l
+        .probes()
         .iter()
         .map(|p| Observation {
             key: p.key.clone(),
@@ -504,7 +509,7 @@ fn walk_ledger(plan: &SealedPlan) -> Vec<String> {
         ..live
     };
     let (refused, _) = l
-        .approve(plan, &moved, now + 1)
+        .approve(&checked, &moved, now + 1)
         .expect("a refused approval");
     assert!(!refused.granted && !refused.differences.is_empty());
     l.record_drill(
@@ -518,66 +523,100 @@ fn walk_ledger(plan: &SealedPlan) -> Vec<String> {
         now + 2,
     )
     .expect("a drill of the ledger's table");
-    let text = l.to_json();
-    let states: Vec<ObjectState> = keys.iter().map(|k| l.objects[k].state).collect();
+    let states: Vec<Option<ObjectState>> = keys.iter().map(|k| l.state_of(k)).collect();
     use ObjectState::*;
     assert_eq!(
         states[..5],
         [
-            Quarantined,
-            UnreferencedEligible,
-            Verified,
-            RestoreVerified,
-            Verified
+            Some(Quarantined),
+            Some(UnreferencedEligible),
+            Some(Verified),
+            Some(RestoreVerified),
+            Some(Verified)
         ]
     );
-    saved.push(text.clone());
-    let reread = Ledger::parse(&text).expect("lakesweep reads its own ledger");
-    assert!(reread.previous_integrity.is_some());
-    saved.push(reread.to_json());
+    let last = stored(&mut l);
+    saved.push(last.clone());
+    let mut reread = Ledger::open_whole(&last.0, &last.1).expect("lakesweep reads its own ledger");
+    assert_eq!(reread.state_of(&keys[2]), Some(Verified), "archived");
+    assert_eq!(reread.verified().objects, 2);
+    saved.push(stored(&mut reread));
     saved
 }
 
+/// The lines of a gzip'd JSON Lines file of a ledger's folder.
+fn lines_of(name: &str, bytes: &[u8]) -> Vec<String> {
+    let text =
+        lakesweep::codec::gzip::gunzip(bytes, 1 << 30).unwrap_or_else(|e| panic!("{name}: {e}"));
+    String::from_utf8(text)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
 #[test]
-fn ledgers_walked_through_every_step_match_the_ledger_schema() {
-    let schema = Schema::load("ledger.v3.json");
-    let mut count = 0;
+fn ledgers_walked_through_every_step_match_the_ledger_schemas() {
+    let schema = Schema::load("ledger.v4.json");
+    let objects = Schema::load("ledger-objects.v1.json");
+    let archive = Schema::load("ledger-archive.v1.json");
+    let (mut count, mut lines) = (0, 0);
     let mut last = None;
+    let mut last_object = None;
+    let mut last_archived = None;
     for t in tables() {
         let mut cfg = t.config();
         cfg.now_ms += 365 * DAY;
         let plan = run_native(cfg, &HostOptions::for_table(&t))
             .unwrap_or_else(|e| panic!("the planner refused fixture `{}`: {e}", t.name))
             .plan();
-        for (i, text) in walk_ledger(&plan).iter().enumerate() {
-            schema.accepts(&format!("the ledger of {} after step {i}", t.name), text);
+        for (i, (head, folder)) in walk_ledger(&plan).iter().enumerate() {
+            schema.accepts(&format!("the ledger of {} after step {i}", t.name), head);
             count += 1;
-            last = Some(json_of("a ledger", text));
+            last = Some(json_of("a ledger", head));
+            for (name, bytes) in folder {
+                if name.ends_with(".idx") {
+                    continue;
+                }
+                let which = if name.starts_with("archive-") {
+                    &archive
+                } else {
+                    &objects
+                };
+                for line in lines_of(name, bytes) {
+                    which.accepts(&format!("{name} of {}", t.name), &line);
+                    lines += 1;
+                    let v = json_of(name, &line);
+                    if name.starts_with("archive-") && v.get("key").is_some() {
+                        last_archived = Some(v);
+                    } else if v.is_array() {
+                        last_object = Some(v);
+                    }
+                }
+            }
         }
     }
-    println!("ledger.v3.json: {count} ledgers valid");
+    println!("ledger.v4.json: {count} heads valid, {lines} lines of their files");
     assert!(count >= 16);
 
     let l = last.expect("at least one ledger");
-    let key = l["objects"]
-        .as_object()
-        .and_then(|o| o.keys().next())
-        .map(|k| token(k))
-        .expect("the walked ledger holds objects");
-    let object = format!("/objects/{key}");
     schema.rejects("no integrity", &edited(&l, "/integrity", None));
-    schema.rejects("no unknownEver", &edited(&l, "/unknownEver", None));
+    schema.rejects("no audit", &edited(&l, "/audit", None));
     schema.rejects(
         "no previousIntegrity",
         &edited(&l, "/previousIntegrity", None),
     );
     schema.rejects(
-        "an object without its version",
-        &edited(&l, &format!("{object}/version"), None),
+        "an object file without its SHA-256",
+        &edited(&l, "/objects/0/sha256", None),
     );
     schema.rejects(
-        "a receipt without a result",
-        &edited(&l, "/receipts/0/result", None),
+        "an object file named outside the folder",
+        &edited(&l, "/objects/0/name", Some(json!("../ledger.json"))),
+    );
+    schema.rejects(
+        "an archive without its revision",
+        &edited(&l, "/verified/archives/0/revision", None),
     );
     schema.rejects(
         "a negative revision",
@@ -588,24 +627,8 @@ fn ledgers_walked_through_every_step_match_the_ledger_schema() {
         &edited(&l, "/quarantineMs", Some(json!(-5))),
     );
     schema.rejects(
-        "an unknown state",
-        &edited(&l, &format!("{object}/state"), Some(json!("GONE"))),
-    );
-    schema.rejects(
-        "a camel-case state",
-        &edited(
-            &l,
-            &format!("{object}/state"),
-            Some(json!("RestoreVerified")),
-        ),
-    );
-    schema.rejects(
-        "a misspelt result",
-        &edited(&l, "/receipts/0/result", Some(json!("Deleted"))),
-    );
-    schema.rejects(
-        "a numeric from",
-        &edited(&l, "/history/0/from", Some(json!(3))),
+        "approval keys (v3's)",
+        &edited(&l, "/approvals/0/keys", Some(json!(["a"]))),
     );
     schema.rejects(
         "a string granted",
@@ -616,14 +639,34 @@ fn ledgers_walked_through_every_step_match_the_ledger_schema() {
         &edited(&l, "/drills/0/passed", None),
     );
     schema.rejects("an unknown field", &edited(&l, "/owner", Some(json!("me"))));
-    schema.rejects(
-        "an unknown receipt field",
-        &edited(&l, "/receipts/0/bytes", Some(json!(1))),
-    );
+    schema.rejects("v3's objects", &edited(&l, "/history", Some(json!([]))));
     schema.rejects(
         "another schema name",
-        &edited(&l, "/schema", Some(json!("lakesweep.ledger.v1"))),
+        &edited(&l, "/schema", Some(json!("lakesweep.ledger.v3"))),
     );
+
+    let o = last_object.expect("an object line");
+    objects.rejects("an unknown state", &edited(&o, "/1", Some(json!("GONE"))));
+    objects.rejects(
+        "a verified object in flight",
+        &edited(&o, "/1", Some(json!("VERIFIED"))),
+    );
+    objects.rejects(
+        "a camel-case state",
+        &edited(&o, "/1", Some(json!("RestoreVerified"))),
+    );
+    objects.rejects("a negative size", &edited(&o, "/2", Some(json!(-1))));
+    objects.rejects("a line cut short", &json!(o.as_array().unwrap()[..5]));
+    let a = last_archived.expect("an archived object line");
+    archive.rejects(
+        "an archived object without its version",
+        &edited(&a, "/version", None),
+    );
+    archive.rejects(
+        "a misspelt receipt result",
+        &edited(&a, "/receipt/result", Some(json!("Deleted"))),
+    );
+    archive.rejects("an unknown field", &edited(&a, "/bytes", Some(json!(1))));
 }
 
 /// HEAD of `key` of fixture `t`, from the checkout with the generator's
@@ -1168,7 +1211,8 @@ fn the_tests_contexts_match_the_context_schema() {
 #[test]
 fn documents_an_earlier_lakesweep_stored_match_their_schemas() {
     for (doc, schema, now) in [
-        ("ledger.v2.json", "ledger.v2.json", "ledger.v3.json"),
+        ("ledger.v2.json", "ledger.v2.json", "ledger.v4.json"),
+        ("ledger.v3.json", "ledger.v3.json", "ledger.v4.json"),
         ("bundle.v1.json", "bundle.v1.json", "bundle.v2.json"),
     ] {
         let text = std::fs::read_to_string(repo().join("tests/golden/legacy").join(doc))
@@ -1176,7 +1220,24 @@ fn documents_an_earlier_lakesweep_stored_match_their_schemas() {
         let schema = Schema::load(schema);
         schema.accepts(doc, &text);
         let current = if doc.starts_with("ledger") {
-            Ledger::parse(&text).map(|l| l.to_json())
+            Ledger::parse(&text).and_then(|mut l| {
+                let (head, folder) = l.save_whole()?;
+                let objects = Schema::load("ledger-objects.v1.json");
+                let archive = Schema::load("ledger-archive.v1.json");
+                for (name, bytes) in &folder {
+                    let which = if name.starts_with("archive-") {
+                        &archive
+                    } else if name.starts_with("objects-") {
+                        &objects
+                    } else {
+                        continue;
+                    };
+                    for line in lines_of(name, bytes) {
+                        which.accepts(&format!("{doc} saved on: {name}"), &line);
+                    }
+                }
+                Ok(head)
+            })
         } else {
             Bundle::parse(&text).map(|b| b.to_json())
         }
@@ -1207,8 +1268,11 @@ fn every_schema_file_is_tested() {
             "bundle.v2.json",
             "context.v1.json",
             "expiry.v1.json",
+            "ledger-archive.v1.json",
+            "ledger-objects.v1.json",
             "ledger.v2.json",
             "ledger.v3.json",
+            "ledger.v4.json",
             "pinot-plan.v1.json",
             "plan.v3.json",
             "policy.v1.json"

@@ -60,21 +60,25 @@ pub fn gunzip(bytes: &[u8], limit: usize) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// One gzip member of `data` (deflate at `level`, 0–10; no name, no
+/// time: the same bytes always compress alike). Members hold at most
+/// 4 GiB (the trailer's length is 32 bits): larger data is refused.
+pub fn gzip(data: &[u8], level: u8) -> Result<Vec<u8>, String> {
+    let len = u32::try_from(data.len()).map_err(|_| "gzip: a member holds at most 4 GiB")?;
+    let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255];
+    out.extend(miniz_oxide::deflate::compress_to_vec(data, level));
+    out.extend(crc32fast::hash(data).to_le_bytes());
+    out.extend(len.to_le_bytes());
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    pub(crate) fn gzip(data: &[u8]) -> Vec<u8> {
-        let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255];
-        out.extend(miniz_oxide::deflate::compress_to_vec(data, 6));
-        out.extend(crc32fast::hash(data).to_le_bytes());
-        out.extend((data.len() as u32).to_le_bytes());
-        out
-    }
-
     #[test]
     fn round_trip_and_truncation() {
-        let z = gzip(b"{\"a\":1}");
+        let z = gzip(b"{\"a\":1}", 6).unwrap();
         assert_eq!(gunzip(&z, 1 << 20).unwrap(), b"{\"a\":1}");
         for cut in 0..z.len() {
             assert!(gunzip(&z[..cut], 1 << 20).is_err());

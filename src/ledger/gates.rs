@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{state_name, DeleteResult, Ledger, ObjectState};
+use super::{state_name, Ledger, ObjectState};
 
 /// The run report's gates: each must read 0 (or 100 %) for a clean run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,54 +30,38 @@ pub struct Gates {
 }
 
 impl Ledger {
-    /// The gates of the whole ledger's history.
+    /// The gates of the whole ledger's history: its counters, its approvals
+    /// and the objects in flight.
     pub fn gates(&self) -> Gates {
-        let approved: std::collections::BTreeSet<&str> = self
-            .approvals
-            .iter()
-            .filter(|a| a.granted)
-            .flat_map(|a| a.keys.iter().map(String::as_str))
-            .collect();
-        let deleted_outside_approval = self
-            .receipts
-            .iter()
-            .filter(|r| r.result == DeleteResult::Deleted && !approved.contains(r.key.as_str()))
-            .count() as u64;
-        let approved_not_deleted = self
-            .objects
-            .values()
-            .filter(|o| {
-                matches!(
-                    o.state,
-                    ObjectState::DeleteApproved | ObjectState::DeleteUnknown
-                )
-            })
-            .count() as u64;
-        let unknown_reconciled = self
-            .unknown_ever
-            .iter()
-            .filter(|k| {
-                self.objects
-                    .get(*k)
-                    .is_some_and(|o| o.state != ObjectState::DeleteUnknown)
-            })
-            .count() as u64;
         let mut states = BTreeMap::new();
-        for o in self.objects.values() {
-            *states.entry(state_name(o.state)).or_insert(0) += 1;
+        let mut approved_not_deleted = 0u64;
+        let mut unknown_now = 0u64;
+        for (_, e) in self.objects.iter() {
+            *states.entry(state_name(e.state)).or_insert(0) += 1;
+            if matches!(
+                e.state,
+                ObjectState::DeleteApproved | ObjectState::DeleteUnknown
+            ) {
+                approved_not_deleted += 1;
+            }
+            if e.unknown_once && e.state == ObjectState::DeleteUnknown {
+                unknown_now += 1;
+            }
+        }
+        if self.verified.objects > 0 {
+            *states.entry(state_name(ObjectState::Verified)).or_insert(0) += self.verified.objects;
         }
         Gates {
-            deleted_outside_approval,
+            deleted_outside_approval: self.audit.deleted_outside_approval,
             approved_not_deleted,
             approvals_after_newer_hold: self
                 .approvals
                 .iter()
                 .filter(|a| a.granted && a.live_hold_generation > a.hold_generation)
                 .count() as u64,
-            unknown_total: self.unknown_ever.len() as u64,
-            unknown_reconciled,
+            unknown_total: self.audit.unknown_ever,
+            unknown_reconciled: self.audit.unknown_ever.saturating_sub(unknown_now),
             damaged: self.open_damage().count() as u64,
-
             states,
         }
     }

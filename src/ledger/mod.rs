@@ -20,29 +20,43 @@
 //!                   │ HEAD: still the same version ──► RESTORE_VERIFIED (retry after a new approval)
 //! ```
 //!
-//! The ledger is a versioned JSON document the host stores (by default under
-//! the table's hidden `_lakesweep/` prefix, which no sweep deletes). The core
-//! loads, advances and returns it; it refuses a ledger of another table or of
-//! a newer schema. Every function is pure: `now` is an input, and the host
-//! does every HEAD and DELETE and reports what the store answered.
-
+//! The ledger is stored by the host (by default under the table's hidden
+//! `_lakesweep/` prefix, which no sweep deletes) as a small head document
+//! and files beside it (see [`files`]): its cost follows the objects in
+//! flight, not the table's history. An object that reaches `VERIFIED` is
+//! folded, when the ledger is next saved, into a summary (counts, bytes,
+//! the fingerprint of its key) and an archive file with its receipt.
 //!
-//! Files: `state` (the states and their transitions), `wire` (what crosses
-//! to and from the host: moves, probes, observations, live state,
-//! receipts, approvals), `steps` (one run's steps), `drill` (restore
-//! drills), `gates` (the run report's gates), `outlook` (what each state
-//! waits for, and until when), `legacy` (ledgers of earlier schemas).
+//! ## Calling contract
+//!
+//! ```text
+//! Ledger::parse(head) | Ledger::create(plan, ..)
+//! while let Some(name) = next_read() { handle_read(name, bytes) | handle_missing(name) }
+//! begin_step(plan, now) | reconcile_step(now)          one step per run
+//! while let Some(name) = next_read() { .. }            archives, when damage must be named
+//! next_probes(max) -> HEAD each -> observe(answers)     until no probe is left
+//! approve(plan, live, now); Deletion::for_ledger(..)  -> record_receipts(..)*; finish_recording(now)
+//! while let Some(file) = next_write() { store it }     the head last; then obsolete()
+//! ```
+//!
+//! Every function is pure: `now` is an input, and the host does every
+//! read, HEAD, DELETE and write and reports what the store answered. The
+//! core loads, advances and returns the ledger; it refuses a ledger of
+//! another table or of a newer schema, and any file that is not the one
+//! its head names.
 
 mod drill;
+pub mod files;
 mod freshness;
 mod gates;
 mod legacy;
+mod objects;
 mod outlook;
 mod state;
 mod steps;
 mod wire;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -54,22 +68,29 @@ use crate::plan::{PlannedDelete, SealedPlan};
 
 pub(crate) use drill::drill_missing;
 pub use drill::{drill_sample, Drill};
+pub use files::{ArchiveRef, ArchivedObject, FileRef, LedgerFile};
 pub use freshness::{freshness, Freshness};
+use objects::{Entry, Objects, Whys};
 
 pub use gates::Gates;
 pub use outlook::Waiting;
 use state::state_name;
 pub use state::ObjectState;
-pub use steps::quarantine_root;
+pub use steps::{quarantine_root, QuarantineRoot};
 pub use wire::{
-    Approval, Damage, DeleteResult, LedgerObject, LiveState, Move, Observation, Probe,
-    ProbePurpose, Receipt,
+    Approval, Damage, DeleteResult, LedgerObject, LiveState, Move, Moves, Observation, Probe,
+    ProbePurpose, Receipt, MOVES_PER_STATE,
 };
 
-/// Schema name of ledger documents.
-pub const LEDGER_SCHEMA: &str = "lakesweep.ledger.v3";
+/// Schema name of ledger heads.
+pub const LEDGER_SCHEMA: &str = "lakesweep.ledger.v4";
 
 pub use crate::version::ObjectVersion;
+
+/// How long (ms) an object waits in quarantine when the host names no
+/// interval: one day, long enough for a reader that still holds an old
+/// snapshot to fail loudly on the quarantined copy before it goes.
+pub const DEFAULT_QUARANTINE_MS: i64 = 86_400_000;
 
 /// The version a planned delete pins.
 pub(crate) fn version_of(d: &PlannedDelete) -> ObjectVersion {
@@ -81,62 +102,166 @@ pub(crate) fn version_of(d: &PlannedDelete) -> ObjectVersion {
     }
 }
 
-/// The ledger document.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What the ledger has verified deleted, folded: counts, bytes, and the
+/// archive files holding each object with its receipt.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Ledger {
-    /// Always [`LEDGER_SCHEMA`].
-    pub schema: String,
-    /// Canonical table location.
-    #[serde(alias = "table_location")]
-    pub table_location: String,
-    /// The table's UUID (Iceberg) or id (Delta), when known.
-    #[serde(alias = "table_uuid")]
-    pub table_uuid: Option<String>,
-    /// Incremented by every step.
-    pub revision: u64,
-    /// Quarantine interval, milliseconds.
-    #[serde(alias = "quarantine_ms")]
-    pub quarantine_ms: i64,
-    /// Objects by key relative to the table location.
-    pub objects: BTreeMap<String, LedgerObject>,
-    /// Every approval asked for, granted or not.
-    pub approvals: Vec<Approval>,
-    /// Every delete receipt.
-    pub receipts: Vec<Receipt>,
-    /// Every state change, oldest first.
-    pub history: Vec<Move>,
-    /// Keys that ever entered `DELETE_UNKNOWN`.
-    #[serde(default)]
-    #[serde(alias = "unknown_ever")]
-    pub unknown_ever: Vec<String>,
-    /// Every restore drill recorded, oldest first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub drills: Vec<Drill>,
-    /// When the last sweep or reconcile step began, ms since the epoch (the
-    /// step's time): how an operator sees a sweep that stopped running.
-    /// Absent from ledgers saved before it was recorded.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_step_ms: Option<i64>,
-    /// Keys it deleted that the table references now (see [`Damage`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub damage: Vec<Damage>,
-    /// The integrity digest of the ledger this one was made from (each step
-    /// chains to the one before; `None` for a new ledger).
-    #[serde(default)]
-    #[serde(alias = "previous_integrity")]
-    pub previous_integrity: Option<String>,
-    /// SHA-256 (hex) over the previous digest and this ledger's content: a
-    /// ledger edited by hand (a shorter quarantine, a state moved on) no
-    /// longer matches and is refused.
-    #[serde(default)]
-    pub integrity: String,
+pub struct Verified {
+    /// Objects verified deleted and archived.
+    pub objects: u64,
+    /// Their bytes (pinned sizes).
+    pub bytes: u64,
+    /// The archive files, oldest first.
+    pub archives: Vec<ArchiveRef>,
 }
 
-/// How long (ms) an object waits in quarantine when the host names no
-/// interval: one day, long enough for a reader that still holds an old
-/// snapshot to fail loudly on the quarantined copy before it goes.
-pub const DEFAULT_QUARANTINE_MS: i64 = 86_400_000;
+/// Counters of the ledger's history the gates read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Audit {
+    /// Receipts of deleted objects that no granted approval listed.
+    pub deleted_outside_approval: u64,
+    /// Objects ever in `DELETE_UNKNOWN`.
+    pub unknown_ever: u64,
+}
+
+/// The head document, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Head {
+    schema: String,
+    table_location: String,
+    table_uuid: Option<String>,
+    revision: u64,
+    quarantine_ms: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_step_ms: Option<i64>,
+    in_flight: u64,
+    objects: Vec<FileRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    deleted_index: Option<FileRef>,
+    verified: Verified,
+    audit: Audit,
+    approvals: Vec<Approval>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    outside_receipts: Vec<Receipt>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    drills: Vec<Drill>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    damage: Vec<Damage>,
+    previous_integrity: Option<String>,
+    integrity: String,
+}
+
+impl Head {
+    /// SHA-256 over the previous digest, a newline and this head's JSON
+    /// with `integrity` empty.
+    fn compute_integrity(&self) -> String {
+        let mut body = self.clone();
+        body.integrity = String::new();
+        let mut h = crate::digest::HashWriter::default();
+        use std::io::Write;
+        let _ = h.write_all(self.previous_integrity.as_deref().unwrap_or("").as_bytes());
+        let _ = h.write_all(b"\n");
+        let _ = serde_json::to_writer(&mut h, &body);
+        h.hex()
+    }
+}
+
+/// A file the ledger waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Read {
+    Index(FileRef),
+    Segment(FileRef),
+    /// Read to name the keys of damage found by fingerprint.
+    Archive(ArchiveRef),
+}
+
+impl Read {
+    fn name(&self) -> &str {
+        match self {
+            Read::Index(f) | Read::Segment(f) => &f.name,
+            Read::Archive(a) => &a.file.name,
+        }
+    }
+}
+
+/// Where a save stands (see [`Ledger::next_write`]).
+#[derive(Debug, Clone, PartialEq)]
+struct Save {
+    /// Verified objects folded by this save, to archive.
+    folded: Vec<ArchivedObject>,
+    archives_done: usize,
+    new_archives: Vec<ArchiveRef>,
+    /// The index to write (none: unchanged).
+    index: Option<(FileRef, Vec<u8>)>,
+    segments_done: usize,
+    new_segments: Vec<FileRef>,
+    /// The files the head before this save named (object files, index).
+    old_names: Vec<String>,
+}
+
+/// Damage a plan named by a fingerprint the ledger only holds folded: the
+/// archives are read to name its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Lookup {
+    fingerprint: u64,
+    why: String,
+    found_ms: i64,
+}
+
+/// A two-phase deletion ledger (see the module's calling contract).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ledger {
+    table_location: String,
+    table_uuid: Option<String>,
+    revision: u64,
+    quarantine_ms: i64,
+    last_step_ms: Option<i64>,
+    approvals: Vec<Approval>,
+    outside_receipts: Vec<Receipt>,
+    drills: Vec<Drill>,
+    damage: Vec<Damage>,
+    audit: Audit,
+    verified: Verified,
+    /// The files of the head last read or written.
+    segments: Vec<FileRef>,
+    index_file: Option<FileRef>,
+    previous_integrity: Option<String>,
+    /// The objects in flight.
+    objects: Objects,
+    whys: Whys,
+    /// Fingerprints of every key verified and folded, ascending.
+    verified_fps: Vec<u64>,
+    reads: VecDeque<Read>,
+    lookups: Vec<Lookup>,
+    save: Option<Save>,
+    obsolete: Vec<String>,
+    /// Where [`Ledger::next_probes`] goes on from.
+    probe_cursor: usize,
+    /// The archives checked by [`Ledger::check_archive`]: name, objects,
+    /// bytes.
+    checked: BTreeMap<String, (u64, u64)>,
+    /// What the checks found wrong.
+    problems: Vec<String>,
+    /// Why a step failed: the ledger then refuses everything (the stored
+    /// one is unchanged; run again).
+    failed: Option<Error>,
+}
+
+/// What [`Ledger::audit`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditReport {
+    /// Objects in flight.
+    pub in_flight: u64,
+    /// Verified objects, their bytes, and the archives holding them.
+    pub verified: Verified,
+    /// Archives read and found whole.
+    pub archives_checked: u64,
+    /// What does not add up (empty: the ledger verifies).
+    pub problems: Vec<String>,
+}
 
 impl Ledger {
     /// A new ledger for `plan`'s table, but only when no earlier one
@@ -165,45 +290,149 @@ impl Ledger {
         if quarantine_ms < 0 {
             return Err(Error::invalid("quarantine_ms", "must not be negative"));
         }
-        Ok(Ledger {
-            schema: LEDGER_SCHEMA.into(),
-            table_location: plan.table_location.clone(),
-            table_uuid: plan.table_uuid.clone(),
+        Ok(Ledger::empty(
+            plan.table_location.clone(),
+            plan.table_uuid.clone(),
+            quarantine_ms,
+        ))
+    }
+
+    fn empty(table_location: String, table_uuid: Option<String>, quarantine_ms: i64) -> Ledger {
+        Ledger {
+            table_location,
+            table_uuid,
             revision: 0,
             quarantine_ms,
-            objects: BTreeMap::new(),
-            approvals: Vec::new(),
-            receipts: Vec::new(),
-            history: Vec::new(),
-            unknown_ever: Vec::new(),
-            drills: Vec::new(),
             last_step_ms: None,
+            approvals: Vec::new(),
+            outside_receipts: Vec::new(),
+            drills: Vec::new(),
             damage: Vec::new(),
+            audit: Audit::default(),
+            verified: Verified::default(),
+            segments: Vec::new(),
+            index_file: None,
             previous_integrity: None,
-            integrity: String::new(),
-        })
+            objects: Objects::default(),
+            whys: Whys::default(),
+            verified_fps: Vec::new(),
+            reads: VecDeque::new(),
+            lookups: Vec::new(),
+            save: None,
+            obsolete: Vec::new(),
+            probe_cursor: 0,
+            checked: BTreeMap::new(),
+            problems: Vec::new(),
+            failed: None,
+        }
     }
 
-    /// The integrity digest of this content: SHA-256 over the previous
-    /// digest and the canonical JSON of everything but `integrity`.
-    pub fn compute_integrity(&self) -> String {
-        let mut body = self.clone();
-        body.integrity = String::new();
-        let text = serde_json::to_vec(&body).unwrap_or_default();
-        let mut h = sha2::Sha256::new();
-        h.update(self.previous_integrity.as_deref().unwrap_or("").as_bytes());
-        h.update(b"\n");
-        h.update(&text);
-        crate::digest::hex(&h.finalize())
+    /// Runs a change of the ledger: a failure leaves it refusing every
+    /// change and save after it (with that error), so nothing half done is
+    /// ever stored.
+    pub(crate) fn guarded<T>(&mut self, f: impl FnOnce(&mut Ledger) -> Result<T>) -> Result<T> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let r = f(self);
+        if let Err(e) = &r {
+            self.failed = Some(e.clone());
+        }
+        r
     }
 
-    /// Parses a stored ledger; an unknown or newer schema is refused.
+    /// The names of its archive files, oldest first.
+    pub fn archives(&self) -> Vec<String> {
+        self.verified
+            .archives
+            .iter()
+            .map(|a| a.file.name.clone())
+            .collect()
+    }
+
+    /// Checks archive `name` read as `bytes`: its SHA-256 against the
+    /// head's, and every object in it against the index. Fails naming a
+    /// damaged archive.
+    pub fn check_archive(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
+        let Some(a) = self.verified.archives.iter().find(|a| a.file.name == name) else {
+            return Err(Error::invalid(
+                "ledger",
+                format!("{name} is not an archive of this ledger"),
+            ));
+        };
+        let objects = files::decode_archive(a, bytes)?;
+        let missing = objects
+            .iter()
+            .filter(|o| {
+                self.verified_fps
+                    .binary_search(&crate::reach::fingerprint(&o.key))
+                    .is_err()
+            })
+            .count();
+        if missing > 0 {
+            self.problems.push(format!(
+                "archive {name}: {missing} of its keys are missing from the deleted-key index (a plan would not see them come back)"
+            ));
+        }
+        self.checked
+            .insert(name.to_owned(), (a.file.count, a.object_bytes));
+        Ok(())
+    }
+
+    /// What the ledger holds and what does not add up: every archive not
+    /// checked, and the archives' objects and bytes against the summary.
+    pub fn audit(&self) -> AuditReport {
+        let mut problems = self.problems.clone();
+        for a in &self.verified.archives {
+            if !self.checked.contains_key(&a.file.name) {
+                problems.push(format!("archive {} was not checked", a.file.name));
+            }
+        }
+        let (objects, bytes) = self
+            .verified
+            .archives
+            .iter()
+            .fold((0u64, 0u64), |(o, b), a| {
+                (o + a.file.count, b + a.object_bytes)
+            });
+        if objects != self.verified.objects || bytes != self.verified.bytes {
+            problems.push(format!(
+                "the archives hold {objects} objects ({bytes} bytes); the head counts {} ({} bytes)",
+                self.verified.objects, self.verified.bytes
+            ));
+        }
+        if (self.verified_fps.len() as u64) > self.verified.objects {
+            problems.push(format!(
+                "the deleted-key index holds {} keys, more than the {} verified",
+                self.verified_fps.len(),
+                self.verified.objects
+            ));
+        }
+        AuditReport {
+            in_flight: self.objects.len() as u64,
+            verified: self.verified.clone(),
+            archives_checked: self.checked.len() as u64,
+            problems,
+        }
+    }
+
+    /// Opens a stored ledger from its head document: the files it names
+    /// are then read through [`Ledger::next_read`]. A ledger an earlier
+    /// lakesweep wrote whole (`lakesweep.ledger.v3`, `.v2`) is read, its
+    /// digest checked, and carried on as the current schema. An unknown or
+    /// newer schema, or a head whose digest does not match, is refused.
     pub fn parse(text: &str) -> Result<Ledger> {
-        let v: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| Error::invalid("ledger", format!("not JSON: {e}")))?;
-        let v2 = match v.get("schema").and_then(|s| s.as_str()) {
-            Some(LEDGER_SCHEMA) => false,
-            Some(legacy::LEDGER_V2) => true,
+        #[derive(Deserialize)]
+        struct SchemaOnly {
+            schema: Option<String>,
+        }
+        let schema = serde_json::from_str::<SchemaOnly>(text)
+            .map_err(|e| Error::invalid("ledger", format!("not JSON: {e}")))?
+            .schema;
+        match schema.as_deref() {
+            Some(LEDGER_SCHEMA) => {}
+            Some(legacy::LEDGER_V3) => return legacy::read(text, false),
+            Some(legacy::LEDGER_V2) => return legacy::read(text, true),
             Some("lakesweep.ledger.v1") => {
                 return Err(Error::invalid(
                     "ledger",
@@ -222,61 +451,439 @@ impl Ledger {
                     format!("not a lakesweep ledger (schema {other:?})"),
                 ))
             }
-        };
-        let mut l: Ledger = serde_json::from_value(v)
-            .map_err(|e| Error::invalid("ledger", format!("damaged: {e}")))?;
-        let expected = if v2 {
-            // Sealed over its snake_case bytes: checked over them, then
-            // carried on (and saved next) as the current schema.
-            l.schema = LEDGER_SCHEMA.into();
-            legacy::integrity_v2(text, l.previous_integrity.as_deref())
-        } else {
-            Some(l.compute_integrity())
-        };
-        if expected.as_deref() != Some(l.integrity.as_str()) {
+        }
+        let head: Head = serde_json::from_str(text)
+            .map_err(|e| Error::invalid("ledger", format!("damaged head: {e}")))?;
+        if head.compute_integrity() != head.integrity {
             return Err(Error::invalid(
                 "ledger",
                 "edited or damaged: its integrity digest does not match its content (a ledger is only ever written by lakesweep; restore the saved one, or start a new ledger with --new-ledger)",
             ));
         }
+        let mut l = Ledger::empty(head.table_location, head.table_uuid, head.quarantine_ms);
+        l.revision = head.revision;
+        l.last_step_ms = head.last_step_ms;
+        l.approvals = head.approvals;
+        l.outside_receipts = head.outside_receipts;
+        l.drills = head.drills;
+        l.damage = head.damage;
+        l.audit = head.audit;
+        l.verified = head.verified;
+        let in_flight: u64 = head.objects.iter().map(|f| f.count).sum();
+        if in_flight != head.in_flight {
+            return Err(Error::invalid(
+                "ledger",
+                format!(
+                    "damaged head: its object files hold {in_flight} objects, it says {}",
+                    head.in_flight
+                ),
+            ));
+        }
+        if let Some(f) = &head.deleted_index {
+            l.reads.push_back(Read::Index(f.clone()));
+        }
+        l.reads
+            .extend(head.objects.iter().cloned().map(Read::Segment));
+        l.segments = head.objects;
+        l.index_file = head.deleted_index;
         // The next save chains to this one.
-        l.previous_integrity = Some(std::mem::take(&mut l.integrity));
+        l.previous_integrity = Some(head.integrity);
         Ok(l)
     }
 
-    /// This ledger with its integrity digest computed (what is stored).
-    pub fn sealed(&self) -> Ledger {
-        let mut sealed = self.clone();
-        sealed.integrity = sealed.compute_integrity();
-        sealed
+    /// The next file of the ledger's folder to read, by name (none: it has
+    /// what it needs). After opening: the index and the object files; after
+    /// a step that found damage it can only name by fingerprint: archives.
+    pub fn next_read(&self) -> Option<String> {
+        self.reads.front().map(|r| r.name().to_owned())
     }
 
-    /// Canonical JSON text, sealed with its integrity digest.
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(&self.sealed()).unwrap_or_default()
+    /// [`Ledger::handle_read`], unguarded.
+    fn handle_read_unguarded(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
+        let Some(r) = self.reads.front() else {
+            return Err(Error::protocol(
+                ProtocolReason::UnexpectedAnswer,
+                format!("ledger file {name} read when none was asked for"),
+            ));
+        };
+        if r.name() != name {
+            return Err(Error::protocol(
+                ProtocolReason::UnexpectedAnswer,
+                format!("ledger file {name} read when {} was asked for", r.name()),
+            ));
+        }
+        let r = self.reads.pop_front().expect("a read asked for");
+        match r {
+            Read::Index(f) => self.verified_fps = files::decode_index(&f, bytes)?,
+            Read::Segment(f) => {
+                for (k, e) in files::decode_segment(&f, bytes, &mut self.whys)? {
+                    if e.state == ObjectState::Verified {
+                        return Err(Error::invalid(
+                            "ledger",
+                            format!("ledger file {name} holds `{k}` as VERIFIED: verified objects are archived, never in flight (edited?)"),
+                        ));
+                    }
+                    self.objects.push_sorted(k, e).map_err(|why| {
+                        Error::invalid("ledger", format!("ledger file {name}: {why}"))
+                    })?;
+                }
+            }
+            Read::Archive(a) => {
+                let objects = files::decode_archive(&a, bytes)?;
+                self.name_damage(&objects);
+            }
+        }
+        Ok(())
     }
 
-    /// Keys the ledger deleted, or may have (approved, deleted, unknown,
-    /// verified): a quarantine bundle counts them as consumed, not lost.
-    pub fn consumed_keys(&self) -> Vec<String> {
-        use ObjectState::*;
-        self.objects
+    /// [`Ledger::handle_missing`], unguarded.
+    fn handle_missing_unguarded(&mut self, name: &str) -> Result<()> {
+        match self.reads.front() {
+            Some(Read::Archive(a)) if a.file.name == name => {
+                self.reads.pop_front();
+                self.name_damage(&[]);
+                Ok(())
+            }
+            Some(r) if r.name() == name => Err(Error::invalid(
+                "ledger",
+                format!("ledger file {name}, which the head names, is missing: restore the ledger's folder from a backup, or start a new ledger (--new-ledger)"),
+            )),
+            _ => Err(Error::protocol(
+                ProtocolReason::UnexpectedAnswer,
+                format!("ledger file {name} reported missing when it was not asked for"),
+            )),
+        }
+    }
+
+    /// Fails (protocol) while files of the ledger are still to be read:
+    /// nothing about its objects is known yet.
+    fn ready(&self) -> Result<()> {
+        match self.reads.front() {
+            Some(Read::Index(f) | Read::Segment(f)) => Err(Error::protocol(
+                ProtocolReason::OutOfOrder,
+                format!("the ledger's files are not all read yet (next: {})", f.name),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// [`Ledger::next_write`], unguarded.
+    fn next_write_unguarded(&mut self) -> Result<Option<LedgerFile>> {
+        self.ready()?;
+        if self.save.is_none() {
+            self.save = Some(self.fold());
+        }
+        let s = self.save.as_mut().expect("a save");
+        if s.archives_done * files::SEGMENT_OBJECTS < s.folded.len() {
+            let from = s.archives_done * files::SEGMENT_OBJECTS;
+            let to = (from + files::SEGMENT_OBJECTS).min(s.folded.len());
+            let (a, bytes) =
+                files::encode_archive(&s.folded[from..to], self.revision, s.archives_done)?;
+            s.archives_done += 1;
+            let name = a.file.name.clone();
+            s.new_archives.push(a);
+            return Ok(Some(LedgerFile { name, bytes }));
+        }
+        if let Some((f, bytes)) = s.index.take() {
+            return Ok(Some(LedgerFile {
+                name: f.name.clone(),
+                bytes,
+            }));
+        }
+        let from = s.segments_done * files::SEGMENT_OBJECTS;
+        if from < self.objects.len() {
+            let to = (from + files::SEGMENT_OBJECTS).min(self.objects.len());
+            let items = (from..to).filter_map(|i| self.objects.at(i));
+            let (f, bytes) =
+                files::encode_segment(items, &self.whys, self.revision, s.segments_done)?;
+            s.segments_done += 1;
+            let name = f.name.clone();
+            s.new_segments.push(f);
+            return Ok(Some(LedgerFile { name, bytes }));
+        }
+        let s = self.save.take().expect("a save");
+        let old = s.old_names;
+        self.verified.archives.extend(s.new_archives);
+        self.segments = s.new_segments;
+        let mut head = self.head();
+        head.integrity = head.compute_integrity();
+        let bytes = serde_json::to_vec_pretty(&head)
+            .map_err(|e| Error::invalid("ledger", e.to_string()))?;
+        self.previous_integrity = Some(head.integrity);
+        let kept: std::collections::BTreeSet<&str> = self
+            .segments
             .iter()
-            .filter(|(_, o)| matches!(o.state, DeleteApproved | Deleted | DeleteUnknown | Verified))
-            .map(|(k, _)| k.clone())
+            .chain(self.index_file.as_ref())
+            .map(|f| f.name.as_str())
+            .collect();
+        self.obsolete = old
+            .into_iter()
+            .filter(|n| !kept.contains(n.as_str()))
+            .collect();
+        Ok(Some(LedgerFile {
+            name: String::new(),
+            bytes,
+        }))
+    }
+
+    /// The files of the folder the last saved head no longer names (its
+    /// earlier object files and index): delete them once the head is
+    /// stored. Archives are never obsolete.
+    pub fn obsolete(&self) -> Vec<String> {
+        self.obsolete.clone()
+    }
+
+    /// Of `names` (a listing of the ledger's folder, names only), those the
+    /// ledger does not name: left by a save that died before its head was
+    /// stored. Delete them under the ledger's lock, after a save.
+    pub fn strays(&self, names: &[String]) -> Vec<String> {
+        let named: std::collections::BTreeSet<&str> = self
+            .segments
+            .iter()
+            .chain(self.index_file.as_ref())
+            .chain(self.verified.archives.iter().map(|a| &a.file))
+            .map(|f| f.name.as_str())
+            .collect();
+        names
+            .iter()
+            .filter(|n| !named.contains(n.as_str()))
+            .cloned()
             .collect()
     }
 
-    /// The index of every key the ledger deleted or may have (approved,
-    /// deleted, unknown, verified), for the planning session of its next
-    /// run ([`crate::SessionConfig::deleted_index`]): a key of it the table
+    /// Folds every verified object out of the ones in flight: archived
+    /// with its receipt, its key's fingerprint added to the index.
+    fn fold(&mut self) -> Save {
+        let old_names = self
+            .segments
+            .iter()
+            .chain(self.index_file.as_ref())
+            .map(|f| f.name.clone())
+            .collect();
+        let taken = self.objects.extract(|e| e.state == ObjectState::Verified);
+        let mut folded = Vec::with_capacity(taken.len());
+        let mut fps = Vec::with_capacity(taken.len());
+        for (key, e) in taken {
+            fps.push(crate::reach::fingerprint(&key));
+            self.verified.objects += 1;
+            self.verified.bytes = self.verified.bytes.saturating_add(e.version.size);
+            folded.push(ArchivedObject {
+                why: self.whys.text(e.why).to_owned(),
+                key,
+                version: e.version,
+                receipt: e.receipt.map(|r| *r),
+                verified_ms: e.since_ms,
+            });
+        }
+        // Written when it changed, or when a ledger of an earlier schema
+        // brought verified keys without one.
+        let index = if fps.is_empty() && (self.index_file.is_some() || self.verified_fps.is_empty())
+        {
+            None
+        } else {
+            self.verified_fps.extend(fps);
+            self.verified_fps.sort_unstable();
+            self.verified_fps.dedup();
+            let (f, bytes) = files::encode_index(&self.verified_fps);
+            self.index_file = Some(f.clone());
+            Some((f, bytes))
+        };
+        self.probe_cursor = 0;
+        Save {
+            folded,
+            archives_done: 0,
+            new_archives: Vec::new(),
+            index,
+            segments_done: 0,
+            new_segments: Vec::new(),
+            old_names,
+        }
+    }
+
+    /// The head as it stands.
+    fn head(&self) -> Head {
+        Head {
+            schema: LEDGER_SCHEMA.into(),
+            table_location: self.table_location.clone(),
+            table_uuid: self.table_uuid.clone(),
+            revision: self.revision,
+            quarantine_ms: self.quarantine_ms,
+            last_step_ms: self.last_step_ms,
+            in_flight: self.segments.iter().map(|f| f.count).sum(),
+            objects: self.segments.clone(),
+            deleted_index: self.index_file.clone(),
+            verified: self.verified.clone(),
+            audit: self.audit.clone(),
+            approvals: self.approvals.clone(),
+            outside_receipts: self.outside_receipts.clone(),
+            drills: self.drills.clone(),
+            damage: self.damage.clone(),
+            previous_integrity: self.previous_integrity.clone(),
+            integrity: String::new(),
+        }
+    }
+
+    /// Saves the whole ledger at once: the head document and the folder's
+    /// files by name (small ledgers, tests; a host stores a large one a
+    /// file at a time through [`Ledger::next_write`]).
+    pub fn save_whole(&mut self) -> Result<(String, BTreeMap<String, Vec<u8>>)> {
+        let mut folder = BTreeMap::new();
+        while let Some(f) = self.next_write()? {
+            if f.name.is_empty() {
+                let head = String::from_utf8(f.bytes)
+                    .map_err(|e| Error::invalid("ledger", e.to_string()))?;
+                return Ok((head, folder));
+            }
+            folder.insert(f.name, f.bytes);
+        }
+        Err(Error::protocol(
+            ProtocolReason::OutOfOrder,
+            "a save ended without its head",
+        ))
+    }
+
+    /// Opens a ledger saved whole by [`Ledger::save_whole`] (`folder`: its
+    /// files by name; a file it names that is missing is refused).
+    pub fn open_whole(head: &str, folder: &BTreeMap<String, Vec<u8>>) -> Result<Ledger> {
+        let mut l = Ledger::parse(head)?;
+        while let Some(name) = l.next_read() {
+            match folder.get(&name) {
+                Some(b) => l.handle_read(&name, b)?,
+                None => l.handle_missing(&name)?,
+            }
+        }
+        Ok(l)
+    }
+
+    /// The table's canonical location.
+    pub fn table_location(&self) -> &str {
+        &self.table_location
+    }
+
+    /// The table's UUID (Iceberg) or id (Delta), when known.
+    pub fn table_uuid(&self) -> Option<&str> {
+        self.table_uuid.as_deref()
+    }
+
+    /// Incremented by every step.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// The quarantine interval, ms.
+    pub fn quarantine_ms(&self) -> i64 {
+        self.quarantine_ms
+    }
+
+    /// When the last sweep or reconcile step began, ms since the epoch
+    /// (none: never, or a ledger saved before steps were dated).
+    pub fn last_step_ms(&self) -> Option<i64> {
+        self.last_step_ms
+    }
+
+    /// Every approval asked for, granted or not, oldest first.
+    pub fn approvals(&self) -> &[Approval] {
+        &self.approvals
+    }
+
+    /// Every restore drill recorded, oldest first.
+    pub fn drills(&self) -> &[Drill] {
+        &self.drills
+    }
+
+    /// Every damage record, open or resolved.
+    pub fn damage(&self) -> &[Damage] {
+        &self.damage
+    }
+
+    /// What it verified deleted and folded.
+    pub fn verified(&self) -> &Verified {
+        &self.verified
+    }
+
+    /// Receipts of keys no granted approval of their run listed (kept for
+    /// the audit; the gates count the deleted ones).
+    pub fn outside_receipts(&self) -> &[Receipt] {
+        &self.outside_receipts
+    }
+
+    /// How many objects are in flight (every state but a folded
+    /// `VERIFIED`).
+    pub fn in_flight(&self) -> u64 {
+        self.objects.len() as u64
+    }
+
+    /// The object at `key` in flight, or `None`.
+    pub fn object(&self, key: &str) -> Option<LedgerObject> {
+        self.objects.get(key).map(|e| self.view(e))
+    }
+
+    /// The state of `key`: in flight, or `VERIFIED` when a verified delete
+    /// of it was folded (and it is not in flight again).
+    pub fn state_of(&self, key: &str) -> Option<ObjectState> {
+        self.objects.get(key).map(|e| e.state).or_else(|| {
+            self.verified_fps
+                .binary_search(&crate::reach::fingerprint(key))
+                .ok()
+                .map(|_| ObjectState::Verified)
+        })
+    }
+
+    /// Objects in flight, in key order: `count` of them from the `start`th.
+    pub fn objects(&self, start: u64, count: u32) -> Vec<(String, LedgerObject)> {
+        let start = usize::try_from(start).unwrap_or(usize::MAX);
+        (start..start.saturating_add(count as usize))
+            .map_while(|i| self.objects.at(i))
+            .map(|(k, e)| (k.to_owned(), self.view(e)))
+            .collect()
+    }
+
+    fn view(&self, e: &Entry) -> LedgerObject {
+        LedgerObject {
+            state: e.state,
+            version: e.version.clone(),
+            since_ms: e.since_ms,
+            since_revision: e.since_revision,
+            why: self.whys.text(e.why).to_owned(),
+        }
+    }
+
+    /// Whether each of `keys` is consumed: deleted by this ledger or maybe
+    /// (approved, deleted, unknown, verified). A quarantine bundle counts
+    /// them as consumed, not lost.
+    pub fn consumed(&self, keys: &[String]) -> Vec<bool> {
+        keys.iter()
+            .map(|k| match self.objects.get(k) {
+                Some(e) => consumed_state(e.state),
+                None => self
+                    .verified_fps
+                    .binary_search(&crate::reach::fingerprint(k))
+                    .is_ok(),
+            })
+            .collect()
+    }
+
+    /// The in-flight keys the ledger deleted or may have (approved,
+    /// deleted, unknown, verified and not yet folded), sorted.
+    pub fn consumed_keys(&self) -> Vec<String> {
+        self.objects
+            .iter()
+            .filter(|(_, e)| consumed_state(e.state))
+            .map(|(k, _)| k.to_owned())
+            .collect()
+    }
+
+    /// The index of every key the ledger deleted or may have (in flight,
+    /// and folded), for the planning session of its next run
+    /// ([`crate::SessionConfig::deleted_index`]): a key of it the table
     /// references and the listing lacks is damage.
     pub fn deleted_index(&self) -> Vec<u8> {
-        crate::reach::encode_key_index(
-            self.consumed_keys()
-                .iter()
-                .map(|k| crate::reach::fingerprint(k)),
-        )
+        let in_flight = self
+            .objects
+            .iter()
+            .filter(|(_, e)| consumed_state(e.state))
+            .map(|(k, _)| crate::reach::fingerprint(k));
+        crate::reach::encode_key_index(self.verified_fps.iter().copied().chain(in_flight))
     }
 
     /// Damage not resolved yet.
@@ -293,16 +900,68 @@ impl Ledger {
         now_ms: i64,
         why: String,
     ) {
-        if self.open_damage().any(|d| d.key == key) {
+        let fp = format!("{:016x}", crate::reach::fingerprint(key));
+        self.note_damage_fp(key.to_owned(), fp, version, now_ms, why);
+    }
+
+    fn note_damage_fp(
+        &mut self,
+        key: String,
+        fingerprint: String,
+        version: ObjectVersion,
+        now_ms: i64,
+        why: String,
+    ) {
+        if self
+            .open_damage()
+            .any(|d| damage_fingerprint(d) == fingerprint)
+        {
             return;
         }
         self.damage.push(Damage {
-            key: key.to_owned(),
+            key,
+            fingerprint: Some(fingerprint),
             version,
             found_ms: now_ms,
             why,
             resolved_ms: None,
         });
+    }
+
+    /// Names the damage looked up by fingerprint from archived `objects`
+    /// (none: an archive could not be read); once the last archive asked
+    /// for is read, what no archive named is recorded by its fingerprint.
+    fn name_damage(&mut self, objects: &[ArchivedObject]) {
+        for o in objects {
+            let fp = crate::reach::fingerprint(&o.key);
+            if let Some(i) = self.lookups.iter().position(|l| l.fingerprint == fp) {
+                let l = self.lookups.remove(i);
+                self.note_damage_fp(
+                    o.key.clone(),
+                    format!("{fp:016x}"),
+                    o.version.clone(),
+                    l.found_ms,
+                    l.why,
+                );
+            }
+        }
+        let archives_left = self.reads.iter().any(|r| matches!(r, Read::Archive(_)));
+        if self.lookups.is_empty() {
+            self.reads.retain(|r| !matches!(r, Read::Archive(_)));
+        } else if !archives_left {
+            for l in std::mem::take(&mut self.lookups) {
+                let fp = format!("{:016x}", l.fingerprint);
+                self.note_damage_fp(
+                    format!(
+                        "(a key with fingerprint {fp}: no archive of this ledger could name it)"
+                    ),
+                    fp,
+                    ObjectVersion::default(),
+                    l.found_ms,
+                    l.why,
+                );
+            }
+        }
     }
 
     /// Refuses a plan of another table.
@@ -326,67 +985,190 @@ impl Ledger {
         Ok(())
     }
 
+    /// Moves the `i`th object in flight to `to` (its pinned version
+    /// replaced by `version` when given), for reason `why`.
+    fn move_at(
+        &mut self,
+        i: usize,
+        to: ObjectState,
+        version: Option<ObjectVersion>,
+        now: i64,
+        why: u32,
+        moves: &mut Moves,
+    ) -> Result<()> {
+        let revision = self.revision;
+        let Some((key, e)) = self.objects.at_mut(i) else {
+            return Err(Error::protocol(
+                ProtocolReason::OutOfOrder,
+                "ledger: a move of no object",
+            ));
+        };
+        let from = e.state;
+        if !from.can_move_to(to) {
+            return Err(Error::protocol(
+                ProtocolReason::OutOfOrder,
+                format!(
+                    "ledger: `{key}` cannot move from {} to {}",
+                    state_name(from),
+                    state_name(to)
+                ),
+            ));
+        }
+        if to == ObjectState::DeleteUnknown && !e.unknown_once {
+            e.unknown_once = true;
+            self.audit.unknown_ever += 1;
+        }
+        if let Some(v) = version {
+            e.version = v;
+        }
+        e.state = to;
+        e.since_ms = now;
+        e.since_revision = revision;
+        e.why = why;
+        if !matches!(
+            to,
+            ObjectState::Deleted | ObjectState::DeleteUnknown | ObjectState::Verified
+        ) {
+            e.receipt = None;
+        }
+        let key = key.to_owned();
+        let whys = &self.whys;
+        moves.note(to, || Move {
+            key,
+            from: Some(from),
+            to,
+            at_ms: now,
+            why: whys.text(why).to_owned(),
+        });
+        Ok(())
+    }
+
+    /// [`Ledger::move_at`] by key.
     fn set(
         &mut self,
         key: &str,
         to: ObjectState,
         version: Option<ObjectVersion>,
         now: i64,
-        why: String,
-        moves: &mut Vec<Move>,
+        why: &str,
+        moves: &mut Moves,
     ) -> Result<()> {
-        let from = self.objects.get(key).map(|o| o.state);
-        if let Some(f) = from {
-            if !f.can_move_to(to) {
-                return Err(Error::protocol(
-                    ProtocolReason::OutOfOrder,
-                    format!(
-                        "ledger: `{key}` cannot move from {} to {}",
-                        state_name(f),
-                        state_name(to)
-                    ),
-                ));
-            }
-        } else if to != ObjectState::Discovered {
+        let Some(i) = self.objects.position(key).ok() else {
             return Err(Error::protocol(
                 ProtocolReason::OutOfOrder,
-                format!("ledger: `{key}` enters the ledger as {}", state_name(to)),
+                format!("ledger: `{key}` is not in the ledger"),
             ));
-        }
-        let version = match (version, self.objects.get(key)) {
-            (Some(v), _) => v,
-            (None, Some(o)) => o.version.clone(),
-            (None, None) => {
-                return Err(Error::protocol(
-                    ProtocolReason::OutOfOrder,
-                    format!("ledger: no version for `{key}`"),
-                ))
-            }
         };
-        if to == ObjectState::DeleteUnknown && !self.unknown_ever.iter().any(|k| k == key) {
-            self.unknown_ever.push(key.to_owned());
-        }
-        self.objects.insert(
-            key.to_owned(),
-            LedgerObject {
-                state: to,
-                version,
-                since_ms: now,
-                since_revision: self.revision,
-                why: why.clone(),
-            },
-        );
-        let m = Move {
-            key: key.to_owned(),
-            from,
-            to,
-            at_ms: now,
-            why,
-        };
-        self.history.push(m.clone());
-        moves.push(m);
-        Ok(())
+        let why = self.whys.intern(why);
+        self.move_at(i, to, version, now, why, moves)
     }
+
+    /// Sets `key`'s state directly (tests of single transitions).
+    #[cfg(test)]
+    fn force_state(&mut self, key: &str, state: ObjectState) {
+        if let Some(e) = self.objects.get_mut(key) {
+            e.state = state;
+        }
+    }
+}
+
+/// Every change of a ledger goes through [`Ledger::guarded`]: a failure
+/// leaves it refusing everything after.
+impl Ledger {
+    /// Starts a run: folds a fresh plan into the ledger (at most one step per
+    /// object) and marks the HEADs the host must make
+    /// ([`Ledger::next_probes`]). Damage the plan found that only an archive
+    /// can name is looked up there ([`Ledger::next_read`]). Fails for
+    /// another table's plan, or one not checked against
+    /// [`Ledger::deleted_index`].
+    pub fn begin_step(&mut self, plan: &SealedPlan, now_ms: i64) -> Result<Moves> {
+        self.guarded(|l| l.begin_step_unguarded(plan, now_ms))
+    }
+
+    /// Starts a recovery run (`reconcile`): every delete whose outcome is not
+    /// confirmed is settled by HEAD. An approval left without receipts (the
+    /// run died mid-delete) becomes `DELETE_UNKNOWN` first. Marks the HEADs
+    /// the host must make; nothing is approved or deleted.
+    pub fn reconcile_step(&mut self, now_ms: i64) -> Result<Moves> {
+        self.guarded(|l| l.reconcile_step_unguarded(now_ms))
+    }
+
+    /// Applies the store's answers to this run's probes. Fails (protocol)
+    /// for an answer about a key no state asked a HEAD of.
+    pub fn observe(&mut self, observations: &[Observation], now_ms: i64) -> Result<Moves> {
+        self.guarded(|l| l.observe_unguarded(observations, now_ms))
+    }
+
+    /// The one irreversible acceptance point: compares the live state with
+    /// the sealed plan and, when nothing differs, approves exactly the
+    /// objects verified before this run that the plan still lists. Any
+    /// difference approves nothing (the plan must be recomputed).
+    pub fn approve(
+        &mut self,
+        plan: &SealedPlan,
+        live: &LiveState,
+        now_ms: i64,
+    ) -> Result<(Approval, Moves)> {
+        self.guarded(|l| l.approve_unguarded(plan, live, now_ms))
+    }
+
+    /// Records receipts of this run's deletes as they come (any number of
+    /// calls, then [`Ledger::finish_recording`]). A receipt of a key this
+    /// run did not approve is kept for the audit (the gates count a delete
+    /// among them), never folded into a state; a `damaged` one records the
+    /// damage. Fails (unsafe: table-changing) for receipts when this run
+    /// has no granted approval.
+    pub fn record_receipts(&mut self, receipts: &[Receipt], now_ms: i64) -> Result<Moves> {
+        self.guarded(|l| l.record_receipts_unguarded(receipts, now_ms))
+    }
+
+    /// Ends this run's recording: an approved key without a receipt is
+    /// `DELETE_UNKNOWN`, never "deleted".
+    pub fn finish_recording(&mut self, now_ms: i64) -> Result<Moves> {
+        self.guarded(|l| l.finish_recording_unguarded(now_ms))
+    }
+
+    /// Takes the file [`Ledger::next_read`] named. Fails (invalid options)
+    /// for another file than the one asked for, or one that is not the one
+    /// the head recorded (edited, truncated, out of order).
+    pub fn handle_read(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
+        self.guarded(|l| l.handle_read_unguarded(name, bytes))
+    }
+
+    /// Answers [`Ledger::next_read`]: the file is not there. An object file
+    /// or the index missing refuses the ledger; an archive missing leaves
+    /// the damage it was read for named by its fingerprint only.
+    pub fn handle_missing(&mut self, name: &str) -> Result<()> {
+        self.guarded(|l| l.handle_missing_unguarded(name))
+    }
+
+    /// The next file to store, the head last (its `name` empty): call until
+    /// none. Verified objects are folded into archives on the first call.
+    /// Write each file of the folder before the next (a file already there
+    /// under the same name holds the same bytes); write the head only when
+    /// every one before it was written. Then [`Ledger::obsolete`] names
+    /// the files the new head no longer needs.
+    pub fn next_write(&mut self) -> Result<Option<LedgerFile>> {
+        self.guarded(|l| l.next_write_unguarded())
+    }
+}
+
+/// Whether an object in `state` was deleted, or may have been.
+fn consumed_state(state: ObjectState) -> bool {
+    use ObjectState::*;
+    matches!(state, DeleteApproved | Deleted | DeleteUnknown | Verified)
+}
+
+/// The fingerprint a damage record is matched by (records saved before
+/// fingerprints were kept: their key's).
+fn damage_fingerprint(d: &Damage) -> String {
+    d.fingerprint
+        .clone()
+        .unwrap_or_else(|| format!("{:016x}", crate::reach::fingerprint(&d.key)))
+}
+
+fn short(s: &str) -> String {
+    s.rsplit('/').next().unwrap_or(s).chars().take(64).collect()
 }
 
 #[cfg(test)]
@@ -416,24 +1198,10 @@ mod tests {
     }
 
     fn ledger_with(drill: Drill) -> Ledger {
-        Ledger {
-            schema: LEDGER_SCHEMA.into(),
-            table_location: "s3://b/t".into(),
-            table_uuid: None,
-            revision: 1,
-            quarantine_ms: 0,
-            objects: BTreeMap::new(),
-            approvals: vec![],
-            receipts: vec![],
-            history: vec![],
-            unknown_ever: vec![],
-            drills: vec![drill],
-            last_step_ms: None,
-            damage: vec![],
-            previous_integrity: None,
-
-            integrity: String::new(),
-        }
+        let mut l = Ledger::empty("s3://b/t".into(), None, 0);
+        l.revision = 1;
+        l.drills.push(drill);
+        l
     }
 
     fn drill(at_ms: i64, sampled: usize, total: u64, passed: bool) -> Drill {
@@ -484,8 +1252,9 @@ mod tests {
         for _ in 0..3 {
             l.begin_step(p, T).unwrap();
         }
-        let (_, probes) = l.begin_step(p, T).unwrap();
-        let obs: Vec<Observation> = probes
+        l.begin_step(p, T).unwrap();
+        let obs: Vec<Observation> = l
+            .probes()
             .iter()
             .map(|pr| Observation {
                 key: pr.key.clone(),
@@ -496,7 +1265,7 @@ mod tests {
         assert_eq!(obs.len(), p.delete.len());
         l.observe(&obs, T).unwrap();
         for d in &p.delete {
-            assert_eq!(l.objects[&d.key].state, ObjectState::RestoreVerified);
+            assert_eq!(l.state_of(&d.key), Some(ObjectState::RestoreVerified));
         }
         // The next run: verified before it, so approvable in it.
         l.begin_step(p, T).unwrap();
@@ -525,18 +1294,17 @@ mod tests {
         let p = sealed(&[("data/a.parquet", 10)], None);
         let mut l = Ledger::new(&p, 0).unwrap();
         l.begin_step(&p, T).unwrap();
-        let mut moves = Vec::new();
         assert!(l
             .set(
                 "data/a.parquet",
                 DeleteApproved,
                 None,
                 T,
-                "skip".into(),
-                &mut moves
+                "skip",
+                &mut Moves::default()
             )
             .is_err());
-        assert_eq!(l.objects["data/a.parquet"].state, Discovered);
+        assert_eq!(l.state_of("data/a.parquet"), Some(Discovered));
     }
 
     /// Deleted and verified, then listed again (the same version put back,
@@ -546,10 +1314,10 @@ mod tests {
         for size in [10, 11] {
             let p = sealed(&[("data/a.parquet", 10)], None);
             let mut l = verified(&p);
-            l.objects.get_mut("data/a.parquet").unwrap().state = ObjectState::Verified;
+            l.force_state("data/a.parquet", ObjectState::Verified);
             let again = checked(&sealed(&[("data/a.parquet", size)], None), &l);
             l.begin_step(&again, T).unwrap();
-            let o = &l.objects["data/a.parquet"];
+            let o = l.object("data/a.parquet").unwrap();
             assert_eq!(o.state, ObjectState::Discovered, "size {size}");
             assert!(o.why.contains("starting over"), "{}", o.why);
             assert_eq!(o.version.size, size);
@@ -571,7 +1339,7 @@ mod tests {
         assert_eq!(l.consumed_keys(), vec!["data/a.parquet", "data/b.parquet"]);
         for (state, consumed) in ObjectState::ALL.iter().map(|s| {
             let mut m = l.clone();
-            m.objects.get_mut("data/a.parquet").unwrap().state = *s;
+            m.force_state("data/a.parquet", *s);
             (*s, m.consumed_keys().contains(&"data/a.parquet".to_owned()))
         }) {
             use ObjectState::*;
@@ -589,15 +1357,16 @@ mod tests {
         let mut l = verified(&p);
         let (a, _) = l.approve(&p, &live(None), T).unwrap();
         assert!(a.granted);
-        l.objects.get_mut("data/b.parquet").unwrap().state = ObjectState::Deleted;
+        l.force_state("data/b.parquet", ObjectState::Deleted);
         let rev = l.revision;
-        let (moves, probes) = l.reconcile_step(T).unwrap();
+        let moves = l.reconcile_step(T).unwrap();
+        let probes = l.probes();
         assert_eq!(l.revision, rev + 1);
         assert_eq!(
-            l.objects["data/a.parquet"].state,
-            ObjectState::DeleteUnknown
+            l.state_of("data/a.parquet"),
+            Some(ObjectState::DeleteUnknown)
         );
-        assert_eq!(moves.len(), 1, "{moves:?}");
+        assert_eq!(moves.total(), 1, "{moves:?}");
         let mut got: Vec<(String, ProbePurpose)> =
             probes.iter().map(|p| (p.key.clone(), p.purpose)).collect();
         got.sort_by(|x, y| x.0.cmp(&y.0));
@@ -609,7 +1378,8 @@ mod tests {
             ]
         );
         // Still unknown next time (no answer came): probed again, no move.
-        let (moves, probes) = l.reconcile_step(T).unwrap();
+        let moves = l.reconcile_step(T).unwrap();
+        let probes = l.probes();
         assert!(moves.is_empty());
         assert!(probes
             .iter()
@@ -634,33 +1404,39 @@ mod tests {
         let state = |s: ObjectState| {
             let mut l = Ledger::new(&p, 0).unwrap();
             l.begin_step(&p, T).unwrap();
-            l.objects.get_mut("data/a.parquet").unwrap().state = s;
+            l.force_state("data/a.parquet", s);
             l
         };
         // Quarantined, its bundle incomplete: waits, and says why.
         let mut l = state(ObjectState::Quarantined);
         l.observe(&[ob(Some(&pinned), Some("bundle q-1 is incomplete"))], T)
             .unwrap();
-        let o = &l.objects["data/a.parquet"];
+        let o = l.object("data/a.parquet").unwrap();
         assert_eq!(o.state, ObjectState::Quarantined);
         assert!(o.why.contains("bundle q-1 is incomplete"), "{}", o.why);
         // Deleted, and another object now has the key: ours is gone.
         let mut l = state(ObjectState::Deleted);
         l.observe(&[ob(Some(&other), None)], T).unwrap();
-        assert_eq!(l.objects["data/a.parquet"].state, ObjectState::Verified);
+        assert_eq!(l.state_of("data/a.parquet").unwrap(), ObjectState::Verified);
         // Deleted, and the pinned version is back: protected.
         let mut l = state(ObjectState::Deleted);
         l.observe(&[ob(Some(&pinned), None)], T).unwrap();
-        assert_eq!(l.objects["data/a.parquet"].state, ObjectState::Protected);
+        assert_eq!(
+            l.state_of("data/a.parquet").unwrap(),
+            ObjectState::Protected
+        );
         // Unknown outcome, another object at the key: protected.
         let mut l = state(ObjectState::DeleteUnknown);
         l.observe(&[ob(Some(&other), None)], T).unwrap();
-        assert_eq!(l.objects["data/a.parquet"].state, ObjectState::Protected);
+        assert_eq!(
+            l.state_of("data/a.parquet").unwrap(),
+            ObjectState::Protected
+        );
         // Unknown outcome, the pinned version intact: retried later.
         let mut l = state(ObjectState::DeleteUnknown);
         l.observe(&[ob(Some(&pinned), None)], T).unwrap();
         assert_eq!(
-            l.objects["data/a.parquet"].state,
+            l.state_of("data/a.parquet").unwrap(),
             ObjectState::RestoreVerified
         );
     }
@@ -697,18 +1473,20 @@ mod tests {
         )
         .unwrap();
         assert!(
-            l.objects["data/a.parquet"]
+            l.object("data/a.parquet")
+                .unwrap()
                 .why
                 .contains("delete marker m-1"),
             "{}",
-            l.objects["data/a.parquet"].why
+            l.object("data/a.parquet").unwrap().why
         );
         assert!(
-            l.objects["data/b.parquet"]
+            l.object("data/b.parquet")
+                .unwrap()
                 .why
                 .contains("the store confirmed"),
             "{}",
-            l.objects["data/b.parquet"].why
+            l.object("data/b.parquet").unwrap().why
         );
         let g = l.gates();
         assert_eq!(g.states["DELETED"], 2, "{g:?}");
@@ -752,10 +1530,13 @@ mod tests {
         for _ in 0..3 {
             l.begin_step(&p, T).unwrap();
         }
-        assert_eq!(l.objects["data/a.parquet"].state, ObjectState::Quarantined);
+        assert_eq!(
+            l.state_of("data/a.parquet").unwrap(),
+            ObjectState::Quarantined
+        );
         let rewritten = sealed(&[("data/a.parquet", 11)], None);
         l.begin_step(&rewritten, T).unwrap();
-        let o = &l.objects["data/a.parquet"];
+        let o = l.object("data/a.parquet").unwrap();
         assert_eq!(o.state, ObjectState::Protected);
         assert!(o.why.contains("changed since it was pinned"), "{}", o.why);
         assert_eq!(o.version.size, 11, "the new version is the one pinned now");
@@ -771,7 +1552,7 @@ mod tests {
         let other = sealed(&[("data/a.parquet", 11), ("data/b.parquet", 10)], None);
         let (a, _) = l.approve(&other, &live(None), T).unwrap();
         assert!(a.granted, "{a:?}");
-        assert_eq!(a.keys, ["data/b.parquet"]);
+        assert_eq!(l.approved_keys(), ["data/b.parquet"]);
     }
 
     /// A live hold covering a key denies it even when the plan lists it
@@ -786,33 +1567,11 @@ mod tests {
         let mut l = verified(&p);
         let (a, _) = l.approve(&p, &live(Some(held)), T).unwrap();
         assert!(a.granted, "{a:?}");
-        assert_eq!(a.keys, ["data/a.parquet"]);
+        assert_eq!(l.approved_keys(), ["data/a.parquet"]);
         assert_eq!(
-            l.objects["data/held/b.parquet"].state,
+            l.state_of("data/held/b.parquet").unwrap(),
             ObjectState::RestoreVerified
         );
-    }
-
-    /// A ledger sealed before receipts named delete markers must still
-    /// open: an absent marker id is not written, so the digest holds.
-    #[test]
-    fn receipts_without_a_marker_id_keep_their_old_form() {
-        let p = sealed(&[("data/a.parquet", 10)], None);
-        let mut l = Ledger::new(&p, 0).unwrap();
-        l.receipts.push(Receipt {
-            key: "data/a.parquet".into(),
-            result: DeleteResult::Deleted,
-            version: None,
-            requested_ms: T,
-            confirmed_ms: Some(T),
-            delete_marker: false,
-            delete_marker_version_id: None,
-            detail: None,
-        });
-        let text = l.to_json();
-        assert!(!text.contains("delete_marker_version_id"), "{text}");
-        assert!(!text.contains("drills"), "{text}");
-        assert_eq!(Ledger::parse(&text).unwrap().receipts, l.receipts);
     }
 
     #[test]
@@ -917,5 +1676,226 @@ mod tests {
             "a drill of none of five"
         );
         assert!(!met(drill(now - DAY, 3, 10, false)), "failed");
+    }
+
+    /// Walks `p`'s keys through approval and a delete each, then a run
+    /// that verifies them gone: the ledger `l` with every key VERIFIED in
+    /// memory (not saved yet).
+    fn deleted_and_verified(p: &SealedPlan) -> Ledger {
+        let mut l = verified(p);
+        let (a, _) = l.approve(p, &live(None), T).unwrap();
+        assert!(a.granted);
+        let keys = l.approved_keys();
+        l.record(keys.iter().map(|k| receipt(k, false)).collect(), T)
+            .unwrap();
+        let again = checked(&sealed(&[], None), &l);
+        l.begin_step(&again, T).unwrap();
+        let obs: Vec<Observation> = l
+            .probes()
+            .iter()
+            .map(|pr| Observation {
+                key: pr.key.clone(),
+                seen: None,
+                blocked: None,
+            })
+            .collect();
+        l.observe(&obs, T).unwrap();
+        l
+    }
+
+    /// A saved ledger opens to the same objects, reasons, receipts and
+    /// counters; its verified objects are folded into an archive and the
+    /// deleted-key index, out of the objects in flight.
+    #[test]
+    fn a_saved_ledger_opens_the_same_and_verified_objects_fold_away() {
+        let p = sealed(
+            &[
+                ("data/a.parquet", 10),
+                ("data/b.parquet", 20),
+                ("data/c.parquet", 5),
+            ],
+            None,
+        );
+        let mut l = deleted_and_verified(&p);
+        // One more in flight, at the start of its walk.
+        let more = checked(&sealed(&[("data/d.parquet", 1)], None), &l);
+        l.begin_step(&more, T).unwrap();
+        let (head, folder) = l.save_whole().unwrap();
+        assert_eq!(
+            folder.len(),
+            3,
+            "an archive, the index, a segment: {:?}",
+            folder.keys()
+        );
+        assert!(folder.keys().any(|n| n.starts_with("archive-")));
+        assert!(folder.keys().any(|n| n.starts_with("deleted-")));
+        let back = Ledger::open_whole(&head, &folder).unwrap();
+        assert_eq!(back.in_flight(), 1);
+        assert_eq!(back.verified().objects, 3);
+        assert_eq!(back.verified().bytes, 35);
+        assert_eq!(back.state_of("data/a.parquet"), Some(ObjectState::Verified));
+        assert_eq!(
+            back.state_of("data/d.parquet"),
+            Some(ObjectState::Discovered)
+        );
+        assert_eq!(back.object("data/d.parquet"), l.object("data/d.parquet"));
+        assert_eq!(back.gates(), l.gates());
+        assert_eq!(back.deleted_index(), l.deleted_index());
+        assert_eq!(
+            back.consumed(&["data/b.parquet".into(), "data/d.parquet".into()]),
+            [true, false]
+        );
+        // The archive holds each verified object with its receipt.
+        let a = &back.verified().archives[0];
+        let objects = files::decode_archive(a, &folder[&a.file.name]).unwrap();
+        assert_eq!(objects.len(), 3);
+        assert!(objects.iter().all(|o| o
+            .receipt
+            .as_ref()
+            .is_some_and(|r| r.result == DeleteResult::Deleted)));
+        // Saved again, unchanged: the same files; the chain goes on.
+        let mut again = back.clone();
+        let (head2, folder2) = again.save_whole().unwrap();
+        assert_ne!(head2, head, "a new head chains to the one before");
+        assert!(
+            folder2.keys().all(|n| folder.contains_key(n)),
+            "{:?}",
+            folder2.keys()
+        );
+        assert!(again.obsolete().is_empty());
+    }
+
+    /// Every file of the folder is the head's: an edited, truncated or
+    /// missing one refuses the ledger, naming it; an edited head too.
+    #[test]
+    fn an_edited_truncated_or_missing_file_is_refused_by_name() {
+        let p = sealed(&[("data/a.parquet", 10), ("data/b.parquet", 20)], None);
+        let mut l = deleted_and_verified(&p);
+        let more = checked(&sealed(&[("data/d.parquet", 1)], None), &l);
+        l.begin_step(&more, T).unwrap();
+        let (head, folder) = l.save_whole().unwrap();
+        for name in folder.keys().filter(|n| !n.starts_with("archive-")) {
+            let mut cut = folder.clone();
+            let b = cut.get_mut(name).unwrap();
+            b.truncate(b.len() - 1);
+            let e = Ledger::open_whole(&head, &cut).unwrap_err().to_string();
+            assert!(
+                e.contains(name.as_str()) && e.contains("edited or truncated"),
+                "{e}"
+            );
+            let mut gone = folder.clone();
+            gone.remove(name);
+            let e = Ledger::open_whole(&head, &gone).unwrap_err().to_string();
+            assert!(e.contains(name.as_str()) && e.contains("missing"), "{e}");
+        }
+        let edited = head.replacen("\"revision\": ", "\"revision\": 1", 1);
+        let e = Ledger::parse(&edited).unwrap_err().to_string();
+        assert!(e.contains("integrity"), "{e}");
+        // A ledger whose files are not read yet moves nothing, saves nothing.
+        let mut half = Ledger::parse(&head).unwrap();
+        assert!(half.next_read().is_some());
+        assert!(half.begin_step(&more, T).is_err());
+        assert!(
+            half.next_write().is_err(),
+            "a failed step leaves it refusing"
+        );
+    }
+
+    /// `ledger verify`: every archive checked, its objects against the
+    /// index, the sums against the head.
+    #[test]
+    fn an_audit_checks_every_archive_against_the_head() {
+        let p = sealed(&[("data/a.parquet", 10), ("data/b.parquet", 20)], None);
+        let mut l = deleted_and_verified(&p);
+        let (head, folder) = l.save_whole().unwrap();
+        let mut back = Ledger::open_whole(&head, &folder).unwrap();
+        let report = back.audit();
+        assert_eq!(report.problems.len(), 1, "{report:?}");
+        assert!(report.problems[0].contains("not checked"));
+        for name in back.archives() {
+            let mut bad = folder[&name].clone();
+            bad[12] ^= 1;
+            assert!(back.check_archive(&name, &bad).is_err());
+            back.check_archive(&name, &folder[&name]).unwrap();
+        }
+        let report = back.audit();
+        assert!(report.problems.is_empty(), "{report:?}");
+        assert_eq!((report.verified.objects, report.archives_checked), (2, 1));
+    }
+
+    /// A save names the files the new head no longer needs (the old
+    /// segments), and a listing's strays (a save that died before its
+    /// head); archives are never either.
+    #[test]
+    fn obsolete_files_and_strays_are_named() {
+        let p = sealed(&[("data/a.parquet", 10)], None);
+        let mut l = Ledger::new(&p, 0).unwrap();
+        l.begin_step(&p, T).unwrap();
+        let (_, first) = l.save_whole().unwrap();
+        l.begin_step(&p, T).unwrap();
+        let (_, second) = l.save_whole().unwrap();
+        let old: Vec<String> = first.keys().cloned().collect();
+        assert_eq!(l.obsolete(), old);
+        let mut names: Vec<String> = second.keys().cloned().collect();
+        names.extend(old.clone());
+        names.push("objects-r000009-0000-ffffffffffffffff.jsonl.gz".into());
+        let strays = l.strays(&names);
+        assert_eq!(strays.len(), old.len() + 1, "{strays:?}");
+        assert!(second.keys().all(|n| !strays.contains(n)));
+    }
+
+    /// Damage of a key folded away (deleted, verified, archived) is named
+    /// from the archive the ledger asks for, with the version to restore.
+    #[test]
+    fn damage_of_an_archived_key_is_named_from_its_archive() {
+        let p = sealed(&[("data/a.parquet", 10), ("data/b.parquet", 20)], None);
+        let mut l = deleted_and_verified(&p);
+        let (head, folder) = l.save_whole().unwrap();
+        let mut l = Ledger::open_whole(&head, &folder).unwrap();
+        let mut next = checked(&sealed(&[], None), &l);
+        next.damaged = vec![crate::plan::DamagedReference {
+            fingerprint: format!("{:016x}", crate::reach::fingerprint("data/b.parquet")),
+            reason: "snapshot 9 reads it".into(),
+        }];
+        next.digest = next.compute_digest();
+        l.begin_step(&next, T).unwrap();
+        let name = l.next_read().expect("its archive");
+        assert!(name.starts_with("archive-"));
+        l.handle_read(&name, &folder[&name]).unwrap();
+        assert!(l.next_read().is_none());
+        let d: Vec<&Damage> = l.open_damage().collect();
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].key, "data/b.parquet");
+        assert_eq!(d[0].version.size, 20);
+        assert!(d[0].why.contains("snapshot 9"));
+        // Missing archives leave it named by its fingerprint.
+        let mut l = Ledger::open_whole(&head, &folder).unwrap();
+        l.begin_step(&next, T).unwrap();
+        let name = l.next_read().unwrap();
+        l.handle_missing(&name).unwrap();
+        let d: Vec<&Damage> = l.open_damage().collect();
+        assert!(d[0].key.contains("fingerprint"), "{:?}", d[0]);
+    }
+
+    /// A ledger of more objects than one segment holds is stored in
+    /// several, in key order, and reads back whole.
+    #[test]
+    fn many_objects_span_segments() {
+        let keys: Vec<(String, u64)> = (0..files::SEGMENT_OBJECTS + 10)
+            .map(|i| (format!("data/k{i:07}.parquet"), 1))
+            .collect();
+        let refs: Vec<(&str, u64)> = keys.iter().map(|(k, s)| (k.as_str(), *s)).collect();
+        let p = sealed(&refs, None);
+        let mut l = Ledger::new(&p, 0).unwrap();
+        l.begin_step(&p, T).unwrap();
+        let (head, folder) = l.save_whole().unwrap();
+        assert_eq!(folder.len(), 2);
+        let back = Ledger::open_whole(&head, &folder).unwrap();
+        assert_eq!(back.in_flight(), keys.len() as u64);
+        assert_eq!(back.objects(0, 3), l.objects(0, 3));
+        assert_eq!(
+            back.objects(files::SEGMENT_OBJECTS as u64, 20),
+            l.objects(files::SEGMENT_OBJECTS as u64, 20)
+        );
     }
 }

@@ -36,29 +36,30 @@ impl Ledger {
                 Quarantined => "quarantine over and the pinned version still there: restore verified",
                 RestoreVerified => "approved against the live table in the next run, then deleted",
                 DeleteApproved => "an interrupted delete: settled by HEAD in the next run",
-                Deleted => "a HEAD in the next run confirms it gone",
+                Deleted => "a HEAD in the next run confirms it gone (then it is archived)",
                 DeleteUnknown => "settled by HEAD in the next run (reconcile)",
                 Protected | Verified => return None,
             })
         };
+        // One pass: per state, how many and the earliest.
+        let mut seen: std::collections::BTreeMap<ObjectState, (u64, i64)> = Default::default();
+        for (_, o) in self.objects.iter() {
+            let at = match o.state {
+                Quarantined => o.since_ms.saturating_add(self.quarantine_ms).max(now_ms),
+                _ => now_ms,
+            };
+            let s = seen.entry(o.state).or_insert((0, i64::MAX));
+            s.0 += 1;
+            s.1 = s.1.min(at);
+        }
         let mut out = Vec::new();
         for state in ObjectState::ALL {
             let Some(what) = next(state) else { continue };
-            let mut count = 0u64;
-            let mut earliest = i64::MAX;
-            for o in self.objects.values().filter(|o| o.state == state) {
-                count += 1;
-                let at = match state {
-                    Quarantined => o.since_ms.saturating_add(self.quarantine_ms).max(now_ms),
-                    _ => now_ms,
-                };
-                earliest = earliest.min(at);
-            }
-            if count > 0 {
+            if let Some((count, earliest)) = seen.get(&state) {
                 out.push(Waiting {
                     state,
-                    count,
-                    earliest_ms: earliest,
+                    count: *count,
+                    earliest_ms: *earliest,
                     next: what.into(),
                 });
             }
@@ -70,13 +71,13 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::{LedgerObject, ObjectVersion};
+    use crate::ledger::ObjectVersion;
 
     #[test]
     fn quarantine_waits_for_its_end_and_other_steps_for_the_next_run() {
         let plan = crate::plan::plan_for_tests(&[], None);
         let mut l = Ledger::new(&plan, 1000).unwrap();
-        let object = |state, since_ms| LedgerObject {
+        let object = |state, since_ms| crate::ledger::objects::Entry {
             state,
             version: ObjectVersion {
                 size: 1,
@@ -86,7 +87,11 @@ mod tests {
             },
             since_ms,
             since_revision: 1,
-            why: String::new(),
+            why: 0,
+            unknown_once: false,
+            probe: None,
+            approved_in: 0,
+            receipt: None,
         };
         use ObjectState::*;
         for (key, state, since) in [
@@ -97,7 +102,7 @@ mod tests {
             ("e", Protected, 0),
             ("f", RestoreVerified, 100),
         ] {
-            l.objects.insert(key.into(), object(state, since));
+            l.objects.merge(vec![(key.into(), object(state, since))]);
         }
         let w = l.outlook(600);
         let got: Vec<(ObjectState, u64, i64)> = w

@@ -24,6 +24,54 @@ pub struct Move {
     pub why: String,
 }
 
+/// Moves a step's answer shows at most per state it moved objects to: the
+/// rest are counted (a step may move a million).
+pub const MOVES_PER_STATE: usize = 100;
+
+/// The moves of one call: up to [`MOVES_PER_STATE`] of them per state
+/// reached, in the order made, and how many reached each state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Moves {
+    /// Some of the moves, in order.
+    pub sample: Vec<Move>,
+    /// How many moves reached each state.
+    pub to_state: BTreeMap<ObjectState, u64>,
+}
+
+impl Moves {
+    /// How many moves in all.
+    pub fn total(&self) -> u64 {
+        self.to_state.values().sum()
+    }
+
+    /// True when nothing moved.
+    pub fn is_empty(&self) -> bool {
+        self.to_state.is_empty()
+    }
+
+    /// Counts a move to `to`; `make` builds it when the sample has room.
+    pub(super) fn note(&mut self, to: ObjectState, make: impl FnOnce() -> Move) {
+        let n = self.to_state.entry(to).or_default();
+        *n += 1;
+        if *n as usize <= MOVES_PER_STATE {
+            self.sample.push(make());
+        }
+    }
+
+    /// Adds `other`'s moves after these.
+    pub fn extend(&mut self, other: Moves) {
+        for m in other.sample {
+            let shown = self.sample.iter().filter(|s| s.to == m.to).count();
+            if shown < MOVES_PER_STATE {
+                self.sample.push(m);
+            }
+        }
+        for (s, n) in other.to_state {
+            *self.to_state.entry(s).or_default() += n;
+        }
+    }
+}
+
 /// One object of the ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -157,8 +205,12 @@ impl DeleteResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Damage {
-    /// Key relative to the table location.
+    /// Key relative to the table location (or, when no archive of the
+    /// ledger names it any more, its fingerprint in words).
     pub key: String,
+    /// The key's fingerprint, 16 hex digits: how a plan names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
     /// The version the ledger deleted (restore that one).
     pub version: ObjectVersion,
     /// When it was found, ms since the epoch.
@@ -240,6 +292,7 @@ pub struct Approval {
     /// sealed object list this approval covers (recorded for the audit).
     #[serde(alias = "quarantine_root")]
     pub quarantine_root: String,
-    /// The approved keys, exactly.
-    pub keys: Vec<String>,
+    /// How many keys it approved (the objects themselves say which: they
+    /// are `DELETE_APPROVED` in its revision).
+    pub approved: u64,
 }
