@@ -245,7 +245,7 @@ fn summary_out(s: &core::Summary) -> wt::Summary {
     }
 }
 
-fn damaged_out(d: &[core::plan::DamagedReference]) -> Vec<wt::DamagedReference> {
+fn damaged_out(d: &[core::DamagedReference]) -> Vec<wt::DamagedReference> {
     d.iter()
         .map(|d| wt::DamagedReference {
             fingerprint: d.fingerprint.clone(),
@@ -1358,6 +1358,7 @@ impl wp::GuestLedger for Ledger {
                 version: version_out(o.version),
                 since_ms: o.since_ms,
                 why: o.why,
+                receipt: o.receipt.map(receipt_out),
             })
             .collect()
     }
@@ -1428,11 +1429,27 @@ impl wp::GuestLedger for Ledger {
         self.0.borrow().archives()
     }
 
-    fn check_archive(&self, name: String, bytes: Vec<u8>) -> Result<(), wt::Error> {
-        self.0
+    fn check_archive(
+        &self,
+        name: String,
+        bytes: Vec<u8>,
+    ) -> Result<Vec<wt::LedgerObject>, wt::Error> {
+        let objects = self
+            .0
             .borrow_mut()
             .check_archive(&name, &bytes)
-            .map_err(err)
+            .map_err(err)?;
+        Ok(objects
+            .into_iter()
+            .map(|o| wt::LedgerObject {
+                key: o.key,
+                state: wt::ObjectState::Verified,
+                version: version_out(o.version),
+                since_ms: o.verified_ms,
+                why: o.why,
+                receipt: o.receipt.map(receipt_out),
+            })
+            .collect())
     }
 
     fn audit(&self) -> wt::LedgerAudit {

@@ -95,9 +95,9 @@ pub use page::{PageClassifier, PageColumns, PageVerdicts};
 pub use path::PathMapping;
 pub use pinot::{PinotConfig, PinotRequest, PinotSession};
 pub use plan::{
-    canonical_pointer, digest_checkpoint, digest_manifest, KeptObject, PlanReport, PlanTokens,
-    PlannedDelete, Request, SealedPlan, Session, SessionConfig, Summary, Tally,
-    DEFAULT_MEMORY_BUDGET, PLAN_SCHEMA,
+    canonical_pointer, digest_checkpoint, digest_manifest, DamagedReference, KeptObject,
+    PlanReport, PlanTokens, PlannedDelete, Request, SealedPlan, Session, SessionConfig, Summary,
+    Tally, DEFAULT_MEMORY_BUDGET, PLAN_SCHEMA,
 };
 pub use policy::Policy;
 pub use verdict::{Decision, ListedObject, Verdict};

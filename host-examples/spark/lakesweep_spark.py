@@ -155,7 +155,7 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, partitions
 
 
 def apply(spark, document, *, store_spec, pointer=None, batch=None, partitions=None,
-          dry_run=False, sink=None, **options):
+          dry_run=False, sink=None, keep_receipts=True, **options):
     """Applies the sealed plan ``document`` with the HEADs and DELETEs
     spread over Spark's executors: the driver runs the planner's deletion
     session (the facts, the acceptance of every batch, the version checks,
@@ -164,7 +164,8 @@ def apply(spark, document, *, store_spec, pointer=None, batch=None, partitions=N
     metadata location now (Iceberg; a Delta table's is its log); the other
     options are :class:`lakesweep.Deletion`'s (``batch``: none, the
     planner's). ``sink(receipt)`` gets every receipt as the driver writes
-    it. Returns :class:`lakesweep.Applied`."""
+    it; ``keep_receipts=False`` keeps only the damaged ones in the result.
+    Returns :class:`lakesweep.Applied`."""
     d = lakesweep.Deletion(document, executor_store(store_spec, pointer), batch=batch, dry_run=dry_run,
                            **options)
     sc = spark.sparkContext
@@ -176,7 +177,7 @@ def apply(spark, document, *, store_spec, pointer=None, batch=None, partitions=N
         rdd = sc.parallelize(targets, n).mapPartitions(_io_partition(store_spec, kind))
         return _gathered(sc, rdd, n)
 
-    return d.run(io, sink=sink)
+    return d.run(io, sink=sink, keep_receipts=keep_receipts)
 
 
 def main(argv=None):
@@ -229,7 +230,8 @@ def main(argv=None):
                 out.flush()
 
             done = apply(spark, document, store_spec=spec, pointer=lambda: metadata, location_map=maps,
-                         dry_run=args.dry_run, sink=sink, allow_future_now=args.allow_future_now)
+                         dry_run=args.dry_run, sink=sink, keep_receipts=False,
+                         allow_future_now=args.allow_future_now)
         counts = {k: done.count(k) for k in ("deleted", "would-delete", "already-absent", "skipped-changed",
                                              "skipped-protected", "skipped-stopped", "failed", "unknown")}
         print("lakesweep: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + f"; receipts in {path}")

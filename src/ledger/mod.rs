@@ -236,6 +236,9 @@ pub struct Ledger {
     reads: VecDeque<Read>,
     lookups: Vec<Lookup>,
     save: Option<Save>,
+    /// The last save's head was handed out: the next `next_write` ends
+    /// that save with `None` (and the one after starts a new save).
+    head_given: bool,
     obsolete: Vec<String>,
     /// Where [`Ledger::next_probes`] goes on from.
     probe_cursor: usize,
@@ -319,6 +322,7 @@ impl Ledger {
             reads: VecDeque::new(),
             lookups: Vec::new(),
             save: None,
+            head_given: false,
             obsolete: Vec::new(),
             probe_cursor: 0,
             checked: BTreeMap::new(),
@@ -334,6 +338,8 @@ impl Ledger {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
+        // Any change after a save's head starts the next save afresh.
+        self.head_given = false;
         let r = f(self);
         if let Err(e) = &r {
             self.failed = Some(e.clone());
@@ -351,16 +357,22 @@ impl Ledger {
     }
 
     /// Checks archive `name` read as `bytes`: its SHA-256 against the
-    /// head's, and every object in it against the index. Fails naming a
-    /// damaged archive.
-    pub fn check_archive(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
+    /// head's, and every object in it against the index; returns its
+    /// objects. Fails naming a damaged archive.
+    pub fn check_archive(&mut self, name: &str, bytes: &[u8]) -> Result<Vec<ArchivedObject>> {
         let Some(a) = self.verified.archives.iter().find(|a| a.file.name == name) else {
             return Err(Error::invalid(
                 "ledger",
                 format!("{name} is not an archive of this ledger"),
             ));
         };
-        let objects = files::decode_archive(a, bytes)?;
+        let objects = match files::decode_archive(a, bytes) {
+            Ok(o) => o,
+            Err(e) => {
+                self.problems.push(format!("archive {name}: {e}"));
+                return Err(e);
+            }
+        };
         let missing = objects
             .iter()
             .filter(|o| {
@@ -376,7 +388,7 @@ impl Ledger {
         }
         self.checked
             .insert(name.to_owned(), (a.file.count, a.object_bytes));
-        Ok(())
+        Ok(objects)
     }
 
     /// What the ledger holds and what does not add up: every archive not
@@ -610,6 +622,7 @@ impl Ledger {
         let bytes = serde_json::to_vec_pretty(&head)
             .map_err(|e| Error::invalid("ledger", e.to_string()))?;
         self.previous_integrity = Some(head.integrity);
+        self.head_given = true;
         let kept: std::collections::BTreeSet<&str> = self
             .segments
             .iter()
@@ -845,6 +858,7 @@ impl Ledger {
             since_ms: e.since_ms,
             since_revision: e.since_revision,
             why: self.whys.text(e.why).to_owned(),
+            receipt: e.receipt.as_deref().cloned(),
         }
     }
 
@@ -1149,6 +1163,12 @@ impl Ledger {
     /// every one before it was written. Then [`Ledger::obsolete`] names
     /// the files the new head no longer needs.
     pub fn next_write(&mut self) -> Result<Option<LedgerFile>> {
+        if std::mem::take(&mut self.head_given) {
+            return match &self.failed {
+                Some(e) => Err(e.clone()),
+                None => Ok(None),
+            };
+        }
         self.guarded(|l| l.next_write_unguarded())
     }
 }
@@ -1896,6 +1916,28 @@ mod tests {
         assert_eq!(
             back.objects(files::SEGMENT_OBJECTS as u64, 20),
             l.objects(files::SEGMENT_OBJECTS as u64, 20)
+        );
+    }
+
+    /// A save ends with `None` after its head; a host looping "until none"
+    /// stops there, and the next save (after a step or not) starts afresh.
+    #[test]
+    fn a_save_ends_after_its_head() {
+        let p = sealed(&[("data/a.parquet", 1)], None);
+        let mut l = Ledger::new(&p, 0).unwrap();
+        l.begin_step(&p, T).unwrap();
+        let mut names = Vec::new();
+        while let Some(f) = l.next_write().unwrap() {
+            names.push(f.name);
+            assert!(names.len() < 10, "a save that never ends: {names:?}");
+        }
+        assert_eq!(names.last().map(String::as_str), Some(""), "the head last");
+        let (head, _) = l.save_whole().unwrap();
+        assert!(head.contains("lakesweep.ledger.v4"));
+        l.begin_step(&p, T + 1).unwrap();
+        assert!(
+            l.save_whole().is_ok(),
+            "a step after a save starts a new one"
         );
     }
 }

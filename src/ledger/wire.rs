@@ -88,6 +88,10 @@ pub struct LedgerObject {
     pub since_revision: u64,
     /// Why it is in its current state.
     pub why: String,
+    /// The receipt of its delete, while it is kept with it (`DELETED`,
+    /// `DELETE_UNKNOWN`, and archived once `VERIFIED`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<Receipt>,
 }
 
 /// What a HEAD is for.

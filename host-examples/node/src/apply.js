@@ -28,10 +28,15 @@ export async function apply(document, store, o = {}) {
     }),
   );
   const receipts = [];
+  // At most a few thousand a call: until none is left.
   const drain = () => {
-    for (const r of d.drainReceipts()) {
-      sink(r);
-      receipts.push(r);
+    for (;;) {
+      const piece = d.drainReceipts();
+      if (!piece.length) return;
+      for (const r of piece) {
+        sink(r);
+        receipts.push(r);
+      }
     }
   };
   const facts = async (logPrefix) => {
@@ -64,7 +69,14 @@ export async function apply(document, store, o = {}) {
       else if (r.tag === 'delete') deletes.push(...r.val.objects);
       else if (r.tag === 'check-damage') {
         try {
-          const found = await referencedWith(r.val.config, r.val.keys, store);
+          // The deleted keys, in pieces.
+          const keys = [];
+          while (BigInt(keys.length) < r.val.keys) {
+            const piece = d.damageKeys(BigInt(keys.length), 4096);
+            if (!piece.length) break;
+            keys.push(...piece);
+          }
+          const found = await referencedWith(r.val.config, keys, store);
           call(() => d.handleReferenced(found));
         } catch (e) {
           call(() => d.handleReferencedFailed(String(e.message || e)));

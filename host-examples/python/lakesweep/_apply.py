@@ -84,8 +84,9 @@ def receipt_json(r):
 
 @dataclass
 class Applied:
-    """What a run did: every receipt in the order written (as
-    :func:`receipt_json` spells them), and the planner's outcome: ``exit``
+    """What a run did: its receipts in the order written (as
+    :func:`receipt_json` spells them: every one, or only the ``damaged``
+    ones when the run kept none), and the planner's outcome: ``exit``
     (0 done; 1 a key failed, changed, was held or not attempted, or its
     outcome is unknown; 2 refused before anything was tried; 3 damage),
     why it stopped or was refused, and whether the damage check could not
@@ -115,8 +116,8 @@ class Applied:
         return [r for r in self.receipts if r["result"] == "damaged"]
 
     def count(self, result):
-        """Receipts with this result."""
-        return sum(1 for r in self.receipts if r["result"] == result)
+        """Receipts with this result (the planner's count)."""
+        return int(self.outcome.get("results", {}).get(result, 0))
 
 
 class Deletion:
@@ -169,10 +170,17 @@ class Deletion:
         except Exception as e:  # noqa: BLE001: the session stops (or cannot check damage), never guesses
             return {"factsFailed": str(e)}
 
-    def _damage_check(self, config, keys):
+    def _damage_check(self, config, count):
         from . import Sweep
 
         try:
+            # The deleted keys, in pieces.
+            keys = []
+            while len(keys) < count:
+                piece = self._call("damage-keys", len(keys), 4096)
+                if not piece:
+                    break
+                keys.extend(piece)
             s = Sweep(config["tableLocation"], config["metadataLocation"] or None, config["nowMs"],
                       store=self.store, format=config["format"], retention_ms=config["fileRetentionMs"],
                       location_map=[(m["from"], m["to"]) for m in config["locationMap"]],
@@ -183,21 +191,29 @@ class Deletion:
         except Exception as e:  # noqa: BLE001
             return {"referencedFailed": str(e)}
 
-    def run(self, io=None, sink=None):
+    def run(self, io=None, sink=None, keep_receipts=True):
         """Drives the session to its end. ``io(kind, targets)`` carries out
         a HEAD or DELETE request (default :func:`store_io` on this store; a
         cluster job spreading it works too) and yields the answers;
         ``sink(receipt)`` gets each receipt as it is made (write it out at
-        once). Returns :class:`Applied`."""
+        once). ``keep_receipts=False`` keeps only the ``damaged`` ones in the
+        result (a run of a million keys: the sink has them all). Returns
+        :class:`Applied`."""
         io = io or (lambda kind, targets: store_io(self.store, kind, targets))
         put = sink or (lambda r: None)
         out = Applied()
 
         def drain():
-            for r in json.loads(self._call("drain-receipts-json")):
-                line = receipt_json(r)
-                put(line)
-                out.receipts.append(line)
+            # At most a few thousand a call: until none is left.
+            while True:
+                piece = json.loads(self._call("drain-receipts-json"))
+                if not piece:
+                    return
+                for r in piece:
+                    line = receipt_json(r)
+                    put(line)
+                    if keep_receipts or line["result"] == "damaged":
+                        out.receipts.append(line)
 
         while True:
             answers, heads, deletes = [], [], []
@@ -233,7 +249,8 @@ class Deletion:
         return out
 
 
-def apply(document, store, *, dry_run=False, sink=None, **options):
+def apply(document, store, *, dry_run=False, sink=None, keep_receipts=True, **options):
     """Applies a sealed plan on this machine (see :class:`Deletion` for the
     options). Returns :class:`Applied`."""
-    return Deletion(document, store, dry_run=dry_run, **options).run(sink=sink)
+    return Deletion(document, store, dry_run=dry_run, **options).run(
+        sink=sink, keep_receipts=keep_receipts)

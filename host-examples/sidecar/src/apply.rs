@@ -143,7 +143,12 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
             receipts_path.as_deref().unwrap_or("?")
         ))
     };
+    // Each key's result for the report, as the receipts come.
+    let mut results: Vec<wt::DeletionReceipt> = Vec::new();
     let mut sink = |r: &wt::DeletionReceipt| -> Result<(), HostError> {
+        if r.receipt.result != wt::DeleteResult::Damaged {
+            results.push(r.clone());
+        }
         let Some(path) = &receipts_path else {
             return Ok(());
         };
@@ -175,6 +180,7 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
         &source,
         input.concurrency,
         input.wasm.as_deref(),
+        deletion::Drain::Plain,
         &mut sink,
     )
     .await?;
@@ -190,23 +196,21 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
     }
     let mut done = Applied {
         stopped: outcome.stopped.clone(),
-        damage: out.of(wt::DeleteResult::Damaged).cloned().collect(),
+        damage: out.damaged.clone(),
         damage_unchecked: outcome.damage_unchecked.clone(),
         receipts: receipts_path.clone(),
         warnings: plan.warnings.clone(),
         exit: outcome.exit,
         ..Applied::default()
     };
-    done.would_delete = out
-        .of(wt::DeleteResult::WouldDelete)
+    done.would_delete = results
+        .iter()
+        .filter(|r| r.receipt.result == wt::DeleteResult::WouldDelete)
         .map(|r| r.receipt.key.clone())
         .collect();
     done.deleted_bytes = outcome.deleted_bytes;
-    for r in &out.receipts {
+    for r in &results {
         let name = crate::component::result_name(r.receipt.result);
-        if r.receipt.result == wt::DeleteResult::Damaged {
-            continue;
-        }
         done.keys
             .push((r.receipt.key.clone(), name, r.planned.size));
         match r.receipt.result {

@@ -85,6 +85,14 @@ pub enum Command {
         ledger: Option<String>,
         json: bool,
         wasm: Option<String>,
+        archived: bool,
+    },
+    /// `ledger verify`.
+    LedgerVerify {
+        table: String,
+        ledger: Option<String>,
+        json: bool,
+        wasm: Option<String>,
     },
 }
 
@@ -522,8 +530,18 @@ enum PolicyCmd {
 
 #[derive(Subcommand, Debug)]
 enum LedgerCmd {
-    /// Prints every object's state and the gates.
-    Show(LedgerTarget),
+    /// Prints every object in flight with its state, and the gates.
+    Show {
+        #[command(flatten)]
+        target: LedgerTarget,
+        /// Also every object verified deleted, read from the archives.
+        #[arg(long)]
+        archived: bool,
+    },
+    /// Reads the head and every file of the ledger's folder (each checked
+    /// against the SHA-256 the head records), then every archive, and
+    /// says whether the counts add up; exit 1 when they do not.
+    Verify(LedgerTarget),
 }
 
 /// A table's ledger, for the commands that read or settle it.
@@ -1089,7 +1107,17 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             json,
             wasm: planner.wasm,
         },
-        Cmd::Ledger(LedgerCmd::Show(t)) => Command::LedgerShow {
+        Cmd::Ledger(LedgerCmd::Show {
+            target: t,
+            archived,
+        }) => Command::LedgerShow {
+            table: t.table,
+            ledger: t.ledger.ledger,
+            json: t.json,
+            wasm: t.planner.wasm,
+            archived,
+        },
+        Cmd::Ledger(LedgerCmd::Verify(t)) => Command::LedgerVerify {
             table: t.table,
             ledger: t.ledger.ledger,
             json: t.json,

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use futures::StreamExt;
 
-use crate::component::{wt, Planner};
+use crate::component::{wt, LedgerHandle, Planner};
 use crate::pointer::Pointer;
 use crate::store::{Object, Store};
 
@@ -132,7 +132,7 @@ pub async fn check(
     table: &str,
     location_map: &[(String, String)],
     dir: &str,
-    consumed: &std::collections::BTreeSet<String>,
+    ledger: Option<LedgerHandle>,
 ) -> Result<Checked, String> {
     let text = store
         .read(&format!("{dir}/bundle.json"))
@@ -144,6 +144,23 @@ pub async fn check(
         .map_err(|e| format!("{dir}: {e}"))?;
     let mut copies = Vec::new();
     let mut heads = Vec::new();
+    // Which content files the ledger deleted (or may have): the ledger's
+    // answer, by key.
+    let content: Vec<String> = bundle
+        .entries
+        .iter()
+        .filter(|e| e.layer == wt::BundleLayer::Content)
+        .map(|e| e.key.clone())
+        .collect();
+    let consumed: std::collections::BTreeSet<String> = match ledger {
+        Some(l) if !content.is_empty() => content
+            .iter()
+            .zip(planner.ledger_consumed(l, &content)?)
+            .filter(|(_, c)| *c)
+            .map(|(k, _)| k.clone())
+            .collect(),
+        _ => Default::default(),
+    };
     for e in &bundle.entries {
         if e.sha256.is_some() {
             if let Some(b) = store.read(&format!("{dir}/copies/{}", e.key)).await? {
@@ -208,7 +225,7 @@ pub async fn blocked_keys(
     store: &Store,
     table: &str,
     location_map: &[(String, String)],
-    consumed: &std::collections::BTreeSet<String>,
+    ledger: Option<LedgerHandle>,
 ) -> Result<BTreeMap<String, String>, String> {
     let dirs = dirs(store, table).await?;
     let mut out = BTreeMap::new();
@@ -218,7 +235,7 @@ pub async fn blocked_keys(
                 "quarantine bundle {d} has copies but no bundle.json: which objects it protects is unknown; nothing is approved until it is repaired or removed"
             ));
         }
-        let c = check(planner, store, table, location_map, &d, consumed)
+        let c = check(planner, store, table, location_map, &d, ledger)
             .await
             .map_err(|e| {
                 format!("quarantine bundle {d} cannot be read ({e}): nothing is approved until it is repaired or removed")
@@ -275,15 +292,7 @@ pub async fn restore(
             .check_clock(now_ms, allow_future_now)
             .map_err(|e| format!("nothing restored: {e}"))?;
     }
-    let c = check(
-        planner,
-        &store,
-        table,
-        location_map,
-        &dir,
-        &Default::default(),
-    )
-    .await?;
+    let c = check(planner, &store, table, location_map, &dir, None).await?;
     if !c.verification.complete {
         return Err(format!(
             "bundle {id} cannot restore its snapshots: {}",

@@ -164,6 +164,19 @@ pub struct LedgerHandle(wasmtime::component::ResourceAny);
 #[derive(Clone, Copy)]
 pub struct DeletionHandle(wasmtime::component::ResourceAny);
 
+/// A sealed plan held in the component (a `plan` resource handle).
+#[derive(Clone, Copy)]
+pub struct PlanHandle(pub(crate) wasmtime::component::ResourceAny);
+
+/// The `plan` resource's calls.
+impl Planner {
+    /// `plan.header`: everything but the delete list.
+    pub fn plan_header(&mut self, p: PlanHandle) -> Result<wt::PlanHeader, String> {
+        let api = self.api.lakesweep_planner_planner().plan();
+        api.call_header(&mut self.store, p.0).map_err(trap)
+    }
+}
+
 /// The `deletion` resource's calls.
 impl Planner {
     /// `deletion.start`: applying a plan outside a ledger.
@@ -176,10 +189,32 @@ impl Planner {
     pub fn ledger_start_deletion(
         &mut self,
         l: LedgerHandle,
-        c: &wt::DeletionConfig,
+        plan: PlanHandle,
+        o: &wt::DeletionOptions,
     ) -> Result<DeletionHandle, String> {
         let api = self.api.lakesweep_planner_planner().ledger();
-        done(api.call_start_deletion(&mut self.store, l.0, c)).map(DeletionHandle)
+        done(api.call_start_deletion(&mut self.store, l.0, plan.0, o)).map(DeletionHandle)
+    }
+
+    /// `ledger.record-drained`: the deletion's receipts, recorded.
+    pub fn ledger_record_drained(
+        &mut self,
+        l: LedgerHandle,
+        d: DeletionHandle,
+        now_ms: i64,
+    ) -> Result<Vec<wt::DeletionReceipt>, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        done(api.call_record_drained(&mut self.store, l.0, d.0, now_ms))
+    }
+
+    /// `ledger.finish-deletion`.
+    pub fn ledger_finish_deletion(
+        &mut self,
+        l: LedgerHandle,
+        now_ms: i64,
+    ) -> Result<wt::LedgerStep, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        done(api.call_finish_deletion(&mut self.store, l.0, now_ms))
     }
 
     /// `deletion.poll-request`.
@@ -246,6 +281,18 @@ impl Planner {
             Ok(r) => done(api.call_handle_referenced(&mut self.store, d.0, &r)),
             Err(why) => done(api.call_handle_referenced_failed(&mut self.store, d.0, &why)),
         }
+    }
+
+    /// `deletion.damage-keys`: `count` deleted keys from the `start`th.
+    pub fn deletion_damage_keys(
+        &mut self,
+        d: DeletionHandle,
+        start: u64,
+        count: u32,
+    ) -> Result<Vec<String>, String> {
+        let api = self.api.lakesweep_planner_planner().deletion();
+        api.call_damage_keys(&mut self.store, d.0, start, count)
+            .map_err(trap)
     }
 
     /// `deletion.drain-receipts`.
@@ -542,7 +589,7 @@ impl Planner {
     /// `ledger.create`.
     pub fn ledger_create(
         &mut self,
-        plan: &str,
+        plan: PlanHandle,
         quarantine_ms: Option<i64>,
         prior_ledger: bool,
         start_new: bool,
@@ -550,7 +597,7 @@ impl Planner {
         let api = self.api.lakesweep_planner_planner().ledger();
         done(api.call_create(
             &mut self.store,
-            &plan.to_owned(),
+            plan.0,
             quarantine_ms,
             prior_ledger,
             start_new,
@@ -558,15 +605,36 @@ impl Planner {
         .map(LedgerHandle)
     }
 
+    /// `ledger.next-read`: the next file of its folder to read.
+    pub fn ledger_next_read(&mut self, l: LedgerHandle) -> Result<Option<String>, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_next_read(&mut self.store, l.0).map_err(trap)
+    }
+
+    /// `ledger.handle-read`, or `handle-missing` for a file not there.
+    pub fn ledger_handle_read(
+        &mut self,
+        l: LedgerHandle,
+        name: &str,
+        bytes: Option<&[u8]>,
+    ) -> Result<(), String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        let name = name.to_owned();
+        match bytes {
+            Some(b) => done(api.call_handle_read(&mut self.store, l.0, &name, b)),
+            None => done(api.call_handle_missing(&mut self.store, l.0, &name)),
+        }
+    }
+
     /// `ledger.begin`.
     pub fn ledger_begin(
         &mut self,
         l: LedgerHandle,
-        plan: &str,
+        plan: PlanHandle,
         now_ms: i64,
     ) -> Result<wt::LedgerStep, String> {
         let api = self.api.lakesweep_planner_planner().ledger();
-        done(api.call_begin(&mut self.store, l.0, &plan.to_owned(), now_ms))
+        done(api.call_begin(&mut self.store, l.0, plan.0, now_ms))
     }
 
     /// `ledger.reconcile`.
@@ -577,6 +645,17 @@ impl Planner {
     ) -> Result<wt::LedgerStep, String> {
         let api = self.api.lakesweep_planner_planner().ledger();
         done(api.call_reconcile(&mut self.store, l.0, now_ms))
+    }
+
+    /// `ledger.next-probes`: the next HEADs the run wants.
+    pub fn ledger_next_probes(
+        &mut self,
+        l: LedgerHandle,
+        max: u32,
+    ) -> Result<Vec<wt::Probe>, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_next_probes(&mut self.store, l.0, max)
+            .map_err(trap)
     }
 
     /// `ledger.observe`.
@@ -594,23 +673,12 @@ impl Planner {
     pub fn ledger_approve(
         &mut self,
         l: LedgerHandle,
-        plan: &str,
+        plan: PlanHandle,
         live: &wt::LiveState,
         now_ms: i64,
     ) -> Result<wt::ApprovalStep, String> {
         let api = self.api.lakesweep_planner_planner().ledger();
-        done(api.call_approve(&mut self.store, l.0, &plan.to_owned(), live, now_ms))
-    }
-
-    /// `ledger.record`.
-    pub fn ledger_record(
-        &mut self,
-        l: LedgerHandle,
-        receipts: &[wt::Receipt],
-        now_ms: i64,
-    ) -> Result<wt::LedgerStep, String> {
-        let api = self.api.lakesweep_planner_planner().ledger();
-        done(api.call_record(&mut self.store, l.0, receipts, now_ms))
+        done(api.call_approve(&mut self.store, l.0, plan.0, live, now_ms))
     }
 
     /// `ledger.record-drill`.
@@ -651,16 +719,33 @@ impl Planner {
         api.call_outlook(&mut self.store, l.0, now_ms).map_err(trap)
     }
 
-    /// `ledger.objects`.
-    pub fn ledger_objects(&mut self, l: LedgerHandle) -> Result<Vec<wt::LedgerObject>, String> {
+    /// `ledger.objects`: `count` objects in flight from the `start`th.
+    pub fn ledger_objects(
+        &mut self,
+        l: LedgerHandle,
+        start: u64,
+        count: u32,
+    ) -> Result<Vec<wt::LedgerObject>, String> {
         let api = self.api.lakesweep_planner_planner().ledger();
-        api.call_objects(&mut self.store, l.0).map_err(trap)
+        api.call_objects(&mut self.store, l.0, start, count)
+            .map_err(trap)
     }
 
-    /// `ledger.consumed-keys`.
-    pub fn ledger_consumed_keys(&mut self, l: LedgerHandle) -> Result<Vec<String>, String> {
+    /// `ledger.verified`.
+    pub fn ledger_verified(&mut self, l: LedgerHandle) -> Result<wt::VerifiedSummary, String> {
         let api = self.api.lakesweep_planner_planner().ledger();
-        api.call_consumed_keys(&mut self.store, l.0).map_err(trap)
+        api.call_verified(&mut self.store, l.0).map_err(trap)
+    }
+
+    /// `ledger.consumed`: whether each key was deleted by the ledger (or
+    /// may have been).
+    pub fn ledger_consumed(
+        &mut self,
+        l: LedgerHandle,
+        keys: &[String],
+    ) -> Result<Vec<bool>, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_consumed(&mut self.store, l.0, keys).map_err(trap)
     }
 
     /// `sweep-freshness`: whether `table`'s sweep still runs, from its
@@ -694,6 +779,51 @@ impl Planner {
         api.call_deleted_index(&mut self.store, l.0).map_err(trap)
     }
 
+    /// `ledger.next-write`: the next file to store (the head last).
+    pub fn ledger_next_write(&mut self, l: LedgerHandle) -> Result<Option<wt::LedgerFile>, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        done(api.call_next_write(&mut self.store, l.0))
+    }
+
+    /// `ledger.obsolete`.
+    pub fn ledger_obsolete(&mut self, l: LedgerHandle) -> Result<Vec<String>, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_obsolete(&mut self.store, l.0).map_err(trap)
+    }
+
+    /// `ledger.strays`.
+    pub fn ledger_strays(
+        &mut self,
+        l: LedgerHandle,
+        names: &[String],
+    ) -> Result<Vec<String>, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_strays(&mut self.store, l.0, names).map_err(trap)
+    }
+
+    /// `ledger.archives`.
+    pub fn ledger_archives(&mut self, l: LedgerHandle) -> Result<Vec<String>, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_archives(&mut self.store, l.0).map_err(trap)
+    }
+
+    /// `ledger.check-archive`: the archive checked, and its objects.
+    pub fn ledger_check_archive(
+        &mut self,
+        l: LedgerHandle,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<Vec<wt::LedgerObject>, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        done(api.call_check_archive(&mut self.store, l.0, name, bytes))
+    }
+
+    /// `ledger.audit`.
+    pub fn ledger_audit(&mut self, l: LedgerHandle) -> Result<wt::LedgerAudit, String> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_audit(&mut self.store, l.0).map_err(trap)
+    }
+
     /// `ledger.quarantine-ms`.
     pub fn ledger_quarantine_ms(&mut self, l: LedgerHandle) -> Result<i64, String> {
         let api = self.api.lakesweep_planner_planner().ledger();
@@ -716,12 +846,6 @@ impl Planner {
     pub fn ledger_revision(&mut self, l: LedgerHandle) -> Result<u64, String> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_revision(&mut self.store, l.0).map_err(trap)
-    }
-
-    /// `ledger.to-document`: the sealed document to store.
-    pub fn ledger_document(&mut self, l: LedgerHandle) -> Result<String, String> {
-        let api = self.api.lakesweep_planner_planner().ledger();
-        api.call_to_document(&mut self.store, l.0).map_err(trap)
     }
 }
 
@@ -748,10 +872,27 @@ pub fn trap(e: wasmtime::Error) -> String {
     let first = first.lines().next().unwrap_or("trap");
     let cause = e.chain().last().map(|c| c.to_string()).unwrap_or_default();
     let cause = cause.lines().next().unwrap_or("");
-    format!(
-        "the planner stopped: it ran out of memory or hit a bug ({first}{}); nothing was deleted. A smaller --memory-budget makes the planner refuse oversized files by name instead",
-        if cause.is_empty() || cause == first { String::new() } else { format!(": {cause}") }
-    )
+    let why = format!(
+        "{first}{}",
+        if cause.is_empty() || cause == first {
+            String::new()
+        } else {
+            format!(": {cause}")
+        }
+    );
+    // Each cause its own advice: only a memory shortfall is helped by
+    // --memory-budget.
+    if why.contains("hostcall") {
+        format!(
+            "the planner stopped: one call between this host and the planner carried more than wasmtime lets one call carry ({why}); nothing was deleted. No option changes this: it is a lakesweep bug (a call that should go in pieces), report it with the table's and the ledger's sizes"
+        )
+    } else if why.contains("unreachable") || why.contains("memory") {
+        format!(
+            "the planner stopped: it ran out of memory or hit a bug ({why}); nothing was deleted. If the table holds metadata files larger than the planner's memory, a smaller --memory-budget makes it refuse them by name; otherwise report it"
+        )
+    } else {
+        format!("the planner stopped ({why}); nothing was deleted")
+    }
 }
 
 /// One line for a planner error.

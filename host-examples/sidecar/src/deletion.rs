@@ -14,7 +14,7 @@ use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use crate::component::{version_json, wt, DeletionHandle, Planner};
+use crate::component::{version_json, wt, DeletionHandle, LedgerHandle, Planner};
 use crate::context::ContextFiles;
 use crate::error::HostError;
 use crate::pointer::Pointer;
@@ -81,29 +81,32 @@ impl LiveSource {
     }
 }
 
-/// What a batched deletion did, for the reports.
+/// What a batched deletion did, for the reports (every receipt went to
+/// the sink as it came: a run of a million keys holds none of them).
 pub struct Deleted {
-    /// Every receipt, in the order written.
-    pub receipts: Vec<wt::DeletionReceipt>,
+    /// The `damaged` receipts: deleted keys the live table needs.
+    pub damaged: Vec<wt::DeletionReceipt>,
     /// What the session concluded.
     pub outcome: wt::DeletionOutcome,
 }
 
-impl Deleted {
-    /// Receipts of `result`.
-    pub fn of(&self, result: wt::DeleteResult) -> impl Iterator<Item = &wt::DeletionReceipt> {
-        self.receipts
-            .iter()
-            .filter(move |r| r.receipt.result == result)
-    }
+/// Where the session's receipts are drained to.
+#[derive(Clone, Copy)]
+pub enum Drain {
+    /// To this host only (`apply`).
+    Plain,
+    /// Through the ledger that started the deletion, which records each
+    /// (`sweep`), at the run's time.
+    Ledger(LedgerHandle, i64),
 }
 
-/// A receipt as the receipts file spells it (JSON Lines).
-pub fn receipt_json(r: &wt::DeletionReceipt) -> Value {
-    let c = &r.receipt;
+/// Keys one `damage-keys` call asks for.
+const DAMAGE_KEYS_PIECE: u32 = 4096;
+
+/// A receipt as a ledger keeps it, in JSON (`ledger show`).
+pub fn stored_receipt_json(c: &wt::Receipt) -> Value {
     let mut v = json!({
-        "key": c.key, "uri": r.uri, "result": crate::component::result_name(c.result),
-        "planned": version_json(&r.planned),
+        "key": c.key, "result": crate::component::result_name(c.result),
         "version": c.version.as_ref().map(version_json),
         "requestedMs": c.requested_ms, "confirmedMs": c.confirmed_ms,
         "deleteMarker": c.delete_marker, "detail": c.detail,
@@ -111,6 +114,14 @@ pub fn receipt_json(r: &wt::DeletionReceipt) -> Value {
     if c.delete_marker_version_id.is_some() {
         v["deleteMarkerVersionId"] = json!(c.delete_marker_version_id);
     }
+    v
+}
+
+/// A receipt as the receipts file spells it (JSON Lines).
+pub fn receipt_json(r: &wt::DeletionReceipt) -> Value {
+    let mut v = stored_receipt_json(&r.receipt);
+    v["uri"] = json!(r.uri);
+    v["planned"] = version_json(&r.planned);
     if let Some(h) = &r.restore {
         v["restore"] = json!(h);
     }
@@ -160,16 +171,33 @@ async fn delete(store: Store, key: String, uri: String, if_match: Option<String>
 /// Drives the deletion session `d` to its end: reads the facts it asks
 /// for from `source`, HEADs and DELETEs what it names (`concurrency` in
 /// flight), runs its damage check with `wasm`'s planner; `sink` gets every
-/// receipt as it is written (a crash loses at most the ones in flight).
+/// receipt as it is written (a crash loses at most the ones in flight),
+/// drained as `drain` says.
 pub async fn run(
     planner: &mut Planner,
     d: DeletionHandle,
     source: &LiveSource,
     concurrency: usize,
     wasm: Option<&str>,
+    drain: Drain,
     sink: &mut dyn FnMut(&wt::DeletionReceipt) -> Result<(), HostError>,
 ) -> Result<Deleted, HostError> {
-    let mut receipts = Vec::new();
+    let mut damaged = Vec::new();
+    let mut take = |planner: &mut Planner| -> Result<bool, HostError> {
+        let piece = match drain {
+            Drain::Plain => planner.deletion_receipts(d)?,
+            Drain::Ledger(l, now) => planner.ledger_record_drained(l, d, now).map_err(|e| {
+                HostError::Stopped(format!("the receipts could not be recorded: {e}"))
+            })?,
+        };
+        for r in &piece {
+            sink(r)?;
+            if r.receipt.result == wt::DeleteResult::Damaged {
+                damaged.push(r.clone());
+            }
+        }
+        Ok(!piece.is_empty())
+    };
     let concurrency = concurrency.max(1);
     let mut waiting: std::collections::VecDeque<wt::Target> = Default::default();
     let mut deletes: std::collections::VecDeque<wt::Target> = Default::default();
@@ -190,8 +218,20 @@ pub async fn run(
                 }
                 wt::DeletionRequest::Delete(b) => deletes.extend(b.objects),
                 wt::DeletionRequest::CheckDamage(c) => {
+                    let mut keys = Vec::new();
+                    while (keys.len() as u64) < c.keys {
+                        let piece = planner.deletion_damage_keys(
+                            d,
+                            keys.len() as u64,
+                            DAMAGE_KEYS_PIECE,
+                        )?;
+                        if piece.is_empty() {
+                            break;
+                        }
+                        keys.extend(piece);
+                    }
                     let found =
-                        crate::plan::referenced_with(c.config, &source.table, wasm, c.keys).await;
+                        crate::plan::referenced_with(c.config, &source.table, wasm, keys).await;
                     planner.deletion_referenced(d, found)?;
                 }
             }
@@ -216,10 +256,7 @@ pub async fn run(
                 break;
             }
         }
-        for r in planner.deletion_receipts(d)? {
-            sink(&r)?;
-            receipts.push(r);
-        }
+        take(planner)?;
         match flight.next().await {
             Some(Done::Head(key, a)) => planner.deletion_head(d, &key, &a)?,
             Some(Done::Delete(key, a, requested, answered)) => {
@@ -228,6 +265,10 @@ pub async fn run(
             None => {
                 if planner.deletion_done(d)? {
                     break;
+                }
+                // Receipts still to drain (a stop hands them out in pieces).
+                if take(planner)? {
+                    continue;
                 }
                 if waiting.is_empty() && deletes.is_empty() {
                     return Err(HostError::Stopped(
@@ -238,12 +279,9 @@ pub async fn run(
             }
         }
     }
-    for r in planner.deletion_receipts(d)? {
-        sink(&r)?;
-        receipts.push(r);
-    }
+    while take(planner)? {}
     Ok(Deleted {
-        receipts,
+        damaged,
         outcome: planner.deletion_outcome(d)?,
     })
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::component::{wasm_path, wt, Planner};
 use crate::store::{clock_ms, Store};
-use crate::sweep::{default_ledger, save, Lock};
+use crate::sweep::{default_ledger, Lock};
 
 /// What a drill found.
 pub struct Drilled {
@@ -58,13 +58,12 @@ async fn locked(
 ) -> Result<Drilled, crate::error::HostError> {
     let store = Store::for_uri(table)?;
     let lstore = store.holding(ledger_uri)?;
-    let text = lstore.read(ledger_uri).await?.ok_or_else(|| {
-        format!("no ledger at {ledger_uri}: a drill is recorded in the table's ledger (a first `sweep` creates it)")
-    })?;
-    let text = String::from_utf8(text).map_err(|_| format!("{ledger_uri} is not UTF-8"))?;
     let mut planner = Planner::load(&wasm_path(wasm))?;
-    let ledger = planner.ledger_load(&text)?;
-    let consumed = planner.ledger_consumed_keys(ledger)?.into_iter().collect();
+    let ledger = crate::ledger::open(&mut planner, &lstore, ledger_uri)
+        .await?
+        .ok_or_else(|| {
+            format!("no ledger at {ledger_uri}: a drill is recorded in the table's ledger (a first `sweep` creates it)")
+        })?;
     let dirs = crate::bundle::dirs(&store, table).await?;
     let ids: Vec<String> = dirs
         .keys()
@@ -79,8 +78,15 @@ async fn locked(
         let why = if dirs.get(&dir) != Some(&true) {
             Some("copies but no bundle.json".to_owned())
         } else {
-            match crate::bundle::check(&mut planner, &store, table, location_map, &dir, &consumed)
-                .await
+            match crate::bundle::check(
+                &mut planner,
+                &store,
+                table,
+                location_map,
+                &dir,
+                Some(ledger),
+            )
+            .await
             {
                 Err(e) => Some(format!("cannot be read: {e}")),
                 Ok(c) if c.verification.complete => None,
@@ -95,7 +101,7 @@ async fn locked(
     }
     let drill =
         planner.ledger_record_drill(ledger, table, seed, ids.len() as u64, &results, clock_ms())?;
-    save(&mut planner, ledger, &lstore, ledger_uri).await?;
+    crate::ledger::save(&mut planner, ledger, &lstore, ledger_uri).await?;
     Ok(Drilled {
         drill,
         gates: planner.ledger_gates(ledger)?,

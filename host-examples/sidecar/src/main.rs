@@ -22,6 +22,7 @@ mod error;
 mod estate;
 mod expire;
 mod http;
+mod ledger;
 mod listing;
 mod origin;
 mod pinot;
@@ -98,7 +99,8 @@ fn plan_input_for(
 fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, error::HostError> {
     if json {
         let v = serde_json::json!({
-            "moves": s.moves.iter().map(sweep::move_json).collect::<Vec<_>>(),
+            "moves": s.moves.sample.iter().map(sweep::move_json).collect::<Vec<_>>(),
+            "moved": s.moves.counts,
             "approval": s.approval.as_ref().map(sweep::approval_json),
             "gates": sweep::gates_json(&s.gates), "ledger": s.ledger_uri,
             "stopped": s.stopped,
@@ -517,23 +519,41 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             ledger,
             json,
             wasm,
+            archived,
         } => {
             let table = store::table_uri(&table)?;
-            let shown = sweep::show(&table, ledger.as_deref(), wasm.as_deref()).await?;
+            let uri = ledger.unwrap_or_else(|| sweep::default_ledger(&table));
+            let shown = crate::ledger::show(&uri, archived, wasm.as_deref()).await?;
             if json {
-                // The stored document as it is, beside its gates.
-                let doc: serde_json::Value =
-                    serde_json::from_str(&shown.document).map_err(|e| e.to_string())?;
+                let objects: serde_json::Map<String, serde_json::Value> = shown
+                    .objects
+                    .iter()
+                    .map(|o| {
+                        (
+                            o.key.clone(),
+                            serde_json::json!({"state": component::state_name(o.state),
+                                "version": component::version_json(&o.version),
+                                "sinceMs": o.since_ms, "why": o.why,
+                                "receipt": o.receipt.as_ref().map(deletion::stored_receipt_json)}),
+                        )
+                    })
+                    .collect();
                 println!(
                     "{}",
-                    serde_json::json!({"ledger": doc, "gates": sweep::gates_json(&shown.gates)})
+                    serde_json::json!({"tableLocation": shown.table_location,
+                        "revision": shown.revision, "quarantineMs": shown.quarantine_ms,
+                        "verified": {"objects": shown.verified.objects,
+                            "bytes": shown.verified.bytes, "archives": shown.verified.archives},
+                        "objects": objects, "gates": sweep::gates_json(&shown.gates)})
                 );
             } else {
                 println!(
-                    "ledger of {} (revision {}, quarantine {})",
+                    "ledger of {} (revision {}, quarantine {}; {} verified deleted, {})",
                     shown.table_location,
                     shown.revision,
-                    report::duration(shown.quarantine_ms)
+                    report::duration(shown.quarantine_ms),
+                    shown.verified.objects,
+                    report::bytes(shown.verified.bytes)
                 );
                 for o in &shown.objects {
                     println!(
@@ -547,6 +567,45 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                 print!("{}", sweep::gates_text(&shown.gates));
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Command::LedgerVerify {
+            table,
+            ledger,
+            json,
+            wasm,
+        } => {
+            let table = store::table_uri(&table)?;
+            let uri = ledger.unwrap_or_else(|| sweep::default_ledger(&table));
+            let v = crate::ledger::verify(&uri, wasm.as_deref()).await?;
+            let a = &v.audit;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"ledger": v.ledger_uri, "inFlight": a.in_flight,
+                        "verified": {"objects": a.verified.objects, "bytes": a.verified.bytes,
+                            "archives": a.verified.archives},
+                        "archivesChecked": a.archives_checked, "problems": a.problems})
+                );
+            } else {
+                for p in &a.problems {
+                    println!("PROBLEM: {}", report::esc(p));
+                }
+                println!(
+                    "{}: {} objects in flight; {} verified deleted ({}) in {} archives, {} checked: {}",
+                    v.ledger_uri,
+                    a.in_flight,
+                    a.verified.objects,
+                    report::bytes(a.verified.bytes),
+                    a.verified.archives,
+                    a.archives_checked,
+                    if a.problems.is_empty() { "the ledger verifies" } else { "the ledger does NOT verify" }
+                );
+            }
+            Ok(if a.problems.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Command::Restore(a) => {
             let table = store::table_uri(&a.table)?;

@@ -8,7 +8,7 @@ use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::ahead::ListingAhead;
-use crate::component::{describe, mappings, trap, wasm_path, wt, Planner};
+use crate::component::{describe, mappings, trap, wasm_path, wt, PlanHandle, Planner};
 use crate::digests::{Answer, Digests, Kind};
 use crate::pointer::Pointer;
 use crate::store::{Object, Store};
@@ -133,8 +133,6 @@ impl WhatIf {
 
 /// A finished plan.
 pub struct Outcome {
-    /// The sealed plan document, exactly as the component wrote it.
-    pub plan_json: String,
     /// The same with its report for people (`report-plan`), when asked
     /// for (`PlanInput::report`); else the sealed document.
     pub document: String,
@@ -173,14 +171,47 @@ fn progress(template: &str) -> ProgressBar {
 
 /// Runs a planner session over the table.
 pub async fn run(input: &PlanInput) -> Result<Outcome, String> {
-    match session(input).await? {
+    let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
+    match session(input, &mut planner, Finish::Document).await? {
         Run::Plan(o) => Ok(*o),
-        Run::Referenced(_) => Err("the planner answered a question not asked".into()),
+        _ => Err("the planner answered a question not asked".into()),
     }
+}
+
+/// A plan sealed into `planner` (its instance holds it; nothing of its
+/// delete list crossed), with what the host saw while listing.
+pub struct Sealed {
+    /// The plan, in the component.
+    pub plan: PlanHandle,
+    /// Everything of it but its delete list.
+    pub header: wt::PlanHeader,
+    /// What the store's client had to tell (a fallback it took).
+    pub store_notes: Vec<String>,
+    /// Names the listing found that this host cannot represent (kept).
+    pub unrepresentable: Vec<String>,
+}
+
+/// Plans `input` in `planner` and seals the plan there: for a ledger in
+/// the same instance, at any number of deletes (its decisions are not
+/// kept: a sweep reports the ledger's moves).
+pub async fn seal(input: &PlanInput, planner: &mut Planner) -> Result<Sealed, String> {
+    match session(input, planner, Finish::Handle).await? {
+        Run::Sealed(s) => Ok(*s),
+        _ => Err("the planner answered a question not asked".into()),
+    }
+}
+
+/// How a run ends: the plan's document and records handed over (a plan
+/// to store or print), or the plan kept in the component.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Finish {
+    Document,
+    Handle,
 }
 
 enum Run {
     Plan(Box<Outcome>),
+    Sealed(Box<Sealed>),
     Referenced(Vec<(String, String)>),
 }
 
@@ -220,13 +251,23 @@ pub async fn referenced_with(
         prior_pointers: Vec::new(),
         deleted_index: None,
     };
-    match drive(&input, store, config, Some(keys)).await? {
+    let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
+    match drive(
+        &input,
+        store,
+        config,
+        Some(keys),
+        &mut planner,
+        Finish::Document,
+    )
+    .await?
+    {
         Run::Referenced(r) => Ok(r),
-        Run::Plan(_) => Err("the planner sealed a plan instead of answering".into()),
+        _ => Err("the planner sealed a plan instead of answering".into()),
     }
 }
 
-async fn session(input: &PlanInput) -> Result<Run, String> {
+async fn session(input: &PlanInput, planner: &mut Planner, finish: Finish) -> Result<Run, String> {
     let store = Store::for_uri(&input.table)?;
     let format = match input.format {
         Format::Auto => detect(&store, &input.table).await?,
@@ -291,7 +332,7 @@ async fn session(input: &PlanInput) -> Result<Run, String> {
         prior_pointers: input.prior_pointers.clone(),
         deleted_index: input.deleted_index.clone(),
     };
-    drive(input, store, cfg, None).await
+    drive(input, store, cfg, None, planner, finish).await
 }
 
 /// Runs a planner session started from `cfg` over `store`: serves its
@@ -303,15 +344,17 @@ async fn drive(
     store: Store,
     cfg: wt::SessionConfig,
     question: Option<Vec<String>>,
+    planner: &mut Planner,
+    finish: Finish,
 ) -> Result<Run, String> {
-    let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
+    let keep_decisions = finish == Finish::Document;
     let digests = Digests::new(
         wasm_path(input.wasm.as_deref()),
         input.manifest_cache,
         input.memory_budget.unwrap_or(DEFAULT_MEMORY_BUDGET),
     )?;
 
-    let Planner { store: wstore, api } = &mut planner;
+    let Planner { store: wstore, api } = planner;
     let p = api.lakesweep_planner_planner();
     let session = p
         .session()
@@ -345,6 +388,9 @@ async fn drive(
             .call_drain_decisions(wstore, session)
             .map_err(trap)?;
         for d in ds {
+            if !keep_decisions {
+                continue;
+            }
             if input.keep_all_decisions || d.verdict != wt::Verdict::Referenced {
                 decisions.insert(d.relative_key.clone(), d);
             } else {
@@ -581,6 +627,21 @@ async fn drive(
         }
     }
     reads_bar.finish_and_clear();
+    if finish == Finish::Handle {
+        let plan = p
+            .session()
+            .call_seal(&mut *wstore, session)
+            .map_err(trap)?
+            .map_err(|e| describe(&e))?;
+        let plan = PlanHandle(plan);
+        let header = planner.plan_header(plan)?;
+        return Ok(Run::Sealed(Box::new(Sealed {
+            plan,
+            header,
+            store_notes,
+            unrepresentable,
+        })));
+    }
     let plan = p
         .session()
         .call_finish(&mut *wstore, session)
@@ -598,7 +659,6 @@ async fn drive(
     };
     Ok(Run::Plan(Box::new(Outcome {
         document,
-        plan_json: plan.document.clone(),
         plan,
         decisions,
         reads,

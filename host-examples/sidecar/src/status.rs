@@ -49,24 +49,39 @@ async fn table_status(
     max_age_ms: Option<i64>,
 ) -> TableStatus {
     let judged = async {
-        let text = Store::for_uri(uri)?.read(uri).await?;
-        let Some(text) = text else {
+        let store = Store::for_uri(uri)?;
+        let l = crate::ledger::open(planner, &store, uri)
+            .await
+            .map_err(|e| format!("the ledger at {uri} is refused: {e}"))?;
+        let Some(l) = l else {
             let f = planner.sweep_freshness(None, table, now_ms, max_age_ms)?;
             return Ok::<_, String>((Err(format!("no ledger at {uri}: never swept")), f));
         };
-        let text = String::from_utf8(text).map_err(|_| format!("{uri} is not UTF-8"))?;
-        let l = planner
-            .ledger_load(&text)
-            .map_err(|e| format!("the ledger at {uri} is refused: {e}"))?;
         // A ledger of another table is refused here: it says nothing of this one.
         let f = planner
             .sweep_freshness(Some(l), table, now_ms, max_age_ms)
             .map_err(|e| format!("the ledger at {uri} is refused: {e}"))?;
         let mut states: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
-        for o in planner.ledger_objects(l)? {
-            let e = states.entry(state_name(o.state)).or_default();
-            e.0 += 1;
-            e.1 += o.version.size;
+        let mut read = 0u64;
+        loop {
+            let piece = planner.ledger_objects(l, read, 8192)?;
+            if piece.is_empty() {
+                break;
+            }
+            read += piece.len() as u64;
+            for o in piece {
+                let e = states.entry(state_name(o.state)).or_default();
+                e.0 += 1;
+                e.1 += o.version.size;
+            }
+        }
+        let verified = planner.ledger_verified(l)?;
+        if verified.objects > 0 {
+            let e = states
+                .entry(state_name(wt::ObjectState::Verified))
+                .or_default();
+            e.0 += verified.objects;
+            e.1 += verified.bytes;
         }
         let status = LedgerStatus {
             last_step_ms: planner.ledger_last_step_ms(l)?,

@@ -2,13 +2,16 @@
 //! run on a schedule and the quarantine interval passes between runs);
 //! `lakesweep ledger show` and `lakesweep reconcile`.
 //!
-//! One run: plan (a fresh sealed plan) -> fold it into the ledger -> HEAD
-//! every probe (restore checks, verification of earlier deletes,
-//! reconciliation) -> save -> re-read the live state (pointer or Delta head,
-//! holds and leases from the context files, read again now) -> approval ->
-//! save -> delete exactly the approved keys, each only if HEAD still shows
-//! the pinned version -> receipts -> save. The component decides every
-//! transition; this module only reads, lists, deletes and stores.
+//! One run: open the ledger (its head, then its files) -> plan (a fresh
+//! plan sealed in the same component instance: nothing of it crosses) ->
+//! fold it into the ledger -> HEAD every probe (restore checks,
+//! verification of earlier deletes, reconciliation), a piece at a time ->
+//! re-read the live state (pointer or Delta head, holds and leases from the
+//! context files, read again now) -> approval -> save -> delete exactly the
+//! approved keys, each only if HEAD still shows the pinned version, each
+//! receipt recorded by the ledger as it is drained -> save. The component
+//! decides every transition; this module only reads, lists, deletes and
+//! stores.
 
 use serde_json::{json, Value};
 
@@ -39,10 +42,48 @@ pub struct SweepInput {
     pub inputs: ContextFiles,
 }
 
+/// The moves of a run: some of them (at most 100 per state reached, per
+/// step) and how many reached each state.
+#[derive(Default)]
+pub struct Moved {
+    /// Some of the moves, in order.
+    pub sample: Vec<wt::StateMove>,
+    /// How many moves reached each state.
+    pub counts: std::collections::BTreeMap<&'static str, u64>,
+}
+
+/// Moves a run reports one by one, at most (the rest are counted).
+const MOVES_SHOWN: usize = 1000;
+
+impl Moved {
+    /// Adds a step's moves (the sample kept to [`MOVES_SHOWN`]).
+    pub fn add(&mut self, sample: Vec<wt::StateMove>, counts: &[wt::StateCount]) {
+        let room = MOVES_SHOWN.saturating_sub(self.sample.len());
+        self.sample.extend(sample.into_iter().take(room));
+        for c in counts {
+            *self.counts.entry(state_name(c.state)).or_default() += c.count;
+        }
+    }
+
+    /// Adds another run part's moves.
+    pub fn merge(&mut self, other: Moved) {
+        let room = MOVES_SHOWN.saturating_sub(self.sample.len());
+        self.sample.extend(other.sample.into_iter().take(room));
+        for (k, n) in other.counts {
+            *self.counts.entry(k).or_default() += n;
+        }
+    }
+
+    /// How many moves in all.
+    pub fn total(&self) -> u64 {
+        self.counts.values().sum()
+    }
+}
+
 /// What a run did.
 pub struct Swept {
-    /// Every move of this run.
-    pub moves: Vec<wt::StateMove>,
+    /// The run's moves.
+    pub moves: Moved,
     /// The approval, if one was asked for.
     pub approval: Option<wt::Approval>,
     /// The gates after the run.
@@ -76,57 +117,47 @@ pub fn default_ledger(table: &str) -> String {
     format!("{table}/_lakesweep/ledger.json")
 }
 
-/// Stores the ledger's sealed document at `uri`, and the mark beside it.
-pub(crate) async fn save(
+/// HEADs a probe the ledger wants at a time.
+const PROBES_PIECE: u32 = 4096;
+
+/// HEADs every probe the ledger wants, a piece at a time, `concurrency` in
+/// flight, and hands each piece's answers to the ledger; returns the
+/// moves they made. A restore check of an object in an incomplete
+/// quarantine bundle is `blocked`.
+async fn probe_all(
     planner: &mut Planner,
     ledger: LedgerHandle,
     store: &Store,
-    uri: &str,
-) -> Result<(), HostError> {
-    let text = planner.ledger_document(ledger)?;
-    store
-        .overwrite(uri, text.into_bytes())
-        .await
-        .map_err(|e| HostError::Stopped(format!("cannot save the ledger to {uri}: {e}")))?;
-    match store
-        .create(
-            &mark(uri),
-            b"a lakesweep ledger was saved beside this mark\n".to_vec(),
-        )
-        .await
-    {
-        Ok(()) | Err(crate::store::CreateError::Exists) => Ok(()),
-        Err(crate::store::CreateError::Other(e)) => Err(HostError::Stopped(format!(
-            "cannot mark the ledger {uri}: {e}"
-        ))),
-    }
-}
-
-/// HEADs every probe; returns the observations. A restore check of an
-/// object in an incomplete quarantine bundle is `blocked`.
-async fn observe(
-    store: &Store,
     table: &str,
-    probes: &[wt::Probe],
     blocked: &std::collections::BTreeMap<String, String>,
-) -> Result<Vec<wt::Observation>, String> {
-    let mut out = Vec::new();
-    for p in probes {
-        let seen = store.head(&crate::store::object_uri(table, &p.key)).await?;
-        out.push(wt::Observation {
-            key: p.key.clone(),
-            seen: seen.as_ref().map(Object::version),
-            blocked: (p.purpose == wt::ProbePurpose::RestoreCheck)
-                .then(|| blocked.get(&p.key).cloned())
-                .flatten(),
-        });
+    concurrency: usize,
+    now: i64,
+) -> Result<Moved, String> {
+    use futures::StreamExt;
+    let mut moves = Moved::default();
+    loop {
+        let probes = planner.ledger_next_probes(ledger, PROBES_PIECE)?;
+        if probes.is_empty() {
+            return Ok(moves);
+        }
+        let heads: Vec<Result<wt::Observation, String>> = futures::stream::iter(probes)
+            .map(|p| async move {
+                let seen = store.head(&crate::store::object_uri(table, &p.key)).await?;
+                Ok(wt::Observation {
+                    blocked: (p.purpose == wt::ProbePurpose::RestoreCheck)
+                        .then(|| blocked.get(&p.key).cloned())
+                        .flatten(),
+                    key: p.key,
+                    seen: seen.as_ref().map(Object::version),
+                })
+            })
+            .buffered(concurrency.max(1))
+            .collect()
+            .await;
+        let obs = heads.into_iter().collect::<Result<Vec<_>, String>>()?;
+        let step = planner.ledger_observe(ledger, &obs, now)?;
+        moves.add(step.moves, &step.moved);
     }
-    Ok(out)
-}
-
-/// The mark a saved ledger leaves beside it (`ledger.json.mark`).
-fn mark(ledger_uri: &str) -> String {
-    format!("{ledger_uri}.mark")
 }
 
 /// A lock beside the ledger (create-if-absent): one sweep, reconcile or
@@ -196,39 +227,33 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
     let lstore = Store::for_uri(&ledger_uri)?;
     let now = input.plan.now_ms;
 
-    // 1. The ledger, then a fresh sealed plan checked against the keys it
-    // deleted (one the table references again and the listing lacks is
-    // damage: the ledger refuses a plan made without its index).
+    // 1. The ledger (its head, then its files), then a fresh plan sealed
+    // in the same instance, checked against the keys it deleted (one the
+    // table references again and the listing lacks is damage: the ledger
+    // refuses a plan made without its index).
     let mut planner = Planner::load(&wasm_path(input.plan.wasm.as_deref()))?;
-    let existing = lstore
-        .read(&ledger_uri)
-        .await?
-        .map(String::from_utf8)
-        .transpose()
-        .map_err(|_| format!("{ledger_uri} is not UTF-8"))?;
-    let loaded = match &existing {
-        Some(text) => Some(planner.ledger_load(text)?),
-        None => None,
-    };
+    let loaded = crate::ledger::open(&mut planner, &lstore, &ledger_uri).await?;
     let mut plan_input = input.plan.clone();
     if let Some(l) = loaded {
         plan_input.deleted_index = Some(planner.ledger_deleted_index(l)?);
     }
-    let outcome = plan::run(&plan_input).await?;
-    let delta = outcome.plan.format == wt::TableFormat::Delta;
-    // The mark a saved ledger leaves beside it: a missing ledger with its
-    // mark present was deleted or moved, not never made.
-    let prior_ledger = existing.is_none() && lstore.head(&mark(&ledger_uri)).await?.is_some();
+    let sealed = plan::seal(&plan_input, &mut planner).await?;
+    let delta = sealed.header.format == wt::TableFormat::Delta;
+    let prior_ledger = loaded.is_none()
+        && lstore
+            .head(&crate::ledger::mark(&ledger_uri))
+            .await?
+            .is_some();
     let ledger = match loaded {
         Some(l) => l,
         None => planner.ledger_create(
-            &outcome.plan_json,
+            sealed.plan,
             input.quarantine_ms,
             prior_ledger,
             input.new_ledger,
         )?,
     };
-    if existing.is_some() && input.quarantine_ms.is_some() {
+    if loaded.is_some() && input.quarantine_ms.is_some() {
         let q = planner.ledger_quarantine_ms(ledger)?;
         eprintln!(
             "lakesweep: the ledger's quarantine is {} (fixed when it was created); --quarantine is not read again",
@@ -236,26 +261,36 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
         );
     }
 
-    // 2. Fold it into the ledger; 3. HEAD the probes.
-    let step = planner.ledger_begin(ledger, &outcome.plan_json, now)?;
-    let mut moves = step.moves;
+    // 2. Fold it into the ledger (the archives it asks for name damage);
+    // 3. HEAD the probes.
+    let step = planner.ledger_begin(ledger, sealed.plan, now)?;
+    crate::ledger::serve_reads(&mut planner, ledger, &lstore, &ledger_uri).await?;
+    let mut moves = Moved::default();
+    moves.add(step.moves, &step.moved);
     // Every quarantine bundle is walked once per run: objects of an expired
     // snapshot pass their restore check, and are approved, only while its
     // bundle walks completely (one that broke since an earlier restore
     // check blocks the approval too).
-    let consumed = planner.ledger_consumed_keys(ledger)?.into_iter().collect();
     let blocked = crate::bundle::blocked_keys(
         &mut planner,
         &store,
         &table,
         &input.plan.location_map,
-        &consumed,
+        Some(ledger),
     )
     .await?;
-    let obs = observe(&store, &table, &step.probes, &blocked).await?;
-    let step = planner.ledger_observe(ledger, &obs, now)?;
-    moves.extend(step.moves);
-    save(&mut planner, ledger, &lstore, &ledger_uri).await?;
+    moves.merge(
+        probe_all(
+            &mut planner,
+            ledger,
+            &store,
+            &table,
+            &blocked,
+            input.concurrency,
+            now,
+        )
+        .await?,
+    );
 
     // 4. The live state, read now, and the approval.
     let source = crate::deletion::LiveSource {
@@ -264,7 +299,7 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
         pointer: input.plan.pointer.clone(),
         context: input.inputs.clone(),
     };
-    let canonical = outcome.plan.table_location.clone();
+    let canonical = sealed.header.table_location.clone();
     let log_prefix = delta.then(|| format!("{canonical}/_delta_log/"));
     let facts = source.facts(&mut planner, log_prefix.as_deref()).await?;
     // The pointer in the planner's terms: mapped and canonical, or the
@@ -292,26 +327,25 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
         clock_ms: Some(facts.clock_ms),
         allow_future_now: input.allow_future_now,
     };
-    let step = planner.ledger_approve(ledger, &outcome.plan_json, &live, now)?;
-    moves.extend(step.moves);
+    let step = planner.ledger_approve(ledger, sealed.plan, &live, now)?;
+    moves.add(step.moves, &step.moved);
     let approval = step.approval;
     let mut gates = step.gates;
     let (mut stopped, mut damage, mut damage_unchecked) = (None, Vec::new(), None);
     if approval.granted {
         // Saved before deleting: a crash from here leaves DELETE_APPROVED,
         // which the next run turns into DELETE_UNKNOWN and reconciles.
-        save(&mut planner, ledger, &lstore, &ledger_uri).await?;
-        // The planner's deletion of exactly what it approved.
+        crate::ledger::save(&mut planner, ledger, &lstore, &ledger_uri).await?;
+        // The planner's deletion of exactly what it approved; the ledger
+        // records every receipt as it is drained.
         let d = planner.ledger_start_deletion(
             ledger,
-            &wt::DeletionConfig {
-                plan: outcome.plan_json.clone(),
+            sealed.plan,
+            &wt::DeletionOptions {
                 location_map: crate::component::mappings(&input.plan.location_map),
                 batch_size: input.batch,
-                dry_run: false,
                 allow_future_now: input.allow_future_now,
                 store_gives_etags: true,
-                keys: None,
             },
         )?;
         let out = crate::deletion::run(
@@ -320,30 +354,30 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
             &source,
             input.concurrency,
             input.plan.wasm.as_deref(),
+            crate::deletion::Drain::Ledger(ledger, now),
             &mut |_| Ok(()),
         )
         .await?;
-        let o = out.outcome.clone();
+        let o = out.outcome;
         stopped = o.stopped.or(o.refused);
-        damage = out.of(wt::DeleteResult::Damaged).cloned().collect();
+        damage = out.damaged;
         damage_unchecked = o.damage_unchecked;
-        // Damage receipts go with the others: the ledger keeps the damage
-        // open until the key is back. Deletes happened: a failure from
-        // here on is a stop, not a refusal.
-        let receipts: Vec<wt::Receipt> = out.receipts.into_iter().map(|r| r.receipt).collect();
+        // Deletes happened: a failure from here on is a stop, not a refusal.
         let step = planner
-            .ledger_record(ledger, &receipts, now)
+            .ledger_finish_deletion(ledger, now)
             .map_err(|e| HostError::Stopped(format!("the receipts could not be recorded: {e}")))?;
-        moves.extend(step.moves);
+        moves.add(step.moves, &step.moved);
         gates = step.gates;
     }
-    save(&mut planner, ledger, &lstore, &ledger_uri).await?;
+    crate::ledger::save(&mut planner, ledger, &lstore, &ledger_uri).await?;
+    crate::ledger::remove_strays(&mut planner, ledger, &lstore, &ledger_uri).await?;
     let outlook = planner.ledger_outlook(ledger, now)?;
     let open_damage = planner.ledger_open_damage(ledger)?;
+    gates = planner.ledger_gates(ledger).unwrap_or(gates);
     Ok(Swept {
         outlook,
         now_ms: now,
-        warnings: outcome.plan.warnings.clone(),
+        warnings: sealed.header.warnings.clone(),
         open_damage,
         moves,
         approval: Some(approval),
@@ -352,12 +386,12 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
         stopped,
         damage,
         damage_unchecked,
-        notes: outcome
+        notes: sealed
             .store_notes
             .iter()
             .cloned()
             .chain(
-                outcome
+                sealed
                     .unrepresentable
                     .iter()
                     .map(|k| format!("kept, a name this host cannot represent: {k}")),
@@ -365,6 +399,9 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
             .collect(),
     })
 }
+
+/// HEADs in flight while reconciling.
+const RECONCILE_CONCURRENCY: usize = 16;
 
 /// `lakesweep reconcile`: HEADs every object whose delete is unconfirmed
 /// (`DELETED` awaiting verification, `DELETE_UNKNOWN`) and records the answers.
@@ -392,22 +429,30 @@ async fn reconcile_locked(
     wasm: Option<&str>,
 ) -> Result<Swept, HostError> {
     let ledger_uri = ledger_uri.to_owned();
-    let text = lstore
-        .read(&ledger_uri)
-        .await?
-        .ok_or_else(|| format!("no ledger at {ledger_uri}"))?;
-    let text = String::from_utf8(text).map_err(|_| format!("{ledger_uri} is not UTF-8"))?;
     let now = now_ms();
     let mut planner = Planner::load(&wasm_path(wasm))?;
-    let ledger = planner.ledger_load(&text)?;
+    let ledger = crate::ledger::open(&mut planner, lstore, &ledger_uri)
+        .await?
+        .ok_or_else(|| format!("no ledger at {ledger_uri}"))?;
     // The core says what to settle: approvals a dead run left without
     // receipts, unknown outcomes, deletes not yet verified.
     let begun = planner.ledger_reconcile(ledger, now)?;
-    let mut moves = begun.moves;
-    let obs = observe(store, table, &begun.probes, &Default::default()).await?;
-    let step = planner.ledger_observe(ledger, &obs, now)?;
-    moves.extend(step.moves);
-    save(&mut planner, ledger, lstore, &ledger_uri).await?;
+    let mut moves = Moved::default();
+    moves.add(begun.moves, &begun.moved);
+    moves.merge(
+        probe_all(
+            &mut planner,
+            ledger,
+            store,
+            table,
+            &Default::default(),
+            RECONCILE_CONCURRENCY,
+            now,
+        )
+        .await?,
+    );
+    crate::ledger::save(&mut planner, ledger, lstore, &ledger_uri).await?;
+    crate::ledger::remove_strays(&mut planner, ledger, lstore, &ledger_uri).await?;
     let outlook = planner.ledger_outlook(ledger, now)?;
     let open_damage = planner.ledger_open_damage(ledger)?;
     Ok(Swept {
@@ -417,50 +462,12 @@ async fn reconcile_locked(
         open_damage,
         moves,
         approval: None,
-        gates: step.gates,
+        gates: planner.ledger_gates(ledger)?,
         ledger_uri,
         stopped: None,
         damage: Vec::new(),
         damage_unchecked: None,
         notes: Vec::new(),
-    })
-}
-
-/// A ledger as `ledger show` prints it.
-pub struct Shown {
-    /// Its table.
-    pub table_location: String,
-    /// Its revision.
-    pub revision: u64,
-    /// Its quarantine interval, ms.
-    pub quarantine_ms: i64,
-    /// Every object, sorted by key.
-    pub objects: Vec<wt::LedgerObject>,
-    /// Its gates.
-    pub gates: wt::Gates,
-    /// The stored document.
-    pub document: String,
-}
-
-/// Reads a ledger and its gates (for `ledger show`).
-pub async fn show(table: &str, ledger: Option<&str>, wasm: Option<&str>) -> Result<Shown, String> {
-    let ledger_uri = ledger
-        .map(str::to_owned)
-        .unwrap_or_else(|| default_ledger(table));
-    let text = Store::for_uri(&ledger_uri)?
-        .read(&ledger_uri)
-        .await?
-        .ok_or_else(|| format!("no ledger at {ledger_uri}"))?;
-    let text = String::from_utf8(text).map_err(|_| format!("{ledger_uri} is not UTF-8"))?;
-    let mut planner = Planner::load(&wasm_path(wasm))?;
-    let l = planner.ledger_load(&text)?;
-    Ok(Shown {
-        table_location: planner.ledger_table_location(l)?,
-        revision: planner.ledger_revision(l)?,
-        quarantine_ms: planner.ledger_quarantine_ms(l)?,
-        objects: planner.ledger_objects(l)?,
-        gates: planner.ledger_gates(l)?,
-        document: text,
     })
 }
 
@@ -478,7 +485,7 @@ pub fn approval_json(a: &wt::Approval) -> Value {
            "leaseWatermark": a.lease_watermark,
            "liveHoldGeneration": a.live_hold_generation,
            "liveLeaseWatermark": a.live_lease_watermark,
-           "quarantineRoot": a.quarantine_root, "keys": a.keys})
+           "quarantineRoot": a.quarantine_root, "approved": a.approved})
 }
 
 /// Objects per state, as a JSON object keyed by state name.
@@ -526,12 +533,16 @@ pub fn human(s: &Swept) -> String {
     ];
     let mut by_state: std::collections::BTreeMap<usize, (&str, Vec<&wt::StateMove>)> =
         Default::default();
-    for m in &s.moves {
+    for to in s.moves.counts.keys() {
+        let rank = ORDER.iter().position(|x| x == to).unwrap_or(ORDER.len());
+        by_state.insert(rank, (to, Vec::new()));
+    }
+    for m in &s.moves.sample {
         let to = state_name(m.to);
         let rank = ORDER.iter().position(|x| *x == to).unwrap_or(ORDER.len());
         by_state.entry(rank).or_insert((to, Vec::new())).1.push(m);
     }
-    if s.moves.is_empty() {
+    if s.moves.total() == 0 {
         out.push_str(if s.outlook.is_empty() {
             "no object changed state this run, and nothing waits (no delete candidate in the ledger)\n"
         } else {
@@ -539,7 +550,13 @@ pub fn human(s: &Swept) -> String {
         });
     }
     for (state, ms) in by_state.values() {
-        out.push_str(&format!("-> {state} ({})\n", ms.len()));
+        let count = s
+            .moves
+            .counts
+            .get(state)
+            .copied()
+            .unwrap_or(ms.len() as u64);
+        out.push_str(&format!("-> {state} ({count})\n"));
         for m in ms.iter().take(50) {
             out.push_str(&format!(
                 "  {}  [from {}] {}\n",
@@ -548,16 +565,16 @@ pub fn human(s: &Swept) -> String {
                 crate::report::esc(&m.why)
             ));
         }
-        if ms.len() > 50 {
-            out.push_str(&format!("  ... and {} more\n", ms.len() - 50));
+        let shown = ms.len().min(50) as u64;
+        if count > shown {
+            out.push_str(&format!("  ... and {} more\n", count - shown));
         }
     }
     if let Some(a) = &s.approval {
         if a.granted {
             out.push_str(&format!(
                 "approval granted for {} objects (quarantine root {})\n",
-                a.keys.len(),
-                a.quarantine_root
+                a.approved, a.quarantine_root
             ));
         } else if !a.differences.is_empty() {
             out.push_str("approval refused, the plan must be recomputed (next run):\n");

@@ -377,10 +377,8 @@ fn a_commit_between_sweep_batches_stops_the_deletes_and_the_key_is_protected() {
         assert!(!s.exists(k), "{k} (batches 1 and 2) deleted");
     }
     // Keys the run did not reach are protected and start over, never lost.
-    let ledger: Value =
-        serde_json::from_slice(&std::fs::read(s.t.root().join("_lakesweep/ledger.json")).unwrap())
-            .unwrap();
-    assert_eq!(ledger["objects"][&last]["state"], "PROTECTED", "{ledger}");
+    let objects = ledger_objects(&s.t.location());
+    assert_eq!(objects[&last]["state"], "PROTECTED", "{objects}");
     // The next sweep sees the adopted file as referenced.
     let o = sweep(None);
     assert!(o.status.success(), "{}", out_text(&o));
@@ -399,10 +397,11 @@ fn reconcile_settles_what_a_killed_sweep_approved_and_the_next_sweep_deletes_it(
     let hook = s.hook("1", "kill -9 $PPID");
     let o = sweep(Some(&hook));
     assert!(!o.status.success());
-    let ledger = s.t.root().join("_lakesweep/ledger.json");
     let state = |k: &str| -> String {
-        let l: Value = serde_json::from_slice(&std::fs::read(&ledger).unwrap()).unwrap();
-        l["objects"][k]["state"].as_str().unwrap().to_owned()
+        ledger_objects(&s.t.location())[k]["state"]
+            .as_str()
+            .unwrap()
+            .to_owned()
     };
     assert!(s.orphans.iter().all(|k| state(k) == "DELETE_APPROVED"));
     assert!(s.orphans.iter().all(|k| s.exists(k)));
@@ -1075,4 +1074,87 @@ fn damage_lost_by_a_kill_is_found_by_the_next_sweep_and_status() {
     assert!(o.status.success(), "{}", out_text(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["gates"]["damaged"], 0, "{v}");
+}
+
+/// The ledger's files: a damaged object file stops the sweep naming it
+/// (nothing deleted); verified objects leave the files read on every run
+/// for an archive, which `ledger show --archived` and `ledger verify` read,
+/// and a damaged archive is named by `ledger verify`.
+#[test]
+fn the_ledgers_files_are_checked_and_verified_objects_are_archived() {
+    let s = Setup::new("acc-ledger-files", 3, &[]);
+    let folder = s.t.root().join("_lakesweep/ledger.json.d");
+    let files = |prefix: &str| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&folder)
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default();
+        v.retain(|p| p.file_name().unwrap().to_str().unwrap().starts_with(prefix));
+        v.sort();
+        v
+    };
+    let flip = |p: &Path| -> Vec<u8> {
+        let good = std::fs::read(p).unwrap();
+        let mut bad = good.clone();
+        let i = bad.len() / 2;
+        bad[i] ^= 0x20;
+        std::fs::write(p, bad).unwrap();
+        good
+    };
+    let o = s.sweep(&[], None);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let segments = files("objects-");
+    assert_eq!(segments.len(), 1, "{segments:?}");
+    let good = flip(&segments[0]);
+    let o = s.sweep(&[], None);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    let name = segments[0].file_name().unwrap().to_str().unwrap();
+    assert!(
+        out_text(&o).contains(name),
+        "names the file: {}",
+        out_text(&o)
+    );
+    std::fs::write(&segments[0], good).unwrap();
+    // Sweeps until every orphan is deleted and verified.
+    let verified = || -> Value {
+        let o = lakesweep(&["ledger", "show", &s.t.location(), "--json"]);
+        assert!(o.status.success(), "{}", out_text(&o));
+        serde_json::from_slice::<Value>(&o.stdout).unwrap()
+    };
+    for _ in 0..8 {
+        if verified()["verified"]["objects"] == 3 {
+            break;
+        }
+        let o = s.sweep(&[], None);
+        assert!(o.status.success(), "{}", out_text(&o));
+    }
+    let shown = verified();
+    assert_eq!(shown["verified"]["objects"], 3, "{shown}");
+    assert_eq!(shown["objects"], serde_json::json!({}), "nothing in flight");
+    assert!(s.orphans.iter().all(|k| !s.exists(k)));
+    assert!(
+        files("objects-").is_empty(),
+        "no object file once none is in flight"
+    );
+    let objects = ledger_objects(&s.t.location());
+    for k in &s.orphans {
+        assert_eq!(objects[k]["state"], "VERIFIED", "{objects}");
+        assert_eq!(objects[k]["receipt"]["result"], "deleted", "{objects}");
+    }
+    let verify = || lakesweep(&["ledger", "verify", &s.t.location(), "--json"]);
+    let o = verify();
+    assert!(o.status.success(), "{}", out_text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["archivesChecked"], 1, "{v}");
+    assert_eq!(v["problems"], serde_json::json!([]), "{v}");
+    let archives = files("archive-");
+    assert_eq!(archives.len(), 1, "{archives:?}");
+    flip(&archives[0]);
+    let o = verify();
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    let name = archives[0].file_name().unwrap().to_str().unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(name),
+        "{}",
+        out_text(&o)
+    );
 }

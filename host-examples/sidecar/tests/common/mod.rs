@@ -177,6 +177,16 @@ pub fn lakesweep<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
         .unwrap()
 }
 
+/// The objects of the table's ledger (`lakesweep ledger show --json
+/// --archived`): key -> {state, version, sinceMs, why}, those verified and
+/// archived included.
+pub fn ledger_objects(table: &str) -> serde_json::Value {
+    let o = lakesweep(&["ledger", "show", table, "--json", "--archived"]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["objects"].clone()
+}
+
 /// Exit status, stdout and stderr, for assertion messages.
 pub fn out_text(o: &Output) -> String {
     format!(
