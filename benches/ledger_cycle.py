@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import unquote
 
 REPO = Path(__file__).resolve().parent.parent
 HOUR_MS = 3_600_000
@@ -70,6 +71,25 @@ def ledger_bytes(root):
             elif not f.endswith((".lock", ".mark")):
                 live += n
     return live, archived
+
+
+def tombstoned(table):
+    """The data files the table's log removed (remove actions of its commits
+    and its checkpoint): inside the tombstone retention, they are kept."""
+    import pyarrow.parquet as pq
+    out = set()
+    log = Path(table) / "_delta_log"
+    for f in sorted(log.iterdir()):
+        if f.name.endswith(".json"):
+            for line in f.read_text().splitlines():
+                a = json.loads(line) if line.strip() else {}
+                if "remove" in a:
+                    out.add(os.path.normpath(unquote(a["remove"]["path"])))
+        elif ".checkpoint." in f.name and f.name.endswith(".parquet"):
+            for r in pq.read_table(f, columns=["remove"]).column("remove").to_pylist():
+                if r and r.get("path"):
+                    out.add(os.path.normpath(unquote(r["path"])))
+    return out
 
 
 def generate(cache, files, orphans):
@@ -121,11 +141,12 @@ def main():
         subprocess.run(["cp", "-al", str(template), str(work)], check=True)
         print(f"linked a work copy in {time.perf_counter() - t:.1f} s", flush=True)
         before = table_files(work)
-        # The planted orphans, and the files the table's removes left
-        # (30 days old: past the retention too).
-        orphans = before - set(live)
-        if len(orphans) < args.orphans:
-            sys.exit(f"expected at least {args.orphans} orphans, found {len(orphans)}")
+        # The planted orphans; the files the table's removes left stay
+        # (their tombstones are younger than the retention).
+        removed = tombstoned(work) & before
+        orphans = before - set(live) - removed
+        if len(orphans) != args.orphans:
+            sys.exit(f"expected {args.orphans} orphans, found {len(orphans)}")
         now = int(time.time() * 1000)
         rows = []
         print(f"{'run':>3} {'wall s':>8} {'peak MiB':>9} {'ledger B':>12} {'B/object':>9} "
@@ -156,6 +177,8 @@ def main():
         lost = set(live) - after
         if lost:
             sys.exit(f"LIVE FILES DELETED: {sorted(lost)[:10]}")
+        if removed - after:
+            sys.exit(f"files inside the tombstone retention deleted: {sorted(removed - after)[:10]}")
         wall, peak, code, out, err = run([args.lakesweep, "ledger", "verify", str(work), "--wasm", args.wasm])
         if code != 0:
             sys.exit(f"ledger verify exited {code}:\n{err.decode(errors='replace')}{out.decode()}")

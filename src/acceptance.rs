@@ -154,20 +154,35 @@ pub fn check_clock(judged_at_ms: i64, clock_ms: i64, allow_future: bool) -> Resu
 /// not parse (nothing may be deleted then either).
 pub fn accept(plan: &SealedPlan, live: &LiveFacts) -> Result<Acceptance> {
     let mut a = accept_in_ledger(plan, live)?;
+    refuse_unrecorded_drill(plan, &mut a);
+    Ok(a)
+}
+
+/// A deletion without a ledger: a policy's restore-drill gate cannot be
+/// shown passed (drills are recorded in a ledger), so nothing is granted.
+pub(crate) fn refuse_unrecorded_drill(plan: &SealedPlan, a: &mut Acceptance) {
     if plan.tokens.restore_drill.is_some() {
-        // Drills are recorded in a ledger; a host deleting without one
-        // cannot show the policy's drill passed.
         a.differences.push(
             "the plan's policy asks for a passed restore drill, which only a ledger records: delete it with `sweep`, not `apply`".into(),
         );
         a.granted = false;
     }
-    Ok(a)
 }
 
 /// [`accept`] for the ledger's approval (`Ledger::approve`), which checks the
 /// policy's restore-drill gate against its own drills.
 pub(crate) fn accept_in_ledger(plan: &SealedPlan, live: &LiveFacts) -> Result<Acceptance> {
+    accept_keys(plan, live, plan.delete.iter().map(|d| d.key.as_str()))
+}
+
+/// [`accept_in_ledger`] answering for `keys` only (a deletion's batch, or
+/// the keys it deleted): `denied` covers those; the run's verdict is the
+/// same whichever keys are asked about.
+pub(crate) fn accept_keys<'a>(
+    plan: &SealedPlan,
+    live: &LiveFacts,
+    keys: impl IntoIterator<Item = &'a str>,
+) -> Result<Acceptance> {
     let t = &plan.tokens;
     let mut differences = Vec::new();
     if live.metadata_location != t.metadata_location {
@@ -237,9 +252,9 @@ pub(crate) fn accept_in_ledger(plan: &SealedPlan, live: &LiveFacts) -> Result<Ac
         ));
     }
     let mut denied = BTreeMap::new();
-    for d in &plan.delete {
-        if let Some(why) = ctx.protects(&d.key) {
-            denied.insert(d.key.clone(), why);
+    for key in keys {
+        if let Some(why) = ctx.protects(key) {
+            denied.insert(key.to_owned(), why);
         }
     }
     Ok(Acceptance {

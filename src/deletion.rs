@@ -580,7 +580,11 @@ impl Deletion {
             Ok(l) => l,
             Err(why) => return self.facts_unreadable(batch, why),
         };
-        let acceptance = match self.accept(&live) {
+        let judged = match batch {
+            Some(_) => self.accept(&live, self.rest.iter().take(self.batch_size()).copied()),
+            None => self.accept(&live, self.deleted.iter()),
+        };
+        let acceptance = match judged {
             Ok(a) => a,
             Err(e) => return self.facts_unreadable(batch, e.to_string()),
         };
@@ -650,20 +654,29 @@ impl Deletion {
         })
     }
 
-    fn accept(&self, live: &crate::LiveFacts) -> Result<crate::Acceptance> {
+    /// The acceptance of the run against `live`, answering for the keys
+    /// of `indices` (the next batch, or what was deleted): a run of a
+    /// million keys judges each key once per batch it is in, not once per
+    /// batch of the run.
+    fn accept(
+        &self,
+        live: &crate::LiveFacts,
+        indices: impl Iterator<Item = u32>,
+    ) -> Result<crate::Acceptance> {
+        let keys = indices.map(|i| self.plan.delete[i as usize].key.as_str());
+        let mut a = crate::acceptance::accept_keys(&self.plan, live, keys)?;
         match &self.drills {
-            None => crate::accept(&self.plan, live),
+            None => crate::acceptance::refuse_unrecorded_drill(&self.plan, &mut a),
             Some(drills) => {
-                let mut a = crate::acceptance::accept_in_ledger(&self.plan, live)?;
                 if let Some(rule) = &self.plan.tokens.restore_drill {
                     if let Some(why) = crate::ledger::drill_missing(drills, rule, live.clock_ms) {
                         a.differences.push(why);
                         a.granted = false;
                     }
                 }
-                Ok(a)
             }
         }
+        Ok(a)
     }
 
     fn batch_size(&self) -> usize {

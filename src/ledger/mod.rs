@@ -373,6 +373,9 @@ impl Ledger {
                 return Err(e);
             }
         };
+        // Read whole again: what an earlier read of it found is settled.
+        let earlier = format!("archive {name}: ");
+        self.problems.retain(|p| !p.starts_with(&earlier));
         let missing = objects
             .iter()
             .filter(|o| {

@@ -134,38 +134,61 @@ enum Done {
     Delete(String, wt::StoreAnswer, i64, Option<i64>),
 }
 
-/// HEADs `uri` (in the bucket holding it: a key under another write root
-/// may live in another bucket).
-async fn head(store: Store, key: String, uri: String) -> Done {
-    let answer = match store.holding(&uri) {
-        Err(e) => wt::HeadOutcome::Failed(e),
-        Ok(s) => match s.head(&uri).await {
-            Ok(Some(o)) => wt::HeadOutcome::Found(o.version()),
-            Ok(None) => wt::HeadOutcome::Absent,
-            Err(e) => wt::HeadOutcome::Failed(e),
-        },
-    };
-    Done::Head(key, answer)
+/// HEADs a run of targets (each in the bucket holding it: a key under
+/// another write root may live in another bucket).
+async fn heads(store: Store, run: Vec<wt::Target>) -> Vec<Done> {
+    let seen = store
+        .head_run(run.iter().map(|t| t.uri.clone()).collect())
+        .await;
+    run.into_iter()
+        .zip(seen)
+        .map(|(t, seen)| {
+            Done::Head(
+                t.key,
+                match seen {
+                    Ok(Some(o)) => wt::HeadOutcome::Found(o.version()),
+                    Ok(None) => wt::HeadOutcome::Absent,
+                    Err(e) => wt::HeadOutcome::Failed(e),
+                },
+            )
+        })
+        .collect()
 }
 
-/// DELETEs `uri` once, conditioned on `if_match`: what the store said. An
-/// error is an unknown outcome (the request may have been carried out).
-async fn delete(store: Store, key: String, uri: String, if_match: Option<String>) -> Done {
-    let requested = clock_ms();
-    let answer = match store.holding(&uri) {
-        Err(e) => wt::StoreAnswer::Failed(e),
-        Ok(s) => match s.delete_if(&uri, if_match.as_deref()).await {
-            Ok(d) if d.changed => wt::StoreAnswer::Changed,
-            Ok(d) if d.existed => wt::StoreAnswer::Deleted(d.delete_marker),
-            Ok(_) => wt::StoreAnswer::Absent,
-            Err(e) => wt::StoreAnswer::Unknown(e),
-        },
-    };
-    let answered = match answer {
-        wt::StoreAnswer::Unknown(_) => None,
-        _ => Some(clock_ms()),
-    };
-    Done::Delete(key, answer, requested, answered)
+/// DELETEs a run of targets, each once, conditioned on its entity tag:
+/// what the store said. An error is an unknown outcome (the request may
+/// have been carried out); a key no store holds was never requested.
+async fn deletes_of(store: Store, run: Vec<wt::Target>) -> Vec<Done> {
+    let done = store
+        .delete_run(
+            run.iter()
+                .map(|t| (t.uri.clone(), t.if_match.clone()))
+                .collect(),
+        )
+        .await;
+    run.into_iter()
+        .zip(done)
+        .map(|(t, (answer, requested, answered))| {
+            let answer = match answer {
+                Err(e) => wt::StoreAnswer::Failed(e),
+                Ok(Ok(d)) if d.changed => wt::StoreAnswer::Changed,
+                Ok(Ok(d)) if d.existed => wt::StoreAnswer::Deleted(d.delete_marker),
+                Ok(Ok(_)) => wt::StoreAnswer::Absent,
+                Ok(Err(e)) => wt::StoreAnswer::Unknown(e),
+            };
+            let answered = match answer {
+                wt::StoreAnswer::Unknown(_) => None,
+                _ => Some(answered),
+            };
+            Done::Delete(t.key, answer, requested, answered)
+        })
+        .collect()
+}
+
+/// Up to `n` targets from the front of `queue`.
+fn take_run(queue: &mut std::collections::VecDeque<wt::Target>, n: usize) -> Vec<wt::Target> {
+    let n = n.min(queue.len());
+    queue.drain(..n).collect()
 }
 
 /// Drives the deletion session `d` to its end: reads the facts it asks
@@ -237,20 +260,31 @@ pub async fn run(
             }
         }
         // DELETEs first (each just shown to be the planned version), then
-        // HEADs, `concurrency` in flight.
+        // HEADs, `concurrency` tasks in flight, each a run of requests (one
+        // on a bucket, a run of files on a local disk).
+        // A batch spread over the tasks, in runs as long as the store
+        // likes them (a local disk: a few threads, each a run of files).
+        let spread = |queue: &std::collections::VecDeque<wt::Target>| {
+            let run = source.store.run_length();
+            queue
+                .len()
+                .div_ceil(concurrency)
+                .clamp(run.div_ceil(4), run)
+        };
         while flight.len() < concurrency {
-            if let Some(t) = deletes.pop_front() {
-                flight.push(futures::future::Either::Left(delete(
+            if !deletes.is_empty() {
+                let n = spread(&deletes);
+                let r = take_run(&mut deletes, n);
+                flight.push(futures::future::Either::Left(deletes_of(
                     source.store.clone(),
-                    t.key,
-                    t.uri,
-                    t.if_match,
+                    r,
                 )));
-            } else if let Some(t) = waiting.pop_front() {
-                flight.push(futures::future::Either::Right(head(
+            } else if !waiting.is_empty() {
+                let n = spread(&waiting);
+                let r = take_run(&mut waiting, n);
+                flight.push(futures::future::Either::Right(heads(
                     source.store.clone(),
-                    t.key,
-                    t.uri,
+                    r,
                 )));
             } else {
                 break;
@@ -258,9 +292,15 @@ pub async fn run(
         }
         take(planner)?;
         match flight.next().await {
-            Some(Done::Head(key, a)) => planner.deletion_head(d, &key, &a)?,
-            Some(Done::Delete(key, a, requested, answered)) => {
-                planner.deletion_delete(d, &key, &a, requested, answered)?
+            Some(done) => {
+                for x in done {
+                    match x {
+                        Done::Head(key, a) => planner.deletion_head(d, &key, &a)?,
+                        Done::Delete(key, a, requested, answered) => {
+                            planner.deletion_delete(d, &key, &a, requested, answered)?
+                        }
+                    }
+                }
             }
             None => {
                 if planner.deletion_done(d)? {

@@ -36,6 +36,22 @@ pub fn object_uri(table: &str, key: &str) -> String {
     }
 }
 
+/// HEADs or DELETEs one blocking task carries on a local disk.
+const LOCAL_RUN: usize = 256;
+
+/// A local delete's answer: a file has no versions and no markers.
+fn local_gone(existed: bool) -> Deleted {
+    Deleted {
+        existed,
+        delete_marker: None,
+        changed: false,
+    }
+}
+
+/// One answer of [`Store::delete_run`]: `Err` when no request was made,
+/// else what the store said (`Err`: unknown, it may have been carried out).
+pub type DeleteAnswer = Result<Result<Deleted, String>, String>;
+
 /// What a delete did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Deleted {
@@ -567,6 +583,106 @@ impl Store {
         }
     }
 
+    /// How many HEADs or DELETEs one task should carry: a local disk
+    /// answers a run of them on one blocking thread (a thread hop per
+    /// file costs more than the file system call); a bucket one request
+    /// per task, the tasks in flight concurrently.
+    pub fn run_length(&self) -> usize {
+        match self.kind {
+            Kind::Local => LOCAL_RUN,
+            _ => 1,
+        }
+    }
+
+    /// HEADs each of `uris` in turn (answers in their order), each in the
+    /// bucket holding it; on a local disk on one blocking thread.
+    pub async fn head_run(&self, uris: Vec<String>) -> Vec<Result<Option<Object>, String>> {
+        if matches!(self.kind, Kind::Local) {
+            let files: Vec<_> = uris
+                .iter()
+                .map(|u| self.holding(u).and_then(|s| s.file(u)))
+                .collect();
+            let stats = tokio::task::spawn_blocking(move || {
+                files
+                    .into_iter()
+                    .zip(uris)
+                    .map(|(f, uri)| {
+                        let f = f?;
+                        match std::fs::symlink_metadata(&f) {
+                            Ok(m) => Ok(Some(local_object(uri, &m))),
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                            Err(e) => Err(format!("stat {uri}: {e}")),
+                        }
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await;
+            return stats.unwrap_or_else(|e| vec![Err(format!("a stat task failed: {e}"))]);
+        }
+        let mut out = Vec::with_capacity(uris.len());
+        for uri in uris {
+            out.push(match self.holding(&uri) {
+                Ok(s) => s.head(&uri).await,
+                Err(e) => Err(e),
+            });
+        }
+        out
+    }
+
+    /// DELETEs each of `targets` (URI, entity tag to condition on) once,
+    /// in turn, each in the bucket holding it; on a local disk on one
+    /// blocking thread (a local file has no entity tag). Each answer:
+    /// `Err` when no request was made (no store holds the URI), else what
+    /// the store said (`Err`: the request may have been carried out), with
+    /// when the request was made and when it was answered (ms since the
+    /// epoch).
+    pub async fn delete_run(
+        &self,
+        targets: Vec<(String, Option<String>)>,
+    ) -> Vec<(DeleteAnswer, i64, i64)> {
+        if matches!(self.kind, Kind::Local) {
+            let files: Vec<_> = targets
+                .iter()
+                .map(|(u, _)| self.holding(u).and_then(|s| s.file(u)))
+                .collect();
+            let n = files.len();
+            let done = tokio::task::spawn_blocking(move || {
+                files
+                    .into_iter()
+                    .zip(targets)
+                    .map(|(f, (uri, _))| {
+                        let requested = clock_ms();
+                        let r = f.map(|f| match std::fs::remove_file(&f) {
+                            Ok(()) => Ok(local_gone(true)),
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                                Ok(local_gone(false))
+                            }
+                            Err(e) => Err(format!("delete {uri}: {e}")),
+                        });
+                        (r, requested, clock_ms())
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await;
+            return done.unwrap_or_else(|e| {
+                let now = clock_ms();
+                (0..n)
+                    .map(|_| (Ok(Err(format!("a delete task failed: {e}"))), now, now))
+                    .collect()
+            });
+        }
+        let mut out = Vec::with_capacity(targets.len());
+        for (uri, if_match) in targets {
+            let requested = clock_ms();
+            let r = match self.holding(&uri) {
+                Ok(s) => Ok(s.delete_if(&uri, if_match.as_deref()).await),
+                Err(e) => Err(e),
+            };
+            out.push((r, requested, clock_ms()));
+        }
+        out
+    }
+
     /// Writes a new object; fails if it already exists (the atomic
     /// "create if absent" that metadata commits rely on). On a local disk the
     /// parent folder is made first (object stores have no folders).
@@ -660,11 +776,7 @@ impl Store {
 
     /// [`Store::delete`], on S3 only while the ETag is still `if_match`.
     pub async fn delete_if(&self, uri: &str, if_match: Option<&str>) -> Result<Deleted, String> {
-        let gone = |existed| Deleted {
-            existed,
-            delete_marker: None,
-            changed: false,
-        };
+        let gone = local_gone;
         if let Kind::S3(b) = &self.kind {
             return b.delete(self.key(uri)?, if_match).await;
         }
@@ -1281,6 +1393,35 @@ mod tests {
         std::fs::write(&f, b"one").unwrap();
         assert_ne!(id, s.content_id(&uri).await.unwrap());
         assert_eq!(s.content_id(&format!("{uri}.gone")).await.unwrap(), None);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A run of HEADs or DELETEs on a local disk answers each file as one
+    /// request would; a URI no store holds is never requested.
+    #[tokio::test]
+    async fn runs_answer_each_file_as_one_request_would() {
+        let dir = std::env::temp_dir().join(format!("lakesweep-run-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a"), b"aa").unwrap();
+        let s = Store::for_uri(&format!("file://{}", dir.display())).unwrap();
+        let uri = |n: &str| format!("file://{}/{n}", dir.display());
+        let heads = s.head_run(vec![uri("a"), uri("b")]).await;
+        assert_eq!(heads[0].as_ref().unwrap().as_ref().unwrap().size, 2);
+        assert!(heads[1].as_ref().unwrap().is_none());
+        let done = s
+            .delete_run(vec![
+                (uri("a"), None),
+                (uri("b"), None),
+                ("s3://elsewhere/x".into(), None),
+            ])
+            .await;
+        assert!(done[0].0.as_ref().unwrap().as_ref().unwrap().existed);
+        assert!(!done[1].0.as_ref().unwrap().as_ref().unwrap().existed);
+        assert!(done[2].0.is_err(), "another store's key is not requested");
+        assert!(done
+            .iter()
+            .all(|(_, requested, answered)| requested <= answered));
+        assert!(!dir.join("a").exists());
         let _ = std::fs::remove_dir_all(dir);
     }
 

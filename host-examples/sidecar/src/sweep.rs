@@ -140,21 +140,39 @@ async fn probe_all(
         if probes.is_empty() {
             return Ok(moves);
         }
-        let heads: Vec<Result<wt::Observation, String>> = futures::stream::iter(probes)
-            .map(|p| async move {
-                let seen = store.head(&crate::store::object_uri(table, &p.key)).await?;
-                Ok(wt::Observation {
-                    blocked: (p.purpose == wt::ProbePurpose::RestoreCheck)
-                        .then(|| blocked.get(&p.key).cloned())
-                        .flatten(),
-                    key: p.key,
-                    seen: seen.as_ref().map(Object::version),
-                })
+        // A run of HEADs per task (one on a bucket), `concurrency` tasks.
+        let mut runs = Vec::new();
+        let mut probes = probes.into_iter().peekable();
+        while probes.peek().is_some() {
+            runs.push(probes.by_ref().take(store.run_length()).collect::<Vec<_>>());
+        }
+        let heads: Vec<Vec<Result<wt::Observation, String>>> = futures::stream::iter(runs)
+            .map(|run| async move {
+                let uris = run
+                    .iter()
+                    .map(|p| crate::store::object_uri(table, &p.key))
+                    .collect();
+                let seen = store.head_run(uris).await;
+                run.into_iter()
+                    .zip(seen)
+                    .map(|(p, seen)| {
+                        Ok(wt::Observation {
+                            blocked: (p.purpose == wt::ProbePurpose::RestoreCheck)
+                                .then(|| blocked.get(&p.key).cloned())
+                                .flatten(),
+                            key: p.key,
+                            seen: seen?.as_ref().map(Object::version),
+                        })
+                    })
+                    .collect()
             })
             .buffered(concurrency.max(1))
             .collect()
             .await;
-        let obs = heads.into_iter().collect::<Result<Vec<_>, String>>()?;
+        let obs = heads
+            .into_iter()
+            .flatten()
+            .collect::<Result<Vec<_>, String>>()?;
         let step = planner.ledger_observe(ledger, &obs, now)?;
         moves.add(step.moves, &step.moved);
     }
