@@ -782,6 +782,19 @@ impl wp::GuestPlan for Plan {
         let to = from.saturating_add(length as usize).min(text.len());
         text[from..to].to_vec()
     }
+
+    fn add_report(
+        &self,
+        decisions: Vec<wt::Decision>,
+        unrepresentable: Vec<String>,
+        store_notes: Vec<String>,
+    ) {
+        let decisions = decisions.into_iter().map(decision_in).collect();
+        let reported = (*self.plan)
+            .clone()
+            .with_report(decisions, unrepresentable, store_notes);
+        *self.document.borrow_mut() = Some(reported.to_json());
+    }
 }
 
 impl wp::Guest for Component {

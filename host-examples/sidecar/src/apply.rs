@@ -88,7 +88,7 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
     let text = std::fs::read_to_string(&input.plan_path)
         .map_err(|e| format!("read {}: {e}", input.plan_path))?;
     let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
-    let plan = planner.verify_plan(&text)?;
+    let plan = planner.plan_checked(&text)?;
     let table = plan.table_location.clone();
     let delta = plan.format == wt::TableFormat::Delta;
     if let (Some(Pointer::Explicit(_)), false) = (&input.pointer, delta) {
@@ -166,7 +166,7 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
         }
     };
     let d = planner.deletion_start(&wt::DeletionConfig {
-        plan: text.clone(),
+        plan: text,
         location_map: crate::component::mappings(&location_map),
         batch_size: input.batch,
         dry_run: input.dry_run,

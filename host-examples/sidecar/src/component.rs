@@ -175,6 +175,96 @@ impl Planner {
         let api = self.api.lakesweep_planner_planner().plan();
         api.call_header(&mut self.store, p.0).map_err(trap)
     }
+
+    /// `plan.add-report`: the report for people added to its document.
+    pub fn plan_add_report(
+        &mut self,
+        p: PlanHandle,
+        decisions: Vec<wt::Decision>,
+        unrepresentable: &[String],
+        store_notes: &[String],
+    ) -> Result<(), String> {
+        let api = self.api.lakesweep_planner_planner().plan();
+        api.call_add_report(
+            &mut self.store,
+            p.0,
+            &decisions,
+            unrepresentable,
+            store_notes,
+        )
+        .map_err(trap)
+    }
+
+    /// The whole plan, its delete list and stored document read in pieces
+    /// (a plan of a million deletes is larger than one call may carry out
+    /// of the component).
+    pub fn plan_whole(&mut self, p: PlanHandle) -> Result<wt::SealedPlan, String> {
+        self.plan_typed(p, None)
+    }
+
+    /// [`Planner::plan_whole`], with `document` as its document when given
+    /// (not read back).
+    fn plan_typed(
+        &mut self,
+        p: PlanHandle,
+        document: Option<String>,
+    ) -> Result<wt::SealedPlan, String> {
+        const DELETES: u32 = 16_384;
+        let h = self.plan_header(p)?;
+        let api = self.api.lakesweep_planner_planner().plan();
+        let mut delete = Vec::with_capacity(usize::try_from(h.delete_count).unwrap_or(0));
+        while (delete.len() as u64) < h.delete_count {
+            let piece = api
+                .call_deletes(&mut self.store, p.0, delete.len() as u64, DELETES)
+                .map_err(trap)?;
+            if piece.is_empty() {
+                return Err(format!(
+                    "the plan handed out {} of its {} deletes (a bug)",
+                    delete.len(),
+                    h.delete_count
+                ));
+            }
+            delete.extend(piece);
+        }
+        let document = match document {
+            Some(d) => d,
+            None => self.plan_document(p)?,
+        };
+        Ok(wt::SealedPlan {
+            document,
+            format: h.format,
+            table_location: h.table_location,
+            table_uuid: h.table_uuid,
+            tokens: h.tokens,
+            origin: h.origin,
+            delete,
+            summary: h.summary,
+            warnings: h.warnings,
+            damaged: h.damaged,
+            digest: h.digest,
+        })
+    }
+
+    /// The plan's stored document, read in pieces.
+    fn plan_document(&mut self, p: PlanHandle) -> Result<String, String> {
+        const BYTES: u32 = 8 << 20;
+        let api = self.api.lakesweep_planner_planner().plan();
+        let length = api
+            .call_document_length(&mut self.store, p.0)
+            .map_err(trap)?;
+        let mut document = Vec::with_capacity(usize::try_from(length).unwrap_or(0));
+        while (document.len() as u64) < length {
+            let piece = api
+                .call_document(&mut self.store, p.0, document.len() as u64, BYTES)
+                .map_err(trap)?;
+            if piece.is_empty() {
+                return Err("the plan's document ended early (a bug)".into());
+            }
+            document.extend(piece);
+        }
+        String::from_utf8(document)
+            .map_err(|e| format!("the plan's document is not UTF-8 (a bug): {e}"))
+    }
 }
 
 /// The `deletion` resource's calls.
@@ -338,30 +428,26 @@ impl Planner {
         done(api.call_check_policy(&mut self.store, &policy.to_owned()))
     }
 
-    /// `verify-plan`: the stored plan, checked and typed.
-    pub fn verify_plan(&mut self, document: &str) -> Result<wt::SealedPlan, String> {
-        let api = self.api.lakesweep_planner_planner();
-        done(api.call_verify_plan(&mut self.store, &document.to_owned()))
+    /// The stored plan `document`, checked (`plan.load`): everything of it
+    /// but its delete list (which stays out of this host's memory).
+    pub fn plan_checked(&mut self, document: &str) -> Result<wt::PlanHeader, String> {
+        let api = self.api.lakesweep_planner_planner().plan();
+        let h = PlanHandle(done(api.call_load(&mut self.store, &document.to_owned()))?);
+        let header = self.plan_header(h);
+        let _ = h.0.resource_drop(&mut self.store);
+        header
     }
 
-    /// `report-plan`: the plan document with its report for people (what
-    /// it keeps and why), outside the seal; the planner decides which keys
-    /// are kept from `decisions`.
-    pub fn report_plan(
-        &mut self,
-        document: &str,
-        decisions: Vec<wt::Decision>,
-        unrepresentable: Vec<String>,
-        store_notes: Vec<String>,
-    ) -> Result<String, String> {
-        let api = self.api.lakesweep_planner_planner();
-        done(api.call_report_plan(
-            &mut self.store,
-            &document.to_owned(),
-            &decisions,
-            &unrepresentable,
-            &store_notes,
-        ))
+    /// The stored plan `document`, checked (`plan.load`) and typed, its
+    /// delete list read in pieces; its `document` is the text given.
+    pub fn verify_plan(&mut self, document: &str) -> Result<wt::SealedPlan, String> {
+        let api = self.api.lakesweep_planner_planner().plan();
+        let document = document.to_owned();
+        let h = PlanHandle(done(api.call_load(&mut self.store, &document))?);
+        let plan = self.plan_typed(h, Some(document));
+        // The delete list is copied out: the component's copy goes.
+        let _ = h.0.resource_drop(&mut self.store);
+        plan
     }
 
     /// `canonical-pointer`: the metadata URI the planner reads for

@@ -642,21 +642,23 @@ async fn drive(
             unrepresentable,
         })));
     }
-    let plan = p
+    // Sealed in the component, then read out in pieces.
+    let handle = p
         .session()
-        .call_finish(&mut *wstore, session)
+        .call_seal(&mut *wstore, session)
         .map_err(trap)?
         .map_err(|e| describe(&e))?;
-    let document = if input.report {
-        planner.report_plan(
-            &plan.document,
+    let handle = PlanHandle(handle);
+    if input.report {
+        planner.plan_add_report(
+            handle,
             decisions.values().cloned().collect(),
-            unrepresentable.clone(),
-            store_notes.clone(),
-        )?
-    } else {
-        plan.document.clone()
-    };
+            &unrepresentable,
+            &store_notes,
+        )?;
+    }
+    let plan = planner.plan_whole(handle)?;
+    let document = plan.document.clone();
     Ok(Run::Plan(Box::new(Outcome {
         document,
         plan,
