@@ -207,6 +207,30 @@ pub(super) fn check(f: &FileRef, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Whether `name` is spelled as a file a save writes (an object segment,
+/// an archive, the deleted-key index): nothing else in the ledger's
+/// folder is ever a stray of a save.
+pub fn is_ledger_file_name(name: &str) -> bool {
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+    if let Some(rest) = name
+        .strip_prefix("deleted-")
+        .and_then(|r| r.strip_suffix(".idx"))
+    {
+        return hex(rest, 16);
+    }
+    let Some(rest) = name
+        .strip_prefix("objects-r")
+        .or_else(|| name.strip_prefix("archive-r"))
+        .and_then(|r| r.strip_suffix(".jsonl.gz"))
+    else {
+        return false;
+    };
+    let parts: Vec<&str> = rest.split('-').collect();
+    matches!(parts.as_slice(), [rev, n, sha] if rev.len() >= 6
+        && digits(rev, rev.len()) && n.len() >= 4 && digits(n, n.len()) && hex(sha, 16))
+}
+
 /// Names a file by its kind, the revision, its place and its content.
 fn named(kind: &str, revision: u64, n: usize, bytes: &[u8]) -> String {
     format!(

@@ -650,8 +650,10 @@ impl Ledger {
     }
 
     /// Of `names` (a listing of the ledger's folder, names only), those the
-    /// ledger does not name: left by a save that died before its head was
-    /// stored. Delete them under the ledger's lock, after a save.
+    /// ledger does not name but a save would have written (an object
+    /// segment, an archive, an index): left by a save that died before its
+    /// head was stored. Delete them under the ledger's lock, after a save.
+    /// Anything else in the folder is never named.
     pub fn strays(&self, names: &[String]) -> Vec<String> {
         let named: std::collections::BTreeSet<&str> = self
             .segments
@@ -662,7 +664,7 @@ impl Ledger {
             .collect();
         names
             .iter()
-            .filter(|n| !named.contains(n.as_str()))
+            .filter(|n| files::is_ledger_file_name(n) && !named.contains(n.as_str()))
             .cloned()
             .collect()
     }
@@ -1862,9 +1864,20 @@ mod tests {
         let mut names: Vec<String> = second.keys().cloned().collect();
         names.extend(old.clone());
         names.push("objects-r000009-0000-ffffffffffffffff.jsonl.gz".into());
+        // Not spelled as a save spells its files: never a stray.
+        for other in [
+            "part-00000.parquet",
+            "objects-r1-0-ffffffffffffffff.jsonl.gz",
+            "archive-r000009-0000-fffffffffffffff.jsonl.gz",
+            "deleted-ffffffffffffffff.idx.tmp",
+            "ledger.json",
+        ] {
+            names.push(other.into());
+        }
         let strays = l.strays(&names);
         assert_eq!(strays.len(), old.len() + 1, "{strays:?}");
         assert!(second.keys().all(|n| !strays.contains(n)));
+        assert!(strays.iter().all(|n| files::is_ledger_file_name(n)));
     }
 
     /// Damage of a key folded away (deleted, verified, archived) is named

@@ -123,9 +123,14 @@ pub async fn remove_strays(
     let mut names = Vec::new();
     let mut listing = store.list(&format!("{dir}/"));
     use futures::StreamExt;
+    // The listing spells URIs its own way (`s3://` for an `s3a://` folder):
+    // a name is what follows the folder's own name.
+    let inside = format!("/{}/", dir.rsplit('/').next().unwrap_or_default());
     while let Some(o) = listing.next().await {
         let o = o?;
-        if let Some((_, name)) = o.uri.rsplit_once('/') {
+        let name = o.uri.rfind(&inside).map(|i| &o.uri[i + inside.len()..]);
+        // The folder's own files only, never anything in a folder below.
+        if let Some(name) = name.filter(|n| !n.is_empty() && !n.contains('/')) {
             names.push(name.to_owned());
         }
     }

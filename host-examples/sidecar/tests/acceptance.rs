@@ -1140,6 +1140,15 @@ fn the_ledgers_files_are_checked_and_verified_objects_are_archived() {
         assert_eq!(objects[k]["state"], "VERIFIED", "{objects}");
         assert_eq!(objects[k]["receipt"]["result"], "deleted", "{objects}");
     }
+    // A killed save's file goes with the next save; anything else stays.
+    let stray = folder.join("objects-r000099-0000-ffffffffffffffff.jsonl.gz");
+    let other = folder.join("notes.txt");
+    std::fs::write(&stray, b"left by a killed save").unwrap();
+    std::fs::write(&other, b"not the ledger's").unwrap();
+    let o = s.sweep(&[], None);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert!(!stray.exists(), "the stray is removed");
+    assert!(other.exists(), "a file the ledger would never write stays");
     let verify = || lakesweep(&["ledger", "verify", &s.t.location(), "--json"]);
     let o = verify();
     assert!(o.status.success(), "{}", out_text(&o));
