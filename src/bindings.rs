@@ -835,6 +835,19 @@ impl wp::Guest for Component {
         }))
     }
 
+    fn current_metadata(
+        table_location: String,
+        version_hint: Option<Vec<u8>>,
+        metadata_listing: Vec<String>,
+    ) -> Result<(String, String), wt::Error> {
+        core::spec::metadata_file::current_metadata(
+            &table_location,
+            version_hint.as_deref(),
+            &metadata_listing,
+        )
+        .map_err(err)
+    }
+
     fn same_version(pinned: wt::ObjectVersion, seen: wt::ObjectVersion) -> bool {
         version_in(pinned).matches(&version_in(seen))
     }

@@ -478,7 +478,7 @@ impl Classifier {
         {
             return Ok((Verdict::Hidden, why.clone()));
         }
-        if rel.ends_with(".metadata.json") {
+        if crate::spec::metadata_file::is_metadata_document(rel) {
             return Ok((
                 Verdict::OwnerCheck,
                 "unreferenced table metadata file: owner must be checked".into(),
@@ -510,7 +510,8 @@ impl Classifier {
         use crate::format::TableFormat::{Delta, Iceberg};
         let b = inner.as_bytes();
         // Cheap first: none of the markers' telling bytes, no marker.
-        let delta_json = self.format == Delta && inner.ends_with(".metadata.json");
+        let delta_json =
+            self.format == Delta && crate::spec::metadata_file::is_metadata_document(inner);
         let hint = inner.ends_with("version-hint.text");
         if !delta_json && !hint && !b.windows(6).any(|w| w == b"_delta" || w == b".hoodi") {
             return None;
@@ -724,7 +725,7 @@ pub fn object_kind(rel: &str) -> &'static str {
         "delta-log"
     } else if name.starts_with("deletion_vector_") && name.ends_with(".bin") {
         "deletion-vector"
-    } else if name.ends_with(".metadata.json") {
+    } else if crate::spec::metadata_file::is_metadata_document(name) {
         "metadata-json"
     } else if rel.starts_with("metadata/") && name.ends_with(".avro") {
         "manifest"

@@ -833,8 +833,15 @@ fn uniform_metadata(
     let uniform = metadata
         .property("delta.universalFormat.enabledFormats")
         .is_some_and(|f| f.split(',').any(|x| x.trim() == "iceberg"))
-        || protocol.has_writer_feature("icebergCompatV1")
-        || protocol.has_writer_feature("icebergCompatV2");
+        || [
+            "icebergCompatV1",
+            "icebergCompatV2",
+            "icebergCompatV3",
+            "icebergWriterCompatV1",
+            "icebergWriterCompatV3",
+        ]
+        .iter()
+        .any(|f| protocol.has_writer_feature(f));
     uniform.then(|| {
         (
             "metadata/".into(),

@@ -19,45 +19,6 @@ pub const DEFAULT_DELETED_FILE_RETENTION_MS: i64 = 7 * 86_400_000;
 /// Default `delta.logRetentionDuration`: 30 days, in milliseconds.
 pub const DEFAULT_LOG_RETENTION_MS: i64 = 30 * 86_400_000;
 
-/// Reader features whose tables this planner reads correctly.
-const READER_FEATURES: &[&str] = &[
-    "columnMapping",
-    "deletionVectors",
-    "timestampNtz",
-    "v2Checkpoint",
-    "typeWidening",
-    "typeWidening-preview",
-    "variantType",
-    "variantType-preview",
-    "vacuumProtocolCheck",
-];
-/// Writer features whose tables this planner reads correctly.
-const WRITER_FEATURES: &[&str] = &[
-    "appendOnly",
-    "invariants",
-    "checkConstraints",
-    "changeDataFeed",
-    "generatedColumns",
-    "columnMapping",
-    "identityColumns",
-    "deletionVectors",
-    "rowTracking",
-    "timestampNtz",
-    "domainMetadata",
-    "v2Checkpoint",
-    "icebergCompatV1",
-    "icebergCompatV2",
-    "clustering",
-    "vacuumProtocolCheck",
-    "typeWidening",
-    "typeWidening-preview",
-    "inCommitTimestamp",
-    "variantType",
-    "variantType-preview",
-    "allowColumnDefaults",
-    "checkpointProtection",
-];
-
 /// A deletion vector descriptor (`add.deletionVector`, `remove.deletionVector`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -332,15 +293,37 @@ pub fn parse_checkpoint_file(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
 /// multi-part checkpoint, a V2 checkpoint or a sidecar file).
 pub fn parse_parquet_actions(uri: &str, bytes: &[u8]) -> Result<Vec<Action>> {
     let f = ParquetFile::open(bytes).map_err(|e| pq_err(uri, e))?;
-    let v2_top = f.has_column(&["sidecar", "path"]);
-    for required in [["add", "path"], ["remove", "path"]] {
-        if !v2_top && !f.has_column(&required) {
+    // A part of a multi-part checkpoint may hold any subset of the action
+    // columns (Spark writes parts holding only `txn`): a file without an
+    // `add` column holds no adds. But it must hold some action column,
+    // and an `add` or `remove` group without its `path` is not one we can
+    // read: its files would be lost.
+    const ACTIONS: [&str; 10] = [
+        "add",
+        "remove",
+        "metaData",
+        "protocol",
+        "txn",
+        "domainMetadata",
+        "commitInfo",
+        "checkpointMetadata",
+        "sidecar",
+        "cdc",
+    ];
+    if !ACTIONS.iter().any(|a| f.has_column(&[a, "**"])) {
+        return Err(Error::malformed(
+            MalformedReason::Field,
+            uri,
+            "no Delta action column (add, remove, metaData, protocol, txn, …): not a Delta checkpoint",
+        ));
+    }
+    for action in ["add", "remove", "sidecar"] {
+        if f.has_column(&[action, "**"]) && !f.has_column(&[action, "path"]) {
             return Err(Error::malformed(
                 MalformedReason::Field,
                 uri,
                 format!(
-                    "no `{}` column: not a Delta checkpoint (adds or tombstones would be lost)",
-                    required.join(".")
+                    "a `{action}` column without `{action}.path`: not a Delta checkpoint (its files would be lost)"
                 ),
             ));
         }
@@ -503,14 +486,16 @@ pub fn check_protocol(uri: &str, p: &Protocol) -> Result<()> {
             uri,
         ));
     }
-    for f in p.reader_features.iter().flatten() {
-        if !READER_FEATURES.contains(&f.as_str()) {
-            return Err(Error::unsupported(format!("Delta reader feature {f}"), uri));
-        }
-    }
-    for f in p.writer_features.iter().flatten() {
-        if !WRITER_FEATURES.contains(&f.as_str()) && !READER_FEATURES.contains(&f.as_str()) {
-            return Err(Error::unsupported(format!("Delta writer feature {f}"), uri));
+    // Each feature once, decided by the table in `delta_feature`.
+    let listed = p
+        .reader_features
+        .iter()
+        .flatten()
+        .map(|f| (f, true))
+        .chain(p.writer_features.iter().flatten().map(|f| (f, false)));
+    for (f, reader) in listed {
+        if let Some(why) = super::delta_feature::refusal(f, reader) {
+            return Err(Error::unsupported(why, uri));
         }
     }
     Ok(())

@@ -313,7 +313,7 @@ pub async fn restore(
         }
     }
     let bundle_md = bundle_md.ok_or("the bundle's metadata copy is missing")?;
-    let original = pointer.resolve(&store, table).await?;
+    let original = pointer.resolve(planner, &store, table).await?;
     let mapped = planner.canonical_pointer(&original, location_map)?;
     let current = store
         .read(&mapped)

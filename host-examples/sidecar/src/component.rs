@@ -472,6 +472,12 @@ impl Planner {
         done(api.call_delta_head(&mut self.store, &table.to_owned(), log))
     }
 
+    /// `current-metadata`: a file-system catalog table's current metadata
+    /// document (and why) from its version hint and its metadata listing.
+    pub fn current_metadata(&mut self, table: &str, facts: HintFacts) -> Result<String, String> {
+        current_metadata_with(&self.api, &mut self.store, table, facts)
+    }
+
     /// `same-version`: whether a HEAD answer is the pinned version (the
     /// check before every delete).
     pub fn same_version(
@@ -938,6 +944,34 @@ impl Planner {
 /// A component call's answer: a trap or the component's error in one line.
 pub fn done<T>(r: wasmtime::Result<Result<T, wt::Error>>) -> Result<T, String> {
     r.map_err(trap)?.map_err(|e| describe(&e))
+}
+
+/// What a file-system catalog's pointer is read from: the bytes of
+/// `metadata/version-hint.text` (`None`: it does not exist) and every key
+/// listed under `metadata/`. The component chooses the document.
+#[derive(Debug, Clone, Default)]
+pub struct HintFacts {
+    /// The hint's bytes, as read.
+    pub hint: Option<Vec<u8>>,
+    /// The keys listed under the table's `metadata/`.
+    pub listing: Vec<String>,
+}
+
+/// [`Planner::current_metadata`] for a caller holding the planner's parts
+/// apart (a session loop that borrows them separately).
+pub fn current_metadata_with(
+    api: &wit::Lakesweep,
+    store: &mut Store<()>,
+    table: &str,
+    facts: HintFacts,
+) -> Result<String, String> {
+    let (uri, _why) = done(api.lakesweep_planner_planner().call_current_metadata(
+        store,
+        &table.to_owned(),
+        facts.hint.as_deref(),
+        &facts.listing,
+    ))?;
+    Ok(uri)
 }
 
 /// `--location-map` pairs in the component's terms.

@@ -68,7 +68,11 @@ impl LiveSource {
                 crate::pointer::log_listing(&self.store, prefix).await?,
             ),
             None => (
-                Some(self.pointer.resolve(&self.store, &self.table).await?),
+                Some(
+                    self.pointer
+                        .resolve(planner, &self.store, &self.table)
+                        .await?,
+                ),
                 Vec::new(),
             ),
         };

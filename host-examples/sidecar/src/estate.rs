@@ -151,6 +151,7 @@ async fn read_member(
     location_map: &[(String, String)],
     wasm: Option<&str>,
 ) -> Result<(), String> {
+    let mut planner = Planner::load(&crate::component::wasm_path(wasm))?;
     let raw = match (&m.pointer, &m.table, &entry.metadata_location) {
         (Pointer::Catalog { .. }, _, Some(md)) => md.clone(),
         (
@@ -168,12 +169,14 @@ async fn read_member(
             }
             e.metadata
         }
-        (p, Some(t), _) => p.resolve(&crate::store::Store::for_uri(t)?, t).await?,
+        (p, Some(t), _) => {
+            p.resolve(&mut planner, &crate::store::Store::for_uri(t)?, t)
+                .await?
+        }
         (_, None, _) => return Err(format!("{}: no table location", m.label)),
     };
     entry.metadata_location = Some(raw.clone());
     // Read where the planner would: the pointer mapped as it maps it.
-    let mut planner = Planner::load(&crate::component::wasm_path(wasm))?;
     let uri = planner.canonical_pointer(&raw, location_map)?;
     let bytes = crate::store::Store::for_uri(&uri)?
         .read(&uri)

@@ -140,8 +140,8 @@ fn split_dir(uri: &str) -> Result<(&str, &str), String> {
 pub async fn run(a: &ExpireArgs) -> Result<Expiry, HostError> {
     let table = table_uri(&a.table)?;
     let store = Store::for_uri(&table)?;
-    let original = a.pointer.resolve(&store, &table).await?;
     let mut planner = Planner::load(&wasm_path(a.wasm.as_deref()))?;
+    let original = a.pointer.resolve(&mut planner, &store, &table).await?;
     let mapped = planner.canonical_pointer(&original, &a.location_map)?;
     let bytes = store
         .read(&mapped)

@@ -7,6 +7,10 @@
 //! table and every key are as they were when planned. `lakesweep --help` and
 //! `lakesweep COMMAND --help` describe every command and option.
 
+// First: its output macros are used by the modules below.
+#[macro_use]
+mod out;
+
 mod ahead;
 mod apply;
 mod args;
@@ -111,12 +115,12 @@ fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, error::HostErro
             "warnings": s.warnings,
             "damageUnchecked": s.damage_unchecked,
             "notes": s.notes, "outlook": sweep::outlook_json(&s.outlook)});
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
         );
     } else {
-        print!("{}", sweep::human(s));
+        out!("{}", sweep::human(s));
     }
     let g = &s.gates;
     let pending = g.unknown_total > g.unknown_reconciled || g.approved_not_deleted > 0;
@@ -154,7 +158,7 @@ async fn apply_one(a: &args::ApplyArgs, plan: &str) -> Result<ExitCode, error::H
             .iter()
             .map(|(k, r, b)| serde_json::json!({"key": k, "result": r, "bytes": b}))
             .collect();
-        println!(
+        outln!(
             "{}",
             serde_json::json!({
                 "plan": plan,
@@ -170,18 +174,18 @@ async fn apply_one(a: &args::ApplyArgs, plan: &str) -> Result<ExitCode, error::H
         );
     } else {
         for w in &done.warnings {
-            println!("the plan warned: {}", report::esc(w));
+            outln!("the plan warned: {}", report::esc(w));
         }
         if a.verbose {
             for (k, r, b) in &done.keys {
-                println!("{r:<18} {}  ({})", report::esc(k), report::bytes(*b));
+                outln!("{r:<18} {}  ({})", report::esc(k), report::bytes(*b));
             }
         } else {
             for k in &done.would_delete {
-                println!("would delete {}", report::esc(k));
+                outln!("would delete {}", report::esc(k));
             }
         }
-        println!(
+        outln!(
                 "{verb} {} ({}), already absent {}, skipped (changed since planned) {}, skipped (held or staged now) {}, not attempted {}, failed {}; {}",
                 done.deleted, report::bytes(done.deleted_bytes), done.absent, done.changed, done.protected, done.not_attempted, done.failed,
                 match &done.receipts {
@@ -191,13 +195,13 @@ async fn apply_one(a: &args::ApplyArgs, plan: &str) -> Result<ExitCode, error::H
             );
     }
     if let (Some(why), false) = (&done.stopped, a.json) {
-        println!("STOPPED before the last batch: {}", why.join("; "));
+        outln!("STOPPED before the last batch: {}", why.join("; "));
     }
     if let (Some(e), false) = (&done.damage_unchecked, a.json) {
-        println!("DAMAGE CHECK FAILED: {e}: check the deleted keys in the receipts against the live table");
+        outln!("DAMAGE CHECK FAILED: {e}: check the deleted keys in the receipts against the live table");
     }
     for d in done.damage.iter().filter(|_| !a.json) {
-        println!(
+        outln!(
             "DAMAGE: {} {} ({})",
             report::esc(&d.receipt.key),
             d.receipt.detail.as_deref().unwrap_or(""),
@@ -247,11 +251,11 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                 std::fs::write(out, document).map_err(|e| format!("write {out}: {e}"))?;
             }
             if a.json {
-                println!("{document}");
+                outln!("{document}");
             } else {
-                print!("{}", report::human(&o, &a.pointer.describe()));
+                out!("{}", report::human(&o, &a.pointer.describe()));
                 if let Some(out) = &a.out {
-                    println!("plan written to {out}; to carry it out: lakesweep apply {out} (it reads the sources the plan was made from)");
+                    outln!("plan written to {out}; to carry it out: lakesweep apply {out} (it reads the sources the plan was made from)");
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -317,11 +321,11 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             })
             .await;
             if a.json {
-                println!("{}", estate::to_json(&run));
+                outln!("{}", estate::to_json(&run));
             } else {
-                print!("{}", estate::human(&run));
+                out!("{}", estate::human(&run));
                 if let Some(d) = out_dir {
-                    println!("plans written to {d}; to carry them out: lakesweep apply {d}");
+                    outln!("plans written to {d}; to carry them out: lakesweep apply {d}");
                 }
             }
             Ok(if run.iter().any(|p| p.outcome.is_err()) {
@@ -339,11 +343,11 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             let o = plan::run(&input).await?;
             match o.decisions.get(&rel) {
                 Some(d) => {
-                    print!("{}", report::explain(d));
+                    out!("{}", report::explain(d));
                     Ok(ExitCode::SUCCESS)
                 }
                 None => {
-                    println!(
+                    outln!(
                         "{}: not listed under {} (not an object of this table, or already gone)",
                         report::esc(&rel),
                         input.table
@@ -366,18 +370,18 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             let mut codes = Vec::new();
             for p in &plans {
                 if !a.json {
-                    println!("== {}", report::esc(p));
+                    outln!("== {}", report::esc(p));
                 }
                 let code = match apply_one(&a, p).await {
                     Ok(c) => c,
                     Err(e) => {
                         if a.json {
-                            println!(
+                            outln!(
                                 "{}",
                                 serde_json::json!({"plan": p, "refused": e.to_string()})
                             );
                         } else {
-                            println!("lakesweep: {}", report::esc(&e.to_string()));
+                            outln!("lakesweep: {}", report::esc(&e.to_string()));
                         }
                         ExitCode::from(e.exit_code())
                     }
@@ -427,12 +431,12 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                 let v = serde_json::json!({"drill": drill::drill_json(&d.drill),
                                            "gates": sweep::gates_json(&d.gates),
                                            "ledger": d.ledger_uri});
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
                 );
             } else {
-                print!("{}", drill::human(&d));
+                out!("{}", drill::human(&d));
             }
             // A bundle that would not restore is a finding: exit 1.
             Ok(if d.drill.passed {
@@ -504,9 +508,9 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                         Err(why) => serde_json::json!({"table": s.table, "stale": s.stale, "why": s.why, "error": why}),
                     })
                     .collect();
-                println!("{}", serde_json::Value::Array(v));
+                outln!("{}", serde_json::Value::Array(v));
             } else if prometheus.as_deref() != Some("-") {
-                print!("{}", status::human(&all, now));
+                out!("{}", status::human(&all, now));
             }
             Ok(if all.iter().any(|s| s.stale) {
                 ExitCode::from(1)
@@ -538,7 +542,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                         )
                     })
                     .collect();
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({"tableLocation": shown.table_location,
                         "revision": shown.revision, "quarantineMs": shown.quarantine_ms,
@@ -547,7 +551,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                         "objects": objects, "gates": sweep::gates_json(&shown.gates)})
                 );
             } else {
-                println!(
+                outln!(
                     "ledger of {} (revision {}, quarantine {}; {} verified deleted, {})",
                     shown.table_location,
                     shown.revision,
@@ -556,7 +560,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                     report::bytes(shown.verified.bytes)
                 );
                 for o in &shown.objects {
-                    println!(
+                    outln!(
                         "  {:<22} {}  since {}  {}",
                         component::state_name(o.state),
                         report::esc(&o.key),
@@ -564,7 +568,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                         report::esc(&o.why)
                     );
                 }
-                print!("{}", sweep::gates_text(&shown.gates));
+                out!("{}", sweep::gates_text(&shown.gates));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -579,7 +583,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             let v = crate::ledger::verify(&uri, wasm.as_deref()).await?;
             let a = &v.audit;
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({"ledger": v.ledger_uri, "inFlight": a.in_flight,
                         "verified": {"objects": a.verified.objects, "bytes": a.verified.bytes,
@@ -588,9 +592,9 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                 );
             } else {
                 for p in &a.problems {
-                    println!("PROBLEM: {}", report::esc(p));
+                    outln!("PROBLEM: {}", report::esc(p));
                 }
-                println!(
+                outln!(
                     "{}: {} objects in flight; {} verified deleted ({}) in {} archives, {} checked: {}",
                     v.ledger_uri,
                     a.in_flight,
@@ -621,7 +625,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                 a.commit,
             )
             .await?;
-            println!("{msg}");
+            outln!("{msg}");
             Ok(ExitCode::SUCCESS)
         }
         Command::Expire(a) => {
@@ -640,12 +644,12 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                     }),
                     Some(Err(why)) => serde_json::json!({"unknown": why}),
                 };
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
                 );
             } else {
-                print!("{}", expire::human(&e));
+                out!("{}", expire::human(&e));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -659,7 +663,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                         .map(|f| serde_json::json!({"field": f.field, "message": f.message}))
                         .collect()
                 };
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({"errors": findings(&r.errors),
                                        "warnings": findings(&r.warnings),
@@ -668,10 +672,10 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             } else {
                 for (kind, fs) in [("error", &r.errors), ("warning", &r.warnings)] {
                     for f in fs {
-                        println!("{kind}: {}: {}", f.field, f.message);
+                        outln!("{kind}: {}: {}", f.field, f.message);
                     }
                 }
-                println!("digest {}", r.digest);
+                outln!("digest {}", r.digest);
             }
             Ok(if !r.errors.is_empty() {
                 ExitCode::from(REFUSED)
@@ -697,9 +701,9 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             let ours = sealed.delete.into_iter().map(|d| d.key).collect();
             let d = compare::diff(&sealed.table_location, ours, &theirs);
             if json {
-                println!("{}", d.to_json());
+                outln!("{}", d.to_json());
             } else {
-                print!("{}", d.human());
+                out!("{}", d.human());
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -711,7 +715,7 @@ fn main() -> ExitCode {
     let cmd = match args::parse(&argv) {
         Ok(c) => c,
         Err(args::Usage::Shown(text)) => {
-            print!("{text}");
+            out!("{text}");
             return ExitCode::SUCCESS;
         }
         Err(args::Usage::Bad(text)) => {

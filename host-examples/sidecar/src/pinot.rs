@@ -231,11 +231,11 @@ pub async fn run_plan(a: &PlanArgs) -> Result<u8, String> {
         std::fs::write(out, &p.document).map_err(|e| format!("write {out}: {e}"))?;
     }
     if a.json {
-        println!("{}", p.document);
+        outln!("{}", p.document);
     } else {
-        print!("{}", human(&p.document)?);
+        out!("{}", human(&p.document)?);
         if let Some(out) = &a.out {
-            println!("plan written to {out}; to carry it out: lakesweep pinot apply {out} --controller URL (with the live state sources and the same --root options)");
+            outln!("plan written to {out}; to carry it out: lakesweep pinot apply {out} --controller URL (with the live state sources and the same --root options)");
         }
     }
     Ok(match p.status {
@@ -353,10 +353,10 @@ pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
             .call_accept_pinot_plan(&mut planner.store, &text, &fresh.document),
     )?;
     for w in &approval.withheld {
-        println!("withheld: {}", esc(w));
+        outln!("withheld: {}", esc(w));
     }
     if fresh.status == wt::PinotStatus::Retry {
-        println!("the live state says retry: {}", esc(&fresh.status_detail));
+        outln!("the live state says retry: {}", esc(&fresh.status_detail));
         return Ok(RETRY);
     }
     let table = v["tableNameWithType"]
@@ -373,16 +373,16 @@ pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
         .to_owned();
     if a.dry_run {
         for s in &approval.segments {
-            println!(
+            outln!(
                 "would delete segment {} (retention {})",
                 esc(s),
                 approval.segment_retention
             );
         }
         for o in &approval.objects {
-            println!("would delete {} ({})", esc(&o.key), bytes(o.version.size));
+            outln!("would delete {} ({})", esc(&o.key), bytes(o.version.size));
         }
-        println!(
+        outln!(
             "dry run: {} segments and {} objects approved; nothing deleted",
             approval.segments.len(),
             approval.objects.len()
@@ -406,7 +406,7 @@ pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
         None => None,
     };
     let mut write = |line: Value| -> Result<(), crate::error::HostError> {
-        println!("{line}");
+        outln!("{line}");
         if let Some(f) = receipts.as_mut() {
             writeln!(f, "{line}")
                 .map_err(|e| crate::error::HostError::Stopped(format!("write receipts: {e}")))?;
@@ -489,7 +489,7 @@ pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
             failed += 1;
         }
     }
-    println!(
+    outln!(
         "applied: {} segments and {} objects approved, {} withheld, {} failed",
         approval.segments.len(),
         approval.objects.len(),

@@ -8,9 +8,11 @@ use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::ahead::ListingAhead;
-use crate::component::{describe, mappings, trap, wasm_path, wt, PlanHandle, Planner};
+use crate::component::{
+    current_metadata_with, describe, mappings, trap, wasm_path, wt, PlanHandle, Planner,
+};
 use crate::digests::{Answer, Digests, Kind};
-use crate::pointer::Pointer;
+use crate::pointer::{Pointer, Read};
 use crate::store::{Object, Store};
 
 /// The planner's default memory budget: 1 GiB.
@@ -288,7 +290,7 @@ async fn session(input: &PlanInput, planner: &mut Planner, finish: Finish) -> Re
         }
         let resolved = match &input.what_if {
             Some(w) => Ok(w.uri.clone()),
-            None => input.pointer.resolve(&store, &input.table).await,
+            None => input.pointer.resolve(planner, &store, &input.table).await,
         };
         match resolved {
             Ok(p) => p,
@@ -617,7 +619,12 @@ async fn drive(
         if pointer_asked {
             let now = match &input.what_if {
                 Some(w) => w.uri.clone(),
-                None => input.pointer.resolve(&store, &input.table).await?,
+                None => match input.pointer.read(&store, &input.table).await? {
+                    Read::Location(uri) => uri,
+                    Read::Hint(facts) => {
+                        current_metadata_with(api, &mut *wstore, &input.table, facts)?
+                    }
+                },
             };
             p.session()
                 .call_handle_pointer(&mut *wstore, session, Some(&now))

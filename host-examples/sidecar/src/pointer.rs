@@ -4,6 +4,7 @@
 //! (the planner's re-check) and by `apply` before it deletes anything.
 
 use crate::catalog::Catalog;
+use crate::component::{HintFacts, Planner};
 use crate::store::{local_uri, Store};
 
 /// The source of a table's current metadata location.
@@ -91,19 +92,44 @@ impl Pointer {
         matches!(self, Pointer::Catalog { .. })
     }
 
-    /// Reads the current metadata location now.
-    pub async fn resolve(&self, store: &Store, table: &str) -> Result<String, String> {
-        match self {
-            Pointer::Explicit(m) => Ok(m.clone()),
-            Pointer::VersionHint => version_hint(store, table).await,
+    /// Reads the current metadata location now: the facts are read
+    /// here, the component chooses a file-system catalog's document.
+    pub async fn resolve(
+        &self,
+        planner: &mut Planner,
+        store: &Store,
+        table: &str,
+    ) -> Result<String, String> {
+        match self.read(store, table).await? {
+            Read::Location(uri) => Ok(uri),
+            Read::Hint(facts) => planner.current_metadata(table, facts),
+        }
+    }
+
+    /// The facts the pointer is made of, read now: a location, or a
+    /// file-system catalog's hint and metadata listing (for the component).
+    pub async fn read(&self, store: &Store, table: &str) -> Result<Read, String> {
+        Ok(match self {
+            Pointer::Explicit(m) => Read::Location(m.clone()),
+            Pointer::VersionHint => Read::Hint(hint_facts(store, table).await?),
             Pointer::Catalog {
                 catalog,
                 namespace,
                 name,
-            } => Ok(catalog.load(namespace, name).await?.metadata),
-            Pointer::Command(c) => run_command(c).await,
-        }
+            } => Read::Location(catalog.load(namespace, name).await?.metadata),
+            Pointer::Command(c) => Read::Location(run_command(c).await?),
+        })
     }
+}
+
+/// A pointer as read: a location, or what a file-system catalog's pointer
+/// is chosen from.
+#[derive(Debug)]
+pub enum Read {
+    /// The metadata location the source names.
+    Location(String),
+    /// `metadata/version-hint.text` and the `metadata/` listing.
+    Hint(HintFacts),
 }
 
 /// How long a pointer command may take: 60 s, or
@@ -175,36 +201,28 @@ async fn run_command(cmd: &str) -> Result<String, String> {
     }
 }
 
-/// `metadata/version-hint.text` followed forward as Iceberg's Hadoop
-/// catalog does.
-async fn version_hint(store: &Store, table: &str) -> Result<String, String> {
-    let hint = format!("{table}/metadata/version-hint.text");
-    let bytes = store.read(&hint).await?.ok_or_else(|| {
-        format!("no --metadata, no --catalog and no {hint}: say where the current metadata is")
-    })?;
-    let text = String::from_utf8(bytes).map_err(|_| format!("{hint} is not UTF-8 text"))?;
-    let v = text.trim();
-    if v.is_empty() || v.contains('/') {
-        return Err(format!("{hint} holds `{v}`, not a version or file name"));
-    }
-    // Iceberg's Hadoop catalog: a version number, then forward to the
-    // newest vN that exists (the hint is written after the commit and may
-    // lag). Anything else: the newest vN in the folder, or refuse.
-    let Ok(mut n) = v.parse::<u64>() else {
-        return newest_hadoop_version(store, table).await?.ok_or_else(|| {
-            format!(
-                "{hint} holds `{v}`, not a version number, and metadata/ holds no vN.metadata.json: say where the current metadata is (--metadata or --catalog)"
-            )
+/// What a file-system catalog's pointer is chosen from: the bytes of
+/// `metadata/version-hint.text` (if it exists) and every key under
+/// `metadata/`, spelled under the table as given (a store may list an
+/// `s3a://` table under `s3://`).
+async fn hint_facts(store: &Store, table: &str) -> Result<HintFacts, String> {
+    use futures::StreamExt;
+    let dir = format!("{table}/metadata/");
+    let hint = store.read(&format!("{dir}version-hint.text")).await?;
+    let tail = |u: &str| u.split_once("://").map_or(u, |(_, t)| t).to_owned();
+    let dir_tail = tail(&dir);
+    let mut listing = Vec::new();
+    let mut objects = store.list(&dir);
+    while let Some(o) = objects.next().await {
+        let o = o?;
+        // A key the store spells outside the folder is passed as listed:
+        // the component refuses it.
+        listing.push(match tail(&o.uri).strip_prefix(&dir_tail) {
+            Some(rest) => format!("{dir}{rest}"),
+            None => o.uri,
         });
-    };
-    while store
-        .head(&format!("{table}/metadata/v{}.metadata.json", n + 1))
-        .await?
-        .is_some()
-    {
-        n += 1;
     }
-    Ok(format!("{table}/metadata/v{n}.metadata.json"))
+    Ok(HintFacts { hint, listing })
 }
 
 /// The listing of a Delta table's `_delta_log/` (`prefix`, as the planner
@@ -229,42 +247,6 @@ pub async fn log_listing(
         });
     }
     Ok(objects)
-}
-
-/// The highest `vN.metadata.json` (also `vN.gz.metadata.json`) under
-/// `TABLE/metadata/`, as Iceberg's Hadoop catalog finds it without a hint.
-async fn newest_hadoop_version(store: &Store, table: &str) -> Result<Option<String>, String> {
-    use futures::StreamExt;
-    let dir = format!("{table}/metadata/");
-    let mut best: Option<(u64, String)> = None;
-    let mut objects = store.list(&dir);
-    while let Some(o) = objects.next().await {
-        let o = o?;
-        let Some((_, name)) = o.uri.rsplit_once('/') else {
-            continue;
-        };
-        let n = name
-            .strip_prefix('v')
-            .and_then(|r| {
-                r.strip_suffix(".gz.metadata.json")
-                    .or_else(|| r.strip_suffix(".metadata.json"))
-            })
-            .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|d| d.parse::<u64>().ok());
-        // Of `vN.metadata.json` and `vN.gz.metadata.json`, the plain one,
-        // as the Hadoop catalog looks for it first (and whatever order the
-        // listing gives them in).
-        if let Some(n) = n {
-            let better = match &best {
-                None => true,
-                Some((b, held)) => n > *b || (n == *b && held.ends_with(".gz.metadata.json")),
-            };
-            if better {
-                best = Some((n, format!("{dir}{name}")));
-            }
-        }
-    }
-    Ok(best.map(|(_, u)| u))
 }
 
 #[cfg(test)]
@@ -315,11 +297,13 @@ mod tests {
         (dir, root, store)
     }
 
-    /// Kills: dropping `v.is_empty()` or `v.contains('/')` from the hint
-    /// check (an empty hint or a path would fall through to "the newest
-    /// vN" and plan on a pointer nobody wrote).
+    /// The component is asked with what was read: an empty hint or a path
+    /// is refused (never "the newest vN"), a version number is followed
+    /// forward, compressed documents are found.
     #[tokio::test]
     async fn version_hint_that_is_empty_or_a_path_is_refused() {
+        let mut planner =
+            Planner::load(&crate::component::wasm_path(None)).expect("the planner component");
         for (tag, hint) in [
             ("empty", ""),
             ("blank", " \n"),
@@ -329,17 +313,29 @@ mod tests {
         ] {
             let (dir, root, store) = hint_table(tag, hint);
             let e = Pointer::VersionHint
-                .resolve(&store, &root)
+                .resolve(&mut planner, &store, &root)
                 .await
                 .expect_err(tag);
-            assert!(e.contains("not a version or file name"), "{tag}: {e}");
+            assert!(e.contains("not a version number"), "{tag}: {e}");
             let _ = std::fs::remove_dir_all(dir);
         }
         // Control: a version number is followed forward to the newest vN.
         let (dir, root, store) = hint_table("one", "1\n");
         assert_eq!(
-            Pointer::VersionHint.resolve(&store, &root).await.unwrap(),
+            Pointer::VersionHint
+                .resolve(&mut planner, &store, &root)
+                .await
+                .unwrap(),
             format!("{root}/metadata/v2.metadata.json")
+        );
+        // A gzip-compressed v3 written after the hint: followed.
+        std::fs::write(dir.join("metadata/v3.gz.metadata.json"), b"x").unwrap();
+        assert_eq!(
+            Pointer::VersionHint
+                .resolve(&mut planner, &store, &root)
+                .await
+                .unwrap(),
+            format!("{root}/metadata/v3.gz.metadata.json")
         );
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -281,7 +281,7 @@ pub fn prometheus(all: &[TableStatus]) -> String {
 /// whole or not at all (a temporary file renamed over it); `-`: stdout.
 pub fn write_metrics(path: &str, text: &str) -> Result<(), String> {
     if path == "-" {
-        print!("{text}");
+        out!("{text}");
         return Ok(());
     }
     let tmp = format!("{path}.tmp.{}", std::process::id());

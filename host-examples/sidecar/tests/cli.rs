@@ -1072,3 +1072,28 @@ fn the_readmes_policy_example_works_on_the_demo_table() {
     let o = lakesweep(&expire);
     assert!(o.status.success(), "{}", out_text(&o));
 }
+
+/// `lakesweep plan … | head`: the reader goes away before the plan is
+/// printed. The command ends quietly (no panic, no backtrace) with the
+/// status a shell reports for a closed pipe.
+#[test]
+fn a_closed_output_ends_the_command_quietly() {
+    use std::process::{Command, Stdio};
+    let s = Stage::new("pipe");
+    let args = s.plan_args(&["--json"]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lakesweep"))
+        .args(&args)
+        .env("LAKESWEEP_WASM", repo().join("target/lakesweep.wasm"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader is gone
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !err.contains("panicked") && !err.contains("Broken pipe"),
+        "{err}"
+    );
+    assert_eq!(o.status.code(), Some(141), "{err}");
+}

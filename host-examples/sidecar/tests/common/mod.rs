@@ -87,6 +87,11 @@ impl Stage {
 
     /// `lakesweep plan` over the staged table at the fixture's `now`.
     pub fn plan(&self, extra: &[&str]) -> Output {
+        lakesweep(&self.plan_args(extra))
+    }
+
+    /// The arguments of [`Stage::plan`].
+    pub fn plan_args(&self, extra: &[&str]) -> Vec<String> {
         let mut args: Vec<String> = vec!["plan".into(), self.table().display().to_string()];
         args.extend(self.catalog());
         args.extend([
@@ -98,7 +103,7 @@ impl Stage {
             "3d".into(),
         ]);
         args.extend(extra.iter().map(|s| s.to_string()));
-        lakesweep(&args)
+        args
     }
 
     /// `lakesweep apply PLAN` through the staged catalog and mapping. The
