@@ -109,6 +109,9 @@ impl IcebergSweep {
 pub(super) struct ManifestCounts {
     pub(super) live_data: u64,
     pub(super) live_deletes: u64,
+    /// Entries of delete files with status DELETED (a removed delete file
+    /// or a replaced deletion vector, carried in the manifest).
+    pub(super) deleted_deletes: u64,
     pub(super) changes: BTreeMap<i64, [u64; 4]>,
 }
 
@@ -242,6 +245,8 @@ impl ManifestTally {
             } else {
                 counts.live_deletes += 1;
             }
+        } else if !data {
+            counts.deleted_deletes += 1;
         }
         if let Some(by) = snap.or(self.added_by) {
             let slot = match (status, data) {
@@ -358,7 +363,9 @@ impl IcebergSweep {
     /// at an Avro block boundary parses as a shorter, valid list; only the
     /// summary can tell). A snapshot without totals is counted.
     /// `metadata_location` names the blob of v1 embedded lists.
-    pub(super) fn check_summaries(&mut self, metadata_location: &str) -> Result<()> {
+    /// Returns the plan's warnings about summaries read leniently.
+    pub(super) fn check_summaries(&mut self, metadata_location: &str) -> Result<Vec<String>> {
+        let mut warnings = Vec::new();
         for c in std::mem::take(&mut self.summary_checks) {
             let t = c.totals;
             if t.data_files.is_none()
@@ -378,10 +385,12 @@ impl IcebergSweep {
             };
             let mut data = 0u64;
             let mut deletes = 0u64;
+            let mut removed_deletes = 0u64;
             let mut changes = [0u64; 4];
             for n in manifests.iter().filter_map(|m| self.manifest_live.get(m)) {
                 data = data.saturating_add(n.live_data);
                 deletes = deletes.saturating_add(n.live_deletes);
+                removed_deletes = removed_deletes.saturating_add(n.deleted_deletes);
                 if let Some(own) = n.changes.get(&c.snapshot_id) {
                     for (sum, x) in changes.iter_mut().zip(own) {
                         *sum = sum.saturating_add(*x);
@@ -408,9 +417,24 @@ impl IcebergSweep {
                     return Err(mismatch("live data files", data, n));
                 }
             }
+            // A writer whose `total-delete-files` never decreases (DuckDB
+            // 1.5 counts every delete file it ever added, a replaced
+            // deletion vector included, and reports none removed): its
+            // total is the live delete files plus the DELETED ones its
+            // manifests still carry, exactly, and it says it removed none.
+            // Anything else that falls short is a list cut short.
+            let mut cumulative = false;
             if let Some(n) = t.delete_files {
                 if n != deletes {
-                    return Err(mismatch("live delete files", deletes, n));
+                    cumulative = n == deletes.saturating_add(removed_deletes)
+                        && t.changes[3].unwrap_or(0) == 0;
+                    if !cumulative {
+                        return Err(mismatch("live delete files", deletes, n));
+                    }
+                    warnings.push(format!(
+                        "snapshot {}: its summary counts {n} delete files, its manifests hold {deletes} live and {removed_deletes} removed (a writer that never subtracts removed delete files): checked as live plus removed",
+                        c.snapshot_id
+                    ));
                 }
             }
             let names = [
@@ -419,7 +443,10 @@ impl IcebergSweep {
                 "delete files it added",
                 "delete files it removed",
             ];
-            for ((says, found), name) in t.changes.iter().zip(changes).zip(names) {
+            for (i, ((says, found), name)) in t.changes.iter().zip(changes).zip(names).enumerate() {
+                if cumulative && i == 3 {
+                    continue; // it reports no removals (above)
+                }
                 if let Some(n) = *says {
                     if n != found {
                         return Err(mismatch(name, found, n));
@@ -427,7 +454,7 @@ impl IcebergSweep {
                 }
             }
         }
-        Ok(())
+        Ok(warnings)
     }
 
     /// Records an unreferenced metadata document (`uri`, `rel` relative to
@@ -713,7 +740,11 @@ impl Session {
     pub(super) fn check_summaries(&mut self) -> Result<()> {
         let metadata_location = self.metadata_location.clone();
         match &mut self.machine {
-            Machine::Iceberg(i) => i.check_summaries(&metadata_location),
+            Machine::Iceberg(i) => {
+                let warnings = i.check_summaries(&metadata_location)?;
+                self.warnings.extend(warnings);
+                Ok(())
+            }
             Machine::Delta(_) => Ok(()),
         }
     }
@@ -938,6 +969,57 @@ mod tests {
             .judge_stray_documents(pointer, |rel| rel == "metadata/v2.metadata.json", false)
             .unwrap()
             .is_empty());
+    }
+
+    /// A writer whose delete-file total never decreases (it counts a
+    /// replaced deletion vector still): accepted, with a warning, only when
+    /// the total is exactly the live plus the DELETED delete files its
+    /// manifests carry and it reports no removal; one short is refused.
+    #[test]
+    fn a_delete_file_total_that_never_decreases_is_checked_as_live_plus_removed() {
+        let check = |total: u64, removed_said: Option<u64>| {
+            let mut i = IcebergSweep::default();
+            let list = "s3://b/t/metadata/snap-4.avro";
+            let mut totals = SummaryTotals {
+                delete_files: Some(total),
+                ..SummaryTotals::default()
+            };
+            totals.changes[3] = removed_said;
+            i.summary_checks.push(SummaryCheck {
+                snapshot_id: 4,
+                list: Some(list.into()),
+                embedded: Vec::new(),
+                totals,
+            });
+            i.record_list(list, vec!["m1".into(), "m2".into()]);
+            let mut changes = BTreeMap::new();
+            changes.insert(4, [0, 0, 1, 1]);
+            i.record_manifest(
+                "m1",
+                ManifestCounts {
+                    live_deletes: 1,
+                    deleted_deletes: 1,
+                    changes,
+                    ..ManifestCounts::default()
+                },
+            );
+            i.record_manifest(
+                "m2",
+                ManifestCounts {
+                    live_deletes: 1,
+                    ..ManifestCounts::default()
+                },
+            );
+            i.check_summaries("unused")
+        };
+        let w = check(3, Some(0)).unwrap();
+        assert!(w[0].contains("never subtracts"), "{w:?}");
+        assert!(check(3, None).is_ok());
+        assert_eq!(check(2, Some(1)).unwrap(), Vec::<String>::new());
+        for (total, removed) in [(4, Some(0)), (3, Some(1)), (1, Some(0))] {
+            let e = check(total, removed).unwrap_err().to_string();
+            assert!(e.contains("cut short"), "{total} {removed:?}: {e}");
+        }
     }
 
     #[test]

@@ -14,6 +14,9 @@ pub const VROOT: &str = "file:///lakesweep-fixtures";
 /// Neutral root of the deltalake-written fixtures (`tests/fixtures/delta`),
 /// so their plans do not depend on where the repository is checked out.
 pub const VDELTA: &str = "file:///lakesweep-delta-fixtures";
+/// Neutral root of the writer shapes (`tests/fixtures/shapes`), as their
+/// writers recorded it.
+pub const VSHAPES: &str = "file:///lakesweep-shapes";
 
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/generated")
@@ -70,6 +73,10 @@ pub fn vpath(uri: &str) -> Option<PathBuf> {
     }
     if let Some(rest) = uri.strip_prefix(VDELTA) {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/delta");
+        return Some(dir.join(rest.trim_start_matches('/')));
+    }
+    if let Some(rest) = uri.strip_prefix(VSHAPES) {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/shapes");
         return Some(dir.join(rest.trim_start_matches('/')));
     }
     uri.strip_prefix("file://").map(PathBuf::from)
