@@ -1290,3 +1290,82 @@ fn any_one_uniform_sign_reserves_the_iceberg_metadata_folder() {
     .unwrap();
     assert_eq!(deletes(&run), ["metadata/snap-1.avro".to_owned()].into());
 }
+
+/// Every table feature the protocol names today, read from a commit's
+/// protocol action (listed in `readerFeatures` too when it is a
+/// reader-writer feature): planned when the feature changes nothing about
+/// which files a version references or is handled, refused naming it when
+/// the log alone cannot say what the table references; an unknown name is
+/// refused.
+#[test]
+fn each_table_feature_in_a_protocol_action_is_planned_or_refused_as_decided() {
+    use lakesweep::spec::delta_feature::{Decision, FEATURES};
+    let plan_with = |name: &str, reader_writer: bool| {
+        let readers = if reader_writer {
+            format!(r#""readerFeatures":["{name}"],"#)
+        } else {
+            String::new()
+        };
+        let protocol = format!(
+            r#"{{"protocol":{{"minReaderVersion":{},"minWriterVersion":7,{readers}"writerFeatures":["{name}"]}}}}"#,
+            if reader_writer { 3 } else { 1 }
+        );
+        let add = r#"{"add":{"path":"part-0.parquet","size":7,"modificationTime":1,"dataChange":true,"partitionValues":{}}}"#;
+        let s = synth(
+            "feature",
+            &[(
+                commit(0),
+                format!("{protocol}\n{METADATA}\n{add}\n"),
+                NOW - 60 * DAY,
+            )],
+            &[
+                ("part-0.parquet".into(), NOW - 60 * DAY),
+                ("orphan.parquet".into(), NOW - 60 * DAY),
+            ],
+        );
+        plan_synth(&s, NOW, 7 * DAY)
+    };
+    for f in FEATURES {
+        let r = plan_with(f.name, f.reader_writer);
+        match f.decision {
+            Decision::Refused(_) => {
+                let e = r.err().unwrap_or_else(|| panic!("{} planned", f.name));
+                assert!(
+                    matches!(e, Error::Unsupported { .. }) && e.to_string().contains(f.name),
+                    "{}: {e}",
+                    f.name
+                );
+            }
+            Decision::NoFileEffect | Decision::Handled(_) => {
+                let run = r.unwrap_or_else(|e| panic!("{}: {e}", f.name));
+                assert_eq!(
+                    deletes(&run),
+                    ["orphan.parquet".to_owned()].into(),
+                    "{}",
+                    f.name
+                );
+            }
+        }
+    }
+    for unknown in ["fancyNewThing", "DeletionVectors", "catalogManaged-preview"] {
+        let e = plan_with(unknown, false).err().expect(unknown);
+        assert!(e.to_string().contains(unknown), "{e}");
+    }
+    // The documentation's table names each feature with its decision.
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/delta.md"),
+    )
+    .unwrap();
+    for f in FEATURES {
+        let word = match f.decision {
+            Decision::NoFileEffect => "no file effect",
+            Decision::Handled(_) => "handled",
+            Decision::Refused(_) => "refused",
+        };
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` |", f.name)))
+            .unwrap_or_else(|| panic!("docs/delta.md has no row for {}", f.name));
+        assert!(row.contains(word), "{}: {row}", f.name);
+    }
+}
