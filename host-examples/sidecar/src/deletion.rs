@@ -159,14 +159,21 @@ async fn heads(store: Store, run: Vec<wt::Target>) -> Vec<Done> {
         .collect()
 }
 
-/// DELETEs a run of targets, each once, conditioned on its entity tag:
+/// DELETEs a run of targets, each once, under the conditions the session
+/// set (entity tag, generation) that the store can enforce:
 /// what the store said. An error is an unknown outcome (the request may
 /// have been carried out); a key no store holds was never requested.
 async fn deletes_of(store: Store, run: Vec<wt::Target>) -> Vec<Done> {
     let done = store
         .delete_run(
             run.iter()
-                .map(|t| (t.uri.clone(), t.if_match.clone()))
+                .map(|t| {
+                    let when = crate::store::Condition {
+                        if_match: t.if_match.clone(),
+                        if_version: t.if_version.clone(),
+                    };
+                    (t.uri.clone(), when)
+                })
                 .collect(),
         )
         .await;

@@ -57,6 +57,12 @@ pub trait Pager: Send + Sync + 'static {
     fn page<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Page, String>>;
 }
 
+impl Pager for crate::gcs::Bucket {
+    fn page<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Page, String>> {
+        Box::pin(crate::gcs::Bucket::page(self, ask))
+    }
+}
+
 impl Pager for crate::s3::Bucket {
     fn page<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Page, String>> {
         Box::pin(crate::s3::Bucket::page(self, ask))

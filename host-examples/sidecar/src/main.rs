@@ -25,6 +25,7 @@ mod drill;
 mod error;
 mod estate;
 mod expire;
+mod gcs;
 mod http;
 mod ledger;
 mod listing;

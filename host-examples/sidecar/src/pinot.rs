@@ -472,7 +472,11 @@ pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
                         "not the version the plan listed".to_owned(),
                     )
                 } else {
-                    match st.delete_if(&o.key, o.version.etag.as_deref()).await {
+                    let when = crate::store::Condition {
+                        if_match: o.version.etag.clone(),
+                        if_version: o.version.version_id.clone(),
+                    };
+                    match st.delete_if(&o.key, &when).await {
                         Ok(d) if d.changed => {
                             ("skipped-changed", "changed before the delete".into())
                         }

@@ -52,6 +52,16 @@ fn local_gone(existed: bool) -> Deleted {
 /// else what the store said (`Err`: unknown, it may have been carried out).
 pub type DeleteAnswer = Result<Result<Deleted, String>, String>;
 
+/// The conditions a delete is made under, each sent where the store can
+/// enforce it (the deletion session sets them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Condition {
+    /// The entity tag the object must still have (S3 `If-Match`).
+    pub if_match: Option<String>,
+    /// The version id it must still be (GCS `ifGenerationMatch`).
+    pub if_version: Option<String>,
+}
+
 /// What a delete did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Deleted {
@@ -201,6 +211,8 @@ enum Kind {
     Local,
     /// S3 through the AWS SDK.
     S3(Arc<crate::s3::Bucket>),
+    /// GCS through its JSON API (names byte for byte, generations).
+    Gcs(Arc<crate::gcs::Bucket>),
     /// GCS or Azure through `object_store`; listed through its
     /// paginated listing (the same store).
     Bucket(Arc<dyn object_store::list::PaginatedListStore>),
@@ -357,16 +369,12 @@ impl Store {
                 })
             }
             "gs" => {
-                let gcs = Arc::new(
-                    object_store::gcp::GoogleCloudStorageBuilder::from_env()
-                        .with_bucket_name(auth)
-                        .with_retry(retry())
-                        .build()
-                        .map_err(err)?,
-                );
+                if auth.is_empty() {
+                    return Err(format!("`{uri}` names no bucket"));
+                }
                 Ok(Store {
-                    inner: gcs.clone(),
-                    kind: Kind::Bucket(gcs),
+                    inner: Arc::new(object_store::memory::InMemory::new()),
+                    kind: Kind::Gcs(Arc::new(crate::gcs::Bucket::new(auth))),
                     schemes: &["gs"],
                     authority: auth.to_owned(),
                     scheme: "gs",
@@ -507,6 +515,12 @@ impl Store {
                 .await
                 .map_err(|e| format!("{e} ({uri})"));
         }
+        if let Kind::Gcs(b) = &self.kind {
+            return b
+                .read_with_id(self.key(uri)?)
+                .await
+                .map_err(|e| format!("{e} ({uri})"));
+        }
         if matches!(self.kind, Kind::Local) {
             use tokio::io::AsyncReadExt;
             let mut f = match tokio::fs::File::open(self.file(uri)?).await {
@@ -566,6 +580,9 @@ impl Store {
     /// Metadata of one object; `Ok(None)` when it does not exist.
     pub async fn head(&self, uri: &str) -> Result<Option<Object>, String> {
         if let Kind::S3(b) = &self.kind {
+            return b.head(self.key(uri)?, uri.to_owned()).await;
+        }
+        if let Kind::Gcs(b) = &self.kind {
             return b.head(self.key(uri)?, uri.to_owned()).await;
         }
         if matches!(self.kind, Kind::Local) {
@@ -638,7 +655,7 @@ impl Store {
     /// epoch).
     pub async fn delete_run(
         &self,
-        targets: Vec<(String, Option<String>)>,
+        targets: Vec<(String, Condition)>,
     ) -> Vec<(DeleteAnswer, i64, i64)> {
         if matches!(self.kind, Kind::Local) {
             let files: Vec<_> = targets
@@ -672,10 +689,10 @@ impl Store {
             });
         }
         let mut out = Vec::with_capacity(targets.len());
-        for (uri, if_match) in targets {
+        for (uri, when) in targets {
             let requested = clock_ms();
             let r = match self.holding(&uri) {
-                Ok(s) => Ok(s.delete_if(&uri, if_match.as_deref()).await),
+                Ok(s) => Ok(s.delete_if(&uri, &when).await),
                 Err(e) => Err(e),
             };
             out.push((r, requested, clock_ms()));
@@ -688,6 +705,11 @@ impl Store {
     /// parent folder is made first (object stores have no folders).
     pub async fn create(&self, uri: &str, bytes: Vec<u8>) -> Result<(), CreateError> {
         if let Kind::S3(b) = &self.kind {
+            return b
+                .put(self.key(uri).map_err(CreateError::Other)?, bytes, true)
+                .await;
+        }
+        if let Kind::Gcs(b) = &self.kind {
             return b
                 .put(self.key(uri).map_err(CreateError::Other)?, bytes, true)
                 .await;
@@ -733,6 +755,12 @@ impl Store {
                 .await
                 .map_err(|e| e.to_string());
         }
+        if let Kind::Gcs(b) = &self.kind {
+            return b
+                .put(self.key(uri)?, bytes, false)
+                .await
+                .map_err(|e| e.to_string());
+        }
         if matches!(self.kind, Kind::Local) {
             // Write aside, then rename over: readers see the old or the new
             // content, never a truncated file.
@@ -771,14 +799,19 @@ impl Store {
     /// Deletes one object (on a versioned S3 bucket: hides it under a
     /// delete marker, named in the answer).
     pub async fn delete(&self, uri: &str) -> Result<Deleted, String> {
-        self.delete_if(uri, None).await
+        self.delete_if(uri, &Condition::default()).await
     }
 
-    /// [`Store::delete`], on S3 only while the ETag is still `if_match`.
-    pub async fn delete_if(&self, uri: &str, if_match: Option<&str>) -> Result<Deleted, String> {
+    /// [`Store::delete`] under the conditions the store can enforce: on S3
+    /// while the ETag is still `if_match`, on GCS while the generation is
+    /// still `if_version`.
+    pub async fn delete_if(&self, uri: &str, when: &Condition) -> Result<Deleted, String> {
         let gone = local_gone;
         if let Kind::S3(b) = &self.kind {
-            return b.delete(self.key(uri)?, if_match).await;
+            return b.delete(self.key(uri)?, when.if_match.as_deref()).await;
+        }
+        if let Kind::Gcs(b) = &self.kind {
+            return b.delete(self.key(uri)?, when.if_version.as_deref()).await;
         }
         if matches!(self.kind, Kind::Local) {
             return match tokio::fs::remove_file(self.file(uri)?).await {
@@ -803,7 +836,7 @@ impl Store {
     pub fn listing_target(&self, prefix_uri: &str) -> Option<String> {
         let p = prefix_uri.trim_end_matches('/');
         let at = match &self.kind {
-            Kind::S3(_) => self.key(p).ok()?.to_owned(),
+            Kind::S3(_) | Kind::Gcs(_) => self.key(p).ok()?.to_owned(),
             Kind::Local => {
                 self.file(p).ok()?;
                 p.strip_prefix("file://")?.to_owned()
@@ -843,6 +876,15 @@ impl Store {
                 (Err(e), _) | (_, Err(e)) => failed(e),
             },
             Kind::S3(b) => {
+                let prefix = match self.key(at) {
+                    Ok("") => String::new(),
+                    Ok(k) => format!("{k}/"),
+                    Err(e) => return failed(e),
+                };
+                b.clone()
+                    .list(prefix, move |k| format!("{base}{k}"), self.skipped.clone())
+            }
+            Kind::Gcs(b) => {
                 let prefix = match self.key(at) {
                     Ok("") => String::new(),
                     Ok(k) => format!("{k}/"),
@@ -1410,9 +1452,9 @@ mod tests {
         assert!(heads[1].as_ref().unwrap().is_none());
         let done = s
             .delete_run(vec![
-                (uri("a"), None),
-                (uri("b"), None),
-                ("s3://elsewhere/x".into(), None),
+                (uri("a"), Condition::default()),
+                (uri("b"), Condition::default()),
+                ("s3://elsewhere/x".into(), Condition::default()),
             ])
             .await;
         assert!(done[0].0.as_ref().unwrap().as_ref().unwrap().existed);
