@@ -218,6 +218,40 @@ pub fn plan_expiry(
         .map_err(js)
 }
 
+/// The current metadata document of a table folder chosen by hand, by the
+/// file-system catalog's rules ([`core::spec::metadata_file::current_metadata`]):
+/// `hint` the bytes of `metadata/version-hint.text` (none when the folder
+/// has none), `paths_json` every file's path relative to the folder (a JSON
+/// array of strings), `folder` its name (for messages). Returns
+/// `{"metadata": PATH, "why": TEXT}`; fails when the rules cannot choose
+/// (the page then asks which document is current).
+#[wasm_bindgen(js_name = currentMetadata)]
+pub fn current_metadata(
+    hint: Option<Vec<u8>>,
+    paths_json: &str,
+    folder: &str,
+) -> Result<String, JsError> {
+    const ROOT: &str = "file:///chosen-folder";
+    let paths: Vec<String> = serde_json::from_str(paths_json)
+        .map_err(|e| JsError::new(&format!("host must act: the folder's paths: {e}")))?;
+    let listing: Vec<String> = paths
+        .iter()
+        .filter(|p| p.starts_with("metadata/"))
+        .map(|p| format!("{ROOT}/{p}"))
+        .collect();
+    let (uri, why) = core::spec::metadata_file::current_metadata(ROOT, hint.as_deref(), &listing)
+        .map_err(|e| {
+        let named = format!("the folder \"{folder}\"");
+        JsError::new(&format!(
+            "{} must act: {}",
+            e.who_must_act(),
+            e.to_string().replace(ROOT, &named)
+        ))
+    })?;
+    let rel = uri.strip_prefix(&format!("{ROOT}/")).unwrap_or(&uri);
+    Ok(serde_json::json!({ "metadata": rel, "why": why }).to_string())
+}
+
 /// The format a page names (`iceberg` when none).
 fn format_of(name: Option<&str>) -> Result<core::TableFormat, JsError> {
     match name {

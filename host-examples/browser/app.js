@@ -10,6 +10,7 @@ let WebSession;
 let Simulator;
 let checkPolicy;
 let defaultFileRetentionMs;
+let currentMetadata;
 
 const $ = (sel) => document.querySelector(sel);
 const DAY = 86_400_000;
@@ -123,14 +124,15 @@ async function fromDemo(name) {
       },
     });
   }
-  return { name: t.name, files, nowMs: t.nowMs, metadata: t.metadata };
+  return { name: t.name, files, nowMs: t.nowMs, metadata: t.metadata, metadataWhy: t.metadata && "named by the demo table's catalog" };
 }
 
 /// The table's format and its current metadata document: a `_delta_log/`
 /// folder means Delta; otherwise `metadata/` holds Iceberg metadata, the
-/// current one named by version-hint.text or the newest by its number (the
-/// core refuses a plan on a metadata document older than the table's
-/// newest).
+/// current one chosen by the core's file-system catalog rules (the version
+/// hint followed forward, else the newest vN; else it refuses and the page
+/// asks), or the one the user picked. The core refuses a plan on a
+/// document older than the table's newest.
 async function describe(t) {
   const paths = [...t.files.keys()];
   if (paths.some((p) => p.startsWith('_delta_log/'))) return { format: 'delta' };
@@ -141,14 +143,18 @@ async function describe(t) {
     );
   }
   let current = t.metadata;
-  if (!current && t.files.has('metadata/version-hint.text')) {
-    const hint = new TextDecoder().decode(await t.files.get('metadata/version-hint.text').bytes()).trim();
-    current = docs.find((d) => d === `metadata/v${hint}.metadata.json` || d.endsWith(`/${hint}`));
-  }
+  let why = t.metadataWhy || 'chosen by hand';
   if (!current) {
-    const num = (d) => Number((/^metadata\/v?(\d+)/.exec(d) || [])[1] ?? -1);
-    current = docs.sort((a, b) => num(a) - num(b) || (a < b ? -1 : 1)).at(-1);
+    const hint = t.files.has('metadata/version-hint.text') ? await t.files.get('metadata/version-hint.text').bytes() : undefined;
+    try {
+      ({ metadata: current, why } = JSON.parse(currentMetadata(hint, JSON.stringify(paths), t.name)));
+    } catch (e) {
+      const err = new Error(`${e.message} Choose the table's current metadata document below.`);
+      err.ask = { table: t, docs: docs.sort() };
+      throw err;
+    }
   }
+  if (!t.files.has(current)) throw new Error(`${current} is not in the folder`);
   let raw = await t.files.get(current).bytes();
   if (raw[0] === 0x1f && raw[1] === 0x8b) {
     raw = new Uint8Array(await new Response(new Blob([raw]).stream().pipeThrough(new DecompressionStream('gzip'))).arrayBuffer());
@@ -161,7 +167,7 @@ async function describe(t) {
     throw new Error(`${current} is not JSON: ${e.message}`);
   }
   if (typeof md.location !== 'string') throw new Error(`${current} has no "location": not Iceberg table metadata`);
-  return { format: 'iceberg', metadata: current, location: md.location.replace(/\/+$/, ''), uuid: md['table-uuid'] };
+  return { format: 'iceberg', metadata: current, metadataWhy: why, docs: docs.sort(), location: md.location.replace(/\/+$/, ''), uuid: md['table-uuid'] };
 }
 
 async function readFrom(t, uri) {
@@ -176,6 +182,7 @@ async function readFrom(t, uri) {
 const read = (uri) => readFrom(table, uri);
 
 async function open(t) {
+  $('#ask').hidden = true;
   try {
     await load(t);
   } catch (e) {
@@ -183,8 +190,34 @@ async function open(t) {
     sim = null;
     $('#work').hidden = true;
     status('');
+    if (e.ask) askMetadata(e.ask.table, e.ask.docs);
     throw e;
   }
+}
+
+/// The core could not choose the current metadata document: the user does
+/// (the core still refuses a plan on one older than the table's newest).
+function askMetadata(t, docs, chosen) {
+  $('#ask-doc').innerHTML = docs.map((d) => `<option${d === chosen ? ' selected' : ''}>${esc(d)}</option>`).join('');
+  $('#ask').hidden = false;
+  $('#ask-use').onclick = () => {
+    const metadata = $('#ask-doc').value;
+    open({ ...t, metadata, metadataWhy: `chosen by hand (${metadata})` }).catch(showError);
+  };
+}
+
+/// Every view back to "no table": nothing of the last table stays.
+function resetViews() {
+  $('#policy').reset();
+  for (const dd of document.querySelectorAll('#results dd')) dd.textContent = '–';
+  for (const sel of ['#warnings', '#diff', '#timeline', '#curve-retain', '#curve-age', '#snapshots tbody', '#objects tbody', '#context-items', '#objects-count', '#recompute', '#metadata-source']) {
+    $(sel).innerHTML = '';
+  }
+  $('#diff').hidden = true;
+  $('#filter').value = '';
+  lastPlan = null;
+  lastDecisions = [];
+  window.lastWhatIf = undefined;
 }
 
 async function load(t) {
@@ -194,6 +227,7 @@ async function load(t) {
   sim = null;
   info = null;
   $('#work').hidden = true;
+  resetViews();
   status(`reading ${t.name}…`);
   const d = await describe(t);
   const next = { ...t, ...d };
@@ -224,6 +258,14 @@ async function load(t) {
   pinned = null;
   $('#diff').hidden = true;
   $('#table-name').textContent = `${t.name} (${d.format}, ${t.files.size} files)`;
+  if (d.format === 'iceberg') {
+    $('#metadata-source').innerHTML = `current metadata <code>${esc(d.metadata)}</code>: ${esc(d.metadataWhy)} ` +
+      `<label>use another <select id="other-doc">${d.docs.map((x) => `<option${x === d.metadata ? ' selected' : ''}>${esc(x)}</option>`).join('')}</select></label>`;
+    $('#other-doc').onchange = () => {
+      const metadata = $('#other-doc').value;
+      open({ ...t, metadata, metadataWhy: `chosen by hand (${metadata})` }).catch(showError);
+    };
+  }
   for (const sel of ['#hold-snapshot', '#lease-snapshot']) {
     $(sel).innerHTML = (info ? info.snapshots : [])
       .map((s) => `<option value="${s.snapshotId}">${s.snapshotId} · ${iso(s.timestampMs)}</option>`)
@@ -531,7 +573,7 @@ async function main() {
   try {
     const core = await import('./pkg/lakesweep.js');
     await core.default();
-    ({ WebSession, Simulator, checkPolicy, defaultFileRetentionMs } = core);
+    ({ WebSession, Simulator, checkPolicy, defaultFileRetentionMs, currentMetadata } = core);
   } catch (e) {
     throw new Error(
       `The planner core did not load (${e.message}). Build it with \`bash scripts/build-web.sh\` and serve this folder over HTTP (python3 -m http.server), not from file://.`,

@@ -201,7 +201,7 @@ test('a folder that is not a table, and a broken manifest, say so on the page', 
     assert.match(await page.textContent('#error'), /not a table folder/);
     await page.close();
 
-    const { dir, tdir } = await stageDemo();
+    const { dir, tdir, t: staged_t } = await stageDemo();
     staged = dir;
     const md = path.join(tdir, 'metadata');
     const manifest = (await fs.readdir(md)).find((n) => n.endsWith('-m0.avro'));
@@ -209,7 +209,11 @@ test('a folder that is not a table, and a broken manifest, say so on the page', 
     await fs.writeFile(path.join(md, manifest), bytes.subarray(0, bytes.length / 2));
     ({ page } = await openPage());
     await page.setInputFiles('#folder', tdir);
-    await page.waitForSelector('#error:not([hidden])');
+    // A catalog table's folder: the page asks which document is current.
+    await page.waitForSelector('#ask:not([hidden])');
+    await page.selectOption('#ask-doc', `metadata/${staged_t.metadata_location.split('/').at(-1)}`);
+    await page.click('#ask-use');
+    await page.waitForFunction(() => /m0\.avro/.test(document.querySelector('#error').textContent));
     const text = await page.textContent('#error');
     assert.match(text, /must act/);
     assert.match(text, /m0\.avro/);
@@ -231,6 +235,65 @@ test('a Delta demo table gets its sweep plan, and no snapshot controls', async (
   assert.ok(Number(await page.textContent('#plan-candidates')) >= 0);
   assert.equal(await page.isDisabled('#add-hold'), true);
   assert.ok(Number(await page.$eval('#objects-count', (e) => e.textContent.split(' of ')[1])) > 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a table folder opened by hand: the core chooses its metadata, says why, and asks when it cannot', async () => {
+  // A file-system catalog table whose version hint lags one commit behind
+  // its gzip-compressed documents.
+  const gz = path.join(repo, 'tests/fixtures/shapes/iceberg_hadoop_gz');
+  let { page, errors } = await openPage();
+  await page.setInputFiles('#folder', gz);
+  await page.waitForSelector('#work:not([hidden])');
+  const source = await page.textContent('#metadata-source');
+  assert.match(source, /metadata\/v4\.gz\.metadata\.json/);
+  assert.match(source, /version-hint\.text says 3; versions up to 4 were committed after it/);
+  assert.deepEqual(errors, []);
+  await page.close();
+
+  // A catalog table's folder (no hint, no vN names): the core refuses to
+  // guess, the page asks, and the document chosen is said to be chosen.
+  const { dir, tdir, t } = await stageDemo();
+  try {
+    ({ page, errors } = await openPage());
+    await page.setInputFiles('#folder', tdir);
+    await page.waitForSelector('#ask:not([hidden])');
+    assert.match(await page.textContent('#error'), /say where the current metadata is/);
+    assert.equal(await page.isHidden('#work'), true);
+    const current = `metadata/${t.metadata_location.split('/').at(-1)}`;
+    await page.selectOption('#ask-doc', current);
+    await page.click('#ask-use');
+    await page.waitForSelector('#work:not([hidden])');
+    assert.match(await page.textContent('#metadata-source'), /chosen by hand/);
+    assert.equal(await page.isHidden('#ask'), true);
+    await page.close();
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('opening another table resets every view, and nothing shows before a table is open', async () => {
+  const { page, errors } = await openPage();
+  assert.equal(await page.isHidden('#work'), true, 'no empty forms before a table');
+  await page.selectOption('#demo', 'events');
+  await page.click('#open-demo');
+  await page.waitForFunction(() => document.querySelector('#plan-candidates').textContent !== '–');
+  await page.evaluate(() => window.lakesweepIdle());
+  await setField(page, 'retainLast', 3);
+  await page.click('#add-hold');
+  await page.evaluate(() => window.lakesweepIdle());
+  assert.ok((await page.$$('#snapshots tbody tr')).length > 0);
+  assert.ok((await page.$$('#context-items li')).length === 1);
+  await page.selectOption('#demo', 'delta-events');
+  await page.click('#open-demo');
+  await page.waitForFunction(() => document.querySelector('#plan-candidates').textContent !== '–');
+  await page.evaluate(() => window.lakesweepIdle());
+  assert.equal((await page.$$('#snapshots tbody tr')).length, 0, 'no Iceberg snapshots on a Delta table');
+  assert.equal((await page.$$('#context-items li')).length, 0, 'no holds carried over');
+  assert.equal(await page.$eval('#timeline', (e) => e.childElementCount), 0);
+  assert.equal(await page.$eval('#curve-retain', (e) => e.childElementCount), 0);
+  assert.equal(await page.inputValue('#retainLast'), '1', 'policy fields start afresh');
   assert.deepEqual(errors, []);
   await page.close();
 });

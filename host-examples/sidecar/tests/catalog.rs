@@ -595,9 +595,12 @@ fn a_namespace_is_planned_table_by_table_and_applied_as_a_set() {
         "{text}"
     );
     assert!(text.contains("REFUSED (foreign-table)"), "{text}");
-    assert!(text.contains("version-hint.text: say where"), "{text}");
     assert!(
-        text.contains("refusals by kind: foreign-table 1, unreadable 1"),
+        text.contains("no metadata/version-hint.text and no vN.metadata.json: say where"),
+        "{text}"
+    );
+    assert!(
+        text.contains("refusals by kind: foreign-table 1, invalid-option 1"),
         "{text}"
     );
     let _ = std::fs::remove_dir_all(&dir);
