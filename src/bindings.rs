@@ -974,6 +974,15 @@ impl wp::Guest for Component {
         core::check_clock(judged_at_ms, clock_ms, allow_future).map_err(err)
     }
 
+    fn parse_duration(text: String) -> Result<i64, wt::Error> {
+        core::parse_duration(&text).map_err(|e| {
+            err(core::Error::InvalidOptions {
+                field: "duration".into(),
+                detail: e,
+            })
+        })
+    }
+
     fn canonical_pointer(
         pointer: String,
         location_map: Vec<wt::PathMapping>,

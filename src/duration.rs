@@ -7,29 +7,59 @@ use serde::{Deserialize, Deserializer, Serialize};
 /// one hour, in milliseconds.
 pub const MIN_FILE_RETENTION_MS: i64 = 3_600_000;
 
-/// A duration in milliseconds, written as `<n><unit>` with unit `ms`, `s`,
-/// `m`, `h` or `d`.
+/// A duration in milliseconds, written as one or more `<n><unit>` parts
+/// with unit `ms`, `s`, `m`, `h`, `d` or `w` (`12h`, `1h 30m`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(transparent)]
 pub struct DurationMs(pub i64);
 
-/// Parses `12h`, `30d`, `90m`, `15s`, `500ms` into milliseconds.
+/// Parses a duration into milliseconds: one or more `<n><unit>` parts,
+/// spaces between them allowed, units `ms`, `s`, `m`, `h`, `d`, `w`:
+/// `12h`, `30d`, `500ms`, and the compound form reports write and the
+/// command line reads, `1h 30m`, `3d 4h`, `2w`. Every part needs its unit.
 pub fn parse_duration(s: &str) -> std::result::Result<i64, String> {
-    let split = s
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(|| format!("`{s}` needs a unit (ms, s, m, h, d)"))?;
-    let (n, unit) = s.split_at(split);
-    let n: i64 = n.parse().map_err(|_| format!("`{s}` is not a duration"))?;
-    let mult = match unit {
-        "ms" => 1,
-        "s" => 1000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return Err(format!("`{s}`: unknown unit `{unit}` (ms, s, m, h, d)")),
-    };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("`{s}` is too large"))
+    let units = "(ms, s, m, h, d, w)";
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return Err(format!(
+            "`{s}` is not a duration: give a number and a unit {units}"
+        ));
+    }
+    let mut total: i64 = 0;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if digits == 0 {
+            return Err(format!(
+                "`{s}` is not a duration: `{rest}` does not start with a number"
+            ));
+        }
+        let n: i64 = rest[..digits]
+            .parse()
+            .map_err(|_| format!("`{s}` is too large"))?;
+        let after = &rest[digits..];
+        let unit_len = after
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(after.len());
+        let unit = &after[..unit_len];
+        let mult = match unit {
+            "ms" => 1,
+            "s" => 1000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            "w" => 7 * 86_400_000,
+            "" => return Err(format!("`{s}` needs a unit {units} after {n}")),
+            _ => return Err(format!("`{s}`: unknown unit `{unit}` {units}")),
+        };
+        total = n
+            .checked_mul(mult)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(|| format!("`{s}` is too large"))?;
+        rest = after[unit_len..].trim_start();
+    }
+    Ok(total)
 }
 
 impl<'de> Deserialize<'de> for DurationMs {
@@ -178,6 +208,35 @@ mod tests {
             assert_eq!(human_ms(ms), human_ms_by_format(ms), "{ms} ms");
         }
         assert_eq!(human_ms(3 * 86_400_000 + 4 * 3_600_000 + 5), "3d 4h");
+    }
+
+    #[test]
+    fn durations_read_in_every_form_reports_write() {
+        assert_eq!(parse_duration("12h"), Ok(12 * 3_600_000));
+        assert_eq!(parse_duration("500ms"), Ok(500));
+        assert_eq!(parse_duration("1h 30m"), Ok(90 * 60_000));
+        assert_eq!(parse_duration("1h30m"), Ok(90 * 60_000));
+        assert_eq!(parse_duration("2w"), Ok(14 * 86_400_000));
+        assert_eq!(
+            parse_duration(" 3d 4h "),
+            Ok(3 * 86_400_000 + 4 * 3_600_000)
+        );
+        for ms in [1_000, 61_000, 90 * 60_000, 3 * 86_400_000 + 4 * 3_600_000] {
+            assert_eq!(parse_duration(&human_ms(ms)), Ok(ms), "{}", human_ms(ms));
+        }
+        for bad in [
+            "",
+            "12",
+            "h",
+            "1h 30",
+            "1x",
+            "-1h",
+            "1.5h",
+            "99999999999999999999d",
+            "9223372036854775807d",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -423,7 +423,7 @@ mod tests {
         assert_eq!(parse_duration("12h"), Ok(43_200_000));
         assert_eq!(parse_duration("30d"), Ok(2_592_000_000));
         assert!(parse_duration("12").is_err());
-        assert!(parse_duration("3w").is_err());
+        assert!(parse_duration("3y").is_err());
         let bare = doc("").replace("\"3d\"", "259200000");
         let e = Policy::parse(&bare).unwrap_err().to_string();
         assert!(e.contains("needs a unit"), "{e}");

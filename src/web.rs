@@ -252,6 +252,15 @@ pub fn current_metadata(
     Ok(serde_json::json!({ "metadata": rel, "why": why }).to_string())
 }
 
+/// A duration in milliseconds, read as documents and the command line
+/// write them (`12h`, `1h 30m`); fails naming what is wrong.
+#[wasm_bindgen(js_name = parseDuration)]
+pub fn parse_duration(text: &str) -> Result<f64, JsError> {
+    core::parse_duration(text)
+        .map(|ms| ms as f64)
+        .map_err(|e| JsError::new(&format!("operator must act: {e}")))
+}
+
 /// The format a page names (`iceberg` when none).
 fn format_of(name: Option<&str>) -> Result<core::TableFormat, JsError> {
     match name {

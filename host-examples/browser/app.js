@@ -11,6 +11,7 @@ let Simulator;
 let checkPolicy;
 let defaultFileRetentionMs;
 let currentMetadata;
+let coreParseDuration;
 
 const $ = (sel) => document.querySelector(sel);
 const DAY = 86_400_000;
@@ -62,9 +63,12 @@ function compactDuration(ms) {
   for (const u of ['d', 'h', 'm', 's']) if (ms % UNITS[u] === 0) return `${ms / UNITS[u]}${u}`;
   return `${ms}ms`;
 }
+/// A duration field read as the core reads durations (`12h`, `1h 30m`,
+/// the command line's forms); `null` when empty; an error naming what is
+/// wrong otherwise.
 function parseDuration(text) {
-  const m = /^(\d+)(ms|s|m|h|d)$/.exec(text.trim());
-  return m ? Number(m[1]) * UNITS[m[2]] : null;
+  if (!text.trim()) return null;
+  return coreParseDuration(text);
 }
 function esc(s) {
   return String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
@@ -574,6 +578,7 @@ async function main() {
     const core = await import('./pkg/lakesweep.js');
     await core.default();
     ({ WebSession, Simulator, checkPolicy, defaultFileRetentionMs, currentMetadata } = core);
+    coreParseDuration = core.parseDuration;
   } catch (e) {
     throw new Error(
       `The planner core did not load (${e.message}). Build it with \`bash scripts/build-web.sh\` and serve this folder over HTTP (python3 -m http.server), not from file://.`,
@@ -604,8 +609,13 @@ async function main() {
     recompute().catch(showError);
   };
   $('#add-lease').onclick = () => {
-    const d = parseDuration($('#lease-for').value) ?? 14 * DAY;
-    context.leases.push({ snapshotId: $('#lease-snapshot').value, expiresAtMs: (nowMs() ?? Date.now()) + d });
+    try {
+      const d = parseDuration($('#lease-for').value);
+      if (d === null) throw new Error('say how long the lease lasts (a duration such as 14d)');
+      context.leases.push({ snapshotId: $('#lease-snapshot').value, expiresAtMs: (nowMs() ?? Date.now()) + d });
+    } catch (e) {
+      return showError(e);
+    }
     drawContext();
     recompute().catch(showError);
   };

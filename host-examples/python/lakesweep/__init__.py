@@ -1,29 +1,53 @@
 """lakesweep in Python: the planner component (the same ``lakesweep.wasm``
 every host loads) in wasmtime-py, with the I/O done here.
 
+    import datetime as dt
     import lakesweep
     p = lakesweep.plan("file:///data/warehouse/db/events",
                        metadata="file:///data/warehouse/db/events/metadata/00042-....metadata.json",
-                       now_ms=1796860800000)
+                       now=dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc), retention="3d")
     p.document      # the sealed plan, byte for byte what `lakesweep apply` takes
     p.delete        # [(key, size), ...]
     p.summary       # the planner's summary, as a dict
 
+Times are epoch milliseconds, aware ``datetime`` values or RFC 3339 text;
+durations milliseconds, ``timedelta`` values or text (``"3d"``,
+``"1h 30m"``, read by the planner as the command line reads them).
 Nothing here decides anything: every verdict, refusal and seal is the
 component's, and a refusal is raised as :class:`PlanRefused`.
 """
 
+from __future__ import annotations
+
 import json
 from dataclasses import dataclass, field as dc_field
+from typing import Callable, Iterable, Optional
 
-from ._apply import Applied, Deletion, apply, store_io
+from ._apply import Applied, ApplyFailed, Deletion, apply, store_io
 from ._component import Component, PlanRefused, field, record
 from ._stores import ArrowStore, LocalStore
+from ._values import Document, Duration, LocationMap, Time, document, duration_ms, epoch_ms, location_map
 
 __all__ = [
-    "plan", "plan_expiry", "check_policy", "delta_head", "digest_manifest", "apply", "Plan", "PlanRefused", "Sweep",
-    "PageClassifier", "LocalStore", "ArrowStore", "Deletion", "Applied", "store_io",
+    "plan", "plan_expiry", "check_policy", "parse_duration", "delta_head", "digest_manifest", "apply", "Plan",
+    "ExpiryPlan", "PlanRefused", "ApplyFailed", "Sweep", "PageClassifier", "LocalStore", "ArrowStore", "Deletion",
+    "Applied", "store_io", "__version__",
 ]
+
+try:
+    from importlib.metadata import version as _version
+
+    __version__ = _version("lakesweep")
+except Exception:  # noqa: BLE001: run from a checkout, not installed
+    __version__ = "0.1.0"
+
+
+def parse_duration(text: str, *, wasm=None) -> int:
+    """A duration written as documents and the command line write it
+    (``"12h"``, ``"1h 30m"``, ``"2w"``) in milliseconds, read by the
+    planner. Raises :class:`PlanRefused` (invalid-options) naming what is
+    wrong."""
+    return int(Component(wasm).call("parse-duration", text))
 
 
 
@@ -42,7 +66,14 @@ class Plan:
     #: The warnings.
     warnings: list
     #: The final verdict per relative key: ``{key: (verdict, detail)}``.
-    decisions: dict = dc_field(default_factory=dict)
+    decisions: dict = dc_field(default_factory=dict, repr=False)
+    #: ``iceberg`` or ``delta``.
+    format: str = ""
+
+    def __repr__(self) -> str:
+        freed = sum(s for _, s in self.delete)
+        return (f"<Plan {self.format} {self.digest[:12]}: {len(self.delete)} to delete "
+                f"({freed} bytes), {len(self.warnings)} warnings>")
 
     def to_arrow(self):
         """The delete list as a ``pyarrow.Table`` (key, size)."""
@@ -54,6 +85,9 @@ class Plan:
                 "size": pa.array([s for _, s in self.delete], pa.uint64()),
             }
         )
+
+
+_location_map = location_map
 
 
 def _listed(o):
@@ -92,27 +126,39 @@ class Sweep:
     each (``digest`` from :func:`digest_manifest`; ``None``: the manifest
     does not exist); the session checks each as it would the bytes."""
 
-    def __init__(self, table, metadata=None, now_ms=None, *, store=None, format="iceberg", retention_ms=None,
-                 location_map=(), policy=None, context=None, keep_versions=(), log_cleanup=False,
-                 allow_short_retention=False,
-                 pointer_authoritative=False, memory_budget_bytes=None, origin=None, wasm=None, manifests=None,
-                 foreign_roots=(), prior_pointers=(), deleted_index=None):
-        if now_ms is None:
-            raise ValueError("now_ms is required: the planner reads no clock")
+    def __init__(self, table: str, metadata: Optional[str] = None, now: Optional[Time] = None, *,
+                 now_ms: Optional[Time] = None, store=None, format: str = "iceberg",
+                 retention: Optional[Duration] = None, retention_ms: Optional[Duration] = None,
+                 location_map: LocationMap = (), policy: Document = None, context: Document = None,
+                 keep_versions: Iterable[int] = (), log_cleanup: bool = False, allow_short_retention: bool = False,
+                 pointer_authoritative: bool = False, memory_budget_bytes: Optional[int] = None,
+                 origin: Optional[str] = None, wasm=None, manifests: Optional[Callable] = None,
+                 foreign_roots=(), prior_pointers=(), deleted_index: Optional[bytes] = None):
+        if now is not None and now_ms is not None:
+            raise TypeError("give now or now_ms, not both")
+        when = now if now is not None else now_ms
+        if when is None:
+            raise ValueError("now is required: the planner reads no clock")
+        if retention is not None and retention_ms is not None:
+            raise TypeError("give retention or retention_ms, not both")
+        if format not in ("iceberg", "delta"):
+            raise ValueError(f"format: {format!r} is not iceberg or delta")
         self.store = store or LocalStore(pointer=lambda: metadata)
         self.c = Component(wasm)
+        window = duration_ms(retention if retention is not None else retention_ms, "retention",
+                             lambda t: self.c.call("parse-duration", t))
         cfg = record(
             table_location=table.rstrip("/"),
             format=format,
             metadata_location="" if format == "delta" else metadata,
-            now_ms=int(now_ms),
+            now_ms=epoch_ms(when, "now"),
             # None: the planner's default (the policy's, else the format's).
-            file_retention_ms=None if retention_ms is None else int(retention_ms),
+            file_retention_ms=window,
             keep_deleted_entries=True,
             allow_short_retention=bool(allow_short_retention),
-            location_map=[record(**{"from": f, "to": t}) for f, t in location_map],
-            policy=policy,
-            context=context,
+            location_map=[record(**{"from": f, "to": t}) for f, t in _location_map(location_map)],
+            policy=document(policy, "policy"),
+            context=document(context, "context"),
             keep_versions=[int(v) for v in keep_versions],
             log_cleanup=bool(log_cleanup),
             pointer_authoritative=bool(pointer_authoritative),
@@ -240,6 +286,7 @@ class Sweep:
             summary=v["summary"],
             warnings=v["warnings"],
             decisions=self.decisions,
+            format=v.get("format", ""),
         )
 
 
@@ -275,17 +322,30 @@ class PageClassifier:
         return out
 
 
-def plan(table, metadata=None, now_ms=None, **options):
-    """Plans a sweep of ``table`` (its location URI) at ``now_ms`` (epoch
-    milliseconds; required: the planner reads no clock). ``metadata`` is
-    the current metadata document (Iceberg; Delta reads its log).
-    ``store`` answers reads and listings (default: a :class:`LocalStore`
-    whose pointer is ``metadata``); the other options are the session's
-    (``format``, ``retention_ms``, ``location_map``, ``policy``,
-    ``context``, ``keep_versions``, ``log_cleanup``, ...). Raises
-    :class:`PlanRefused` when the planner refuses; then nothing may be
-    deleted."""
-    s = Sweep(table, metadata, now_ms, **options)
+def plan(table: str, metadata: Optional[str] = None, now: Optional[Time] = None, *,
+         now_ms: Optional[Time] = None, store=None, format: str = "iceberg",
+         retention: Optional[Duration] = None, retention_ms: Optional[Duration] = None,
+         location_map: LocationMap = (), policy: Document = None, context: Document = None,
+         keep_versions: Iterable[int] = (), log_cleanup: bool = False, allow_short_retention: bool = False,
+         pointer_authoritative: bool = False, memory_budget_bytes: Optional[int] = None,
+         origin: Optional[str] = None, wasm=None, manifests: Optional[Callable] = None,
+         foreign_roots=(), prior_pointers=(), deleted_index: Optional[bytes] = None) -> Plan:
+    """Plans a sweep of ``table`` (its location URI) as of ``now`` (required:
+    the planner reads no clock). ``metadata`` is the current metadata
+    document (Iceberg; Delta reads its log). ``store`` answers reads and
+    listings (default: a :class:`LocalStore` whose pointer is
+    ``metadata``). ``retention`` is the file-retention window (none: the
+    policy's, else the format's default); ``location_map`` maps the roots
+    the metadata names onto where the table is now; ``policy`` and
+    ``context`` are JSON documents (text or dicts); ``keep_versions`` and
+    ``log_cleanup`` are Delta's. Raises :class:`PlanRefused` when the
+    planner refuses; then nothing may be deleted."""
+    s = Sweep(table, metadata, now, now_ms=now_ms, store=store, format=format, retention=retention,
+              retention_ms=retention_ms, location_map=location_map, policy=policy, context=context,
+              keep_versions=keep_versions, log_cleanup=log_cleanup, allow_short_retention=allow_short_retention,
+              pointer_authoritative=pointer_authoritative, memory_budget_bytes=memory_budget_bytes, origin=origin,
+              wasm=wasm, manifests=manifests, foreign_roots=foreign_roots, prior_pointers=prior_pointers,
+              deleted_index=deleted_index)
     while True:
         prefixes = s.until_listing()
         if not prefixes:
@@ -321,28 +381,66 @@ def delta_head(table, store, *, wasm=None):
     return None if head is None else head.uri
 
 
-def plan_expiry(metadata_location, metadata_bytes, now_ms, *, policy=None, context=None, expire_ids=(), wasm=None):
-    """Which snapshots of the Iceberg metadata document expire at ``now_ms``
-    under ``policy`` and ``context`` (JSON text), and why the rest stay:
-    the expiry document (``lakesweep.expiry.v1``) as the planner wrote it."""
+@dataclass(repr=False)
+class ExpiryPlan:
+    """Which snapshots expire, and why the rest stay."""
+
+    #: The stored document (``lakesweep.expiry.v1``), byte for byte.
+    document: str
+    #: Snapshot ids that expire, ascending.
+    expire: list
+    #: ``{snapshot id: why}`` of the snapshots that expire.
+    expired: dict
+    #: ``{snapshot id: [reasons]}`` of the snapshots that stay.
+    retain: dict
+    #: Refs the policy removes.
+    remove_refs: list
+    #: The planner's warnings.
+    warnings: list
+
+    def __repr__(self) -> str:
+        return f"<ExpiryPlan: {len(self.expire)} expire, {len(self.retain)} retained, {len(self.warnings)} warnings>"
+
+
+def plan_expiry(metadata_location: str, metadata_bytes: bytes, now: Optional[Time] = None, *,
+                now_ms: Optional[Time] = None, policy: Document = None, context: Document = None,
+                expire_ids: Iterable[int] = (), wasm=None) -> ExpiryPlan:
+    """Which snapshots of the Iceberg metadata document expire as of
+    ``now`` under ``policy`` and ``context`` (JSON text or dicts), and why
+    the rest stay (an :class:`ExpiryPlan`; ``.document`` is what
+    ``lakesweep expire`` takes)."""
+    if now is not None and now_ms is not None:
+        raise TypeError("give now or now_ms, not both")
+    when = now if now is not None else now_ms
+    if when is None:
+        raise ValueError("now is required: the planner reads no clock")
     c = Component(wasm)
     e = c.call(
         "plan-expiry",
         metadata_location,
         bytes(metadata_bytes),
-        policy,
-        context,
-        int(now_ms),
+        document(policy, "policy"),
+        document(context, "context"),
+        epoch_ms(when, "now"),
         [int(i) for i in expire_ids],
         [],
     )
-    return e.document
+    v = json.loads(e.document)
+    return ExpiryPlan(
+        document=e.document,
+        expire=[int(x) for x in v.get("expire", [])],
+        expired={int(x["snapshotId"]): x["why"] for x in v.get("expired", [])},
+        retain={int(r["snapshotId"]): list(r.get("reasons", [])) for r in v.get("retain", [])},
+        remove_refs=list(v.get("removeRefs", [])),
+        warnings=list(v.get("warnings", [])),
+    )
 
 
-def check_policy(policy_json, *, wasm=None):
-    """A retention policy's errors and warnings by field, and its digest:
-    ``{"errors": [(field, message)], "warnings": [...], "digest": str}``."""
+def check_policy(policy: Document, *, wasm=None) -> dict:
+    """A retention policy's (JSON text or a dict) errors and warnings by
+    field, and its digest: ``{"errors": [(field, message)], "warnings":
+    [...], "digest": str}``."""
     c = Component(wasm)
-    r = c.call("check-policy", policy_json)
+    r = c.call("check-policy", document(policy, "policy"))
     pairs = lambda fs: [(f.field, f.message) for f in fs]  # noqa: E731
     return {"errors": pairs(r.errors), "warnings": pairs(r.warnings), "digest": r.digest}

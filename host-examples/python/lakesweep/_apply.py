@@ -252,8 +252,40 @@ class Deletion:
         return out
 
 
-def apply(document, store, *, dry_run=False, sink=None, keep_receipts=True, **options):
+class ApplyFailed(Exception):
+    """A run that did not delete every key of its plan: refused before
+    anything (``exit`` 2), stopped, a key failed, changed or held (1), or
+    damage found or not checkable (3). ``applied`` is the run's
+    :class:`Applied`: its receipts (``receipts``, ``damage``) and the
+    planner's outcome."""
+
+    def __init__(self, applied):
+        self.applied = applied
+        self.receipts = applied.receipts
+        self.exit = applied.exit
+        o = applied.outcome
+        why = o.get("refused") or o.get("stopped") or []
+        if isinstance(why, str):
+            why = [why]
+        parts = []
+        if applied.damage:
+            parts.append(f"damage: {len(applied.damage)} deleted keys were still referenced")
+        if applied.damage_unchecked:
+            parts.append(f"the damage check could not be made: {applied.damage_unchecked}")
+        parts.extend(str(w) for w in why)
+        results = ", ".join(f"{k} {v}" for k, v in sorted(o.get("results", {}).items()) if v)
+        head = {2: "refused, nothing deleted", 3: "DAMAGE"}.get(self.exit, "not every key was deleted")
+        super().__init__(f"{head} (exit {self.exit}): {'; '.join(parts) or results or 'see the receipts'}")
+
+
+def apply(document, store, *, dry_run=False, sink=None, keep_receipts=True, check=True, **options):
     """Applies a sealed plan on this machine (see :class:`Deletion` for the
-    options). Returns :class:`Applied`."""
-    return Deletion(document, store, dry_run=dry_run, **options).run(
+    options). Returns :class:`Applied` when every key was deleted (or was
+    already absent); otherwise raises :class:`ApplyFailed` carrying the
+    receipts, unless ``check=False`` (then the :class:`Applied` is returned
+    whatever happened)."""
+    done = Deletion(document, store, dry_run=dry_run, **options).run(
         sink=sink, keep_receipts=keep_receipts)
+    if check and done.exit != 0:
+        raise ApplyFailed(done)
+    return done

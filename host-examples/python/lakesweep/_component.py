@@ -6,6 +6,7 @@ objects whose attributes are the WIT field names (kebab-case), variants as
 Every decision is the component's; this module only converts and calls.
 """
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -28,27 +29,55 @@ def field(r, name):
     return getattr(r, name.replace("_", "-"))
 
 
+#: Who must act, by the kind of the planner's error.
+WHO_MUST_ACT = {
+    "malformed": "table",
+    "unsupported": "lakesweep",
+    "protocol": "host",
+    "invalid-options": "operator",
+    "unsafe": "wait",
+}
+
+
 class PlanRefused(Exception):
-    """The planner's typed refusal: nothing may be deleted, and why."""
+    """The planner's typed refusal: nothing may be deleted, and why.
+
+    ``kind`` is the error's kind (``malformed``, ``unsupported``,
+    ``protocol``, ``invalid-options``, ``unsafe``); ``reason`` the specific
+    reason where the kind has one (``stale-pointer``, ``encoding``, ...),
+    else the kind; ``details`` every field of the error as a dict (``uri``,
+    ``field``, ``feature``, ``detail``); ``who_must_act`` the table's owner,
+    lakesweep, the host, the operator, or nobody but time (``wait``)."""
 
     def __init__(self, error):
         self.kind = error.tag
-        self.detail = error.payload
         p = error.payload
-        reason = getattr(p, "reason", None)
-        text = getattr(p, "detail", None) or getattr(p, "feature", None) or ""
-        where = getattr(p, "uri", None) or getattr(p, "field", None) or ""
-        names = {
+        names = ("reason", "uri", "field", "feature", "detail")
+        self.details = {n: getattr(p, n) for n in names if getattr(p, n, None) not in (None, "")}
+        self.reason = self.details.get("reason", self.kind)
+        self.who_must_act = WHO_MUST_ACT.get(self.kind, "host")
+        labels = {
             "malformed": "malformed input",
             "unsupported": "unsupported",
             "protocol": "host protocol error",
             "invalid-options": "invalid option",
             "unsafe": "unsafe to proceed",
         }
-        label = names.get(error.tag, error.tag)
-        super().__init__(
-            f"{label} ({reason}) {where}: {text}" if reason else f"{label} {where}: {text}"
-        )
+        head = labels.get(self.kind, self.kind)
+        if "reason" in self.details:
+            head += f" ({self.details['reason']})"
+        where = self.details.get("uri") or self.details.get("field")
+        text = self.details.get("detail") or self.details.get("feature") or ""
+        if self.kind == "unsupported":
+            message = f"{head}: {text}" + (f" (in {where})" if where else "")
+        else:
+            message = f"{head} {where}: {text}" if where else f"{head}: {text}"
+        super().__init__(message)
+
+    @property
+    def detail(self):
+        """The error's own words (``details["detail"]``, or the feature)."""
+        return self.details.get("detail") or self.details.get("feature") or ""
 
 
 def default_wasm():
@@ -151,13 +180,63 @@ BULK_BYTES = _bulk_bytes()
 _COMPILED = {}
 
 
+def cache_dir():
+    """Where compiled components are kept between processes:
+    ``LAKESWEEP_CACHE_DIR`` (empty: no cache), else
+    ``$XDG_CACHE_HOME/lakesweep``, else ``~/.cache/lakesweep`` (the
+    command line's cache too)."""
+    env = os.environ.get("LAKESWEEP_CACHE_DIR")
+    if env is not None:
+        return Path(env) if env else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "lakesweep"
+
+
+def _wasmtime_version():
+    """The installed wasmtime-py's version (a compiled component is only
+    good for the runtime that made it)."""
+    try:
+        from importlib.metadata import version
+
+        return version("wasmtime")
+    except Exception:  # noqa: BLE001
+        return getattr(wasmtime, "__version__", "unknown")
+
+
 def _compiled(path):
-    """The engine and the compiled component for ``path``, compiled once
-    per process (each plan gets its own store and instance)."""
-    if path not in _COMPILED:
-        engine = wasmtime.Engine()
-        _COMPILED[path] = (engine, wc.Component.from_file(engine, path))
+    """The engine and the compiled component for ``path``: compiled once
+    per machine (kept in :func:`cache_dir`, named by the component's
+    SHA-256 and this wasmtime's version: a cached file is used only for the
+    very bytes and runtime it was made from), loaded once per process (each
+    plan gets its own store and instance)."""
+    if path in _COMPILED:
+        return _COMPILED[path]
+    engine = wasmtime.Engine()
+    data = Path(path).read_bytes()
+    comp = None
+    cached = None
+    d = cache_dir()
+    if d is not None:
+        key = hashlib.sha256(data + f"\0wasmtime-py {_wasmtime_version()}".encode()).hexdigest()
+        cached = d / f"python-{key}.cwasm"
+        if cached.exists():
+            try:
+                comp = wc.Component.deserialize_file(engine, str(cached))
+            except Exception:  # noqa: BLE001: a stale or damaged cache file is compiled again
+                comp = None
+    if comp is None:
+        comp = wc.Component.from_file(engine, path)
+        if cached is not None:
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                tmp = cached.with_suffix(f".tmp-{os.getpid()}")
+                tmp.write_bytes(comp.serialize())
+                os.replace(tmp, cached)
+            except OSError:
+                pass  # no cache: compiled again next time
+    _COMPILED[path] = (engine, comp)
     return _COMPILED[path]
+
 
 
 class Component:

@@ -100,12 +100,14 @@ def test_apply_refuses_a_moved_pointer_before_deleting_anything(events):
     store = LocalStore(roots=[(VROOT, str(root))], pointer=lambda: t["metadata_location"])
     p = plan_later(t, store)
     later = LocalStore(roots=[(VROOT, str(root))], pointer=lambda: moved)
-    done = lakesweep.apply(p.document, later, allow_future_now=True)
+    with pytest.raises(lakesweep.ApplyFailed, match=r"refused, nothing deleted \(exit 2\)") as e:
+        lakesweep.apply(p.document, later, allow_future_now=True)
     # Refused before anything was tried: exit 2, no receipts.
-    assert done.refused and done.receipts == [] and done.exit == 2, done
+    done = e.value.applied
+    assert done.refused and done.receipts == [] and done.exit == 2 and e.value.exit == 2, done
     assert all(on_disk(root, t, k).exists() for k, _ in p.delete)
     # A plan judged in the future is refused against this machine's clock.
-    done = lakesweep.apply(p.document, store)
+    done = lakesweep.apply(p.document, store, check=False)
     assert done.refused and any("clock" in d or "future" in d for d in done.refused), done.refused
     assert all(on_disk(root, t, k).exists() for k, _ in p.delete)
 
@@ -119,7 +121,10 @@ def test_apply_keeps_an_object_rewritten_since_the_plan(events):
     st = f.stat()
     f.write_bytes(f.read_bytes() + b"rewritten")
     os.utime(f, ns=(st.st_mtime_ns, st.st_mtime_ns))
-    done = lakesweep.apply(p.document, store, allow_future_now=True)
+    with pytest.raises(lakesweep.ApplyFailed) as e:
+        lakesweep.apply(p.document, store, allow_future_now=True)
+    done = e.value.applied
+    assert done.exit == 1 and e.value.receipts == done.receipts
     results = {r["key"]: r["result"] for r in done.receipts}
     assert results.pop(key) == "skipped-changed" and f.exists()
     assert set(results.values()) == {"deleted"}
@@ -141,7 +146,7 @@ def test_a_pointer_moving_during_the_run_stops_it_and_the_damage_check_runs(even
     md = json.loads(store.read(t["metadata_location"]))
     older = md["metadata-log"][-1]["metadata-file"]
     moving = LocalStore(roots=[(VROOT, str(root))], pointer=pointer)
-    done = lakesweep.apply(p.document, moving, batch=1, allow_future_now=True)
+    done = lakesweep.apply(p.document, moving, batch=1, allow_future_now=True, check=False)
     results = [r["result"] for r in done.receipts]
     assert results[0] == "deleted" and set(results[1:]) == {"skipped-stopped"}
     assert done.stopped
@@ -189,7 +194,9 @@ def test_a_delta_commit_landing_during_the_run_stops_it_and_names_the_damage(tmp
                               "modificationTime": now, "dataChange": True}}
             (log / f"{head + 1:020d}.json").write_text(json.dumps(action) + "\n")
 
-    done = lakesweep.apply(p.document, store, batch=1, sink=sink, allow_future_now=True)
+    with pytest.raises(lakesweep.ApplyFailed, match="DAMAGE") as e:
+        lakesweep.apply(p.document, store, batch=1, sink=sink, allow_future_now=True)
+    done = e.value.applied
     assert landed == [first]
     results = [r["result"] for r in done.receipts]
     # A lost answer is an unknown outcome, never "deleted" or "failed".

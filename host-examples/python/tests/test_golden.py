@@ -50,8 +50,8 @@ def test_iceberg_plans_and_expiry_plans_equal_the_native_pins(tmp_path):
         md = store.read(t["metadata_location"])
         held = '{"holds": [{"scope": "table", "generation": 3, "reason": "audit"}]}'
         for suffix, days, ctx in (("", 0, "{}"), ("-400d", 400, "{}"), ("-400d-held", 400, held)):
-            doc = lakesweep.plan_expiry(t["metadata_location"], md, t["now_ms"] + days * DAY, context=ctx)
-            assert doc == golden(f"expiry-{name}{suffix}"), f"expiry-{name}{suffix}"
+            e = lakesweep.plan_expiry(t["metadata_location"], md, t["now_ms"] + days * DAY, context=ctx)
+            assert e.document == golden(f"expiry-{name}{suffix}"), f"expiry-{name}{suffix}"
 
 
 def test_delta_plans_equal_the_native_pins(tmp_path):
@@ -91,6 +91,7 @@ def test_a_policy_is_checked_by_the_planner():
     bad["fileRetention"]["maxWriterDuration"] = "5d"
     r = lakesweep.check_policy(json.dumps(bad))
     assert any("orphanSafetyInterval" in f for f, _ in r["errors"]), r
+    assert lakesweep.check_policy(bad) == r, "a dict is the same document"
 
 
 def test_the_sidecar_plans_the_staged_demo_table_the_same(tmp_path):
