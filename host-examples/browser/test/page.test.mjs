@@ -281,6 +281,10 @@ test('opening another table resets every view, and nothing shows before a table 
   await page.waitForFunction(() => document.querySelector('#plan-candidates').textContent !== '–');
   await page.evaluate(() => window.lakesweepIdle());
   await setField(page, 'retainLast', 3);
+  // The command line's duration form is read as the command line reads it.
+  await setField(page, 'maxSnapshotAge', '1h 30m');
+  await page.evaluate(() => window.lakesweepIdle());
+  assert.equal(await page.isHidden('#error'), true, await page.textContent('#error'));
   await page.click('#add-hold');
   await page.evaluate(() => window.lakesweepIdle());
   assert.ok((await page.$$('#snapshots tbody tr')).length > 0);
