@@ -115,6 +115,54 @@ export class LocalStore {
     if (page.length) yield page;
   }
 
+  /// One page of the keys under `prefix` (a string prefix of the keys, as
+  /// S3 takes it), in byte order, as S3 pages them: `{objects, folders,
+  /// next}`. With `delimiter: '/'`, a name with a further `/` after the
+  /// prefix comes back once as its folder; `continuationToken` is the last
+  /// key (or folder) of the previous page. The serverless page handler and
+  /// its coordinator list a local table through this as they list S3.
+  async listPage(prefix, { continuationToken, maxKeys = 1000, delimiter } = {}) {
+    if (!Number.isInteger(maxKeys) || maxKeys < 1) throw new Error(`maxKeys must be a positive integer, not ${maxKeys}`);
+    const cut = prefix.lastIndexOf('/');
+    const dirUri = prefix.slice(0, cut);
+    const names = [];
+    for await (const page of this.list(dirUri)) {
+      for (const o of page) if (o.key.startsWith(prefix)) names.push(o);
+    }
+    const enc = new TextEncoder();
+    const cmp = (a, b) => Buffer.compare(Buffer.from(enc.encode(a)), Buffer.from(enc.encode(b)));
+    let entries = names.map((o) => ({ key: o.key, object: o }));
+    if (delimiter) {
+      const seen = new Map();
+      for (const e of entries) {
+        const rest = e.key.slice(prefix.length);
+        const at = rest.indexOf(delimiter);
+        if (at < 0) seen.set(e.key, e);
+        else {
+          const folder = prefix + rest.slice(0, at + delimiter.length);
+          if (!seen.has(folder)) seen.set(folder, { key: folder, folder: true });
+        }
+      }
+      entries = [...seen.values()];
+    }
+    entries.sort((a, b) => cmp(a.key, b.key));
+    if (continuationToken !== undefined) entries = entries.filter((e) => cmp(e.key, continuationToken) > 0);
+    const page = entries.slice(0, maxKeys);
+    return {
+      objects: page.filter((e) => !e.folder).map((e) => e.object),
+      folders: page.filter((e) => e.folder).map((e) => e.key),
+      next: entries.length > maxKeys ? page[page.length - 1].key : null,
+    };
+  }
+
+  /// Writes a file (a keep set, a plan), its folders made first.
+  async write(uri, bytes) {
+    const p = this.pathOf(uri);
+    if (p === null) throw new Error(`${uri}: not a local file`);
+    await fs.mkdir(path.dirname(p), { recursive: true });
+    await fs.writeFile(p, bytes);
+  }
+
   async pointer() {
     return this.pointerFn();
   }

@@ -10,6 +10,7 @@ import {
   GetObjectCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
+  PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
 
@@ -89,6 +90,12 @@ export class S3Store {
       yield page.objects;
       token = page.next;
     } while (token);
+  }
+
+  /// Writes an object (a keep set, a plan).
+  async write(uri, bytes) {
+    const { bucket, key } = parseS3(uri);
+    await this.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: bytes }));
   }
 
   async pointer() {

@@ -16,11 +16,18 @@
 // side compares pointers, versions or times itself.
 
 import { createHash } from 'node:crypto';
-import { PutObjectCommand } from '@aws-sdk/client-s3';
 
 import { apply } from './apply.js';
 import { call as wrap, plan, planner } from './planner.js';
-import { S3Store, parseS3 } from './s3.js';
+import { LocalStore } from './local.js';
+import { S3Store } from './s3.js';
+
+/// The store a URI lives in: `options.store` when given, else a local
+/// folder for `file://`, else S3.
+function storeFor(uri, options) {
+  if (options.store) return options.store;
+  return uri.startsWith('file://') ? new LocalStore({ pointer: options.pointer }) : new S3Store({ pointer: options.pointer });
+}
 
 const json = (o) => JSON.parse(JSON.stringify(o, (_, v) => (typeof v === 'bigint' ? v.toString() : v)));
 
@@ -63,6 +70,38 @@ async function classifier(store, uri, digest) {
   return c;
 }
 
+/// A page event as the handler takes it; an error names what is missing
+/// or wrong (nothing is listed for a malformed event).
+export function checkPageEvent(event) {
+  if (!event || typeof event !== 'object' || Array.isArray(event)) {
+    throw new Error('the page event must be an object: {keepSet, keepSetDigest, pointer, prefix, continuationToken?, maxKeys?}');
+  }
+  const need = {
+    keepSet: 'the URI of the keep set the coordinator exported',
+    keepSetDigest: "the keep set's SHA-256 (64 hex digits), as the coordinator computed it",
+    prefix: 'the URI prefix whose page this call lists',
+  };
+  for (const [name, what] of Object.entries(need)) {
+    if (typeof event[name] !== 'string' || event[name] === '') {
+      throw new Error(`the page event has no \`${name}\` (${what})`);
+    }
+  }
+  if (!/^[0-9a-f]{64}$/.test(event.keepSetDigest)) {
+    throw new Error(`the page event's \`keepSetDigest\` is not 64 hex digits: ${JSON.stringify(event.keepSetDigest)}`);
+  }
+  // The pointer may be absent (a Delta table's keep set has none); the
+  // keep set itself says whether it needs one.
+  if (event.pointer != null && typeof event.pointer !== 'string') {
+    throw new Error('the page event\'s `pointer` must be a metadata location or null');
+  }
+  if (event.continuationToken != null && typeof event.continuationToken !== 'string') {
+    throw new Error('the page event\'s `continuationToken` must be the token a page answered');
+  }
+  if (event.maxKeys != null && !(Number.isInteger(event.maxKeys) && event.maxKeys >= 1 && event.maxKeys <= 1000)) {
+    throw new Error(`the page event's \`maxKeys\` must be an integer from 1 to 1000, not ${JSON.stringify(event.maxKeys)}`);
+  }
+}
+
 /// The page handler. `event`: {keepSet: URI, keepSetDigest: hex, pointer:
 /// the metadata location the coordinator read, prefix: URI, continuationToken?,
 /// maxKeys?}. Returns {objects, decisions, next} (next: the continuation
@@ -70,7 +109,8 @@ async function classifier(store, uri, digest) {
 /// not the table's or not current, a foreign table's metadata, a store
 /// error. `options.store` overrides the S3 store (tests, other clients).
 export async function handler(event, _context, options = {}) {
-  const store = options.store || new S3Store();
+  checkPageEvent(event);
+  const store = storeFor(event.prefix, options);
   const c = await classifier(store, event.keepSet, event.keepSetDigest);
   wrap(() => c.checkPointer(event.pointer ?? undefined));
   const page = await store.listPage(event.prefix, {
@@ -97,10 +137,15 @@ export async function handler(event, _context, options = {}) {
 /// metadata location now); `keepSetUri` (where to write the keep set);
 /// `invoke(event)` (runs one page handler and returns its answer);
 /// `maxKeys` (page size); `concurrency` (folders listed at once);
-/// `store` (an S3Store). Returns the sealed plan and every page's decisions.
+/// `store` (an S3Store or a LocalStore: anything with `read`, `write`,
+/// `listPage`). Returns the sealed plan and every page's decisions.
 export async function coordinate(options) {
   const { invoke, keepSetUri, maxKeys = 1000, concurrency = 8 } = options;
-  const store = options.store || new S3Store({ pointer: options.pointer });
+  if (typeof options.table !== 'string') throw new Error('coordinate: no `table` (the table location URI)');
+  if (typeof keepSetUri !== 'string') throw new Error('coordinate: no `keepSetUri` (where the keep set is written for the page handlers)');
+  if (typeof invoke !== 'function') throw new Error('coordinate: no `invoke` (runs one page handler)');
+  if (typeof options.pointer !== 'function') throw new Error('coordinate: no `pointer` (async () => the metadata location now)');
+  const store = storeFor(options.table, options);
   const pointer = await options.pointer();
   const decisions = [];
   let keepSet = null;
@@ -177,8 +222,7 @@ export async function coordinate(options) {
     onKeepSetComplete: async (session) => {
       const bytes = wrap(() => session.exportKeepSet());
       const digest = sha256(bytes);
-      const { bucket, key } = parseS3(keepSetUri);
-      await store.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: bytes }));
+      await store.write(keepSetUri, bytes);
       keepSet = { uri: keepSetUri, digest };
     },
   });
@@ -196,15 +240,26 @@ export async function coordinate(options) {
 /// {receipts, outcome} (JSON: numbers as decimal strings), the same
 /// receipts every host writes.
 export async function deleteHandler(event, _context, options = {}) {
-  if (!event || typeof event !== 'object') throw new Error('the event must be an object: {plan | planUri, keys?}');
-  const store = options.store || new S3Store({ pointer: options.pointer });
+  if (!event || typeof event !== 'object' || Array.isArray(event)) {
+    throw new Error('the delete event must be an object: {plan | planUri, keys?}');
+  }
   let document = event.plan;
   if (document === undefined) {
-    if (typeof event.planUri !== 'string') throw new Error('the event names no plan: give `plan` (the document) or `planUri`');
-    const bytes = await store.read(event.planUri);
+    if (typeof event.planUri !== 'string') throw new Error('the delete event names no plan: give `plan` (the document) or `planUri`');
+    const bytes = await storeFor(event.planUri, options).read(event.planUri);
     if (!bytes) throw new Error(`the plan ${event.planUri} does not exist`);
     document = new TextDecoder().decode(bytes);
   }
+  if (typeof document !== 'string') throw new Error('the delete event\'s `plan` must be the sealed plan document (text)');
+  // The table's store: where the plan says the table is (the planner
+  // checks the document itself).
+  let table = '';
+  try {
+    table = JSON.parse(document).tableLocation ?? '';
+  } catch {
+    // Not JSON: the planner refuses it below, naming why.
+  }
+  const store = storeFor(String(table), options);
   if (event.keys !== undefined && !Array.isArray(event.keys)) throw new Error('`keys` must be a list of the plan\'s keys');
   const done = await apply(document, store, {
     keys: event.keys,

@@ -1,0 +1,99 @@
+// The serverless handlers on a local table, no S3 at all: the local store
+// pages like S3 (a prefix, the delimiter, a continuation token), so the
+// coordinator and its page handlers seal the plan one session seals; the
+// delete handler applies a share of it. Malformed events are refused with
+// a message naming the field, before anything is listed.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+
+import { LocalStore } from '../src/local.js';
+import { plan } from '../src/planner.js';
+import { checkPageEvent, coordinate, deleteHandler, handler } from '../src/serverless.js';
+import { readJson, repo, stage, VROOT } from './fixtures.js';
+
+async function staged(tag) {
+  const expect = await readJson(path.join(repo, 'tests/fixtures/generated/expect.json'));
+  const tables = Object.fromEntries(Object.values(expect).map((t) => [t.location.slice(VROOT.length + 1), t.mtimes]));
+  const dir = await stage(path.join(repo, 'tests/fixtures/generated'), tag, tables);
+  const t = expect.events;
+  const store = new LocalStore({ roots: [[VROOT, dir]], pointer: async () => t.metadata_location });
+  const options = {
+    table: t.location,
+    metadata: t.metadata_location,
+    nowMs: t.now_ms,
+    retentionMs: t.file_retention_ms,
+  };
+  return { dir, t, store, options };
+}
+
+test('the local store pages like S3: prefix, delimiter, continuation', async () => {
+  const { dir, t, store } = await staged('pages');
+  try {
+    const all = [];
+    for await (const page of store.list(t.location)) all.push(...page.map((o) => o.key));
+    const got = [];
+    let token;
+    do {
+      const page = await store.listPage(`${t.location}/`, { continuationToken: token, maxKeys: 3 });
+      assert.ok(page.objects.length <= 3 && page.folders.length === 0);
+      got.push(...page.objects.map((o) => o.key));
+      token = page.next ?? undefined;
+    } while (token);
+    assert.deepEqual(got, [...all].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))));
+    const top = await store.listPage(`${t.location}/`, { delimiter: '/' });
+    assert.ok(top.folders.includes(`${t.location}/data/`) && top.folders.includes(`${t.location}/metadata/`), top.folders);
+    assert.ok(top.folders.every((f) => f.endsWith('/') && !f.slice(t.location.length + 1, -1).includes('/')), top.folders);
+    assert.equal(top.next, null);
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('the coordinator and its page handlers plan a local table as one session does, and the delete handler applies it', async () => {
+  const { dir, t, store, options } = await staged('serverless');
+  try {
+    const whole = await plan(options, store);
+    for (const maxKeys of [2, 1000]) {
+      const run = await coordinate({
+        ...options,
+        pointer: async () => t.metadata_location,
+        store,
+        keepSetUri: `${VROOT}/keepsets/run-${maxKeys}.bin`,
+        maxKeys,
+        concurrency: 3,
+        invoke: (event) => handler(JSON.parse(JSON.stringify(event)), {}, { store }),
+      });
+      assert.equal(run.document, whole.document, `page size ${maxKeys}`);
+    }
+    const sealed = JSON.parse(whole.document);
+    assert.ok(sealed.delete.length > 0);
+    const first = sealed.delete[0].key;
+    const done = await deleteHandler({ plan: whole.document, keys: [first], allowFutureNow: true }, {}, { store });
+    assert.deepEqual(done.receipts.map((r) => [r.receipt.key, r.receipt.result]), [[first, 'deleted']]);
+    await assert.rejects(fs.access(path.join(dir, t.location.slice(VROOT.length + 1), first)));
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a malformed event is refused naming what is missing, before anything is listed', async () => {
+  const ok = { keepSet: 's3://b/k.bin', keepSetDigest: 'a'.repeat(64), pointer: 's3://b/t/metadata/v1.metadata.json', prefix: 's3://b/t/' };
+  checkPageEvent(ok);
+  checkPageEvent({ ...ok, pointer: undefined });
+  for (const [event, why] of [
+    [undefined, /must be an object/],
+    [{}, /no `keepSet`/],
+    [{ ...ok, keepSetDigest: undefined }, /no `keepSetDigest`/],
+    [{ ...ok, keepSetDigest: 'xyz' }, /not 64 hex digits/],
+    [{ ...ok, prefix: '' }, /no `prefix`/],
+    [{ ...ok, maxKeys: 0 }, /`maxKeys` must be an integer from 1 to 1000/],
+    [{ ...ok, pointer: 7 }, /`pointer` must be a metadata location or null/],
+  ]) {
+    await assert.rejects(handler(event, {}), why);
+  }
+  await assert.rejects(deleteHandler({}, {}), /names no plan/);
+  await assert.rejects(deleteHandler(null, {}), /must be an object/);
+});
