@@ -22,8 +22,13 @@ and send back a receipt per key, which the driver writes as it arrives;
 after the last batch the driver's damage check names any deleted key the
 live table needs.
 
-    spark-submit lakesweep_spark.py plan TABLE --metadata URI --now MS [--root URI=DIR] [--out plan.json]
+    spark-submit lakesweep_spark.py plan TABLE --metadata URI --now TIME [--older-than 3d] [--out plan.json]
     spark-submit lakesweep_spark.py apply PLAN.json --metadata URI [--root URI=DIR] [--receipts FILE] [--dry-run]
+
+Times are RFC 3339 (``2026-12-01T00:00:00Z``) or epoch milliseconds,
+durations as the command line writes them (``3d``, ``1h 30m``). Spark logs
+warnings only (``log4j2-quiet.properties``; ``--verbose`` for Spark's INFO
+stream), and a local master binds the driver to 127.0.0.1.
 
 ``--metadata`` is the pointer for the whole run of the command: a commit
 landing during it is not seen. Call :func:`apply` with a ``pointer``
@@ -32,6 +37,7 @@ batch.
 """
 
 import argparse
+import os
 import sys
 
 import lakesweep
@@ -180,17 +186,51 @@ def apply(spark, document, *, store_spec, pointer=None, batch=None, partitions=N
     return d.run(io, sink=sink, keep_receipts=keep_receipts)
 
 
+#: Spark's log at warnings only (the job's own lines go to standard output).
+QUIET_LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-quiet.properties")
+
+
+def session(name, verbose=False):
+    """The job's Spark session: warnings only unless ``verbose`` (a driver
+    already running keeps its log; its level is set here), and a local
+    master (``local``, ``local[N]``, the default) bound to 127.0.0.1 so a
+    laptop's job is reachable from nowhere else."""
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    conf = SparkConf()
+    master = conf.get("spark.master", "local[*]")
+    b = SparkSession.builder.appName(name)
+    if not conf.contains("spark.master"):
+        b = b.master(master)
+    if master.startswith("local"):
+        for k in ("spark.driver.bindAddress", "spark.driver.host"):
+            if not conf.contains(k):
+                b = b.config(k, "127.0.0.1")
+    if not verbose:
+        opts = conf.get("spark.driver.extraJavaOptions", "")
+        if "log4j" not in opts:
+            b = b.config("spark.driver.extraJavaOptions", f"{opts} -Dlog4j2.configurationFile={QUIET_LOG}".strip())
+        b = b.config("spark.ui.showConsoleProgress", "false")
+    spark = b.getOrCreate()
+    if not verbose:
+        spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
 def main(argv=None):
     import json
-
-    from pyspark.sql import SparkSession
 
     a = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = a.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plan", help="plan a sweep, the listing spread over the executors")
     p.add_argument("table")
-    p.add_argument("--metadata", required=True, help="the current metadata document (Iceberg)")
-    p.add_argument("--now", type=int, required=True, help="epoch milliseconds")
+    p.add_argument("--metadata", help="the current metadata document (Iceberg)")
+    p.add_argument("--format", choices=("iceberg", "delta"), default="iceberg")
+    p.add_argument("--now", required=True, help="the time the plan is judged at: RFC 3339 or epoch milliseconds")
+    p.add_argument("--older-than", help="the file-retention window (3d, 1h 30m; default: the policy's, else the format's)")
+    p.add_argument("--policy", help="a retention policy document (JSON file)")
+    p.add_argument("--context", help="a context document (holds, leases; JSON file)")
     p.add_argument("--out", help="write the sealed plan here")
     ap = sub.add_parser("apply", help="apply a sealed plan, the deletes spread over the executors")
     ap.add_argument("plan", help="the sealed plan file")
@@ -203,7 +243,10 @@ def main(argv=None):
     for x in (p, ap):
         x.add_argument("--root", action="append", default=[], help="URI=DIR: serve a URI prefix from a local folder")
         x.add_argument("--location-map", action="append", default=[], help="FROM=TO")
+        x.add_argument("--verbose", action="store_true", help="Spark's own INFO log too")
     args = a.parse_args(argv)
+    if args.command == "plan" and args.format == "iceberg" and not args.metadata:
+        a.error("plan of an Iceberg table needs --metadata: its current metadata location")
     if args.command == "apply":
         with open(args.plan) as f:
             document = f.read()
@@ -211,12 +254,24 @@ def main(argv=None):
             # The pointer is the catalog's answer now, never the plan's own.
             a.error("apply of an Iceberg plan needs --metadata: the table's current metadata location, "
                     "as its catalog names it now")
-    spark = SparkSession.builder.appName(f"lakesweep-{args.command}").getOrCreate()
+    from lakesweep._values import epoch_ms, location_map
+
+    try:
+        maps = location_map(args.location_map)
+        now = None if args.command != "plan" else (int(args.now) if args.now.isdigit() else epoch_ms(args.now, "--now"))
+        read = lambda p: open(p).read() if p else None  # noqa: E731
+        extra = {} if args.command != "plan" else {
+            "format": args.format, "retention": args.older_than,
+            "policy": read(args.policy), "context": read(args.context),
+        }
+    except (ValueError, OSError) as e:
+        a.error(str(e))
+    spark = session(f"lakesweep-{args.command}", args.verbose)
     spec = {"local": [r.split("=", 1) for r in args.root]}
-    maps = [m.split("=", 1) for m in args.location_map]
     try:
         if args.command == "plan":
-            pl, _ = plan(spark, args.table, args.metadata, args.now, store_spec=spec, location_map=maps)
+            print(f"lakesweep: planning {args.table} on Spark ({spark.sparkContext.master})", file=sys.stderr)
+            pl, _ = plan(spark, args.table, args.metadata, now, store_spec=spec, location_map=maps, **extra)
             if args.out:
                 with open(args.out, "w") as f:
                     f.write(pl.document)

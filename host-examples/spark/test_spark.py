@@ -5,6 +5,7 @@ table's metadata found by an executor stops the job; a plan applied with
 the deletes on the executors deletes what the plan says and nothing when
 the table moved."""
 
+import datetime as dt
 import json
 import os
 import shutil
@@ -115,16 +116,25 @@ def test_the_spark_submit_entry_point_writes_the_plan(tmp_path):
     t = expect["events"]
     root = stage(REPO / "tests/fixtures/generated", tmp_path / "gen", {t["location"][len(VROOT) + 1:]: t["mtimes"]})
     out = tmp_path / "plan.json"
+    here = Path(__file__).parent
+    # The README's recipe: quiet from the start, a local master on loopback
+    # (the job binds it), the command line's time and duration forms.
+    now = dt.datetime.fromtimestamp(t["now_ms"] / 1000, tz=dt.timezone.utc).isoformat(timespec="milliseconds")
     r = subprocess.run(
-        ["spark-submit", "--master", "local[2]", "--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1",
-         str(Path(__file__).with_name("lakesweep_spark.py")), "plan", t["location"],
-         "--metadata", t["metadata_location"], "--now", str(t["now_ms"]), "--root", f"{VROOT}={root}",
+        ["spark-submit", "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+         "--driver-java-options", f"-Dlog4j2.configurationFile={here / 'log4j2-quiet.properties'}",
+         str(here / "lakesweep_spark.py"), "plan", t["location"],
+         "--metadata", t["metadata_location"], "--now", now.replace("+00:00", "Z"),
+         "--older-than", f"{t['file_retention_ms'] // 86_400_000}d", "--root", f"{VROOT}={root}",
          "--out", str(out)],
         capture_output=True, text=True,
     )
     assert r.returncode == 0, r.stderr[-3000:]
     assert out.read_text() == golden("iceberg-events")
     assert "objects to delete" in r.stdout
+    info = [line for line in r.stderr.splitlines() if " INFO " in line]
+    assert len(info) == 0, info[:10]
+    assert len(r.stderr.splitlines()) < 15, r.stderr[-3000:]
 
 
 def test_apply_on_the_executors_deletes_the_plan_with_a_receipt_per_key(spark, tmp_path):
