@@ -195,9 +195,12 @@ def session(name, verbose=False):
     already running keeps its log; its level is set here), and a local
     master (``local``, ``local[N]``, the default) bound to 127.0.0.1 so a
     laptop's job is reachable from nowhere else."""
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
+    # The JVM first (spark-submit's, or one started here), so the conf
+    # holds what spark-submit was given (--master, --conf).
+    SparkContext._ensure_initialized()
     conf = SparkConf()
     master = conf.get("spark.master", "local[*]")
     b = SparkSession.builder.appName(name)

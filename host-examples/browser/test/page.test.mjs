@@ -100,6 +100,7 @@ test('the demo under a changed policy and a hold shows what the sidecar says', a
   await page.click('#open-demo');
   await page.waitForFunction(() => document.querySelector('#plan-candidates').textContent !== '–');
   await page.screenshot({ path: path.join(shots, 'simulator-demo.png') });
+  await page.locator('#objects').screenshot({ path: path.join(shots, 'simulator-objects.png') });
 
   // A finding shows next to the field it names, as it is typed.
   await setField(page, 'maxWriterDuration', '6h');
@@ -249,6 +250,7 @@ test('a table folder opened by hand: the core chooses its metadata, says why, an
   const source = await page.textContent('#metadata-source');
   assert.match(source, /metadata\/v4\.gz\.metadata\.json/);
   assert.match(source, /version-hint\.text says 3; versions up to 4 were committed after it/);
+  await page.screenshot({ path: path.join(shots, 'simulator-metadata.png') });
   assert.deepEqual(errors, []);
   await page.close();
 
