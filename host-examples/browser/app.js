@@ -425,14 +425,33 @@ function drawCurves(now) {
 
 function plot(svg, points, label, current) {
   const max = Math.max(1, ...points.map((p) => p.freedBytes));
-  const x = (i) => 40 + (i / Math.max(1, points.length - 1)) * 320;
+  const x = (i) => 64 + (i / Math.max(1, points.length - 1)) * 300;
   const y = (v) => 170 - (v / max) * 150;
   const path = points.map((p, i) => `${i ? 'L' : 'M'}${x(i).toFixed(1)},${y(p.freedBytes).toFixed(1)}`).join('');
   svg.innerHTML =
     `<path d="${path}" fill="none" stroke="#0969da" stroke-width="2"/>` +
     points.map((p, i) => `<circle cx="${x(i)}" cy="${y(p.freedBytes)}" r="${p.value === current ? 5 : 2.5}" fill="${p.value === current ? '#cf222e' : '#0969da'}"><title>${label(p.value)}: ${bytes(p.freedBytes)} freed, ${p.retained} retained</title></circle>`).join('') +
-    `<text x="40" y="190">${esc(label(points[0]?.value))}</text><text x="360" y="190" text-anchor="end">${esc(label(points.at(-1)?.value))}</text>` +
-    `<text x="4" y="24">${bytes(max)}</text><text x="4" y="170">0</text>`;
+    axes(points, x, y, max, label);
+}
+
+/// Ticks on both axes: four on the bytes axis (with grid lines), and on
+/// the policy axis every point when there are few, else about six.
+function axes(points, x, y, max, label) {
+  let out = '<line x1="64" y1="170" x2="364" y2="170" stroke="#8c959f"/><line x1="64" y1="20" x2="64" y2="170" stroke="#8c959f"/>';
+  for (let k = 0; k <= 4; k++) {
+    const v = (max * k) / 4;
+    const yy = y(v).toFixed(1);
+    out += `<line x1="60" y1="${yy}" x2="364" y2="${yy}" stroke="#d0d7de" stroke-dasharray="${k ? '2,3' : ''}"/>` +
+      `<text class="tick" x="58" y="${yy}" dy="3" text-anchor="end">${k ? esc(bytes(v)) : '0'}</text>`;
+  }
+  const step = Math.max(1, Math.ceil(points.length / 6));
+  points.forEach((p, i) => {
+    if (i % step && i !== points.length - 1) return;
+    const xx = x(i).toFixed(1);
+    out += `<line x1="${xx}" y1="170" x2="${xx}" y2="174" stroke="#8c959f"/>` +
+      `<text class="tick" x="${xx}" y="186" text-anchor="middle">${esc(label(p.value))}</text>`;
+  });
+  return out;
 }
 
 function drawDiff(w) {

@@ -136,6 +136,10 @@ test('the demo under a changed policy and a hold shows what the sidecar says', a
   }));
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: path.join(shots, 'simulator-policy.png') });
+  // The curves' axes carry ticks: bytes up the side, the policy's values along.
+  for (const id of ['#curve-retain', '#curve-age']) {
+    assert.ok((await page.$$(`${id} text.tick`)).length >= 6, `${id} has ticks`);
+  }
   // Pin this policy as A, keep one snapshot more, and the diff says so.
   await page.click('#pin');
   await setField(page, 'retainLast', 3);
