@@ -272,7 +272,7 @@ enum Cmd {
         /// Every Iceberg table of this namespace of --catalog too.
         #[arg(long, value_name = "NS", requires = "catalog")]
         namespace: Option<String>,
-        /// The catalog --namespace lists (sqlite:PATH, glue, rest:URL).
+        /// The catalog --namespace lists (sqlite:PATH, glue, rest:URL, trino:FILE, spark:NAME).
         #[arg(long, value_name = "CATALOG", requires = "namespace")]
         catalog: Option<String>,
         /// The ledger, for one table swept with `--ledger` (default
@@ -565,7 +565,9 @@ struct PointerOpts {
     /// The current metadata file, fixed.
     #[arg(long, value_name = "URI")]
     metadata: Option<String>,
-    /// The catalog: sqlite:PATH (SQL catalog), glue, glue:ACCOUNT, or rest:URL.
+    /// The catalog: sqlite:PATH (SQL catalog), glue, glue:ACCOUNT, rest:URL,
+    /// trino:FILE (a Trino catalog properties file), or spark:NAME[@FILE]
+    /// (Spark's spark.sql.catalog.NAME settings, from spark-defaults.conf).
     #[arg(long, value_name = "CATALOG")]
     catalog: Option<String>,
     /// The table's name in the catalog.

@@ -107,6 +107,12 @@ impl Catalog {
     /// Parses `--catalog`: `sqlite:PATH`, `glue`, `glue:ACCOUNT`,
     /// `rest:URL` (`http://` or `https://`).
     pub fn parse(spec: &str) -> Result<Catalog, String> {
+        if let Some(path) = spec.strip_prefix("trino:") {
+            return crate::engine_config::trino(path);
+        }
+        if let Some(name) = spec.strip_prefix("spark:") {
+            return crate::engine_config::spark(name);
+        }
         if let Some(path) = spec.strip_prefix("sqlite:") {
             if path.is_empty() {
                 return Err("--catalog sqlite: needs the database file (sqlite:PATH)".into());
@@ -164,7 +170,7 @@ impl Catalog {
             });
         }
         Err(format!(
-            "--catalog `{spec}`: give sqlite:PATH, glue, glue:ACCOUNT or rest:URL (for another catalog, --pointer-cmd prints the current metadata location)"
+            "--catalog `{spec}`: give sqlite:PATH, glue, glue:ACCOUNT, rest:URL, trino:FILE (a Trino catalog properties file) or spark:NAME[@FILE] (Spark's spark.sql.catalog.NAME settings); for another catalog, --pointer-cmd prints the current metadata location"
         ))
     }
 

@@ -22,6 +22,7 @@ mod context;
 mod deletion;
 mod digests;
 mod drill;
+mod engine_config;
 mod error;
 mod estate;
 mod expire;

@@ -851,3 +851,166 @@ fn a_pointer_that_goes_backwards_refuses_the_plan() {
     assert!(orphans.iter().all(|k| root.join(k).exists()));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The catalog named as the engine beside the sidecar names it: a Trino
+/// catalog properties file and Spark's `spark.sql.catalog.NAME.*`
+/// settings, for the REST catalog and for Glue (on moto), plan exactly
+/// what `--catalog rest:URL` and `--catalog glue` plan; a setting that
+/// cannot be honoured is named.
+#[test]
+fn trino_and_spark_catalog_settings_plan_the_tables_catalog_plans() {
+    let now = month_ahead();
+    let plan_with = |env: &[(&str, String)], table: &str, catalog: &str| -> Value {
+        let o = lakesweep_with(
+            env,
+            &[
+                "plan",
+                table,
+                "--catalog",
+                catalog,
+                "--table",
+                "demo.t",
+                "--now",
+                &now,
+                "--json",
+            ],
+        );
+        assert!(o.status.success(), "{catalog}: {}", out_text(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let same = |a: &Value, b: &Value, what: &str| {
+        assert_eq!(a["delete"], b["delete"], "{what}");
+        assert_eq!(a["tokens"], b["tokens"], "{what}");
+        assert_eq!(a["summary"], b["summary"], "{what}");
+    };
+
+    // REST.
+    let dir = scratch("engine-rest");
+    let d = dir.to_str().unwrap();
+    py(&["write", d]);
+    let server = rest(&dir, None);
+    let table = py(&["write-info", d])["location"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let base = plan_with(&[], &table, &format!("rest:{}", server.uri));
+    let trino = dir.join("lake.properties");
+    std::fs::write(
+        &trino,
+        format!(
+            "# Trino's etc/catalog/lake.properties\nconnector.name=iceberg\niceberg.catalog.type=rest\niceberg.rest-catalog.uri={}\niceberg.file-format=PARQUET\n",
+            server.uri
+        ),
+    )
+    .unwrap();
+    same(
+        &base,
+        &plan_with(&[], &table, &format!("trino:{}", trino.display())),
+        "trino rest",
+    );
+    let conf = dir.join("spark-defaults.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "spark.master local[2]\nspark.sql.catalog.lake org.apache.iceberg.spark.SparkCatalog\nspark.sql.catalog.lake.type rest\nspark.sql.catalog.lake.uri {}\n",
+            server.uri
+        ),
+    )
+    .unwrap();
+    same(
+        &base,
+        &plan_with(&[], &table, &format!("spark:lake@{}", conf.display())),
+        "spark rest",
+    );
+    // From $SPARK_CONF_DIR, as spark-submit finds it.
+    let env = [("SPARK_CONF_DIR", d.to_owned())];
+    same(
+        &base,
+        &plan_with(&env, &table, "spark:lake"),
+        "spark rest from SPARK_CONF_DIR",
+    );
+    // A setting that would change which catalog is meant is named.
+    std::fs::write(
+        &trino,
+        format!(
+            "connector.name=iceberg\niceberg.catalog.type=rest\niceberg.rest-catalog.uri={}\niceberg.rest-catalog.prefix=other\n",
+            server.uri
+        ),
+    )
+    .unwrap();
+    let o = lakesweep(&[
+        "plan",
+        &table,
+        "--catalog",
+        &format!("trino:{}", trino.display()),
+        "--table",
+        "demo.t",
+    ]);
+    assert_eq!(o.status.code(), Some(64), "{}", out_text(&o));
+    assert!(
+        out_text(&o).contains("`iceberg.rest-catalog.prefix` cannot be honoured"),
+        "{}",
+        out_text(&o)
+    );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // Glue on moto.
+    let m = moto();
+    let dir = scratch("engine-glue");
+    let d = dir.to_str().unwrap();
+    let py_env = [("LAKESWEEP_TEST_GLUE", m.endpoint.as_str())];
+    py_with(&py_env, &["write", d]);
+    let env = m.aws_env();
+    let table = py_with(&py_env, &["write-info", d])["location"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let base = plan_with(&env, &table, "glue");
+    let trino = dir.join("lake.properties");
+    std::fs::write(
+        &trino,
+        "connector.name=iceberg\niceberg.catalog.type=glue\nhive.metastore.glue.region=us-east-1\n",
+    )
+    .unwrap();
+    same(
+        &base,
+        &plan_with(&env, &table, &format!("trino:{}", trino.display())),
+        "trino glue",
+    );
+    let conf = dir.join("spark-defaults.conf");
+    std::fs::write(
+        &conf,
+        "spark.sql.catalog.glued=org.apache.iceberg.spark.SparkCatalog\nspark.sql.catalog.glued.catalog-impl=org.apache.iceberg.aws.glue.GlueCatalog\nspark.sql.catalog.glued.io-impl=org.apache.iceberg.aws.s3.S3FileIO\n",
+    )
+    .unwrap();
+    same(
+        &base,
+        &plan_with(&env, &table, &format!("spark:glued@{}", conf.display())),
+        "spark glue",
+    );
+    // Another region than the AWS configuration's is named, not ignored.
+    std::fs::write(
+        &trino,
+        "connector.name=iceberg\niceberg.catalog.type=glue\nhive.metastore.glue.region=eu-west-1\n",
+    )
+    .unwrap();
+    let o = lakesweep_with(
+        &env,
+        &[
+            "plan",
+            &table,
+            "--catalog",
+            &format!("trino:{}", trino.display()),
+            "--table",
+            "demo.t",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(64), "{}", out_text(&o));
+    assert!(
+        out_text(&o).contains("set AWS_REGION=eu-west-1"),
+        "{}",
+        out_text(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
