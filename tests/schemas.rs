@@ -1006,8 +1006,8 @@ fn the_tests_policies_match_the_policy_schema() {
             ),
         ),
         (
-            "a duration in weeks",
-            edited(&p, "/snapshotRetention/maxSnapshotAge", Some(json!("3w"))),
+            "a duration in years",
+            edited(&p, "/snapshotRetention/maxSnapshotAge", Some(json!("3y"))),
         ),
         (
             "a duration without digits",
