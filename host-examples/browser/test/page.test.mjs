@@ -30,11 +30,13 @@ let server;
 let base;
 let browser;
 
-before(async () => {
-  server = http.createServer(async (req, res) => {
+/// A static file server for `root` on 127.0.0.1 (any static server does:
+/// the page is a folder of files).
+async function serve(root) {
+  const s = http.createServer(async (req, res) => {
     const rel = decodeURIComponent(new URL(req.url, 'http://x').pathname).replace(/^\/+/, '') || 'index.html';
-    const file = path.join(page_dir, rel);
-    if (!file.startsWith(page_dir)) return res.writeHead(403).end();
+    const file = path.join(root, rel);
+    if (!file.startsWith(root)) return res.writeHead(403).end();
     try {
       const body = await fs.readFile(file);
       res.writeHead(200, { 'content-type': TYPES[path.extname(file)] || 'application/octet-stream' }).end(body);
@@ -42,8 +44,12 @@ before(async () => {
       res.writeHead(404).end();
     }
   });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${server.address().port}/`;
+  await new Promise((r) => s.listen(0, '127.0.0.1', r));
+  return { server: s, base: `http://127.0.0.1:${s.address().port}/` };
+}
+
+before(async () => {
+  ({ server, base } = await serve(page_dir));
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
@@ -56,12 +62,12 @@ after(async () => {
   server?.close();
 });
 
-async function openPage() {
+async function openPage(at = base) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   const t0 = Date.now();
-  await page.goto(base);
+  await page.goto(at);
   await page.waitForSelector('body[data-ready="1"]');
   const loadMs = Date.now() - t0;
   return { page, errors, loadMs };
@@ -306,4 +312,27 @@ test('opening another table resets every view, and nothing shows before a table 
   assert.equal(await page.inputValue('#retainLast'), '1', 'policy fields start afresh');
   assert.deepEqual(errors, []);
   await page.close();
+});
+
+test('the page is a static folder: copied elsewhere and served as files, it opens the demo', async () => {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'lakesweep-page-'));
+  let copy;
+  try {
+    for (const f of ['index.html', 'app.js', 'style.css', 'pkg', 'demo']) {
+      await fs.cp(path.join(page_dir, f), path.join(dir, f), { recursive: true });
+    }
+    copy = await serve(dir);
+    const { page, errors } = await openPage(copy.base);
+    await page.selectOption('#demo', 'events');
+    await page.click('#open-demo');
+    await page.waitForFunction(() => document.querySelector('#plan-candidates').textContent !== '–');
+    await page.evaluate(() => window.lakesweepIdle());
+    assert.ok(Number(await page.textContent('#plan-candidates')) > 0);
+    assert.equal(await page.isHidden('#error'), true, await page.textContent('#error'));
+    assert.deepEqual(errors, []);
+    await page.close();
+  } finally {
+    copy?.server.close();
+    await fs.rm(dir, { recursive: true, force: true });
+  }
 });
