@@ -119,6 +119,46 @@ fn retain_last_and_max_age_from_the_policy() {
     assert_eq!(run(&t, Some(&p), "{}", &[]).unwrap().expire, vec![1, 2, 3]);
 }
 
+/// A reason names the setting that decided, as its source spells it: the
+/// policy's field, the table's property, or the ref's own.
+#[test]
+fn reasons_name_the_setting_that_decided() {
+    let t = table(&linear(&[20, 10, 6, 4, 1]), None, json!({}));
+    let p = policy(r#""retainLast":3,"maxSnapshotAge":"30d""#, "");
+    let plan = run(&t, Some(&p), "{}", &[]).unwrap();
+    assert_eq!(
+        reasons_of(&plan, 4),
+        vec!["ancestor 2 of branch `main`, within retainLast 3".to_owned()]
+    );
+    assert!(
+        reasons_of(&plan, 1)[0].contains("younger than maxSnapshotAge 30d"),
+        "{:?}",
+        reasons_of(&plan, 1)
+    );
+    // The table's property is longer than the policy's: it decides, and says so.
+    let props = json!({"history.expire.min-snapshots-to-keep": "4"});
+    let t = table(&linear(&[20, 10, 6, 4, 1]), None, props);
+    let p = policy(r#""retainLast":2"#, "");
+    let plan = run(&t, Some(&p), "{}", &[]).unwrap();
+    assert_eq!(
+        reasons_of(&plan, 2),
+        vec![
+            "ancestor 4 of branch `main`, within history.expire.min-snapshots-to-keep 4".to_owned()
+        ]
+    );
+    // A per-ref override of the policy's.
+    let p = policy(r#""refs":{"main":{"minSnapshotsToKeep":5}}"#, "");
+    let t = table(&linear(&[20, 10, 6, 4, 1]), None, json!({}));
+    let plan = run(&t, Some(&p), "{}", &[]).unwrap();
+    assert_eq!(
+        reasons_of(&plan, 1),
+        vec![
+            "ancestor 5 of branch `main`, within the policy's refs.main.minSnapshotsToKeep 5"
+                .to_owned()
+        ]
+    );
+}
+
 #[test]
 fn branch_and_tag_ageing() {
     // main: 1 <- 2 <- 3 ; branch `dev` off 1: 4 (old), tag `v1` on 1, tag `old` on 2.

@@ -81,16 +81,25 @@ impl Retention {
             history.keep(r.snapshot_id, why, &mut reasons);
             if r.kind == RefKind::Branch {
                 let ovr = sr.refs.get(name);
-                let min_keep = more_retentive(
-                    ovr.and_then(|o| o.min_snapshots_to_keep).map(i64::from),
-                    r.min_snapshots_to_keep,
-                    defaults.min_keep,
-                );
-                let max_age = more_retentive(
-                    ovr.and_then(|o| o.max_snapshot_age).map(|d| d.0),
-                    r.max_snapshot_age_ms,
-                    defaults.max_age,
-                );
+                let own_keep = r.min_snapshots_to_keep;
+                let policy_keep = ovr.and_then(|o| o.min_snapshots_to_keep).map(i64::from);
+                let min_keep = more_retentive(policy_keep, own_keep, defaults.min_keep);
+                // The setting that decided, as the operator would change it.
+                let keep_by = match (policy_keep, own_keep) {
+                    (Some(p), Some(o)) if o > p => "min-snapshots-to-keep".to_owned(),
+                    (Some(_), _) => format!("the policy's refs.{name}.minSnapshotsToKeep"),
+                    (None, Some(_)) => "min-snapshots-to-keep".to_owned(),
+                    (None, None) => defaults.min_keep_by.to_owned(),
+                };
+                let own_age = r.max_snapshot_age_ms;
+                let policy_age = ovr.and_then(|o| o.max_snapshot_age).map(|d| d.0);
+                let max_age = more_retentive(policy_age, own_age, defaults.max_age);
+                let age_by = match (policy_age, own_age) {
+                    (Some(p), Some(o)) if o > p => "max-snapshot-age".to_owned(),
+                    (Some(_), _) => format!("the policy's refs.{name}.maxSnapshotAge"),
+                    (None, Some(_)) => "max-snapshot-age".to_owned(),
+                    (None, None) => defaults.max_age_by.to_owned(),
+                };
                 let older_than = now.saturating_sub(max_age);
                 let held = holds.refs.contains(name.as_str());
                 for (i, id) in history.ancestors(r.snapshot_id).into_iter().enumerate() {
@@ -102,7 +111,7 @@ impl Retention {
                             history.keep(
                                 id,
                                 format!(
-                                    "ancestor {} of branch `{name}`, within min-snapshots-to-keep {min_keep}",
+                                    "ancestor {} of branch `{name}`, within {keep_by} {min_keep}",
                                     i + 1
                                 ),
                                 &mut reasons,
@@ -112,7 +121,7 @@ impl Retention {
                         history.keep(
                             id,
                             format!(
-                                "ancestor of branch `{name}` younger than max-snapshot-age {}",
+                                "ancestor of branch `{name}` younger than {age_by} {}",
                                 human_ms(max_age)
                             ),
                             &mut reasons,
@@ -138,7 +147,8 @@ impl Retention {
                 history.keep(
                     s.snapshot_id,
                     format!(
-                        "unreferenced, younger than max-snapshot-age {}",
+                        "unreferenced, younger than {} {}",
+                        defaults.max_age_by,
                         human_ms(defaults.max_age)
                     ),
                     &mut reasons,

@@ -290,31 +290,61 @@ pub(crate) fn decide(req: &ExpiryRequest, md: &TableMetadata) -> Result<Decided>
 struct Defaults {
     /// Snapshots each branch keeps at least.
     min_keep: i64,
+    /// The setting `min_keep` comes from, as its source spells it.
+    min_keep_by: &'static str,
     /// Age under which a snapshot is kept, ms.
     max_age: i64,
+    /// The setting `max_age` comes from, as its source spells it.
+    max_age_by: &'static str,
     /// Age over which a ref (not `main`) is removed, ms.
     max_ref_age: i64,
 }
 
 impl Defaults {
     fn of(sr: &SnapshotRetention, md: &TableMetadata) -> Result<Defaults> {
-        Ok(Defaults {
-            min_keep: more_retentive(
-                sr.retain_last.map(i64::from),
+        let (min_keep, min_keep_by) = deciding(
+            (sr.retain_last.map(i64::from), "retainLast"),
+            (
                 prop_i64(md, "history.expire.min-snapshots-to-keep")?,
-                1,
+                "history.expire.min-snapshots-to-keep",
             ),
-            max_age: more_retentive(
-                sr.max_snapshot_age.map(|d| d.0),
+            (1, "min-snapshots-to-keep"),
+        );
+        let (max_age, max_age_by) = deciding(
+            (sr.max_snapshot_age.map(|d| d.0), "maxSnapshotAge"),
+            (
                 prop_i64(md, "history.expire.max-snapshot-age-ms")?,
-                DEFAULT_MAX_SNAPSHOT_AGE_MS,
+                "history.expire.max-snapshot-age-ms",
             ),
+            (DEFAULT_MAX_SNAPSHOT_AGE_MS, "max-snapshot-age"),
+        );
+        Ok(Defaults {
+            min_keep,
+            min_keep_by,
+            max_age,
+            max_age_by,
             max_ref_age: more_retentive(
                 sr.max_ref_age.map(|d| d.0),
                 prop_i64(md, "history.expire.max-ref-age-ms")?,
                 i64::MAX,
             ),
         })
+    }
+}
+
+/// [`more_retentive`], with the name of the setting that decided (the
+/// policy's field, the table's property, or Java's default), so a reason
+/// names what the operator can change.
+fn deciding(
+    policy: (Option<i64>, &'static str),
+    table: (Option<i64>, &'static str),
+    java: (i64, &'static str),
+) -> (i64, &'static str) {
+    match (policy.0, table.0) {
+        (Some(p), Some(t)) if t > p => (t, table.1),
+        (Some(p), _) => (p, policy.1),
+        (None, Some(t)) => (t, table.1),
+        (None, None) => java,
     }
 }
 
