@@ -48,6 +48,11 @@ python3 benches/scale_check.py --format delta --files 1000000 --row-group 25000
 # on moto: both list every object and delete exactly the planted orphans.
 python3 benches/s3_listing.py --files 5000 --partitions 100 --orphans 100 --runs 1 --delays 0
 ( cd host-examples/node && npm ci --silent --no-audit --no-fund && npm test )
+# The Node host on Node 22 too, the current LTS line (the npm registry's
+# `node` package carries its binary).
+node22="$PWD/.tools/node22"
+[ -x "$node22/node_modules/.bin/node" ] || npm install --silent --no-audit --no-fund --prefix "$node22" node@22
+( cd host-examples/node && PATH="$node22/node_modules/.bin:$PATH" node --test test/*.test.js )
 # The browser simulator in headless Chromium (Debian's chromium, driven by
 # playwright-core): the demo under a changed policy and a hold equals the
 # sidecar's expire and plan; a 1,000 x 1,000,000 what-if is measured.
