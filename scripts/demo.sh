@@ -14,7 +14,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 bash scripts/build-component.sh >&2
-( cd host-examples/sidecar && cargo build --release --quiet )
+# The demo's build of the command: local files and the SQL catalog (the
+# cloud stores and catalogs are a feature `cargo install --path
+# host-examples/sidecar` includes); cargo shows its progress.
+echo "building the lakesweep command (local files and the SQL catalog)..." >&2
+( cd host-examples/sidecar && cargo build --release --no-default-features )
 root="$PWD/target/demo"
 rm -rf "$root" && mkdir -p "$root"
 if [ "${1:-}" = pinot ]; then

@@ -418,7 +418,34 @@ mod sql {
     }
 }
 
+/// Without the cloud clients (the demo's build), Glue is named, not reached.
+#[cfg(not(feature = "cloud"))]
+mod glue {
+    use super::{CommitError, Entry};
+
+    const NONE: &str = "the Glue catalog: this lakesweep was built without the cloud clients (the demo's build); build it with them: cargo install --path host-examples/sidecar";
+
+    pub async fn load(_: Option<&str>, _: &str, _: &str) -> Result<(Entry, ()), String> {
+        Err(NONE.into())
+    }
+
+    pub async fn entries(_: Option<&str>, _: &str) -> Result<Vec<super::Record>, String> {
+        Err(NONE.into())
+    }
+
+    pub async fn swap(
+        _: Option<&str>,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: &str,
+    ) -> Result<(), CommitError> {
+        Err(CommitError::Refused(NONE.into()))
+    }
+}
+
 /// The AWS Glue Data Catalog, through the AWS SDK.
+#[cfg(feature = "cloud")]
 mod glue {
     use super::{CommitError, Entry};
     use aws_sdk_glue::error::ProvideErrorMetadata;

@@ -26,7 +26,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
-use crate::s3::{Ask, Page, Token};
+use crate::listing::{Ask, Page, Token};
 use crate::store::{CreateError, Deleted, Object};
 
 /// Every byte but the unreserved ones is encoded: `/` too, since an object

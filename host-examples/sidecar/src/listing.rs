@@ -46,8 +46,80 @@ use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
 use object_store::list::{PaginatedListOptions, PaginatedListStore};
 
-use crate::s3::{Ask, Page, Token};
 use crate::store::Object;
+
+/// Where a listing goes on, and which listing made it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "cloud"), allow(dead_code))]
+pub enum Token {
+    /// A `ListObjectsV2` continuation token, opaque.
+    Objects(String),
+    /// `ListObjectVersions` markers: the next key (decoded) and version id.
+    Versions {
+        /// The key marker.
+        key: String,
+        /// The version-id marker, when the store gave one.
+        version: Option<String>,
+    },
+}
+
+/// What one listing request asks for.
+pub struct Ask<'a> {
+    /// Every key listed starts with this.
+    pub prefix: &'a str,
+    /// With the delimiter `/`: keys with a further `/` after the prefix
+    /// come back as their folders (common prefixes), once each.
+    pub delimited: bool,
+    /// The page after the one that gave this token; `None` for the first.
+    pub token: Option<Token>,
+}
+
+/// One listing page.
+pub struct Page {
+    /// Each key (`Err(raw)` when it is not UTF-8 once decoded) and its
+    /// object, in the store's (byte) order.
+    pub entries: Vec<(Result<String, String>, Object)>,
+    /// With the delimiter: the folders, spelled like the keys.
+    pub folders: Vec<Result<String, String>>,
+    /// The token of the next page; `None` on the last.
+    pub next: Option<Token>,
+    /// Whether the store URL-encoded the keys (`Err` spellings are raw).
+    pub encoded: bool,
+}
+
+/// Decodes an `encoding-type=url` key: `%XX` escapes, and `+` for a space
+/// (S3 encodes a space as `+` and a `+` as `%2B`). `None` when the bytes are
+/// not UTF-8 or an escape is malformed.
+#[cfg_attr(not(feature = "cloud"), allow(dead_code))]
+pub fn url_decode(s: &str) -> Option<String> {
+    String::from_utf8(url_decode_bytes(s)?).ok()
+}
+
+/// The bytes of an `encoding-type=url` key (see [`url_decode`]), UTF-8 or
+/// not; `None` when an escape is malformed.
+pub fn url_decode_bytes(s: &str) -> Option<Vec<u8>> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    Some(out)
+}
 
 /// A store that answers one listing request at a time (a prefix, with or
 /// without the delimiter `/`, from a token): all the fan-out asks of it.
@@ -57,12 +129,14 @@ pub trait Pager: Send + Sync + 'static {
     fn page<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Page, String>>;
 }
 
+#[cfg(feature = "cloud")]
 impl Pager for crate::gcs::Bucket {
     fn page<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Page, String>> {
         Box::pin(crate::gcs::Bucket::page(self, ask))
     }
 }
 
+#[cfg(feature = "cloud")]
 impl Pager for crate::s3::Bucket {
     fn page<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Page, String>> {
         Box::pin(crate::s3::Bucket::page(self, ask))
@@ -432,7 +506,7 @@ fn runs(found: Vec<Vec<String>>, want: usize) -> Vec<Run> {
 fn bytes_of(key: &Result<String, String>, encoded: bool) -> Cow<'_, [u8]> {
     match key {
         Ok(k) => Cow::Borrowed(k.as_bytes()),
-        Err(raw) if encoded => crate::s3::url_decode_bytes(raw)
+        Err(raw) if encoded => url_decode_bytes(raw)
             .map(Cow::Owned)
             .unwrap_or(Cow::Borrowed(raw.as_bytes())),
         Err(raw) => Cow::Borrowed(raw.as_bytes()),
@@ -459,6 +533,17 @@ fn within(folders: &[String], key: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn url_keys_decode_like_s3_encodes_them() {
+        assert_eq!(url_decode("data/a%2Bb+c").as_deref(), Some("data/a+b c"));
+        assert_eq!(url_decode("data//x%01").as_deref(), Some("data//x\u{1}"));
+        assert_eq!(url_decode("c%3D100%2525/").as_deref(), Some("c=100%25/"));
+        assert_eq!(url_decode("%C3%BC").as_deref(), Some("ü"));
+        assert_eq!(url_decode("%FF"), None, "not UTF-8");
+        assert_eq!(url_decode("%4"), None, "cut escape");
+        assert_eq!(url_decode("%G0"), None, "bad hex");
+    }
 
     fn names(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()

@@ -26,6 +26,7 @@ mod engine_config;
 mod error;
 mod estate;
 mod expire;
+#[cfg(feature = "cloud")]
 mod gcs;
 mod http;
 mod ledger;
@@ -35,6 +36,7 @@ mod pinot;
 mod plan;
 mod pointer;
 mod report;
+#[cfg(feature = "cloud")]
 mod s3;
 mod status;
 mod store;

@@ -18,12 +18,15 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+#[cfg(feature = "cloud")]
 use std::time::Duration;
 
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use object_store::path::Path;
-use object_store::{BackoffConfig, ObjectStore, ObjectStoreExt, RetryConfig};
+#[cfg(feature = "cloud")]
+use object_store::{BackoffConfig, RetryConfig};
+use object_store::{ObjectStore, ObjectStoreExt};
 
 /// The URI of a plan or ledger key: keys under the table's other write
 /// roots are absolute URIs already (the planner never gives a table-relative
@@ -207,11 +210,14 @@ pub fn clock_ms() -> i64 {
 }
 
 #[derive(Clone)]
+#[cfg_attr(not(feature = "cloud"), allow(dead_code))]
 enum Kind {
     Local,
     /// S3 through the AWS SDK.
+    #[cfg(feature = "cloud")]
     S3(Arc<crate::s3::Bucket>),
     /// GCS through its JSON API (names byte for byte, generations).
+    #[cfg(feature = "cloud")]
     Gcs(Arc<crate::gcs::Bucket>),
     /// GCS or Azure through `object_store`; listed through its
     /// paginated listing (the same store).
@@ -237,6 +243,7 @@ pub struct Store {
 
 /// Retries for HTTP stores: throttling, 5xx and timeouts back off
 /// exponentially, for at most ten attempts or two minutes per request.
+#[cfg(feature = "cloud")]
 fn retry() -> RetryConfig {
     RetryConfig {
         backoff: BackoffConfig {
@@ -342,10 +349,10 @@ impl Store {
         }
     }
 
+    #[cfg_attr(not(feature = "cloud"), allow(unused_variables))]
     pub fn for_uri(uri: &str) -> Result<Store, String> {
         let (scheme, auth, _) =
             split_uri(uri).ok_or_else(|| format!("`{uri}` is not a URI (scheme://...)"))?;
-        let err = |e: object_store::Error| format!("open store for {uri}: {e}");
         match scheme {
             "file" => Ok(Store {
                 inner: Arc::new(object_store::memory::InMemory::new()),
@@ -355,6 +362,7 @@ impl Store {
                 scheme: "file",
                 skipped: Arc::default(),
             }),
+            #[cfg(feature = "cloud")]
             "s3" | "s3a" | "s3n" => {
                 if auth.is_empty() {
                     return Err(format!("`{uri}` names no bucket"));
@@ -368,6 +376,7 @@ impl Store {
                     skipped: Arc::default(),
                 })
             }
+            #[cfg(feature = "cloud")]
             "gs" => {
                 if auth.is_empty() {
                     return Err(format!("`{uri}` names no bucket"));
@@ -381,7 +390,9 @@ impl Store {
                     skipped: Arc::default(),
                 })
             }
+            #[cfg(feature = "cloud")]
             "az" | "abfs" | "abfss" => {
+                let err = |e: object_store::Error| format!("open store for {uri}: {e}");
                 let az = Arc::new(
                     object_store::azure::MicrosoftAzureBuilder::from_env()
                         .with_url(uri)
@@ -404,6 +415,10 @@ impl Store {
                     skipped: Arc::default(),
                 })
             }
+            #[cfg(not(feature = "cloud"))]
+            "s3" | "s3a" | "s3n" | "gs" | "az" | "abfs" | "abfss" => Err(format!(
+                "`{scheme}://`: this lakesweep was built without the cloud stores (the demo's build); build it with them: cargo install --path host-examples/sidecar"
+            )),
             other => Err(format!(
                 "`{other}://` is not supported (file, s3, s3a, s3n, gs, az, abfs, abfss)"
             )),
@@ -432,6 +447,7 @@ impl Store {
     }
 
     /// The S3 key of `uri`: everything after `bucket/`, byte for byte.
+    #[cfg_attr(not(feature = "cloud"), allow(dead_code))]
     fn key<'a>(&self, uri: &'a str) -> Result<&'a str, String> {
         let (scheme, auth, rest) = split_uri(uri).ok_or_else(|| format!("`{uri}` is not a URI"))?;
         if !self.schemes.contains(&scheme) || auth != self.authority {
@@ -459,6 +475,7 @@ impl Store {
     /// Takes what the store's client has to tell the run (a fallback it took).
     pub fn take_notes(&self) -> Vec<String> {
         match &self.kind {
+            #[cfg(feature = "cloud")]
             Kind::S3(b) => b
                 .notes
                 .lock()
@@ -509,12 +526,14 @@ impl Store {
         &self,
         uri: &str,
     ) -> Result<Option<(Vec<u8>, Option<String>)>, String> {
+        #[cfg(feature = "cloud")]
         if let Kind::S3(b) = &self.kind {
             return b
                 .read_with_id(self.key(uri)?)
                 .await
                 .map_err(|e| format!("{e} ({uri})"));
         }
+        #[cfg(feature = "cloud")]
         if let Kind::Gcs(b) = &self.kind {
             return b
                 .read_with_id(self.key(uri)?)
@@ -579,9 +598,11 @@ impl Store {
 
     /// Metadata of one object; `Ok(None)` when it does not exist.
     pub async fn head(&self, uri: &str) -> Result<Option<Object>, String> {
+        #[cfg(feature = "cloud")]
         if let Kind::S3(b) = &self.kind {
             return b.head(self.key(uri)?, uri.to_owned()).await;
         }
+        #[cfg(feature = "cloud")]
         if let Kind::Gcs(b) = &self.kind {
             return b.head(self.key(uri)?, uri.to_owned()).await;
         }
@@ -704,11 +725,13 @@ impl Store {
     /// "create if absent" that metadata commits rely on). On a local disk the
     /// parent folder is made first (object stores have no folders).
     pub async fn create(&self, uri: &str, bytes: Vec<u8>) -> Result<(), CreateError> {
+        #[cfg(feature = "cloud")]
         if let Kind::S3(b) = &self.kind {
             return b
                 .put(self.key(uri).map_err(CreateError::Other)?, bytes, true)
                 .await;
         }
+        #[cfg(feature = "cloud")]
         if let Kind::Gcs(b) = &self.kind {
             return b
                 .put(self.key(uri).map_err(CreateError::Other)?, bytes, true)
@@ -749,12 +772,14 @@ impl Store {
 
     /// Writes (or replaces) an object.
     pub async fn overwrite(&self, uri: &str, bytes: Vec<u8>) -> Result<(), String> {
+        #[cfg(feature = "cloud")]
         if let Kind::S3(b) = &self.kind {
             return b
                 .put(self.key(uri)?, bytes, false)
                 .await
                 .map_err(|e| e.to_string());
         }
+        #[cfg(feature = "cloud")]
         if let Kind::Gcs(b) = &self.kind {
             return b
                 .put(self.key(uri)?, bytes, false)
@@ -805,11 +830,14 @@ impl Store {
     /// [`Store::delete`] under the conditions the store can enforce: on S3
     /// while the ETag is still `if_match`, on GCS while the generation is
     /// still `if_version`.
+    #[cfg_attr(not(feature = "cloud"), allow(unused_variables))]
     pub async fn delete_if(&self, uri: &str, when: &Condition) -> Result<Deleted, String> {
         let gone = local_gone;
+        #[cfg(feature = "cloud")]
         if let Kind::S3(b) = &self.kind {
             return b.delete(self.key(uri)?, when.if_match.as_deref()).await;
         }
+        #[cfg(feature = "cloud")]
         if let Kind::Gcs(b) = &self.kind {
             return b.delete(self.key(uri)?, when.if_version.as_deref()).await;
         }
@@ -836,6 +864,7 @@ impl Store {
     pub fn listing_target(&self, prefix_uri: &str) -> Option<String> {
         let p = prefix_uri.trim_end_matches('/');
         let at = match &self.kind {
+            #[cfg(feature = "cloud")]
             Kind::S3(_) | Kind::Gcs(_) => self.key(p).ok()?.to_owned(),
             Kind::Local => {
                 self.file(p).ok()?;
@@ -875,6 +904,7 @@ impl Store {
                 (Ok(dir), Ok(threads)) => list_local(dir, threads, walked, self.skipped.clone()),
                 (Err(e), _) | (_, Err(e)) => failed(e),
             },
+            #[cfg(feature = "cloud")]
             Kind::S3(b) => {
                 let prefix = match self.key(at) {
                     Ok("") => String::new(),
@@ -884,6 +914,7 @@ impl Store {
                 b.clone()
                     .list(prefix, move |k| format!("{base}{k}"), self.skipped.clone())
             }
+            #[cfg(feature = "cloud")]
             Kind::Gcs(b) => {
                 let prefix = match self.key(at) {
                     Ok("") => String::new(),
@@ -1622,6 +1653,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "cloud")]
     #[test]
     fn bucket_keys_are_literal_and_s3a_is_s3() {
         let azure = Arc::new(
