@@ -1,7 +1,8 @@
 //! Tables from the formats' less common corners, each written by a real
 //! writer (`tests/fixtures/generate_shapes.py` names them and their
 //! versions) and read back by an independent reader when generated: a
-//! multi-part Delta checkpoint whose parts hold different actions, gzip
+//! multi-part Delta checkpoint whose parts hold different actions, a Delta
+//! protocol naming writer-only features (collations, ...), gzip
 //! metadata under a file-system catalog's version hint, Parquet position
 //! deletes, v3 deletion vectors in Puffin files with row lineage, equality
 //! deletes, Puffin and partition statistics. Each is planned (never
@@ -37,7 +38,7 @@ impl Shape {
                 e: e.clone(),
             })
             .collect();
-        assert_eq!(shapes.len(), 6, "every shape the generator writes");
+        assert_eq!(shapes.len(), 7, "every shape the generator writes");
         shapes
     }
     fn get(name: &str) -> Shape {
