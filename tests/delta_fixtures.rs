@@ -1348,7 +1348,9 @@ fn each_table_feature_in_a_protocol_action_is_planned_or_refused_as_decided() {
         }
     }
     for unknown in ["fancyNewThing", "DeletionVectors", "catalogManaged-preview"] {
-        let e = plan_with(unknown, false).err().expect(unknown);
+        let Err(e) = plan_with(unknown, false) else {
+            panic!("{unknown} planned")
+        };
         assert!(e.to_string().contains(unknown), "{e}");
     }
     // The documentation's table names each feature with its decision.
