@@ -2,8 +2,10 @@
 //! (`lakesweep plan … | head`) ends the command quietly with the status a
 //! shell reports for a program whose pipe closed (141), never a panic; any
 //! other write failure is named on standard error (status 74). Commands
-//! print their results after their work is done, so no deletion is ever
-//! cut short by a closed output.
+//! print their results after their work is done; a line printed while
+//! deletions are under way (`pinot apply`'s receipts) goes through
+//! [`progress`], which drops output once the reader is gone and lets the
+//! run finish (its receipts file is written first).
 
 use std::io::Write;
 
@@ -25,6 +27,32 @@ pub fn write(args: std::fmt::Arguments<'_>, newline: bool) {
         let _ = writeln!(std::io::stderr(), "lakesweep: cannot write the output: {e}");
         std::process::exit(IO_ERROR);
     }
+}
+
+/// Set once standard output was found closed by [`progress`].
+static CLOSED_SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A line printed while the command's work goes on: once the reader is
+/// gone, lines are dropped and the work continues (a deletion is never cut
+/// short by a closed pipe); other write failures are named once on
+/// standard error.
+pub fn progress(args: std::fmt::Arguments<'_>) {
+    use std::sync::atomic::Ordering;
+    if CLOSED_SEEN.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_fmt(args).and_then(|()| o.write_all(b"\n")) {
+        CLOSED_SEEN.store(true, Ordering::Relaxed);
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            let _ = writeln!(std::io::stderr(), "lakesweep: cannot write the output: {e}");
+        }
+    }
+}
+
+/// [`progress`] as a macro, like `println!`.
+macro_rules! progress {
+    ($($t:tt)*) => { $crate::out::progress(format_args!($($t)*)) };
 }
 
 /// `println!` for the command's output (see the module).

@@ -405,12 +405,14 @@ pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
         ),
         None => None,
     };
+    // The receipts file first: a receipt is on disk before it is printed,
+    // and a closed output never stops the run (`progress!`).
     let mut write = |line: Value| -> Result<(), crate::error::HostError> {
-        outln!("{line}");
         if let Some(f) = receipts.as_mut() {
             writeln!(f, "{line}")
                 .map_err(|e| crate::error::HostError::Stopped(format!("write receipts: {e}")))?;
         }
+        progress!("{line}");
         Ok(())
     };
     // A DELETE never follows a redirect: a 3xx re-aims it at whatever the
