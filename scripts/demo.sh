@@ -13,19 +13,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-# The planner component and the demo's build of the command, side by side
-# (cargo shows both builds' progress): the command with local files and the
-# SQL catalog (the cloud stores and catalogs are a feature `cargo install
-# --path host-examples/sidecar` includes), in the quicker-to-build `quick`
-# profile, loading the component from target/ instead of carrying it.
-echo "building the planner component and the lakesweep command (local files and the SQL catalog)..." >&2
-bash scripts/build-component.sh >&2 &
-component=$!
-( cd host-examples/sidecar && CARGO_TARGET_DIR="$CARGO_TARGET_DIR/sidecar" LAKESWEEP_EMBED=none \
-    cargo build --profile quick --no-default-features )
-wait "$component"
-export LAKESWEEP_WASM="$PWD/target/lakesweep.wasm"
-lakesweep="$CARGO_TARGET_DIR/sidecar/quick/lakesweep"
+bash scripts/build-component.sh >&2
+# The demo's build of the command: local files and the SQL catalog (the
+# cloud stores and catalogs are a feature `cargo install --path
+# host-examples/sidecar` includes), in the quicker-to-build `quick`
+# profile; cargo shows its progress.
+echo "building the lakesweep command (local files and the SQL catalog)..." >&2
+( cd host-examples/sidecar && cargo build --profile quick --no-default-features )
 root="$PWD/target/demo"
 rm -rf "$root" && mkdir -p "$root"
 if [ "${1:-}" = pinot ]; then
@@ -38,7 +32,7 @@ for rel, ms in l["mtimes"].items():
     os.utime(os.path.join(sys.argv[1], "deepstore", rel), ns=(ms * 1_000_000, ms * 1_000_000))
 PY
   p="$root/pinot"
-  exec "$lakesweep" pinot plan --table-config "$p/table-config.json" \
+  exec "$CARGO_TARGET_DIR/quick/lakesweep" pinot plan --table-config "$p/table-config.json" \
     --ideal-state "$p/idealstate.json" --watermark "$p/watermark.json" --active "$p/active.json" \
     --root "$p/deepstore/controller" --root "$p/deepstore/server" --root "$p/deepstore/broker" \
     --now 2026-11-30T12:00:00Z "$@"
@@ -55,7 +49,7 @@ print(t["generated_at_ms"] + 8 * 86_400_000)
 PY
 )
   # Format detected by _delta_log/; the window is Delta's default (7 days).
-  exec "$lakesweep" plan "$root/delta-events" --now "$now_ms" "$@"
+  exec "$CARGO_TARGET_DIR/quick/lakesweep" plan "$root/delta-events" --now "$now_ms" "$@"
 fi
 cp -r tests/fixtures/generated/warehouse tests/fixtures/generated/catalog.db "$root/"
 now_ms=$(python3 - "$root" <<'PY'
@@ -71,7 +65,7 @@ PY
 )
 # The pointer comes from the pyiceberg SQL catalog; the metadata names the
 # generator's root, which --location-map points at the staged copy.
-exec "$lakesweep" plan "$root/warehouse/demo/events" \
+exec "$CARGO_TARGET_DIR/quick/lakesweep" plan "$root/warehouse/demo/events" \
   --catalog "sqlite:$root/catalog.db" --table demo.events \
   --location-map "file:///lakesweep-fixtures=file://$root" \
   --now "$now_ms" --older-than 3d "$@"
