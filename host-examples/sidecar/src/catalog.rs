@@ -107,11 +107,13 @@ impl Catalog {
     /// Parses `--catalog`: `sqlite:PATH`, `glue`, `glue:ACCOUNT`,
     /// `rest:URL` (`http://` or `https://`).
     pub fn parse(spec: &str) -> Result<Catalog, String> {
+        // An engine's settings name one of the catalogs below, in their
+        // --catalog spelling (never trino: or spark: again).
         if let Some(path) = spec.strip_prefix("trino:") {
-            return crate::engine_config::trino(path);
+            return Catalog::parse(&crate::engine_config::trino(path)?);
         }
         if let Some(name) = spec.strip_prefix("spark:") {
-            return crate::engine_config::spark(name);
+            return Catalog::parse(&crate::engine_config::spark(name)?);
         }
         if let Some(path) = spec.strip_prefix("sqlite:") {
             if path.is_empty() {

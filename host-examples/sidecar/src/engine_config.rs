@@ -2,13 +2,13 @@
 //! Trino catalog properties file (`--catalog trino:FILE`) or Spark's
 //! `spark.sql.catalog.NAME.*` settings (`--catalog spark:NAME`, from
 //! `spark-defaults.conf`, or `spark:NAME@FILE`). The settings are read into
-//! one of the catalogs the sidecar speaks (SQL in sqlite, Glue, REST); a
-//! setting that says which catalog or table is meant and that this cannot
-//! honour is named in the error, never skipped.
+//! the `--catalog` spelling of one of the catalogs the sidecar speaks
+//! (`sqlite:PATH`, `glue`, `glue:ACCOUNT`, `rest:URL`), which the catalog
+//! module then parses as if it had been given; a setting that says which
+//! catalog or table is meant and that this cannot honour is named in the
+//! error, never skipped.
 
 use std::collections::BTreeMap;
-
-use crate::catalog::Catalog;
 
 /// A Java properties file's `key=value` (or `key: value`, `key value`)
 /// lines; `#` and `!` start comments. Escapes and continuation lines are
@@ -48,9 +48,9 @@ fn read(path: &str) -> Result<String, String> {
 }
 
 /// A JDBC URL the SQL catalog can open (`jdbc:sqlite:PATH`).
-fn jdbc(url: &str, setting: &str) -> Result<Catalog, String> {
+fn jdbc(url: &str, setting: &str) -> Result<String, String> {
     match url.strip_prefix("jdbc:sqlite:") {
-        Some(path) if !path.is_empty() => Catalog::parse(&format!("sqlite:{}", path.trim_start_matches("file:"))),
+        Some(path) if !path.is_empty() => Ok(format!("sqlite:{}", path.trim_start_matches("file:"))),
         _ => Err(format!(
             "{setting}={url}: only a sqlite database (jdbc:sqlite:PATH) is read here; for another database give --pointer-cmd"
         )),
@@ -59,12 +59,11 @@ fn jdbc(url: &str, setting: &str) -> Result<Catalog, String> {
 
 /// A REST catalog from its URI and warehouse; a credential in the file is
 /// named (the token goes in `LAKESWEEP_REST_TOKEN`).
-fn rest(uri: &str, warehouse: Option<&String>) -> Result<Catalog, String> {
-    let spec = match warehouse {
+fn rest(uri: &str, warehouse: Option<&String>) -> Result<String, String> {
+    Ok(match warehouse {
         Some(w) if !w.is_empty() => format!("rest:{uri}?warehouse={w}"),
         _ => format!("rest:{uri}"),
-    };
-    Catalog::parse(&spec)
+    })
 }
 
 /// The AWS region a Glue setting names, when it is not the one the
@@ -103,8 +102,8 @@ fn unread(
     ))
 }
 
-/// The catalog of a Trino catalog properties file.
-pub fn trino(path: &str) -> Result<Catalog, String> {
+/// The `--catalog` spelling of a Trino catalog properties file's catalog.
+pub fn trino(path: &str) -> Result<String, String> {
     let s = properties(&read(path)?, path, false)?;
     let get = |k: &str| s.get(k);
     match get("connector.name").map(String::as_str) {
@@ -149,8 +148,8 @@ pub fn trino(path: &str) -> Result<Catalog, String> {
             )?;
             glue_region(get("hive.metastore.glue.region"), "hive.metastore.glue.region")?;
             match get("hive.metastore.glue.catalogid") {
-                Some(id) => Catalog::parse(&format!("glue:{id}"))?,
-                None => Catalog::parse("glue")?,
+                Some(id) => format!("glue:{id}"),
+                None => "glue".to_owned(),
             }
         }
         "jdbc" => {
@@ -193,8 +192,9 @@ fn spark_defaults() -> Result<String, String> {
     Err("spark:NAME reads spark-defaults.conf from $SPARK_CONF_DIR or $SPARK_HOME/conf: set one, or give spark:NAME@FILE".into())
 }
 
-/// The catalog Spark names `name` (`spark:NAME`, or `spark:NAME@FILE`).
-pub fn spark(spec: &str) -> Result<Catalog, String> {
+/// The `--catalog` spelling of the catalog Spark names `name`
+/// (`spark:NAME`, or `spark:NAME@FILE`).
+pub fn spark(spec: &str) -> Result<String, String> {
     let (name, file) = match spec.split_once('@') {
         Some((n, f)) => (n, f.to_owned()),
         None => (spec, spark_defaults()?),
@@ -268,8 +268,8 @@ pub fn spark(spec: &str) -> Result<Catalog, String> {
         "glue" => {
             glue_region(get("client.region"), &format!("{base}.client.region"))?;
             match get("glue.id") {
-                Some(id) => Catalog::parse(&format!("glue:{id}")),
-                None => Catalog::parse("glue"),
+                Some(id) => Ok(format!("glue:{id}")),
+                None => Ok("glue".to_owned()),
             }
         }
         "jdbc" => jdbc(get("uri").ok_or_else(|| format!("{file}: {base}.type=jdbc without {base}.uri"))?, &format!("{base}.uri")),
@@ -298,25 +298,12 @@ mod tests {
         let f = file("rest", "connector.name=iceberg\niceberg.catalog.type=rest\niceberg.rest-catalog.uri=http://127.0.0.1:8181\niceberg.rest-catalog.warehouse=lake\n# a comment\niceberg.file-format=PARQUET\n");
         assert_eq!(
             trino(&f).unwrap(),
-            Catalog::Rest {
-                uri: "http://127.0.0.1:8181".into(),
-                warehouse: Some("lake".into())
-            }
+            "rest:http://127.0.0.1:8181?warehouse=lake"
         );
         let f = file("glue", "connector.name=iceberg\niceberg.catalog.type=glue\nhive.metastore.glue.catalogid=123456789012\n");
-        assert_eq!(
-            trino(&f).unwrap(),
-            Catalog::Glue {
-                catalog_id: Some("123456789012".into())
-            }
-        );
+        assert_eq!(trino(&f).unwrap(), "glue:123456789012");
         let f = file("jdbc", "connector.name=iceberg\niceberg.catalog.type=jdbc\niceberg.jdbc-catalog.connection-url=jdbc:sqlite:/data/c.db\n");
-        assert_eq!(
-            trino(&f).unwrap(),
-            Catalog::Sql {
-                path: "/data/c.db".into()
-            }
-        );
+        assert_eq!(trino(&f).unwrap(), "sqlite:/data/c.db");
         for (text, says) in [
             ("connector.name=iceberg\niceberg.catalog.type=hive_metastore\nhive.metastore.uri=thrift://h:9083\n", "--pointer-cmd"),
             ("connector.name=iceberg\n", "no Hive metastore client"),
@@ -337,15 +324,9 @@ mod tests {
         let f = file("spark", conf);
         assert_eq!(
             spark(&format!("lake@{f}")).unwrap(),
-            Catalog::Rest {
-                uri: "http://127.0.0.1:8181".into(),
-                warehouse: None
-            }
+            "rest:http://127.0.0.1:8181"
         );
-        assert_eq!(
-            spark(&format!("glued@{f}")).unwrap(),
-            Catalog::Glue { catalog_id: None }
-        );
+        assert_eq!(spark(&format!("glued@{f}")).unwrap(), "glue");
         assert!(spark(&format!("h@{f}"))
             .unwrap_err()
             .contains("version-hint.text"));
