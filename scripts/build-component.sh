@@ -21,5 +21,8 @@ elif [ -n "${RUSTFLAGS+set}" ]; then
 fi
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$linker" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$simd" \
   cargo build --release --lib --target wasm32-unknown-unknown --features component
-cp target/wasm32-unknown-unknown/release/lakesweep.wasm target/lakesweep.wasm
+built="${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/release/lakesweep.wasm"
+# Copied only when it changed: the sidecar embeds target/lakesweep.wasm and
+# is rebuilt whenever the file's time moves.
+cmp -s "$built" target/lakesweep.wasm 2>/dev/null || cp "$built" target/lakesweep.wasm
 echo "built target/lakesweep.wasm ($(stat -c %s target/lakesweep.wasm) bytes)"
