@@ -95,6 +95,12 @@ fn compiled(engine: &Engine, wasm: &[u8]) -> Result<Component, String> {
             return Ok(c);
         }
     }
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        eprintln!(
+            "compiling the planner for this machine (once; cached in {})...",
+            dir.display()
+        );
+    }
     let bytes = engine
         .precompile_component(wasm)
         .map_err(|e| e.to_string())?;
