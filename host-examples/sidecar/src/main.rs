@@ -11,40 +11,22 @@
 #[macro_use]
 mod out;
 
-mod ahead;
-mod apply;
-mod args;
-mod bundle;
-mod catalog;
-mod compare;
+mod catalogs;
+mod cli;
+mod clock;
+mod commands;
 mod component;
-mod context;
-mod deletion;
-mod digests;
-mod drill;
-mod engine_config;
 mod error;
-mod estate;
-mod expire;
-#[cfg(feature = "cloud")]
-mod gcs;
-mod http;
-mod ledger;
-mod listing;
-mod origin;
-mod pinot;
-mod plan;
-mod pointer;
-mod report;
-#[cfg(feature = "cloud")]
-mod s3;
-mod status;
-mod store;
-mod sweep;
+mod session;
+mod stores;
+
+use catalogs::pointer;
+use commands::{apply, bundle, compare, drill, estate, expire, pinot, report, status, sweep};
+use session::{deletion, ledger, origin, plan};
 
 use std::process::ExitCode;
 
-use args::{Command, PlanArgs};
+use cli::{Command, PlanArgs};
 
 /// Refused: nothing was deleted.
 const REFUSED: u8 = 2;
@@ -56,7 +38,7 @@ const USAGE: u8 = 64;
 /// it (the planner's ownership map of the namespace), and refused when the
 /// map refuses it (a shared or nested location).
 async fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, String> {
-    let mut input = plan_input_for(a, store::table_uri(&a.table)?, &a.pointer, keep_all)?;
+    let mut input = plan_input_for(a, stores::table_uri(&a.table)?, &a.pointer, keep_all)?;
     if let pointer::Pointer::Catalog {
         catalog,
         namespace,
@@ -141,7 +123,7 @@ fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, error::HostErro
 }
 
 /// Applies one plan file and prints what it did.
-async fn apply_one(a: &args::ApplyArgs, plan: &str) -> Result<ExitCode, error::HostError> {
+async fn apply_one(a: &cli::ApplyArgs, plan: &str) -> Result<ExitCode, error::HostError> {
     let done = apply::run(&apply::ApplyInput {
         plan_path: plan.to_owned(),
         pointer: a.pointer.clone(),
@@ -421,7 +403,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             json,
             wasm,
         } => {
-            let table = store::table_uri(&table)?;
+            let table = stores::table_uri(&table)?;
             let d = drill::run(
                 &table,
                 ledger.as_deref(),
@@ -455,7 +437,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             json,
             wasm,
         } => {
-            let table = store::table_uri(&table)?;
+            let table = stores::table_uri(&table)?;
             let s = sweep::reconcile(&table, ledger.as_deref(), wasm.as_deref()).await?;
             print_swept(&s, json)
         }
@@ -471,7 +453,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
         } => {
             let mut tables = tables
                 .iter()
-                .map(|t| store::table_uri(t))
+                .map(|t| stores::table_uri(t))
                 .collect::<Result<Vec<_>, _>>()?;
             // A namespace table whose location cannot be found is a row of
             // its own (stale, with why): it never hides the others.
@@ -487,7 +469,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                     }
                 }
             }
-            let now = now_ms.unwrap_or_else(store::clock_ms);
+            let now = now_ms.unwrap_or_else(crate::clock::clock_ms);
             let mut all =
                 status::run(&tables, ledger.as_deref(), now, max_age_ms, wasm.as_deref()).await?;
             all.extend(unlocated.into_iter().map(|(label, e)| status::TableStatus {
@@ -529,9 +511,9 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             wasm,
             archived,
         } => {
-            let table = store::table_uri(&table)?;
-            let uri = ledger.unwrap_or_else(|| sweep::default_ledger(&table));
-            let shown = crate::ledger::show(&uri, archived, wasm.as_deref()).await?;
+            let table = stores::table_uri(&table)?;
+            let uri = ledger.unwrap_or_else(|| ledger::default_ledger(&table));
+            let shown = crate::session::ledger::show(&uri, archived, wasm.as_deref()).await?;
             if json {
                 let objects: serde_json::Map<String, serde_json::Value> = shown
                     .objects
@@ -582,9 +564,9 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             json,
             wasm,
         } => {
-            let table = store::table_uri(&table)?;
-            let uri = ledger.unwrap_or_else(|| sweep::default_ledger(&table));
-            let v = crate::ledger::verify(&uri, wasm.as_deref()).await?;
+            let table = stores::table_uri(&table)?;
+            let uri = ledger.unwrap_or_else(|| ledger::default_ledger(&table));
+            let v = crate::session::ledger::verify(&uri, wasm.as_deref()).await?;
             let a = &v.audit;
             if json {
                 outln!(
@@ -616,7 +598,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             })
         }
         Command::Restore(a) => {
-            let table = store::table_uri(&a.table)?;
+            let table = stores::table_uri(&a.table)?;
             let mut planner = component::Planner::load(&component::wasm_path(a.wasm.as_deref()))?;
             let msg = bundle::restore(
                 &mut planner,
@@ -716,13 +698,13 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    let cmd = match args::parse(&argv) {
+    let cmd = match cli::parse(&argv) {
         Ok(c) => c,
-        Err(args::Usage::Shown(text)) => {
+        Err(cli::Usage::Shown(text)) => {
             out!("{text}");
             return ExitCode::SUCCESS;
         }
-        Err(args::Usage::Bad(text)) => {
+        Err(cli::Usage::Bad(text)) => {
             eprint!("{text}");
             return ExitCode::from(USAGE);
         }

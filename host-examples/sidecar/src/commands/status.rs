@@ -8,10 +8,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::commands::report::{bytes, duration, esc, time};
 use crate::component::{state_name, wasm_path, wt, Planner};
-use crate::report::{bytes, duration, esc, time};
-use crate::store::Store;
-use crate::sweep::default_ledger;
+use crate::session::ledger::default_ledger;
+use crate::stores::Store;
 
 /// One table's status.
 pub struct TableStatus {
@@ -50,7 +50,7 @@ async fn table_status(
 ) -> TableStatus {
     let judged = async {
         let store = Store::for_uri(uri)?;
-        let l = crate::ledger::open(planner, &store, uri)
+        let l = crate::session::ledger::open(planner, &store, uri)
             .await
             .map_err(|e| format!("the ledger at {uri} is refused: {e}"))?;
         let Some(l) = l else {
@@ -174,7 +174,9 @@ pub fn human(all: &[TableStatus], now_ms: i64) -> String {
                 }
                 if !l.outlook.is_empty() {
                     out.push_str("  next steps:\n");
-                    out.push_str(&crate::sweep::outlook_text(&l.outlook, now_ms, "    "));
+                    out.push_str(&crate::commands::sweep::outlook_text(
+                        &l.outlook, now_ms, "    ",
+                    ));
                 }
                 let open: Vec<_> = gate_values(&l.gates)
                     .into_iter()

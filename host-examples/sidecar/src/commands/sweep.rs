@@ -15,12 +15,14 @@
 
 use serde_json::{json, Value};
 
+use crate::clock::clock_ms as now_ms;
+use crate::commands::report;
 use crate::component::{state_name, wasm_path, wt, LedgerHandle, Planner};
-use crate::context::ContextFiles;
 use crate::error::HostError;
-use crate::plan::{self, PlanInput};
-use crate::report;
-use crate::store::{clock_ms as now_ms, Object, Store};
+use crate::session::context::ContextFiles;
+use crate::session::ledger::{default_ledger, Lock};
+use crate::session::plan::{self, PlanInput};
+use crate::stores::{Object, Store};
 
 /// Arguments of `sweep`.
 pub struct SweepInput {
@@ -111,12 +113,6 @@ pub struct Swept {
     pub open_damage: Vec<wt::Damage>,
 }
 
-/// The default ledger location: under the table's hidden `_lakesweep/`
-/// prefix, which no sweep deletes (hidden paths are always kept).
-pub fn default_ledger(table: &str) -> String {
-    format!("{table}/_lakesweep/ledger.json")
-}
-
 /// HEADs a probe the ledger wants at a time.
 const PROBES_PIECE: u32 = 4096;
 
@@ -150,7 +146,7 @@ async fn probe_all(
             .map(|run| async move {
                 let uris = run
                     .iter()
-                    .map(|p| crate::store::object_uri(table, &p.key))
+                    .map(|p| crate::stores::object_uri(table, &p.key))
                     .collect();
                 let seen = store.head_run(uris).await;
                 run.into_iter()
@@ -178,51 +174,12 @@ async fn probe_all(
     }
 }
 
-/// A lock beside the ledger (create-if-absent): one sweep, reconcile or
-/// restore at a time, so no run overwrites another's ledger.
-pub struct Lock {
-    store: Store,
-    uri: String,
-}
-
-impl Lock {
-    /// Takes the lock or says who holds it.
-    pub async fn take(ledger_uri: &str) -> Result<Lock, String> {
-        let store = Store::for_uri(ledger_uri)?;
-        let uri = format!("{ledger_uri}.lock");
-        let body = json!({"pid": std::process::id(), "sinceMs": now_ms()}).to_string();
-        match store.create(&uri, body.into_bytes()).await {
-            Ok(()) => {}
-            Err(crate::store::CreateError::Exists) => {
-                let held = store
-                    .read(&uri)
-                    .await
-                    .ok()
-                    .flatten()
-                    .map(|b| String::from_utf8_lossy(&b).into_owned())
-                    .unwrap_or_default();
-                return Err(format!(
-                    "another sweep, reconcile or restore holds {uri} ({held}): wait for it, or remove the lock if that run is dead"
-                ));
-            }
-            Err(crate::store::CreateError::Other(e)) => {
-                return Err(format!("cannot take the ledger's lock {uri}: {e}"));
-            }
-        }
-        Ok(Lock { store, uri })
-    }
-
-    /// Releases the lock.
-    pub async fn release(self) {
-        if let Err(e) = self.store.delete(&self.uri).await {
-            eprintln!("lakesweep: could not remove the lock {}: {e}", self.uri);
-        }
-    }
-}
-
 /// One run of `sweep`, under the ledger's lock.
 pub async fn run(input: &SweepInput) -> Result<Swept, HostError> {
-    if matches!(input.plan.pointer, crate::pointer::Pointer::Explicit(_)) {
+    if matches!(
+        input.plan.pointer,
+        crate::catalogs::pointer::Pointer::Explicit(_)
+    ) {
         return Err(
             "sweep needs a live pointer to see commits made before approval: pass --catalog, or let it read version-hint.text (a fixed --metadata proves nothing)"
                 .into(),
@@ -250,7 +207,7 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
     // table references again and the listing lacks is damage: the ledger
     // refuses a plan made without its index).
     let mut planner = Planner::load(&wasm_path(input.plan.wasm.as_deref()))?;
-    let loaded = crate::ledger::open(&mut planner, &lstore, &ledger_uri).await?;
+    let loaded = crate::session::ledger::open(&mut planner, &lstore, &ledger_uri).await?;
     let mut plan_input = input.plan.clone();
     if let Some(l) = loaded {
         plan_input.deleted_index = Some(planner.ledger_deleted_index(l)?);
@@ -259,7 +216,7 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
     let delta = sealed.header.format == wt::TableFormat::Delta;
     let prior_ledger = loaded.is_none()
         && lstore
-            .head(&crate::ledger::mark(&ledger_uri))
+            .head(&crate::session::ledger::mark(&ledger_uri))
             .await?
             .is_some();
     let ledger = match loaded {
@@ -282,14 +239,14 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
     // 2. Fold it into the ledger (the archives it asks for name damage);
     // 3. HEAD the probes.
     let step = planner.ledger_begin(ledger, sealed.plan, now)?;
-    crate::ledger::serve_reads(&mut planner, ledger, &lstore, &ledger_uri).await?;
+    crate::session::ledger::serve_reads(&mut planner, ledger, &lstore, &ledger_uri).await?;
     let mut moves = Moved::default();
     moves.add(step.moves, &step.moved);
     // Every quarantine bundle is walked once per run: objects of an expired
     // snapshot pass their restore check, and are approved, only while its
     // bundle walks completely (one that broke since an earlier restore
     // check blocks the approval too).
-    let blocked = crate::bundle::blocked_keys(
+    let blocked = crate::commands::bundle::blocked_keys(
         &mut planner,
         &store,
         &table,
@@ -311,7 +268,7 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
     );
 
     // 4. The live state, read now, and the approval.
-    let source = crate::deletion::LiveSource {
+    let source = crate::session::deletion::LiveSource {
         store: store.clone(),
         table: table.clone(),
         pointer: input.plan.pointer.clone(),
@@ -353,7 +310,7 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
     if approval.granted {
         // Saved before deleting: a crash from here leaves DELETE_APPROVED,
         // which the next run turns into DELETE_UNKNOWN and reconciles.
-        crate::ledger::save(&mut planner, ledger, &lstore, &ledger_uri).await?;
+        crate::session::ledger::save(&mut planner, ledger, &lstore, &ledger_uri).await?;
         // The planner's deletion of exactly what it approved; the ledger
         // records every receipt as it is drained.
         let d = planner.ledger_start_deletion(
@@ -366,13 +323,13 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
                 store_gives_etags: true,
             },
         )?;
-        let out = crate::deletion::run(
+        let out = crate::session::deletion::run(
             &mut planner,
             d,
             &source,
             input.concurrency,
             input.plan.wasm.as_deref(),
-            crate::deletion::Drain::Ledger(ledger, now),
+            crate::session::deletion::Drain::Ledger(ledger, now),
             &mut |_| Ok(()),
         )
         .await?;
@@ -387,8 +344,8 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
         moves.add(step.moves, &step.moved);
         gates = step.gates;
     }
-    crate::ledger::save(&mut planner, ledger, &lstore, &ledger_uri).await?;
-    crate::ledger::remove_strays(&mut planner, ledger, &lstore, &ledger_uri).await?;
+    crate::session::ledger::save(&mut planner, ledger, &lstore, &ledger_uri).await?;
+    crate::session::ledger::remove_strays(&mut planner, ledger, &lstore, &ledger_uri).await?;
     let outlook = planner.ledger_outlook(ledger, now)?;
     let open_damage = planner.ledger_open_damage(ledger)?;
     gates = planner.ledger_gates(ledger).unwrap_or(gates);
@@ -449,7 +406,7 @@ async fn reconcile_locked(
     let ledger_uri = ledger_uri.to_owned();
     let now = now_ms();
     let mut planner = Planner::load(&wasm_path(wasm))?;
-    let ledger = crate::ledger::open(&mut planner, lstore, &ledger_uri)
+    let ledger = crate::session::ledger::open(&mut planner, lstore, &ledger_uri)
         .await?
         .ok_or_else(|| format!("no ledger at {ledger_uri}"))?;
     // The core says what to settle: approvals a dead run left without
@@ -469,8 +426,8 @@ async fn reconcile_locked(
         )
         .await?,
     );
-    crate::ledger::save(&mut planner, ledger, lstore, &ledger_uri).await?;
-    crate::ledger::remove_strays(&mut planner, ledger, lstore, &ledger_uri).await?;
+    crate::session::ledger::save(&mut planner, ledger, lstore, &ledger_uri).await?;
+    crate::session::ledger::remove_strays(&mut planner, ledger, lstore, &ledger_uri).await?;
     let outlook = planner.ledger_outlook(ledger, now)?;
     let open_damage = planner.ledger_open_damage(ledger)?;
     Ok(Swept {
@@ -532,10 +489,10 @@ pub fn gates_json(g: &wt::Gates) -> Value {
 pub fn human(s: &Swept) -> String {
     let mut out = String::new();
     for n in &s.notes {
-        out.push_str(&format!("store: {}\n", crate::report::esc(n)));
+        out.push_str(&format!("store: {}\n", crate::commands::report::esc(n)));
     }
     for w in &s.warnings {
-        out.push_str(&format!("warning: {}\n", crate::report::esc(w)));
+        out.push_str(&format!("warning: {}\n", crate::commands::report::esc(w)));
     }
     // In lifecycle order.
     const ORDER: [&str; 9] = [
@@ -578,9 +535,9 @@ pub fn human(s: &Swept) -> String {
         for m in ms.iter().take(50) {
             out.push_str(&format!(
                 "  {}  [from {}] {}\n",
-                crate::report::esc(&m.key),
+                crate::commands::report::esc(&m.key),
                 m.from.map(state_name).unwrap_or("new"),
-                crate::report::esc(&m.why)
+                crate::commands::report::esc(&m.why)
             ));
         }
         let shown = ms.len().min(50) as u64;
@@ -597,7 +554,7 @@ pub fn human(s: &Swept) -> String {
         } else if !a.differences.is_empty() {
             out.push_str("approval refused, the plan must be recomputed (next run):\n");
             for d in &a.differences {
-                out.push_str(&format!("  {}\n", crate::report::esc(d)));
+                out.push_str(&format!("  {}\n", crate::commands::report::esc(d)));
             }
         }
     }
@@ -615,7 +572,7 @@ pub fn human(s: &Swept) -> String {
     for d in &s.damage {
         out.push_str(&format!(
             "DAMAGE: {} {} ({})\n",
-            crate::report::esc(&d.receipt.key),
+            crate::commands::report::esc(&d.receipt.key),
             d.receipt.detail.as_deref().unwrap_or(""),
             d.restore.as_deref().unwrap_or("")
         ));
@@ -626,9 +583,9 @@ pub fn human(s: &Swept) -> String {
         }
         out.push_str(&format!(
             "DAMAGE (open since {}): {} {} ({})\n",
-            crate::report::time(d.found_ms),
-            crate::report::esc(&d.key),
-            crate::report::esc(&d.why),
+            crate::commands::report::time(d.found_ms),
+            crate::commands::report::esc(&d.key),
+            crate::commands::report::esc(&d.why),
             d.restore
         ));
     }
@@ -649,8 +606,8 @@ pub fn outlook_text(outlook: &[wt::Waiting], now_ms: i64, indent: &str) -> Strin
         let when = if w.earliest_ms > now_ms {
             format!(
                 "from {} (in {})",
-                crate::report::time(w.earliest_ms),
-                crate::report::duration(w.earliest_ms - now_ms)
+                crate::commands::report::time(w.earliest_ms),
+                crate::commands::report::duration(w.earliest_ms - now_ms)
             )
         } else {
             "next run".to_owned()

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::component::{verdict_name, wt};
-use crate::plan::Outcome;
+use crate::session::plan::Outcome;
 
 /// Verdicts whose objects the sealed plan deletes (an unreferenced object
 /// old enough, and `_delta_log/` entries past log retention).

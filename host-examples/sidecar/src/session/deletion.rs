@@ -14,11 +14,12 @@ use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
+use crate::catalogs::pointer::Pointer;
+use crate::clock::clock_ms;
 use crate::component::{version_json, wt, DeletionHandle, LedgerHandle, Planner};
-use crate::context::ContextFiles;
 use crate::error::HostError;
-use crate::pointer::Pointer;
-use crate::store::{clock_ms, Store};
+use crate::session::context::ContextFiles;
+use crate::stores::Store;
 
 /// Runs the test hook, if `LAKESWEEP_TEST_HOOK` names one, with `step`
 /// (`N`: batch N was just accepted and is about to be deleted; `final`:
@@ -65,7 +66,7 @@ impl LiveSource {
         let (pointer, log) = match log_prefix {
             Some(prefix) => (
                 None,
-                crate::pointer::log_listing(&self.store, prefix).await?,
+                crate::catalogs::pointer::log_listing(&self.store, prefix).await?,
             ),
             None => (
                 Some(
@@ -168,7 +169,7 @@ async fn deletes_of(store: Store, run: Vec<wt::Target>) -> Vec<Done> {
         .delete_run(
             run.iter()
                 .map(|t| {
-                    let when = crate::store::Condition {
+                    let when = crate::stores::Condition {
                         if_match: t.if_match.clone(),
                         if_version: t.if_version.clone(),
                     };
@@ -265,7 +266,8 @@ pub async fn run(
                         keys.extend(piece);
                     }
                     let found =
-                        crate::plan::referenced_with(c.config, &source.table, wasm, keys).await;
+                        crate::session::plan::referenced_with(c.config, &source.table, wasm, keys)
+                            .await;
                     planner.deletion_referenced(d, found)?;
                 }
             }

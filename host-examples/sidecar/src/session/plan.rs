@@ -7,13 +7,13 @@ use std::collections::BTreeMap;
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::ahead::ListingAhead;
+use crate::catalogs::pointer::{Pointer, Read};
 use crate::component::{
     current_metadata_with, describe, mappings, trap, wasm_path, wt, PlanHandle, Planner,
 };
-use crate::digests::{Answer, Digests, Kind};
-use crate::pointer::{Pointer, Read};
-use crate::store::{Object, Store};
+use crate::session::digests::{Answer, Digests, Kind};
+use crate::stores::ahead::ListingAhead;
+use crate::stores::{Object, Store};
 
 /// The planner's default memory budget: 1 GiB.
 pub const DEFAULT_MEMORY_BUDGET: u64 = 1 << 30;

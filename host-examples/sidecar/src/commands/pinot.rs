@@ -13,9 +13,9 @@ use std::io::Write;
 use futures::StreamExt;
 use serde_json::Value;
 
+use crate::commands::report::{bytes, esc};
 use crate::component::{done, wt, Planner};
-use crate::report::{bytes, esc};
-use crate::store::{self, Store};
+use crate::stores::{self, Store};
 
 /// Exit status of a plan that says "retry next time": a retained
 /// snapshot's artifact was missing or unreadable, nothing was pruned
@@ -105,7 +105,7 @@ fn root_uri(r: &str) -> Result<String, String> {
     let uri = if r.contains("://") && !r.starts_with("file:") {
         r.to_owned()
     } else {
-        store::local_uri(r)?
+        stores::local_uri(r)?
     };
     Ok(uri.trim_end_matches('/').to_owned())
 }
@@ -343,7 +343,7 @@ pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
         &a.roots,
         a.segment_column.clone(),
         a.min_age_ms,
-        store::clock_ms(),
+        crate::clock::clock_ms(),
     )
     .await?;
     let approval = done(
@@ -417,7 +417,7 @@ pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
     };
     // A DELETE never follows a redirect: a 3xx re-aims it at whatever the
     // Location names (another segment, another table).
-    let client = crate::http::mutating_client()?;
+    let client = crate::stores::http::mutating_client()?;
     let mut failed = 0;
     for s in &approval.segments {
         let url = format!(
@@ -441,7 +441,7 @@ pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
             .into());
         }
         let what = format!("DELETE {}", parsed.path());
-        let answer = crate::http::answer(client.delete(parsed).send().await).await;
+        let answer = crate::stores::http::answer(client.delete(parsed).send().await).await;
         let (outcome, detail) = planner.judge_mutation(&what, &answer)?;
         let result = match outcome {
             wt::MutationOutcome::Done => "deleted",
@@ -474,7 +474,7 @@ pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
                         "not the version the plan listed".to_owned(),
                     )
                 } else {
-                    let when = crate::store::Condition {
+                    let when = crate::stores::Condition {
                         if_match: o.version.etag.clone(),
                         if_version: o.version.version_id.clone(),
                     };

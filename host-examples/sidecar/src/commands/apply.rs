@@ -5,7 +5,7 @@
 //! 2. The component's acceptance path compares the live facts (pointer or
 //!    newest Delta commit, context files, clock) with the plan's tokens; any
 //!    difference refuses the run before anything is deleted.
-//! 3. Keys are deleted in batches (see [`crate::deletion`]): the facts are
+//! 3. Keys are deleted in batches (see [`crate::session::deletion`]): the facts are
 //!    read again and accepted by the core before every batch, each key is
 //!    HEADed and deleted only while it is the planned version, and after the
 //!    last batch a damage check names any deleted key the live table needs.
@@ -13,13 +13,13 @@
 
 use std::io::Write;
 
+use crate::catalogs::pointer::Pointer;
 use crate::component::{wasm_path, wt, Planner};
-use crate::context::ContextFiles;
-use crate::deletion::{self, LiveSource};
 use crate::error::HostError;
-use crate::origin::Origin;
-use crate::pointer::Pointer;
-use crate::store::Store;
+use crate::session::context::ContextFiles;
+use crate::session::deletion::{self, LiveSource};
+use crate::session::origin::Origin;
+use crate::stores::Store;
 
 /// Arguments of `apply`.
 pub struct ApplyInput {

@@ -7,9 +7,10 @@
 
 use serde_json::{json, Value};
 
+use crate::clock::clock_ms;
 use crate::component::{wasm_path, wt, Planner};
-use crate::store::{clock_ms, Store};
-use crate::sweep::{default_ledger, Lock};
+use crate::session::ledger::{default_ledger, Lock};
+use crate::stores::Store;
 
 /// What a drill found.
 pub struct Drilled {
@@ -59,26 +60,26 @@ async fn locked(
     let store = Store::for_uri(table)?;
     let lstore = store.holding(ledger_uri)?;
     let mut planner = Planner::load(&wasm_path(wasm))?;
-    let ledger = crate::ledger::open(&mut planner, &lstore, ledger_uri)
+    let ledger = crate::session::ledger::open(&mut planner, &lstore, ledger_uri)
         .await?
         .ok_or_else(|| {
             format!("no ledger at {ledger_uri}: a drill is recorded in the table's ledger (a first `sweep` creates it)")
         })?;
-    let dirs = crate::bundle::dirs(&store, table).await?;
+    let dirs = crate::commands::bundle::dirs(&store, table).await?;
     let ids: Vec<String> = dirs
         .keys()
         .filter_map(|d| d.rsplit('/').next().map(str::to_owned))
         .collect();
     let seed = seed.unwrap_or(clock_ms() as u64);
     let sampled = planner.drill_sample(&ids, sample, seed)?;
-    let root = crate::bundle::root(table);
+    let root = crate::commands::bundle::root(table);
     let mut results = Vec::new();
     for id in &sampled {
         let dir = format!("{root}/{id}");
         let why = if dirs.get(&dir) != Some(&true) {
             Some("copies but no bundle.json".to_owned())
         } else {
-            match crate::bundle::check(
+            match crate::commands::bundle::check(
                 &mut planner,
                 &store,
                 table,
@@ -101,7 +102,7 @@ async fn locked(
     }
     let drill =
         planner.ledger_record_drill(ledger, table, seed, ids.len() as u64, &results, clock_ms())?;
-    crate::ledger::save(&mut planner, ledger, &lstore, ledger_uri).await?;
+    crate::session::ledger::save(&mut planner, ledger, &lstore, ledger_uri).await?;
     Ok(Drilled {
         drill,
         gates: planner.ledger_gates(ledger)?,
@@ -127,10 +128,10 @@ pub fn human(d: &Drilled) -> String {
         match v.failed.iter().find(|f| f.bundle_id == *id) {
             Some(f) => out.push_str(&format!(
                 "  {}  would NOT restore: {}\n",
-                crate::report::esc(id),
-                crate::report::esc(&f.why)
+                crate::commands::report::esc(id),
+                crate::commands::report::esc(&f.why)
             )),
-            None => out.push_str(&format!("  {}  ok\n", crate::report::esc(id))),
+            None => out.push_str(&format!("  {}  ok\n", crate::commands::report::esc(id))),
         }
     }
     out.push_str(&format!("recorded in {}\n", d.ledger_uri));

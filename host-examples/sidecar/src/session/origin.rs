@@ -7,8 +7,8 @@
 
 use serde_json::{json, Value};
 
-use crate::context::ContextFiles;
-use crate::pointer::Pointer;
+use crate::catalogs::pointer::Pointer;
+use crate::session::context::ContextFiles;
 
 /// The schema name of origin documents.
 const ORIGIN_SCHEMA: &str = "lakesweep.origin.v1";
@@ -28,7 +28,7 @@ pub struct Origin {
 /// resolved as `store::local_uri` does (so `./catalog.db` and its absolute
 /// form are one source, and the plan can be applied from anywhere).
 fn absolute(path: &str) -> String {
-    crate::store::local_uri(path)
+    crate::stores::local_uri(path)
         .ok()
         .and_then(|u| u.strip_prefix("file://").map(str::to_owned))
         .unwrap_or_else(|| path.to_owned())
@@ -112,7 +112,7 @@ impl Origin {
             match (s(&p["namespace"]), s(&p["name"])) {
                 (Some(namespace), Some(name)) if !namespace.is_empty() && !name.is_empty() => {
                     Pointer::Catalog {
-                        catalog: crate::catalog::Catalog::parse(&catalog)
+                        catalog: crate::catalogs::Catalog::parse(&catalog)
                             .map_err(|e| bad(&format!("names no catalog ({e})")))?,
                         namespace,
                         name,
@@ -241,7 +241,7 @@ mod tests {
             ..ContextFiles::default()
         };
         let pointer = Pointer::Catalog {
-            catalog: crate::catalog::Catalog::Sql {
+            catalog: crate::catalogs::Catalog::Sql {
                 path: "/var/catalog.db".into(),
             },
             namespace: "db".into(),
@@ -293,7 +293,7 @@ mod tests {
         assert_eq!(hint.pointer, Pointer::VersionHint);
         // A relative catalog path names the same catalog as its absolute form.
         let relative = Pointer::Catalog {
-            catalog: crate::catalog::Catalog::Sql {
+            catalog: crate::catalogs::Catalog::Sql {
                 path: "catalog.db".into(),
             },
             namespace: "db".into(),
@@ -305,7 +305,7 @@ mod tests {
         assert_eq!(live.pointer, Origin::new(&relative, &[], &files).pointer);
         // Dot segments name the same catalog.
         let dotted = Pointer::Catalog {
-            catalog: crate::catalog::Catalog::Sql {
+            catalog: crate::catalogs::Catalog::Sql {
                 path: "./x/../catalog.db".into(),
             },
             namespace: "db".into(),
@@ -319,18 +319,18 @@ mod tests {
         for p in [
             Pointer::Command("lookup db.events".into()),
             Pointer::Catalog {
-                catalog: crate::catalog::Catalog::parse("rest:http://h:8181?warehouse=w").unwrap(),
+                catalog: crate::catalogs::Catalog::parse("rest:http://h:8181?warehouse=w").unwrap(),
                 namespace: "a.b".into(),
                 name: "t".into(),
             },
             Pointer::Catalog {
-                catalog: crate::catalog::Catalog::parse("glue").unwrap(),
+                catalog: crate::catalogs::Catalog::parse("glue").unwrap(),
                 namespace: "db".into(),
                 name: "t".into(),
             },
             // A name with a dot stays one name.
             Pointer::Catalog {
-                catalog: crate::catalog::Catalog::parse("glue").unwrap(),
+                catalog: crate::catalogs::Catalog::parse("glue").unwrap(),
                 namespace: "db".into(),
                 name: "x.y".into(),
             },

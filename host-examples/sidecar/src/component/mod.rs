@@ -543,7 +543,7 @@ impl Planner {
         done(api.call_check_clock(
             &mut self.store,
             judged_at_ms,
-            crate::store::clock_ms(),
+            crate::clock::clock_ms(),
             allow_future,
         ))
     }

@@ -125,7 +125,7 @@ impl Diff {
             if !set.is_empty() {
                 out.push_str(&format!("{title}:\n"));
                 for k in set {
-                    out.push_str(&format!("  {}\n", crate::report::esc(k)));
+                    out.push_str(&format!("  {}\n", crate::commands::report::esc(k)));
                 }
             }
         }

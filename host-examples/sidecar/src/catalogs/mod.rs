@@ -20,6 +20,10 @@
 //! The catalog only reports and swaps pointers; what a pointer means (a
 //! newer document beside it, a moved ref) is the planner's to judge.
 
+pub mod commit;
+pub mod engine_config;
+pub mod pointer;
+
 use std::time::Duration;
 
 /// A catalog of Iceberg tables.
@@ -110,10 +114,10 @@ impl Catalog {
         // An engine's settings name one of the catalogs below, in their
         // --catalog spelling (never trino: or spark: again).
         if let Some(path) = spec.strip_prefix("trino:") {
-            return Catalog::parse(&crate::engine_config::trino(path)?);
+            return Catalog::parse(&crate::catalogs::engine_config::trino(path)?);
         }
         if let Some(name) = spec.strip_prefix("spark:") {
-            return Catalog::parse(&crate::engine_config::spark(name)?);
+            return Catalog::parse(&crate::catalogs::engine_config::spark(name)?);
         }
         if let Some(path) = spec.strip_prefix("sqlite:") {
             if path.is_empty() {
@@ -455,7 +459,7 @@ mod glue {
     use aws_sdk_glue::Client;
 
     async fn client() -> Client {
-        Client::new(&crate::s3::aws_config().await)
+        Client::new(&crate::stores::s3::aws_config().await)
     }
 
     fn database(namespace: &str) -> Result<&str, String> {
@@ -685,7 +689,7 @@ mod glue {
             .set_parameters(Some(parameters))
             .build()
             .map_err(|e| CommitError::Refused(format!("glue TableInput: {e}")))?;
-        let once = aws_sdk_glue::config::Builder::from(&crate::s3::aws_config().await)
+        let once = aws_sdk_glue::config::Builder::from(&crate::stores::s3::aws_config().await)
             .retry_config(aws_sdk_glue::config::retry::RetryConfig::disabled())
             .build();
         let r = Client::from_conf(once)

@@ -6,7 +6,7 @@
 
 use crate::component::{wasm_path, wt, LedgerHandle, Planner};
 use crate::error::HostError;
-use crate::store::Store;
+use crate::stores::Store;
 
 /// The folder beside a ledger's head, holding its other files.
 pub fn folder(ledger_uri: &str) -> String {
@@ -92,8 +92,8 @@ pub async fn save(
         )
         .await
     {
-        Ok(()) | Err(crate::store::CreateError::Exists) => {}
-        Err(crate::store::CreateError::Other(e)) => {
+        Ok(()) | Err(crate::stores::CreateError::Exists) => {}
+        Err(crate::stores::CreateError::Other(e)) => {
             return Err(HostError::Stopped(format!(
                 "cannot mark the ledger {uri}: {e}"
             )))
@@ -240,4 +240,54 @@ pub async fn verify(ledger_uri: &str, wasm: Option<&str>) -> Result<Verified, St
         audit: planner.ledger_audit(l)?,
         ledger_uri: ledger_uri.to_owned(),
     })
+}
+
+/// The default ledger location: under the table's hidden `_lakesweep/`
+/// prefix, which no sweep deletes (hidden paths are always kept).
+pub fn default_ledger(table: &str) -> String {
+    format!("{table}/_lakesweep/ledger.json")
+}
+
+/// A lock beside the ledger (create-if-absent): one sweep, reconcile or
+/// restore at a time, so no run overwrites another's ledger.
+pub struct Lock {
+    store: Store,
+    uri: String,
+}
+
+impl Lock {
+    /// Takes the lock or says who holds it.
+    pub async fn take(ledger_uri: &str) -> Result<Lock, String> {
+        let store = Store::for_uri(ledger_uri)?;
+        let uri = format!("{ledger_uri}.lock");
+        let body =
+            serde_json::json!({"pid": std::process::id(), "sinceMs": crate::clock::clock_ms()})
+                .to_string();
+        match store.create(&uri, body.into_bytes()).await {
+            Ok(()) => {}
+            Err(crate::stores::CreateError::Exists) => {
+                let held = store
+                    .read(&uri)
+                    .await
+                    .ok()
+                    .flatten()
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default();
+                return Err(format!(
+                    "another sweep, reconcile or restore holds {uri} ({held}): wait for it, or remove the lock if that run is dead"
+                ));
+            }
+            Err(crate::stores::CreateError::Other(e)) => {
+                return Err(format!("cannot take the ledger's lock {uri}: {e}"));
+            }
+        }
+        Ok(Lock { store, uri })
+    }
+
+    /// Releases the lock.
+    pub async fn release(self) {
+        if let Err(e) = self.store.delete(&self.uri).await {
+            eprintln!("lakesweep: could not remove the lock {}: {e}", self.uri);
+        }
+    }
 }

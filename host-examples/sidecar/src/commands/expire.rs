@@ -6,14 +6,13 @@
 //! checking it still names the metadata the plan was made from. A commit
 //! that lands meanwhile makes the swap fail cleanly; the new file is removed.
 
-use std::hash::{BuildHasher, Hasher};
-
-use crate::args::ExpireArgs;
-use crate::catalog::CommitError;
+use crate::catalogs::commit::{commit, split_dir};
+use crate::catalogs::pointer::Pointer;
+use crate::catalogs::CommitError;
+use crate::cli::ExpireArgs;
 use crate::component::{wasm_path, wt, Planner};
 use crate::error::HostError;
-use crate::pointer::Pointer;
-use crate::store::{table_uri, Store};
+use crate::stores::{table_uri, Store};
 
 /// A finished `expire` run.
 pub struct Expiry {
@@ -43,10 +42,10 @@ async fn frees(
 ) -> Result<Frees, String> {
     let mut planner = Planner::load(&wasm_path(a.wasm.as_deref()))?;
     let dir = split_dir(original)?.0;
-    let input = crate::plan::PlanInput {
+    let input = crate::session::plan::PlanInput {
         table: table.to_owned(),
         pointer: a.pointer.clone(),
-        format: crate::plan::Format::Iceberg,
+        format: crate::session::plan::Format::Iceberg,
         now_ms: a.now_ms,
         retention_ms: None,
         location_map: a.location_map.clone(),
@@ -66,9 +65,9 @@ async fn frees(
         prior_pointers: Vec::new(),
         deleted_index: None,
     };
-    let before = crate::plan::run(&input).await?;
-    let after = crate::plan::run(&crate::plan::PlanInput {
-        what_if: Some(crate::plan::WhatIf {
+    let before = crate::session::plan::run(&input).await?;
+    let after = crate::session::plan::run(&crate::session::plan::PlanInput {
+        what_if: Some(crate::session::plan::WhatIf {
             uri: format!("{dir}/lakesweep-what-if-expiry.metadata.json"),
             bytes: new_metadata.to_vec(),
         }),
@@ -91,49 +90,6 @@ async fn frees(
         }
     }
     Ok(out)
-}
-
-/// `00042-<uuid>.metadata.json` -> 42; `v7.metadata.json` -> 7.
-fn version_of(name: &str) -> Option<(u64, bool)> {
-    if let Some(v) = name
-        .strip_prefix('v')
-        .and_then(|r| r.strip_suffix(".metadata.json"))
-    {
-        return v.parse().ok().map(|n| (n, true));
-    }
-    let (n, _) = name.split_once('-')?;
-    n.parse().ok().map(|n| (n, false))
-}
-
-/// A random version-4 style UUID (std's per-process random hasher seed).
-fn uuid() -> String {
-    let mut parts = [0u64; 2];
-    for (i, p) in parts.iter_mut().enumerate() {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0),
-        );
-        h.write_usize(i);
-        h.write_u32(std::process::id());
-        *p = h.finish();
-    }
-    let (a, b) = (parts[0], parts[1]);
-    format!(
-        "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
-        a >> 32,
-        (a >> 16) & 0xffff,
-        a & 0xfff,
-        b >> 52 & 0xfff,
-        b & 0xffff_ffff_ffff
-    )
-}
-
-fn split_dir(uri: &str) -> Result<(&str, &str), String> {
-    uri.rsplit_once('/')
-        .ok_or_else(|| format!("`{uri}` has no folder"))
 }
 
 /// Runs `expire`.
@@ -194,7 +150,7 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, HostError> {
         if !ids.is_empty() {
             let id = format!("q-{}-{}", ids[0], a.now_ms);
             bundle = Some(
-                crate::bundle::seal(
+                crate::commands::bundle::seal(
                     &mut planner,
                     &store,
                     &table,
@@ -258,7 +214,7 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, HostError> {
             Err(CommitError::Refused(e)) => {
                 let e = format!("expiry not committed: {e}");
                 if let Some(id) = &bundle {
-                    if let Err(d) = crate::bundle::discard(&store, &table, id).await {
+                    if let Err(d) = crate::commands::bundle::discard(&store, &table, id).await {
                         return Err(format!(
                             "{e}; its quarantine bundle {id} could not be removed: {d}"
                         )
@@ -295,13 +251,13 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, HostError> {
 #[allow(clippy::too_many_arguments)]
 async fn settle_rest(
     planner: &mut Planner,
-    catalog: &crate::catalog::Catalog,
+    catalog: &crate::catalogs::Catalog,
     namespace: &str,
     name: &str,
     original: &str,
     expiry: &str,
     location_map: &[(String, String)],
-    sent: crate::catalog::RestAnswer,
+    sent: crate::catalogs::RestAnswer,
 ) -> Result<String, CommitError> {
     let (outcome, why) = planner
         .judge_mutation(&sent.what, &sent.answer)
@@ -329,7 +285,7 @@ async fn settle_rest(
     }
     let read = async {
         let uri = planner.canonical_pointer(&now.metadata, location_map)?;
-        crate::store::Store::for_uri(&uri)?
+        crate::stores::Store::for_uri(&uri)?
             .read(&uri)
             .await?
             .ok_or_else(|| format!("{uri} does not exist"))
@@ -349,112 +305,9 @@ async fn settle_rest(
     }
 }
 
-/// Commits `doc` as the table's next metadata document: create-if-absent of
-/// the next version, then the catalog's compare-and-set (or, for Hadoop
-/// tables, the created `vN+1` is the commit and the hint follows). A REST
-/// catalog writes its own documents: it takes the planner's request instead.
-pub async fn commit(
-    pointer: &Pointer,
-    table: &str,
-    store: &Store,
-    original: &str,
-    mapped: &str,
-    doc: Vec<u8>,
-) -> Result<String, CommitError> {
-    let refused = CommitError::Refused;
-    let catalog = match pointer {
-        Pointer::Explicit(_) | Pointer::Command(_) => {
-            return Err(refused(
-                "a commit needs a pointer it can swap: --catalog, or the table's version-hint.text"
-                    .into(),
-            ))
-        }
-        Pointer::Catalog { catalog, .. } if catalog.commits_requests() => {
-            return Err(refused(format!(
-                "{} writes its own metadata documents and takes requests only; this commit is a whole document",
-                catalog.describe()
-            )))
-        }
-        Pointer::Catalog {
-            catalog,
-            namespace,
-            name,
-        } => Some((catalog, namespace, name)),
-        Pointer::VersionHint => None,
-    };
-    let (orig_dir, orig_name) = split_dir(original).map_err(refused)?;
-    let (mapped_dir, _) = split_dir(mapped).map_err(refused)?;
-    let (version, hadoop) = version_of(orig_name).ok_or_else(|| {
-        refused(format!("cannot tell the version of `{orig_name}`: not NNNNN-*.metadata.json nor vN.metadata.json"))
-    })?;
-    if catalog.is_none() && !hadoop {
-        return Err(refused(format!(
-            "a commit through version-hint.text needs vN.metadata.json names (there, creating the next file is the atomic commit); `{orig_name}` is not one: commit through --catalog"
-        )));
-    }
-    let name = if hadoop {
-        format!("v{}.metadata.json", version + 1)
-    } else {
-        format!("{:05}-{}.metadata.json", version + 1, uuid())
-    };
-    let new_original = format!("{orig_dir}/{name}");
-    let new_physical = format!("{mapped_dir}/{name}");
-    if let Err(e) = store.create(&new_physical, doc.clone()).await {
-        let taken = format!(
-            "{e}: another commit may have taken version {} (nothing changed)",
-            version + 1
-        );
-        if catalog.is_some() {
-            // No pointer names the file: the commit did not happen.
-            return Err(refused(taken));
-        }
-        // Through version-hint.text, creating the file is the commit: a
-        // create whose answer was lost (or retried into "exists") may have
-        // landed. What the store holds now says which.
-        match store.read(&new_physical).await {
-            Ok(Some(b)) if b == doc => {}
-            Ok(Some(_)) => return Err(refused(taken)),
-            _ => {
-                return Err(CommitError::Unknown(format!(
-                    "creating {new_physical} failed ({e}) and whether it exists cannot be told"
-                )))
-            }
-        }
-    }
-    match catalog {
-        Some((catalog, namespace, table_name)) => {
-            match catalog
-                .swap(namespace, table_name, original, &new_original)
-                .await
-            {
-                Ok(()) => {}
-                Err(CommitError::Refused(e)) => {
-                    // Nobody can have read the new file: no pointer names it.
-                    let _ = store.delete(&new_physical).await;
-                    return Err(refused(e));
-                }
-                // The catalog may name the new file now: it stays.
-                Err(e) => return Err(e),
-            }
-        }
-        None => {
-            // Creating v(N+1) was the commit (readers walk forward past the
-            // hint); the hint itself is best effort, as in Iceberg's Hadoop catalog.
-            let hint = format!("{table}/metadata/version-hint.text");
-            if let Err(e) = store
-                .overwrite(&hint, (version + 1).to_string().into_bytes())
-                .await
-            {
-                eprintln!("lakesweep: committed, but {hint} was not updated ({e}); readers walk forward to the new version");
-            }
-        }
-    }
-    Ok(new_original)
-}
-
 /// The human report of an expiry plan.
 pub fn human(e: &Expiry) -> String {
-    use crate::report::esc;
+    use crate::commands::report::esc;
     let p = &e.plan;
     let mut out = format!(
         "lakesweep expire (metadata {})\n",
@@ -495,11 +348,11 @@ pub fn human(e: &Expiry) -> String {
         Some(Ok(f)) => {
             let kinds: Vec<String> = f
                 .iter()
-                .map(|(k, (c, b))| format!("{k} {c} ({})", crate::report::bytes(*b)))
+                .map(|(k, (c, b))| format!("{k} {c} ({})", crate::commands::report::bytes(*b)))
                 .collect();
             out.push_str(&format!(
                 "  frees {} once committed, in the next plan: {}\n",
-                crate::report::bytes(f.values().map(|(_, b)| b).sum()),
+                crate::commands::report::bytes(f.values().map(|(_, b)| b).sum()),
                 kinds.join(", ")
             ));
         }

@@ -5,10 +5,10 @@
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::catalog::Catalog;
-use crate::context::ContextFiles;
-use crate::plan::Format;
-use crate::pointer::Pointer;
+use crate::catalogs::pointer::Pointer;
+use crate::catalogs::Catalog;
+use crate::session::context::ContextFiles;
+use crate::session::plan::Format;
 
 /// Shown after every command's `--help`.
 const ENVIRONMENT: &str =
@@ -30,9 +30,9 @@ pub enum Command {
     /// `expire`.
     Expire(ExpireArgs),
     /// `pinot plan`.
-    PinotPlan(crate::pinot::PlanArgs),
+    PinotPlan(crate::commands::pinot::PlanArgs),
     /// `pinot apply`.
-    PinotApply(crate::pinot::ApplyArgs),
+    PinotApply(crate::commands::pinot::ApplyArgs),
     /// `policy check FILE`.
     PolicyCheck {
         file: String,
@@ -504,8 +504,8 @@ struct PinotStateOpts {
 }
 
 impl PinotStateOpts {
-    fn sources(self) -> crate::pinot::Sources {
-        crate::pinot::Sources {
+    fn sources(self) -> crate::commands::pinot::Sources {
+        crate::commands::pinot::Sources {
             table_config: self.table_config,
             ideal_state: self.ideal_state,
             watermark: self.watermark,
@@ -672,7 +672,7 @@ struct FutureOpt {
 
 impl NowOpts {
     fn now_ms(&self) -> i64 {
-        self.now.unwrap_or_else(crate::store::clock_ms)
+        self.now.unwrap_or_else(crate::clock::clock_ms)
     }
 }
 
@@ -1032,7 +1032,7 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             out,
             json,
             planner,
-        }) => Command::PinotPlan(crate::pinot::PlanArgs {
+        }) => Command::PinotPlan(crate::commands::pinot::PlanArgs {
             sources: state.sources(),
             roots: layout.roots,
             segment_column: layout.segment_column,
@@ -1050,7 +1050,7 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             dry_run,
             receipts,
             planner,
-        }) => Command::PinotApply(crate::pinot::ApplyArgs {
+        }) => Command::PinotApply(crate::commands::pinot::ApplyArgs {
             plan,
             sources: state.sources(),
             roots: layout.roots,

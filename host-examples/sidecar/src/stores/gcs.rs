@@ -26,8 +26,8 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
-use crate::listing::{Ask, Page, Token};
-use crate::store::{CreateError, Deleted, Object};
+use crate::stores::listing::{Ask, Page, Token};
+use crate::stores::object::{content_id_of, CreateError, Deleted, Object};
 
 /// Every byte but the unreserved ones is encoded: `/` too, since an object
 /// name is one path segment of the API's URL.
@@ -129,7 +129,7 @@ impl Bucket {
         let c = self
             .client
             .get_or_init(|| async {
-                let http = crate::http::mutating_client()?;
+                let http = crate::stores::http::mutating_client()?;
                 if let Some(base) = emulator() {
                     return Ok(Client {
                         http,
@@ -252,8 +252,7 @@ impl Bucket {
             .await
             .map_err(|e| format!("{what}: {e}"))?
             .to_vec();
-        let id =
-            crate::store::content_id_of(bytes.len() as i64, etag.as_deref(), generation.as_deref());
+        let id = content_id_of(bytes.len() as i64, etag.as_deref(), generation.as_deref());
         Ok(Some((bytes, id)))
     }
 
@@ -340,14 +339,14 @@ impl Bucket {
     }
 
     /// Lists every object whose name starts with `prefix`, exactly as
-    /// stored, fanned out over the prefix's folders (`crate::listing`).
+    /// stored, fanned out over the prefix's folders (`crate::stores::listing`).
     pub fn list(
         self: std::sync::Arc<Self>,
         prefix: String,
         uri: impl Fn(&str) -> String + Send + Sync + 'static,
         skipped: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     ) -> BoxStream<'static, Result<Object, String>> {
-        crate::listing::list(self, prefix, Box::new(uri), skipped)
+        crate::stores::listing::list(self, prefix, Box::new(uri), skipped)
     }
 
     /// One listing page (up to 1,000 objects), with the delimiter `/`
@@ -416,6 +415,16 @@ impl Bucket {
             next,
             encoded: false,
         })
+    }
+}
+
+/// The fan-out listing pages through this bucket.
+impl crate::stores::listing::Pager for Bucket {
+    fn page<'a>(
+        &'a self,
+        ask: &'a Ask<'a>,
+    ) -> futures::future::BoxFuture<'a, Result<Page, String>> {
+        Box::pin(Bucket::page(self, ask))
     }
 }
 

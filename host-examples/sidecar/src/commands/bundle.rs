@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 
 use futures::StreamExt;
 
+use crate::catalogs::pointer::Pointer;
 use crate::component::{wt, LedgerHandle, Planner};
-use crate::pointer::Pointer;
-use crate::store::{Object, Store};
+use crate::stores::{Object, Store};
 
 /// Where bundles live.
 pub fn root(table: &str) -> String {
@@ -180,7 +180,9 @@ pub async fn check(
             });
             continue;
         }
-        let h = store.head(&crate::store::object_uri(table, &e.key)).await?;
+        let h = store
+            .head(&crate::stores::object_uri(table, &e.key))
+            .await?;
         heads.push(wt::HeadAnswer {
             key: e.key.clone(),
             version: h.as_ref().map(Object::version),
@@ -309,7 +311,7 @@ pub async fn restore(
         if b.key == *metadata_key {
             bundle_md = Some(b.bytes.clone());
         } else if missing.contains(b.key.as_str()) {
-            put_back.push((crate::store::object_uri(table, &b.key), b.bytes.clone()));
+            put_back.push((crate::stores::object_uri(table, &b.key), b.bytes.clone()));
         }
     }
     let bundle_md = bundle_md.ok_or("the bundle's metadata copy is missing")?;
@@ -330,7 +332,8 @@ pub async fn restore(
     }
     // No sweep may run while the snapshot comes back (it could be deleting
     // the very files the restored metadata names).
-    let lock = crate::sweep::Lock::take(&crate::sweep::default_ledger(table)).await?;
+    let lock =
+        crate::session::ledger::Lock::take(&crate::session::ledger::default_ledger(table)).await?;
     let r = put_back_and_commit(&store, &put_back, pointer, table, &original, &mapped, doc).await;
     lock.release().await;
     let new = r?;
@@ -356,7 +359,7 @@ async fn put_back_and_commit(
             .await
             .map_err(|e| format!("put back {uri}: {e}"))?;
     }
-    crate::expire::commit(pointer, table, store, original, mapped, doc)
+    crate::catalogs::commit::commit(pointer, table, store, original, mapped, doc)
         .await
         .map_err(|e| e.to_string())
 }

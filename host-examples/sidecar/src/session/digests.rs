@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use sha2::{Digest, Sha256};
 
 use crate::component::{hex, Planner, Wasm};
-use crate::store::Store;
+use crate::stores::Store;
 
 /// Which files a session lets a digest answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,9 +3,9 @@
 //! `metadata/version-hint.text`. The same source is re-read after listing
 //! (the planner's re-check) and by `apply` before it deletes anything.
 
-use crate::catalog::Catalog;
+use crate::catalogs::Catalog;
 use crate::component::{HintFacts, Planner};
-use crate::store::{local_uri, Store};
+use crate::stores::{local_uri, Store};
 
 /// The source of a table's current metadata location.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use futures::stream::{BoxStream, StreamExt};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
-use crate::store::{Batch, Object, Store};
+use crate::stores::{Batch, Object, Store};
 
 /// Objects sent to the waiting side at once.
 const BATCH: usize = 1000;
@@ -140,7 +140,7 @@ impl ListingAhead {
                 )),
             }
         })
-        .flat_map(crate::store::one_by_one)
+        .flat_map(crate::stores::object::one_by_one)
         .boxed();
         Some((self.store.clone(), objects))
     }

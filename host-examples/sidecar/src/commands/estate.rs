@@ -14,9 +14,9 @@ use std::collections::BTreeMap;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use crate::catalog::Catalog;
+use crate::catalogs::pointer::Pointer;
+use crate::catalogs::Catalog;
 use crate::component::{wt, Planner};
-use crate::pointer::Pointer;
 
 /// One table of the run.
 #[derive(Debug, Clone)]
@@ -94,7 +94,7 @@ async fn members_and_entries(
         let m = if entry.contains("://") || entry.starts_with('/') || entry.starts_with('.') {
             Member {
                 label: entry.to_owned(),
-                table: Some(crate::store::table_uri(entry).map_err(|e| format!("{}: {e}", at()))?),
+                table: Some(crate::stores::table_uri(entry).map_err(|e| format!("{}: {e}", at()))?),
                 pointer: Pointer::VersionHint,
                 foreign_roots: Vec::new(),
             }
@@ -170,7 +170,7 @@ async fn read_member(
             e.metadata
         }
         (p, Some(t), _) => {
-            p.resolve(&mut planner, &crate::store::Store::for_uri(t)?, t)
+            p.resolve(&mut planner, &crate::stores::Store::for_uri(t)?, t)
                 .await?
         }
         (_, None, _) => return Err(format!("{}: no table location", m.label)),
@@ -178,7 +178,7 @@ async fn read_member(
     entry.metadata_location = Some(raw.clone());
     // Read where the planner would: the pointer mapped as it maps it.
     let uri = planner.canonical_pointer(&raw, location_map)?;
-    let bytes = crate::store::Store::for_uri(&uri)?
+    let bytes = crate::stores::Store::for_uri(&uri)?
         .read(&uri)
         .await?
         .ok_or_else(|| format!("{}: its metadata {uri} does not exist", m.label))?;
@@ -447,7 +447,7 @@ pub fn to_json(run: &[Planned]) -> Value {
 
 /// The run for people: one line per table, then the totals.
 pub fn human(run: &[Planned]) -> String {
-    use crate::report::{bytes, esc};
+    use crate::commands::report::{bytes, esc};
     let v = to_json(run);
     let mut out = format!("lakesweep plan: {} tables\n", run.len());
     for p in run {

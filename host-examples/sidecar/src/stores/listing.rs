@@ -1,5 +1,5 @@
 //! A bucket listing fanned out over the folders under its prefix: S3
-//! through [`crate::s3::Bucket`], GCS and Azure through `object_store`'s
+//! through [`crate::stores::s3::Bucket`], GCS and Azure through `object_store`'s
 //! paginated listing ([`ObjectPager`]); both are a [`Pager`].
 //!
 //! A listing pages one prefix in sequence: each request names where the
@@ -46,7 +46,7 @@ use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
 use object_store::list::{PaginatedListOptions, PaginatedListStore};
 
-use crate::store::Object;
+use crate::stores::object::{object_of, until_end, Batch, Object};
 
 /// Where a listing goes on, and which listing made it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -129,20 +129,6 @@ pub trait Pager: Send + Sync + 'static {
     fn page<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Page, String>>;
 }
 
-#[cfg(feature = "cloud")]
-impl Pager for crate::gcs::Bucket {
-    fn page<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Page, String>> {
-        Box::pin(crate::gcs::Bucket::page(self, ask))
-    }
-}
-
-#[cfg(feature = "cloud")]
-impl Pager for crate::s3::Bucket {
-    fn page<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Page, String>> {
-        Box::pin(crate::s3::Bucket::page(self, ask))
-    }
-}
-
 /// GCS or Azure through `object_store`'s paginated listing, whose prefix
 /// is the raw key prefix (no `/` added) and whose keys are its `Path`s: a
 /// key it cannot parse (an empty segment) fails the page, so the listing;
@@ -182,12 +168,7 @@ impl Pager for ObjectPager {
                     .result
                     .objects
                     .into_iter()
-                    .map(|m| {
-                        (
-                            Ok(m.location.to_string()),
-                            crate::store::object_of(String::new(), m),
-                        )
-                    })
+                    .map(|m| (Ok(m.location.to_string()), object_of(String::new(), m)))
                     .collect(),
                 folders: r
                     .result
@@ -247,7 +228,7 @@ enum Stop {
 
 /// Where listed objects go.
 struct Sink {
-    tx: tokio::sync::mpsc::Sender<crate::store::Batch>,
+    tx: tokio::sync::mpsc::Sender<Batch>,
     uri: Box<dyn Fn(&str) -> String + Send + Sync>,
     skipped: Arc<Mutex<Vec<String>>>,
     /// The listing's prefix: its own folder marker is not under it.
@@ -296,7 +277,7 @@ pub fn list(
     uri: Box<dyn Fn(&str) -> String + Send + Sync>,
     skipped: Arc<Mutex<Vec<String>>>,
 ) -> BoxStream<'static, Result<Object, String>> {
-    let (tx, rx) = tokio::sync::mpsc::channel::<crate::store::Batch>(2048);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Batch>(2048);
     tokio::spawn(async move {
         let sink = Sink {
             tx,
@@ -315,7 +296,7 @@ pub fn list(
             Err(Stop::Gone) => Ok(()),
         };
     });
-    crate::store::until_end(rx, "bucket listing")
+    until_end(rx, "bucket listing")
 }
 
 /// One page of a listing, its failure in words naming the prefix.

@@ -28,8 +28,8 @@ use aws_sdk_s3::Client;
 use futures::stream::BoxStream;
 use tokio::sync::OnceCell;
 
-use crate::listing::{url_decode, Ask, Page, Token};
-use crate::store::{CreateError, Deleted, Object};
+use crate::stores::listing::{url_decode, Ask, Page, Token};
+use crate::stores::object::{content_id_of, etag_form, CreateError, Deleted, Object};
 
 /// One bucket, its client made on first use.
 pub struct Bucket {
@@ -150,7 +150,7 @@ impl Bucket {
     }
 
     /// Reads a whole object with the identity of the bytes returned (see
-    /// [`crate::store::Store::content_id`]): from the GET's own answer, so
+    /// [`crate::stores::Store::content_id`]): from the GET's own answer, so
     /// it names these bytes even if the object changed since any HEAD.
     pub async fn read_with_id(
         &self,
@@ -166,11 +166,7 @@ impl Bucket {
             .await;
         match r {
             Ok(o) => {
-                let id = crate::store::content_id_of(
-                    o.content_length().unwrap_or(-1),
-                    o.e_tag(),
-                    o.version_id(),
-                );
+                let id = content_id_of(o.content_length().unwrap_or(-1), o.e_tag(), o.version_id());
                 o.body
                     .collect()
                     .await
@@ -201,7 +197,7 @@ impl Bucket {
                     .and_then(|t| t.to_millis().ok())
                     // Unknown time: treated as brand new (kept), never old.
                     .unwrap_or(i64::MAX),
-                etag: o.e_tag().map(|e| crate::store::etag_form(e.to_owned())),
+                etag: o.e_tag().map(|e| etag_form(e.to_owned())),
                 // Unversioned (or suspended) buckets answer "null": no
                 // version to pin, and none kept after a delete.
                 version_id: o.version_id().filter(|v| *v != "null").map(str::to_owned),
@@ -292,7 +288,7 @@ impl Bucket {
     }
 
     /// Lists every object whose key starts with `prefix`, each key exactly
-    /// as stored, fanned out over the prefix's folders (`crate::listing`);
+    /// as stored, fanned out over the prefix's folders (`crate::stores::listing`);
     /// `uri` makes an object's URI from its key. A key that is not UTF-8
     /// once decoded is put in `skipped` (raw, as the store spelled it)
     /// instead: no reference can name it, so it is never deleted, and the
@@ -303,7 +299,7 @@ impl Bucket {
         uri: impl Fn(&str) -> String + Send + Sync + 'static,
         skipped: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     ) -> BoxStream<'static, Result<Object, String>> {
-        crate::listing::list(self, prefix, Box::new(uri), skipped)
+        crate::stores::listing::list(self, prefix, Box::new(uri), skipped)
     }
 
     /// One listing page (at most 1,000 entries). `ListObjectVersions`
@@ -393,7 +389,7 @@ impl Bucket {
                         .last_modified()
                         .and_then(|t| t.to_millis().ok())
                         .unwrap_or(i64::MAX),
-                    etag: o.e_tag().map(|e| crate::store::etag_form(e.to_owned())),
+                    etag: o.e_tag().map(|e| etag_form(e.to_owned())),
                     version_id: None,
                     named_only: false,
                 };
@@ -457,7 +453,7 @@ impl Bucket {
                         .last_modified()
                         .and_then(|t| t.to_millis().ok())
                         .unwrap_or(i64::MAX),
-                    etag: v.e_tag().map(|e| crate::store::etag_form(e.to_owned())),
+                    etag: v.e_tag().map(|e| etag_form(e.to_owned())),
                     named_only: false,
                     // Unversioned buckets answer the version id "null".
                     version_id: v.version_id().filter(|v| *v != "null").map(str::to_owned),
@@ -491,6 +487,16 @@ impl Bucket {
             next,
             encoded,
         })
+    }
+}
+
+/// The fan-out listing pages through this bucket.
+impl crate::stores::listing::Pager for Bucket {
+    fn page<'a>(
+        &'a self,
+        ask: &'a Ask<'a>,
+    ) -> futures::future::BoxFuture<'a, Result<Page, String>> {
+        Box::pin(Bucket::page(self, ask))
     }
 }
 

@@ -1,0 +1,14 @@
+//! The commands: each runs sessions (`crate::session`) over stores and
+//! catalogs and renders what they decided (`report`). The dispatch from
+//! the command line is `main.rs`.
+
+pub mod apply;
+pub mod bundle;
+pub mod compare;
+pub mod drill;
+pub mod estate;
+pub mod expire;
+pub mod pinot;
+pub mod report;
+pub mod status;
+pub mod sweep;
