@@ -3,6 +3,7 @@
 //! the commands' arguments; durations are humantime's (`72h`, `3d`), times
 //! RFC 3339 (jiff) or epoch milliseconds.
 
+use crate::error::HostError;
 use clap::{Args, Parser, Subcommand};
 
 use crate::catalogs::pointer::Pointer;
@@ -586,7 +587,7 @@ struct PointerOpts {
 
 impl PointerOpts {
     /// The pointer options given, if any (`apply` then uses the plan's own).
-    fn given(&self) -> Result<Option<Pointer>, String> {
+    fn given(&self) -> Result<Option<Pointer>, HostError> {
         if self.metadata.is_none()
             && self.catalog.is_none()
             && self.catalog_table.is_none()
@@ -597,7 +598,7 @@ impl PointerOpts {
         self.pointer().map(Some)
     }
 
-    fn pointer(&self) -> Result<Pointer, String> {
+    fn pointer(&self) -> Result<Pointer, HostError> {
         Pointer::from_args(
             self.metadata.as_deref(),
             self.catalog.as_deref(),
@@ -782,7 +783,7 @@ struct ManyOpts {
 }
 
 impl PlanOpts {
-    fn args(&self, out: Option<String>) -> Result<PlanArgs, String> {
+    fn args(&self, out: Option<String>) -> Result<PlanArgs, HostError> {
         Ok(PlanArgs {
             table: self
                 .table
@@ -875,7 +876,7 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => Usage::Shown(e.to_string()),
             _ => Usage::Bad(usage_line(&e.render().to_string(), argv)),
         })?;
-    let bad = |e: String| Usage::Bad(usage_line(&format!("error: {e}"), argv));
+    let bad = |e: HostError| Usage::Bad(usage_line(&format!("error: {e}"), argv));
     Ok(match cli.command {
         Cmd::Plan { plan, out, many } if many.namespace.is_some() || many.tables.is_some() => {
             if out.is_some() {
@@ -1148,37 +1149,37 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
 }
 
 /// `FROM=TO`.
-fn mapping(v: &str) -> Result<(String, String), String> {
+fn mapping(v: &str) -> Result<(String, String), HostError> {
     let (f, t) = v
         .split_once('=')
-        .ok_or_else(|| format!("`{v}`: --location-map takes FROM=TO"))?;
+        .ok_or_else(|| refused!("`{v}`: --location-map takes FROM=TO"))?;
     Ok((f.to_owned(), t.to_owned()))
 }
 
 /// A whole number above zero.
-fn positive(v: &str) -> Result<usize, String> {
+fn positive(v: &str) -> Result<usize, HostError> {
     v.parse()
         .ok()
         .filter(|n| *n > 0)
-        .ok_or_else(|| format!("`{v}`: a positive number"))
+        .ok_or_else(|| refused!("`{v}`: a positive number"))
 }
 
 /// A positive number of at most 2^32 - 1.
-fn positive_u32(v: &str) -> Result<u32, String> {
+fn positive_u32(v: &str) -> Result<u32, HostError> {
     v.parse()
         .ok()
         .filter(|n| *n > 0)
-        .ok_or_else(|| format!("`{v}`: a positive number (at most 4294967295)"))
+        .ok_or_else(|| refused!("`{v}`: a positive number (at most 4294967295)"))
 }
 
 /// A size like `512MiB`, `2GiB`, `1GB` or plain bytes.
-pub fn size_bytes(s: &str) -> Result<u64, String> {
+pub fn size_bytes(s: &str) -> Result<u64, HostError> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (n, unit) = t.split_at(split);
     let n: u64 = n
         .parse()
-        .map_err(|_| format!("`{s}`: a size like 512MiB or 2GiB"))?;
+        .map_err(|_| refused!("`{s}`: a size like 512MiB or 2GiB"))?;
     let mult: u64 = match unit.trim() {
         "" | "B" => 1,
         "KiB" => 1 << 10,
@@ -1188,32 +1189,32 @@ pub fn size_bytes(s: &str) -> Result<u64, String> {
         "MB" => 1_000_000,
         "GB" => 1_000_000_000,
         u => {
-            return Err(format!(
+            return Err(refused!(
                 "`{s}`: unknown unit `{u}` (B, KiB, MiB, GiB, KB, MB, GB)"
             ))
         }
     };
     n.checked_mul(mult)
-        .ok_or_else(|| format!("`{s}`: too large"))
+        .ok_or_else(|| refused!("`{s}`: too large"))
 }
 
 /// A duration (`72h`, `3d`, `90m`, `1500ms`, `1h 30m`) in milliseconds.
 /// A bare number is refused: its unit would be a guess.
-pub fn duration_ms(s: &str) -> Result<i64, String> {
+pub fn duration_ms(s: &str) -> Result<i64, HostError> {
     let d = humantime::parse_duration(s)
-        .map_err(|e| format!("duration `{s}`: {e} (like 72h, 3d, 90m)"))?;
-    i64::try_from(d.as_millis()).map_err(|_| format!("duration `{s}` is too large"))
+        .map_err(|e| refused!("duration `{s}`: {e} (like 72h, 3d, 90m)"))?;
+    i64::try_from(d.as_millis()).map_err(|_| refused!("duration `{s}` is too large"))
 }
 
 /// RFC 3339 (`2026-11-30T12:00:00Z`, `...+02:00`, fractional seconds) or
 /// epoch milliseconds.
-pub fn time_ms(s: &str) -> Result<i64, String> {
+pub fn time_ms(s: &str) -> Result<i64, HostError> {
     if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
-        return s.parse().map_err(|_| format!("bad time `{s}`"));
+        return s.parse().map_err(|_| refused!("bad time `{s}`"));
     }
     let t: jiff::Timestamp = s
         .parse()
-        .map_err(|e| format!("time `{s}` is neither RFC 3339 nor epoch milliseconds: {e}"))?;
+        .map_err(|e| refused!("time `{s}` is neither RFC 3339 nor epoch milliseconds: {e}"))?;
     Ok(t.as_millisecond())
 }
 

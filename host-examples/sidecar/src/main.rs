@@ -10,16 +10,21 @@
 // First: its output macros are used by the modules below.
 #[macro_use]
 mod out;
+// Its error macros are used by the modules below.
+#[macro_use]
+mod error;
 
 mod catalogs;
 mod cli;
 mod clock;
 mod commands;
 mod component;
-mod error;
+mod names;
 mod session;
 mod stores;
+mod wit;
 
+use crate::error::HostError;
 use catalogs::pointer;
 use commands::{apply, bundle, compare, drill, estate, expire, pinot, report, status, sweep};
 use session::{deletion, ledger, origin, plan};
@@ -28,16 +33,13 @@ use std::process::ExitCode;
 
 use cli::{Command, PlanArgs};
 
-/// Refused: nothing was deleted.
-const REFUSED: u8 = 2;
-/// Bad usage.
-const USAGE: u8 = 64;
+use error::{EXIT_REFUSED as REFUSED, EXIT_USAGE as USAGE};
 
 /// `plan_input_for` the table the arguments name. A table of a catalog is
 /// planned with the prefixes the other tables of its namespace own inside
 /// it (the planner's ownership map of the namespace), and refused when the
 /// map refuses it (a shared or nested location).
-async fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, String> {
+async fn plan_input(a: &PlanArgs, keep_all: bool) -> Result<plan::PlanInput, HostError> {
     let mut input = plan_input_for(a, stores::table_uri(&a.table)?, &a.pointer, keep_all)?;
     if let pointer::Pointer::Catalog {
         catalog,
@@ -58,7 +60,7 @@ fn plan_input_for(
     table: String,
     pointer: &pointer::Pointer,
     keep_all: bool,
-) -> Result<plan::PlanInput, String> {
+) -> Result<plan::PlanInput, HostError> {
     let mut planner = component::Planner::load(&component::wasm_path(a.wasm.as_deref()))?;
     Ok(plan::PlanInput {
         table,
@@ -96,7 +98,7 @@ fn print_swept(s: &sweep::Swept, json: bool) -> Result<ExitCode, error::HostErro
             "stopped": s.stopped,
             "damage": s.damage.iter().map(deletion::receipt_json).collect::<Vec<_>>(),
             "openDamage": s.open_damage.iter().map(|d| serde_json::json!({
-                "key": d.key, "version": component::version_json(&d.version),
+                "key": d.key, "version": crate::names::version_json(&d.version),
                 "foundMs": d.found_ms, "why": d.why, "restore": d.restore})).collect::<Vec<_>>(),
             "warnings": s.warnings,
             "damageUnchecked": s.damage_unchecked,
@@ -200,7 +202,7 @@ async fn apply_one(a: &cli::ApplyArgs, plan: &str) -> Result<ExitCode, error::Ho
 
 /// Plan files to apply: each argument, or each `*.plan.json` of a folder
 /// (sorted).
-fn apply_set(args: &[String]) -> Result<Vec<String>, String> {
+fn apply_set(args: &[String]) -> Result<Vec<String>, HostError> {
     let mut out = Vec::new();
     for a in args {
         let path = std::path::Path::new(a);
@@ -209,14 +211,14 @@ fn apply_set(args: &[String]) -> Result<Vec<String>, String> {
             continue;
         }
         let mut found: Vec<String> = std::fs::read_dir(path)
-            .map_err(|e| format!("read {a}: {e}"))?
+            .map_err(|e| refused!("read {a}: {e}"))?
             .filter_map(|e| e.ok())
             .map(|e| e.path())
             .filter(|p| p.to_str().is_some_and(|n| n.ends_with(".plan.json")))
             .filter_map(|p| p.to_str().map(str::to_owned))
             .collect();
         if found.is_empty() {
-            return Err(format!("{a} holds no *.plan.json"));
+            return Err(refused!("{a} holds no *.plan.json"));
         }
         found.sort();
         out.extend(found);
@@ -234,7 +236,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             let o = plan::run(&input).await?;
             let document = &o.document;
             if let Some(out) = &a.out {
-                std::fs::write(out, document).map_err(|e| format!("write {out}: {e}"))?;
+                std::fs::write(out, document).map_err(|e| refused!("write {out}: {e}"))?;
             }
             if a.json {
                 outln!("{document}");
@@ -248,19 +250,18 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
         }
         Command::PlanMany(m) => {
             if let Some(d) = &m.out_dir {
-                std::fs::create_dir_all(d).map_err(|e| format!("create {d}: {e}"))?;
+                std::fs::create_dir_all(d).map_err(|e| refused!("create {d}: {e}"))?;
                 // `apply DIR` applies every plan there: a plan left by an
                 // earlier run (of a table refused or gone since) must not be.
                 let old = std::fs::read_dir(d)
-                    .map_err(|e| format!("read {d}: {e}"))?
+                    .map_err(|e| refused!("read {d}: {e}"))?
                     .filter_map(Result::ok)
                     .filter(|e| e.file_name().to_string_lossy().ends_with(".plan.json"))
                     .count();
                 if old > 0 {
-                    return Err(format!(
+                    return Err(refused!(
                         "{d} already holds {old} plans (*.plan.json): give an empty or new --out-dir, so `lakesweep apply {d}` applies this run's plans only"
-                    )
-                    .into());
+                    ));
                 }
             }
             // The policy and context are read once, for every table.
@@ -301,7 +302,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                     let file = file.display().to_string();
                     match std::fs::write(&file, &o.document) {
                         Ok(()) => (Some(file), Ok(o.plan)),
-                        Err(e) => (None, Err(format!("write {file}: {e}"))),
+                        Err(e) => (None, Err(refused!("write {file}: {e}"))),
                     }
                 }
             })
@@ -367,7 +368,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                                 serde_json::json!({"plan": p, "refused": e.to_string()})
                             );
                         } else {
-                            outln!("lakesweep: {}", report::esc(&e.to_string()));
+                            outln!("lakesweep: {}", report::esc(&e.headline()));
                         }
                         ExitCode::from(e.exit_code())
                     }
@@ -475,7 +476,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             all.extend(unlocated.into_iter().map(|(label, e)| status::TableStatus {
                 table: label,
                 why: vec![format!("not located: {e}")],
-                ledger: Err(format!("not located: {e}")),
+                ledger: Err(refused!("not located: {e}")),
                 stale: true,
             }));
             if let Some(path) = &prometheus {
@@ -491,7 +492,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                             "states": l.states.iter().map(|(k, (n, b))| (k.to_string(), serde_json::json!({"count": n, "bytes": b}))).collect::<serde_json::Map<_, _>>(),
                             "outlook": sweep::outlook_json(&l.outlook),
                             "gates": sweep::gates_json(&l.gates)}),
-                        Err(why) => serde_json::json!({"table": s.table, "stale": s.stale, "why": s.why, "error": why}),
+                        Err(why) => serde_json::json!({"table": s.table, "stale": s.stale, "why": s.why, "error": why.to_string()}),
                     })
                     .collect();
                 outln!("{}", serde_json::Value::Array(v));
@@ -521,8 +522,8 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                     .map(|o| {
                         (
                             o.key.clone(),
-                            serde_json::json!({"state": component::state_name(o.state),
-                                "version": component::version_json(&o.version),
+                            serde_json::json!({"state": crate::names::state_name(o.state),
+                                "version": crate::names::version_json(&o.version),
                                 "sinceMs": o.since_ms, "why": o.why,
                                 "receipt": o.receipt.as_ref().map(deletion::stored_receipt_json)}),
                         )
@@ -548,7 +549,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                 for o in &shown.objects {
                     outln!(
                         "  {:<22} {}  since {}  {}",
-                        component::state_name(o.state),
+                        crate::names::state_name(o.state),
                         report::esc(&o.key),
                         report::time(o.since_ms),
                         report::esc(&o.why)
@@ -628,7 +629,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
                         "bytes": f.values().map(|(_, b)| b).sum::<u64>(),
                         "byKind": f.iter().map(|(k, (c, b))| (k.clone(), serde_json::json!({"count": c, "bytes": b}))).collect::<serde_json::Map<_, _>>(),
                     }),
-                    Some(Err(why)) => serde_json::json!({"unknown": why}),
+                    Some(Err(why)) => serde_json::json!({"unknown": why.to_string()}),
                 };
                 outln!(
                     "{}",
@@ -640,7 +641,7 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::PolicyCheck { file, json, wasm } => {
-            let text = std::fs::read_to_string(&file).map_err(|e| format!("read {file}: {e}"))?;
+            let text = std::fs::read_to_string(&file).map_err(|e| refused!("read {file}: {e}"))?;
             let mut planner = component::Planner::load(&component::wasm_path(wasm.as_deref()))?;
             let r = planner.check_policy(&text)?;
             if json {
@@ -677,13 +678,13 @@ async fn run(cmd: Command) -> Result<ExitCode, error::HostError> {
             json,
             wasm,
         } => {
-            let text = std::fs::read_to_string(&plan).map_err(|e| format!("read {plan}: {e}"))?;
+            let text = std::fs::read_to_string(&plan).map_err(|e| refused!("read {plan}: {e}"))?;
             let mut planner = component::Planner::load(&component::wasm_path(wasm.as_deref()))?;
             let sealed = planner
                 .verify_plan(&text)
-                .map_err(|e| format!("{plan}: {e}"))?;
+                .map_err(|e| refused!("{plan}: {e}"))?;
             let theirs =
-                std::fs::read_to_string(&other).map_err(|e| format!("read {other}: {e}"))?;
+                std::fs::read_to_string(&other).map_err(|e| refused!("read {other}: {e}"))?;
             let ours = sealed.delete.into_iter().map(|d| d.key).collect();
             let d = compare::diff(&sealed.table_location, ours, &theirs);
             if json {
@@ -723,7 +724,7 @@ fn main() -> ExitCode {
     match rt.block_on(run(cmd)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("lakesweep: {}", report::esc(&e.to_string()));
+            eprintln!("lakesweep: {}", report::esc(&e.headline()));
             ExitCode::from(e.exit_code())
         }
     }

@@ -4,6 +4,7 @@
 //! `vN+1` is the commit and `version-hint.text` follows). `expire --commit`
 //! and `restore --commit` commit through here.
 
+use crate::error::HostError;
 use std::hash::{BuildHasher, Hasher};
 
 use crate::catalogs::pointer::Pointer;
@@ -43,8 +44,8 @@ pub async fn commit(
         } => Some((catalog, namespace, name)),
         Pointer::VersionHint => None,
     };
-    let (orig_dir, orig_name) = split_dir(original).map_err(refused)?;
-    let (mapped_dir, _) = split_dir(mapped).map_err(refused)?;
+    let (orig_dir, orig_name) = split_dir(original).map_err(|e| refused(e.to_string()))?;
+    let (mapped_dir, _) = split_dir(mapped).map_err(|e| refused(e.to_string()))?;
     let (version, hadoop) = version_of(orig_name).ok_or_else(|| {
         refused(format!("cannot tell the version of `{orig_name}`: not NNNNN-*.metadata.json nor vN.metadata.json"))
     })?;
@@ -152,7 +153,7 @@ fn uuid() -> String {
 }
 
 /// A URI's folder and file name.
-pub fn split_dir(uri: &str) -> Result<(&str, &str), String> {
+pub fn split_dir(uri: &str) -> Result<(&str, &str), HostError> {
     uri.rsplit_once('/')
-        .ok_or_else(|| format!("`{uri}` has no folder"))
+        .ok_or_else(|| catalog_err!("`{uri}` has no folder"))
 }

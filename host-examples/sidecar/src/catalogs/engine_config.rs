@@ -8,12 +8,13 @@
 //! catalog or table is meant and that this cannot honour is named in the
 //! error, never skipped.
 
+use crate::error::HostError;
 use std::collections::BTreeMap;
 
 /// A Java properties file's `key=value` (or `key: value`, `key value`)
 /// lines; `#` and `!` start comments. Escapes and continuation lines are
 /// refused by name (no catalog setting here needs them).
-fn properties(text: &str, file: &str, spark: bool) -> Result<BTreeMap<String, String>, String> {
+fn properties(text: &str, file: &str, spark: bool) -> Result<BTreeMap<String, String>, HostError> {
     let mut out = BTreeMap::new();
     for (n, raw) in text.lines().enumerate() {
         let line = raw.trim();
@@ -21,7 +22,7 @@ fn properties(text: &str, file: &str, spark: bool) -> Result<BTreeMap<String, St
             continue;
         }
         if line.ends_with('\\') {
-            return Err(format!(
+            return Err(catalog_err!(
                 "{file}:{}: a continued line is not read here: write the setting on one line",
                 n + 1
             ));
@@ -36,22 +37,22 @@ fn properties(text: &str, file: &str, spark: bool) -> Result<BTreeMap<String, St
                 line[..i].trim(),
                 line[i + 1..].trim().trim_start_matches(['=', ':']).trim(),
             ),
-            None => return Err(format!("{file}:{}: `{line}` is not KEY=VALUE", n + 1)),
+            None => return Err(catalog_err!("{file}:{}: `{line}` is not KEY=VALUE", n + 1)),
         };
         out.insert(k.to_owned(), v.to_owned());
     }
     Ok(out)
 }
 
-fn read(path: &str) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("read {path}: {e}"))
+fn read(path: &str) -> Result<String, HostError> {
+    std::fs::read_to_string(path).map_err(|e| catalog_err!("read {path}: {e}"))
 }
 
 /// A JDBC URL the SQL catalog can open (`jdbc:sqlite:PATH`).
-fn jdbc(url: &str, setting: &str) -> Result<String, String> {
+fn jdbc(url: &str, setting: &str) -> Result<String, HostError> {
     match url.strip_prefix("jdbc:sqlite:") {
         Some(path) if !path.is_empty() => Ok(format!("sqlite:{}", path.trim_start_matches("file:"))),
-        _ => Err(format!(
+        _ => Err(catalog_err!(
             "{setting}={url}: only a sqlite database (jdbc:sqlite:PATH) is read here; for another database give --pointer-cmd"
         )),
     }
@@ -59,7 +60,7 @@ fn jdbc(url: &str, setting: &str) -> Result<String, String> {
 
 /// A REST catalog from its URI and warehouse; a credential in the file is
 /// named (the token goes in `LAKESWEEP_REST_TOKEN`).
-fn rest(uri: &str, warehouse: Option<&String>) -> Result<String, String> {
+fn rest(uri: &str, warehouse: Option<&String>) -> Result<String, HostError> {
     Ok(match warehouse {
         Some(w) if !w.is_empty() => format!("rest:{uri}?warehouse={w}"),
         _ => format!("rest:{uri}"),
@@ -68,7 +69,7 @@ fn rest(uri: &str, warehouse: Option<&String>) -> Result<String, String> {
 
 /// The AWS region a Glue setting names, when it is not the one the
 /// sidecar's AWS configuration uses.
-fn glue_region(region: Option<&String>, setting: &str) -> Result<(), String> {
+fn glue_region(region: Option<&String>, setting: &str) -> Result<(), HostError> {
     let Some(r) = region else { return Ok(()) };
     let env = std::env::var("AWS_REGION")
         .or_else(|_| std::env::var("AWS_DEFAULT_REGION"))
@@ -76,7 +77,7 @@ fn glue_region(region: Option<&String>, setting: &str) -> Result<(), String> {
     if env.as_deref() == Some(r.as_str()) {
         return Ok(());
     }
-    Err(format!(
+    Err(catalog_err!(
         "{setting}={r}: the Glue client takes its region from the AWS configuration; set AWS_REGION={r}"
     ))
 }
@@ -87,7 +88,7 @@ fn unread(
     prefixes: &[&str],
     read: &[&str],
     file: &str,
-) -> Result<(), String> {
+) -> Result<(), HostError> {
     let left: Vec<&String> = settings
         .keys()
         .filter(|k| prefixes.iter().any(|p| k.starts_with(p)) && !read.contains(&k.as_str()))
@@ -95,7 +96,7 @@ fn unread(
     if left.is_empty() {
         return Ok(());
     }
-    Err(format!(
+    Err(catalog_err!(
         "{file}: {} cannot be honoured here (which catalog or table is meant would differ): remove {} or name the catalog with --catalog",
         left.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
         if left.len() == 1 { "it" } else { "them" }
@@ -103,18 +104,18 @@ fn unread(
 }
 
 /// The `--catalog` spelling of a Trino catalog properties file's catalog.
-pub fn trino(path: &str) -> Result<String, String> {
+pub fn trino(path: &str) -> Result<String, HostError> {
     let s = properties(&read(path)?, path, false)?;
     let get = |k: &str| s.get(k);
     match get("connector.name").map(String::as_str) {
         Some("iceberg") => {}
         Some("delta_lake" | "delta-lake") => {
-            return Err(format!(
+            return Err(catalog_err!(
                 "{path}: connector.name=delta_lake: a Delta table's pointer is its own _delta_log/, not the catalog's: plan the table's location without --catalog"
             ))
         }
-        Some(other) => return Err(format!("{path}: connector.name={other} is not an Iceberg catalog")),
-        None => return Err(format!("{path}: no connector.name: not a Trino catalog file")),
+        Some(other) => return Err(catalog_err!("{path}: connector.name={other} is not an Iceberg catalog")),
+        None => return Err(catalog_err!("{path}: no connector.name: not a Trino catalog file")),
     }
     let kind = get("iceberg.catalog.type")
         .map(String::as_str)
@@ -122,7 +123,7 @@ pub fn trino(path: &str) -> Result<String, String> {
     let catalog = match kind {
         "rest" => {
             let uri = get("iceberg.rest-catalog.uri")
-                .ok_or_else(|| format!("{path}: iceberg.catalog.type=rest without iceberg.rest-catalog.uri"))?;
+                .ok_or_else(|| catalog_err!("{path}: iceberg.catalog.type=rest without iceberg.rest-catalog.uri"))?;
             unread(
                 &s,
                 &["iceberg.rest-catalog."],
@@ -132,7 +133,7 @@ pub fn trino(path: &str) -> Result<String, String> {
             match get("iceberg.rest-catalog.security").map(String::as_str) {
                 None | Some("NONE") => {}
                 Some(other) => {
-                    return Err(format!(
+                    return Err(catalog_err!(
                         "{path}: iceberg.rest-catalog.security={other}: give the catalog's token in LAKESWEEP_REST_TOKEN (remove the setting)"
                     ))
                 }
@@ -165,18 +166,18 @@ pub fn trino(path: &str) -> Result<String, String> {
             jdbc(url, "iceberg.jdbc-catalog.connection-url")?
         }
         "hive_metastore" | "hive" => {
-            return Err(format!(
+            return Err(catalog_err!(
                 "{path}: iceberg.catalog.type={kind}: no Hive metastore client here; give --pointer-cmd with a command that prints the table's metadata_location (docs/commands.md has a recipe)"
             ))
         }
-        other => return Err(format!("{path}: iceberg.catalog.type={other} is not read here (rest, glue, jdbc)")),
+        other => return Err(catalog_err!("{path}: iceberg.catalog.type={other} is not read here (rest, glue, jdbc)")),
     };
     Ok(catalog)
 }
 
 /// Where Spark keeps its defaults: `$SPARK_CONF_DIR/spark-defaults.conf`,
 /// else `$SPARK_HOME/conf/spark-defaults.conf`.
-fn spark_defaults() -> Result<String, String> {
+fn spark_defaults() -> Result<String, HostError> {
     if let Some(d) = std::env::var_os("SPARK_CONF_DIR") {
         return Ok(std::path::Path::new(&d)
             .join("spark-defaults.conf")
@@ -194,21 +195,23 @@ fn spark_defaults() -> Result<String, String> {
 
 /// The `--catalog` spelling of the catalog Spark names `name`
 /// (`spark:NAME`, or `spark:NAME@FILE`).
-pub fn spark(spec: &str) -> Result<String, String> {
+pub fn spark(spec: &str) -> Result<String, HostError> {
     let (name, file) = match spec.split_once('@') {
         Some((n, f)) => (n, f.to_owned()),
         None => (spec, spark_defaults()?),
     };
     if name.is_empty() || name.contains('.') {
-        return Err(format!("spark:{spec}: give the catalog's name as Spark's settings spell it (spark.sql.catalog.NAME)"));
+        return Err(catalog_err!("spark:{spec}: give the catalog's name as Spark's settings spell it (spark.sql.catalog.NAME)"));
     }
     let s = properties(&read(&file)?, &file, true)?;
     let base = format!("spark.sql.catalog.{name}");
     let class = s
         .get(&base)
-        .ok_or_else(|| format!("{file}: no {base}: Spark has no catalog named {name}"))?;
+        .ok_or_else(|| catalog_err!("{file}: no {base}: Spark has no catalog named {name}"))?;
     if !class.starts_with("org.apache.iceberg.spark.") {
-        return Err(format!("{file}: {base}={class} is not an Iceberg catalog"));
+        return Err(catalog_err!(
+            "{file}: {base}={class} is not an Iceberg catalog"
+        ));
     }
     let get = |k: &str| s.get(&format!("{base}.{k}"));
     let kind = match (
@@ -220,12 +223,14 @@ pub fn spark(spec: &str) -> Result<String, String> {
         (None, Some("org.apache.iceberg.rest.RESTCatalog")) => "rest".into(),
         (None, Some("org.apache.iceberg.jdbc.JdbcCatalog")) => "jdbc".into(),
         (None, Some(other)) => {
-            return Err(format!(
+            return Err(catalog_err!(
                 "{file}: {base}.catalog-impl={other} is not read here (REST, Glue, JDBC)"
             ))
         }
         (Some(_), Some(_)) => {
-            return Err(format!("{file}: {base} gives both type and catalog-impl"))
+            return Err(catalog_err!(
+                "{file}: {base} gives both type and catalog-impl"
+            ))
         }
         (None, None) => "hive".into(),
     };
@@ -252,17 +257,17 @@ pub fn spark(spec: &str) -> Result<String, String> {
         .map(|k| format!("`{own}{k}`"))
         .collect();
     if !left.is_empty() {
-        return Err(format!(
+        return Err(catalog_err!(
             "{file}: {} cannot be honoured here (which catalog or table is meant would differ)",
             left.join(", ")
         ));
     }
     if get("token").is_some() {
-        return Err(format!("{file}: {base}.token: give the catalog's token in LAKESWEEP_REST_TOKEN (remove the setting)"));
+        return Err(catalog_err!("{file}: {base}.token: give the catalog's token in LAKESWEEP_REST_TOKEN (remove the setting)"));
     }
     match kind.as_str() {
         "rest" => {
-            let uri = get("uri").ok_or_else(|| format!("{file}: {base}.type=rest without {base}.uri"))?;
+            let uri = get("uri").ok_or_else(|| catalog_err!("{file}: {base}.type=rest without {base}.uri"))?;
             rest(uri, get("warehouse"))
         }
         "glue" => {
@@ -272,14 +277,14 @@ pub fn spark(spec: &str) -> Result<String, String> {
                 None => Ok("glue".to_owned()),
             }
         }
-        "jdbc" => jdbc(get("uri").ok_or_else(|| format!("{file}: {base}.type=jdbc without {base}.uri"))?, &format!("{base}.uri")),
-        "hadoop" => Err(format!(
+        "jdbc" => jdbc(get("uri").ok_or_else(|| catalog_err!("{file}: {base}.type=jdbc without {base}.uri"))?, &format!("{base}.uri")),
+        "hadoop" => Err(catalog_err!(
             "{file}: {base}.type=hadoop keeps each table's pointer in the table (metadata/version-hint.text): plan the table's location without --catalog"
         )),
-        "hive" => Err(format!(
+        "hive" => Err(catalog_err!(
             "{file}: {base} is a Hive metastore catalog: no Hive metastore client here; give --pointer-cmd with a command that prints the table's metadata_location"
         )),
-        other => Err(format!("{file}: {base}.type={other} is not read here (rest, glue, jdbc)")),
+        other => Err(catalog_err!("{file}: {base}.type={other} is not read here (rest, glue, jdbc)")),
     }
 }
 

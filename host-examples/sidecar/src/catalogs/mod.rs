@@ -24,6 +24,7 @@ pub mod commit;
 pub mod engine_config;
 pub mod pointer;
 
+use crate::error::HostError;
 use std::time::Duration;
 
 /// A catalog of Iceberg tables.
@@ -110,7 +111,7 @@ impl std::fmt::Display for CommitError {
 impl Catalog {
     /// Parses `--catalog`: `sqlite:PATH`, `glue`, `glue:ACCOUNT`,
     /// `rest:URL` (`http://` or `https://`).
-    pub fn parse(spec: &str) -> Result<Catalog, String> {
+    pub fn parse(spec: &str) -> Result<Catalog, HostError> {
         // An engine's settings name one of the catalogs below, in their
         // --catalog spelling (never trino: or spark: again).
         if let Some(path) = spec.strip_prefix("trino:") {
@@ -132,7 +133,7 @@ impl Catalog {
         }
         if let Some(id) = spec.strip_prefix("glue:") {
             if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(format!(
+                return Err(catalog_err!(
                     "--catalog `{spec}`: glue:ACCOUNT takes a 12-digit AWS account id"
                 ));
             }
@@ -142,7 +143,7 @@ impl Catalog {
         }
         if let Some(url) = spec.strip_prefix("rest:") {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(format!(
+                return Err(catalog_err!(
                     "--catalog `{spec}`: rest:URL takes an http:// or https:// URL"
                 ));
             }
@@ -154,7 +155,7 @@ impl Catalog {
                 .next()
                 .unwrap_or("");
             if authority.contains('@') {
-                return Err(format!(
+                return Err(catalog_err!(
                     "--catalog `{spec}`: no user or password in the URL (plans record it); give a token in LAKESWEEP_REST_TOKEN"
                 ));
             }
@@ -175,7 +176,7 @@ impl Catalog {
                 warehouse,
             });
         }
-        Err(format!(
+        Err(catalog_err!(
             "--catalog `{spec}`: give sqlite:PATH, glue, glue:ACCOUNT, rest:URL, trino:FILE (a Trino catalog properties file) or spark:NAME[@FILE] (Spark's spark.sql.catalog.NAME settings); for another catalog, --pointer-cmd prints the current metadata location"
         ))
     }
@@ -221,7 +222,7 @@ impl Catalog {
     }
 
     /// Where the table's current metadata is, now.
-    pub async fn load(&self, namespace: &str, name: &str) -> Result<Entry, String> {
+    pub async fn load(&self, namespace: &str, name: &str) -> Result<Entry, HostError> {
         match self {
             Catalog::Sql { path } => sql::load(path, namespace, name),
             Catalog::Glue { catalog_id } => glue::load(catalog_id.as_deref(), namespace, name)
@@ -238,7 +239,7 @@ impl Catalog {
 
     /// Every entry of a namespace, of any type, sorted by name: a
     /// many-table run's ownership map is made from them.
-    pub async fn entries(&self, namespace: &str) -> Result<Vec<Record>, String> {
+    pub async fn entries(&self, namespace: &str) -> Result<Vec<Record>, HostError> {
         let mut all = match self {
             Catalog::Sql { path } => sql::entries(path, namespace)?,
             Catalog::Glue { catalog_id } => glue::entries(catalog_id.as_deref(), namespace).await?,
@@ -303,7 +304,7 @@ impl Catalog {
             Catalog::Rest { uri, warehouse } => {
                 rest::Client::new(uri, warehouse.as_deref())
                     .await
-                    .map_err(CommitError::Refused)?
+                    .map_err(|e| CommitError::Refused(e.to_string()))?
                     .commit(namespace, name, request, original)
                     .await
             }
@@ -318,39 +319,42 @@ impl Catalog {
 /// The SQL catalog (`iceberg_tables`).
 mod sql {
     use super::{CommitError, Entry};
+    use crate::error::HostError;
     use rusqlite::{Connection, OpenFlags};
 
-    fn open_read(path: &str) -> Result<Connection, String> {
+    fn open_read(path: &str) -> Result<Connection, HostError> {
         Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
-        .map_err(|e| format!("open catalog {path}: {e}"))
+        .map_err(|e| catalog_err!("open catalog {path}: {e}"))
     }
 
     /// `SELECT metadata_location` for one table, read-only.
-    pub fn load(path: &str, namespace: &str, name: &str) -> Result<Entry, String> {
+    pub fn load(path: &str, namespace: &str, name: &str) -> Result<Entry, HostError> {
         let conn = open_read(path)?;
         let mut stmt = conn
             .prepare(
                 "SELECT catalog_name, metadata_location FROM iceberg_tables \
                  WHERE table_namespace = ?1 AND table_name = ?2",
             )
-            .map_err(|e| format!("catalog {path} has no Iceberg SQL catalog schema: {e}"))?;
+            .map_err(|e| catalog_err!("catalog {path} has no Iceberg SQL catalog schema: {e}"))?;
         let rows: Vec<(String, Option<String>)> = stmt
             .query_map([namespace, name], |r| Ok((r.get(0)?, r.get(1)?)))
             .and_then(|it| it.collect())
-            .map_err(|e| format!("query catalog {path}: {e}"))?;
+            .map_err(|e| catalog_err!("query catalog {path}: {e}"))?;
         match rows.as_slice() {
-            [] => Err(format!("catalog {path} has no table {namespace}.{name}")),
+            [] => Err(catalog_err!(
+                "catalog {path} has no table {namespace}.{name}"
+            )),
             [(_, Some(m))] => Ok(Entry {
                 metadata: m.clone(),
                 location: None,
             }),
-            [(c, None)] => Err(format!(
+            [(c, None)] => Err(catalog_err!(
                 "catalog {path}: {namespace}.{name} (catalog `{c}`) has no metadata location"
             )),
-            many => Err(format!(
+            many => Err(catalog_err!(
                 "catalog {path}: {namespace}.{name} exists in {} catalogs ({}); ambiguous",
                 many.len(),
                 many.iter()
@@ -363,7 +367,7 @@ mod sql {
 
     /// Every table of one namespace with its metadata location (the SQL
     /// catalog holds Iceberg tables only).
-    pub fn entries(path: &str, namespace: &str) -> Result<Vec<super::Record>, String> {
+    pub fn entries(path: &str, namespace: &str) -> Result<Vec<super::Record>, HostError> {
         let conn = open_read(path)?;
         let typed = conn
             .prepare("SELECT iceberg_type FROM iceberg_tables LIMIT 0")
@@ -376,11 +380,11 @@ mod sql {
         };
         let mut stmt = conn
             .prepare(sql)
-            .map_err(|e| format!("catalog {path} has no Iceberg SQL catalog schema: {e}"))?;
+            .map_err(|e| catalog_err!("catalog {path} has no Iceberg SQL catalog schema: {e}"))?;
         let rows: Vec<(String, Option<String>)> = stmt
             .query_map([namespace], |r| Ok((r.get(0)?, r.get(1)?)))
             .and_then(|it| it.collect())
-            .map_err(|e| format!("query catalog {path}: {e}"))?;
+            .map_err(|e| catalog_err!("query catalog {path}: {e}"))?;
         Ok(rows
             .into_iter()
             .map(|(name, metadata)| super::Record {
@@ -428,14 +432,15 @@ mod sql {
 #[cfg(not(feature = "cloud"))]
 mod glue {
     use super::{CommitError, Entry};
+    use crate::error::HostError;
 
     const NONE: &str = "the Glue catalog: this lakesweep was built without the cloud clients (the demo's build); build it with them: cargo install --path host-examples/sidecar";
 
-    pub async fn load(_: Option<&str>, _: &str, _: &str) -> Result<(Entry, ()), String> {
+    pub async fn load(_: Option<&str>, _: &str, _: &str) -> Result<(Entry, ()), HostError> {
         Err(NONE.into())
     }
 
-    pub async fn entries(_: Option<&str>, _: &str) -> Result<Vec<super::Record>, String> {
+    pub async fn entries(_: Option<&str>, _: &str) -> Result<Vec<super::Record>, HostError> {
         Err(NONE.into())
     }
 
@@ -454,6 +459,7 @@ mod glue {
 #[cfg(feature = "cloud")]
 mod glue {
     use super::{CommitError, Entry};
+    use crate::error::HostError;
     use aws_sdk_glue::error::ProvideErrorMetadata;
     use aws_sdk_glue::types::{Table, TableInput};
     use aws_sdk_glue::Client;
@@ -462,9 +468,9 @@ mod glue {
         Client::new(&crate::stores::s3::aws_config().await)
     }
 
-    fn database(namespace: &str) -> Result<&str, String> {
+    fn database(namespace: &str) -> Result<&str, HostError> {
         if namespace.contains('.') {
-            return Err(format!(
+            return Err(catalog_err!(
                 "Glue databases are one level: `{namespace}` is nested"
             ));
         }
@@ -494,7 +500,7 @@ mod glue {
         catalog_id: Option<&str>,
         namespace: &str,
         name: &str,
-    ) -> Result<(Entry, Table), String> {
+    ) -> Result<(Entry, Table), HostError> {
         let db = database(namespace)?;
         let out = client()
             .await
@@ -504,12 +510,12 @@ mod glue {
             .name(name)
             .send()
             .await
-            .map_err(|e| format!("glue GetTable {namespace}.{name}: {}", words(&e)))?;
-        let t = out
-            .table
-            .ok_or_else(|| format!("glue GetTable {namespace}.{name}: no table in the answer"))?;
+            .map_err(|e| catalog_err!("glue GetTable {namespace}.{name}: {}", words(&e)))?;
+        let t = out.table.ok_or_else(|| {
+            catalog_err!("glue GetTable {namespace}.{name}: no table in the answer")
+        })?;
         if !is_iceberg(&t) {
-            return Err(format!(
+            return Err(catalog_err!(
                 "glue table {namespace}.{name} is not an Iceberg table (its table_type parameter is not ICEBERG)"
             ));
         }
@@ -554,7 +560,7 @@ mod glue {
     pub async fn entries(
         catalog_id: Option<&str>,
         namespace: &str,
-    ) -> Result<Vec<super::Record>, String> {
+    ) -> Result<Vec<super::Record>, HostError> {
         let db = database(namespace)?;
         let client = client().await;
         let mut out = Vec::new();
@@ -568,7 +574,7 @@ mod glue {
                 .set_next_token(token.take())
                 .send()
                 .await
-                .map_err(|e| format!("glue GetTables {namespace}: {}", words(&e)))?;
+                .map_err(|e| catalog_err!("glue GetTables {namespace}: {}", words(&e)))?;
             for t in page.table_list() {
                 let kind = kind(t);
                 let location = t
@@ -595,7 +601,7 @@ mod glue {
             match page.next_token {
                 Some(t) if !t.is_empty() => {
                     if !seen_tokens.insert(t.clone()) {
-                        return Err(format!("glue GetTables {namespace}: the page token `{t}` came back: the listing would not end"));
+                        return Err(catalog_err!("glue GetTables {namespace}: the page token `{t}` came back: the listing would not end"));
                     }
                     token = Some(t)
                 }
@@ -610,7 +616,7 @@ mod glue {
         catalog_id: Option<&str>,
         db: &str,
         table: &str,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, HostError> {
         let mut out = Vec::new();
         let mut token: Option<String> = None;
         let mut seen_tokens = std::collections::BTreeSet::new();
@@ -623,7 +629,7 @@ mod glue {
                 .set_next_token(token.take())
                 .send()
                 .await
-                .map_err(|e| format!("glue GetPartitions {db}.{table}: {}", words(&e)))?;
+                .map_err(|e| catalog_err!("glue GetPartitions {db}.{table}: {}", words(&e)))?;
             out.extend(
                 page.partitions()
                     .iter()
@@ -634,7 +640,7 @@ mod glue {
             match page.next_token {
                 Some(t) if !t.is_empty() => {
                     if !seen_tokens.insert(t.clone()) {
-                        return Err(format!("glue GetPartitions {db}.{table}: the page token `{t}` came back: the listing would not end"));
+                        return Err(catalog_err!("glue GetPartitions {db}.{table}: the page token `{t}` came back: the listing would not end"));
                     }
                     token = Some(t)
                 }
@@ -658,7 +664,7 @@ mod glue {
     ) -> Result<(), CommitError> {
         let (entry, t) = load(catalog_id, namespace, name)
             .await
-            .map_err(CommitError::Refused)?;
+            .map_err(|e| CommitError::Refused(e.to_string()))?;
         if entry.metadata != old {
             return Err(CommitError::Refused(format!(
                 "glue no longer points {namespace}.{name} at {old} (it names {}): a commit landed meanwhile",
@@ -695,7 +701,7 @@ mod glue {
         let r = Client::from_conf(once)
             .update_table()
             .set_catalog_id(catalog_id.map(str::to_owned))
-            .database_name(database(namespace).map_err(CommitError::Refused)?)
+            .database_name(database(namespace).map_err(|e| CommitError::Refused(e.to_string()))?)
             .table_input(input)
             .version_id(version_id)
             .send()
@@ -729,6 +735,7 @@ mod glue {
 /// The Iceberg REST catalog protocol (the parts a sweeper needs).
 mod rest {
     use super::{CommitError, Duration, Entry};
+    use crate::error::HostError;
     use serde_json::Value;
 
     /// Bytes escaped in one path segment: everything but RFC 3986's unreserved.
@@ -755,7 +762,7 @@ mod rest {
 
     impl Client {
         /// Reads `GET /v1/config` for the catalog's path prefix.
-        pub async fn new(uri: &str, warehouse: Option<&str>) -> Result<Client, String> {
+        pub async fn new(uri: &str, warehouse: Option<&str>) -> Result<Client, HostError> {
             // No redirects: a redirected POST comes back as a GET, whose
             // 200 would read as a commit.
             let http = reqwest::Client::builder()
@@ -763,7 +770,7 @@ mod rest {
                 .connect_timeout(Duration::from_secs(10))
                 .timeout(Duration::from_secs(60))
                 .build()
-                .map_err(|e| format!("rest catalog {uri}: {e}"))?;
+                .map_err(|e| catalog_err!("rest catalog {uri}: {e}"))?;
             let mut url = format!("{uri}/v1/config");
             if let Some(w) = warehouse {
                 url.push_str(&format!("?warehouse={}", segment(w)));
@@ -789,7 +796,7 @@ mod rest {
         }
 
         /// `GET …/tables/{t}`: `metadata-location` and the metadata's `location`.
-        pub async fn load(&self, namespace: &str, name: &str) -> Result<Entry, String> {
+        pub async fn load(&self, namespace: &str, name: &str) -> Result<Entry, HostError> {
             let v = get(&self.http, &self.table_url(namespace, name)).await?;
             let metadata = v["metadata-location"]
                 .as_str()
@@ -805,7 +812,7 @@ mod rest {
         }
 
         /// `GET …/namespaces/{ns}/tables`, every page.
-        pub async fn tables(&self, namespace: &str) -> Result<Vec<String>, String> {
+        pub async fn tables(&self, namespace: &str) -> Result<Vec<String>, HostError> {
             let url = format!(
                 "{}/namespaces/{}/tables",
                 self.base,
@@ -822,18 +829,18 @@ mod rest {
                 let v = get(&self.http, &page).await?;
                 let ids = v["identifiers"]
                     .as_array()
-                    .ok_or_else(|| format!("rest catalog: {page} answered no identifiers"))?;
+                    .ok_or_else(|| catalog_err!("rest catalog: {page} answered no identifiers"))?;
                 for id in ids {
-                    let n = id["name"]
-                        .as_str()
-                        .ok_or_else(|| format!("rest catalog: {page} answered an unnamed table"))?;
+                    let n = id["name"].as_str().ok_or_else(|| {
+                        catalog_err!("rest catalog: {page} answered an unnamed table")
+                    })?;
                     names.push(n.to_owned());
                 }
                 match v["next-page-token"].as_str() {
                     // Any token seen before (a, b, a, ...): the listing
                     // would never end.
                     Some(t) if !t.is_empty() && !seen.insert(t.to_owned()) => {
-                        return Err(format!(
+                        return Err(catalog_err!(
                             "rest catalog: {page} answered page token `{t}`, which an earlier page gave: the listing would not end"
                         ))
                     }
@@ -858,7 +865,7 @@ mod rest {
             let now = self
                 .load(namespace, name)
                 .await
-                .map_err(CommitError::Refused)?;
+                .map_err(|e| CommitError::Refused(e.to_string()))?;
             if now.metadata != original {
                 return Err(CommitError::Refused(format!(
                     "the catalog now names {} for {namespace}.{name}, the expiry was planned on {original}: a commit landed meanwhile",
@@ -939,17 +946,17 @@ mod rest {
             .unwrap_or_else(|| text.chars().take(200).collect())
     }
 
-    async fn get(http: &reqwest::Client, url: &str) -> Result<Value, String> {
+    async fn get(http: &reqwest::Client, url: &str) -> Result<Value, HostError> {
         let r = authorised(http.get(url))
             .send()
             .await
-            .map_err(|e| format!("GET {url}: {e}"))?;
+            .map_err(|e| catalog_err!("GET {url}: {e}"))?;
         let status = r.status();
-        let text = r.text().await.map_err(|e| format!("GET {url}: {e}"))?;
+        let text = r.text().await.map_err(|e| catalog_err!("GET {url}: {e}"))?;
         if !status.is_success() {
-            return Err(format!("GET {url}: {status}: {}", message(&text)));
+            return Err(catalog_err!("GET {url}: {status}: {}", message(&text)));
         }
-        serde_json::from_str(&text).map_err(|e| format!("GET {url}: not JSON: {e}"))
+        serde_json::from_str(&text).map_err(|e| catalog_err!("GET {url}: not JSON: {e}"))
     }
 
     #[cfg(test)]

@@ -5,6 +5,7 @@
 
 use crate::catalogs::Catalog;
 use crate::component::{HintFacts, Planner};
+use crate::error::HostError;
 use crate::stores::{local_uri, Store};
 
 /// The source of a table's current metadata location.
@@ -36,7 +37,7 @@ impl Pointer {
         catalog: Option<&str>,
         table: Option<&str>,
         command: Option<&str>,
-    ) -> Result<Pointer, String> {
+    ) -> Result<Pointer, HostError> {
         let given = [metadata.is_some(), catalog.is_some(), command.is_some()];
         if given.iter().filter(|g| **g).count() > 1 {
             return Err("give one of --metadata, --catalog and --pointer-cmd".into());
@@ -52,7 +53,7 @@ impl Pointer {
                 let (ns, name) = t
                     .rsplit_once('.')
                     .filter(|(ns, n)| !ns.is_empty() && !n.is_empty())
-                    .ok_or_else(|| format!("--table `{t}` must be NAMESPACE.NAME"))?;
+                    .ok_or_else(|| catalog_err!("--table `{t}` must be NAMESPACE.NAME"))?;
                 Ok(Pointer::Catalog {
                     catalog,
                     namespace: ns.to_owned(),
@@ -99,7 +100,7 @@ impl Pointer {
         planner: &mut Planner,
         store: &Store,
         table: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, HostError> {
         match self.read(store, table).await? {
             Read::Location(uri) => Ok(uri),
             Read::Hint(facts) => planner.current_metadata(table, facts),
@@ -108,7 +109,7 @@ impl Pointer {
 
     /// The facts the pointer is made of, read now: a location, or a
     /// file-system catalog's hint and metadata listing (for the component).
-    pub async fn read(&self, store: &Store, table: &str) -> Result<Read, String> {
+    pub async fn read(&self, store: &Store, table: &str) -> Result<Read, HostError> {
         Ok(match self {
             Pointer::Explicit(m) => Read::Location(m.clone()),
             Pointer::VersionHint => Read::Hint(hint_facts(store, table).await?),
@@ -156,7 +157,7 @@ fn kill_group(pgid: Option<u32>) {
 /// Runs `sh -c CMD` in a process group of its own: its standard output,
 /// trimmed, is the location; it must exit 0 and print one URI. Once it
 /// answers or times out, whatever it left running is killed with it.
-async fn run_command(cmd: &str) -> Result<String, String> {
+async fn run_command(cmd: &str) -> Result<String, HostError> {
     let timeout = command_timeout();
     let child = tokio::process::Command::new("sh")
         .arg("-c")
@@ -167,7 +168,7 @@ async fn run_command(cmd: &str) -> Result<String, String> {
         .process_group(0)
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("--pointer-cmd `{cmd}`: {e}"))?;
+        .map_err(|e| catalog_err!("--pointer-cmd `{cmd}`: {e}"))?;
     let pgid = child.id();
     let out = tokio::time::timeout(timeout, child.wait_with_output()).await;
     kill_group(pgid);
@@ -178,19 +179,19 @@ async fn run_command(cmd: &str) -> Result<String, String> {
                 timeout.as_secs()
             )
         })?
-        .map_err(|e| format!("--pointer-cmd `{cmd}`: {e}"))?;
+        .map_err(|e| catalog_err!("--pointer-cmd `{cmd}`: {e}"))?;
     if !out.status.success() {
-        return Err(format!(
+        return Err(catalog_err!(
             "--pointer-cmd `{cmd}` failed ({}): {}",
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
     let text = String::from_utf8(out.stdout)
-        .map_err(|_| format!("--pointer-cmd `{cmd}` printed bytes that are not UTF-8"))?;
+        .map_err(|_| catalog_err!("--pointer-cmd `{cmd}` printed bytes that are not UTF-8"))?;
     let uri = text.trim();
     if uri.is_empty() || uri.contains(char::is_whitespace) {
-        return Err(format!(
+        return Err(catalog_err!(
             "--pointer-cmd `{cmd}` must print one metadata location; it printed `{uri}`"
         ));
     }
@@ -205,7 +206,7 @@ async fn run_command(cmd: &str) -> Result<String, String> {
 /// `metadata/version-hint.text` (if it exists) and every key under
 /// `metadata/`, spelled under the table as given (a store may list an
 /// `s3a://` table under `s3://`).
-async fn hint_facts(store: &Store, table: &str) -> Result<HintFacts, String> {
+async fn hint_facts(store: &Store, table: &str) -> Result<HintFacts, HostError> {
     use futures::StreamExt;
     let dir = format!("{table}/metadata/");
     let hint = store.read(&format!("{dir}version-hint.text")).await?;
@@ -232,7 +233,7 @@ async fn hint_facts(store: &Store, table: &str) -> Result<HintFacts, String> {
 pub async fn log_listing(
     store: &Store,
     prefix: &str,
-) -> Result<Vec<crate::component::wt::ListedObject>, String> {
+) -> Result<Vec<crate::component::wt::ListedObject>, HostError> {
     use futures::StreamExt;
     let mut objects = Vec::new();
     let mut listing = store.list(prefix.trim_end_matches('/'));

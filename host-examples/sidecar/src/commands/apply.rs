@@ -86,7 +86,7 @@ pub struct Applied {
 /// Runs `apply`. `Err` means refused: nothing was deleted.
 pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
     let text = std::fs::read_to_string(&input.plan_path)
-        .map_err(|e| format!("read {}: {e}", input.plan_path))?;
+        .map_err(|e| refused!("read {}: {e}", input.plan_path))?;
     let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
     let plan = planner.plan_checked(&text)?;
     let table = plan.table_location.clone();
@@ -210,7 +210,7 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
         .collect();
     done.deleted_bytes = outcome.deleted_bytes;
     for r in &results {
-        let name = crate::component::result_name(r.receipt.result);
+        let name = crate::names::result_name(r.receipt.result);
         done.keys
             .push((r.receipt.key.clone(), name, r.planned.size));
         match r.receipt.result {

@@ -5,6 +5,7 @@
 //! (a hidden prefix, which no sweep deletes). The component walks, seals,
 //! verifies and writes the restored metadata; this module reads and writes.
 
+use crate::error::HostError;
 use std::collections::BTreeMap;
 
 use futures::StreamExt;
@@ -21,12 +22,12 @@ pub fn root(table: &str) -> String {
 /// Removes bundle `id` (every object under its folder): the expiry it was
 /// sealed for was not committed. `id` is the bundle's name, or the URI of
 /// its `bundle.json` (what [`seal`] returns).
-pub async fn discard(store: &Store, table: &str, id: &str) -> Result<(), String> {
+pub async fn discard(store: &Store, table: &str, id: &str) -> Result<(), HostError> {
     use futures::StreamExt;
     let id = id.strip_suffix("/bundle.json").unwrap_or(id);
     let name = id.rsplit('/').next().unwrap_or(id);
     if name.is_empty() || name.contains("..") {
-        return Err(format!("`{id}` is not a bundle name"));
+        return Err(refused!("`{id}` is not a bundle name"));
     }
     let dir = format!("{}/{name}", root(table));
     let mut objects = store.list(&format!("{dir}/"));
@@ -57,7 +58,7 @@ pub async fn seal(
     ids: &[i64],
     id: &str,
     now_ms: i64,
-) -> Result<String, String> {
+) -> Result<String, HostError> {
     let mut blobs: Vec<wt::Blob> = Vec::new();
     let chain = loop {
         let c = planner.bundle_chain(table, location_map, original, bytes, ids, &blobs)?;
@@ -68,17 +69,17 @@ pub async fn seal(
             let b = store
                 .read(&format!("{table}/{k}"))
                 .await?
-                .ok_or_else(|| format!("`{k}` of the snapshot chain does not exist"))?;
+                .ok_or_else(|| refused!("`{k}` of the snapshot chain does not exist"))?;
             blobs.push(wt::Blob { key: k, bytes: b });
         }
     };
     let metadata_key = mapped
         .strip_prefix(&format!("{table}/"))
-        .ok_or_else(|| format!("the metadata {mapped} is outside the table"))?
+        .ok_or_else(|| refused!("the metadata {mapped} is outside the table"))?
         .to_owned();
     let mut keys: Vec<String> = chain.layers.into_iter().map(|l| l.key).collect();
     keys.push(metadata_key.clone());
-    let heads: Vec<(String, Result<Option<Object>, String>)> = futures::stream::iter(keys)
+    let heads: Vec<(String, Result<Option<Object>, HostError>)> = futures::stream::iter(keys)
         .map(|k| {
             let store = store.clone();
             let uri = format!("{table}/{k}");
@@ -133,15 +134,15 @@ pub async fn check(
     location_map: &[(String, String)],
     dir: &str,
     ledger: Option<LedgerHandle>,
-) -> Result<Checked, String> {
+) -> Result<Checked, HostError> {
     let text = store
         .read(&format!("{dir}/bundle.json"))
         .await?
-        .ok_or_else(|| format!("no bundle at {dir}"))?;
-    let text = String::from_utf8(text).map_err(|_| format!("{dir}/bundle.json is not UTF-8"))?;
+        .ok_or_else(|| refused!("no bundle at {dir}"))?;
+    let text = String::from_utf8(text).map_err(|_| refused!("{dir}/bundle.json is not UTF-8"))?;
     let bundle = planner
         .bundle_load(&text)
-        .map_err(|e| format!("{dir}: {e}"))?;
+        .map_err(|e| refused!("{dir}: {e}"))?;
     let mut copies = Vec::new();
     let mut heads = Vec::new();
     // Which content files the ledger deleted (or may have): the ledger's
@@ -198,7 +199,7 @@ pub async fn check(
 
 /// The table's bundle folders (`TABLE/_lakesweep/bundles/ID`), each with
 /// whether it holds a `bundle.json`.
-pub async fn dirs(store: &Store, table: &str) -> Result<BTreeMap<String, bool>, String> {
+pub async fn dirs(store: &Store, table: &str) -> Result<BTreeMap<String, bool>, HostError> {
     let root = root(table);
     let mut dirs = BTreeMap::<String, bool>::new();
     let mut listing = store.list(&root);
@@ -228,12 +229,12 @@ pub async fn blocked_keys(
     table: &str,
     location_map: &[(String, String)],
     ledger: Option<LedgerHandle>,
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<BTreeMap<String, String>, HostError> {
     let dirs = dirs(store, table).await?;
     let mut out = BTreeMap::new();
     for (d, has_doc) in dirs {
         if !has_doc {
-            return Err(format!(
+            return Err(refused!(
                 "quarantine bundle {d} has copies but no bundle.json: which objects it protects is unknown; nothing is approved until it is repaired or removed"
             ));
         }
@@ -271,12 +272,12 @@ pub async fn restore(
     now_ms: i64,
     allow_future_now: bool,
     commit: bool,
-) -> Result<String, String> {
+) -> Result<String, HostError> {
     let store = Store::for_uri(table)?;
     let dir = format!("{}/{id}", root(table));
     match pointer {
         Pointer::Catalog { catalog, .. } if commit && catalog.commits_requests() => {
-            return Err(format!(
+            return Err(refused!(
                 "nothing restored: {} takes commit requests, not whole metadata documents; restore through the catalog's own tools from bundle {id}",
                 catalog.describe()
             ))
@@ -292,11 +293,11 @@ pub async fn restore(
     if commit {
         planner
             .check_clock(now_ms, allow_future_now)
-            .map_err(|e| format!("nothing restored: {e}"))?;
+            .map_err(|e| refused!("nothing restored: {e}"))?;
     }
     let c = check(planner, &store, table, location_map, &dir, None).await?;
     if !c.verification.complete {
-        return Err(format!(
+        return Err(refused!(
             "bundle {id} cannot restore its snapshots: {}",
             serde_json::json!(c.verification.problems)
         ));
@@ -320,7 +321,7 @@ pub async fn restore(
     let current = store
         .read(&mapped)
         .await?
-        .ok_or_else(|| format!("the current metadata {mapped} does not exist"))?;
+        .ok_or_else(|| refused!("the current metadata {mapped} does not exist"))?;
     let doc =
         planner.bundle_restore(&original, &current, &c.bundle.document, &bundle_md, now_ms)?;
     let ids = serde_json::json!(c.bundle.snapshot_ids).to_string();
@@ -352,14 +353,14 @@ async fn put_back_and_commit(
     original: &str,
     mapped: &str,
     doc: Vec<u8>,
-) -> Result<String, String> {
+) -> Result<String, HostError> {
     for (uri, b) in put_back {
         store
             .create(uri, b.clone())
             .await
-            .map_err(|e| format!("put back {uri}: {e}"))?;
+            .map_err(|e| refused!("put back {uri}: {e}"))?;
     }
     crate::catalogs::commit::commit(pointer, table, store, original, mapped, doc)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|e| HostError::Catalog(e.to_string()))
 }

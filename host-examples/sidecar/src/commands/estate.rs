@@ -9,6 +9,7 @@
 //! this module reads them. Tables are planned a few at a time; the run
 //! reports them together and fails if any table was refused.
 
+use crate::error::HostError;
 use std::collections::BTreeMap;
 
 use futures::StreamExt;
@@ -38,7 +39,7 @@ async fn members_and_entries(
     catalog: Option<&Catalog>,
     namespace: Option<&str>,
     list: Option<&str>,
-) -> Result<(Vec<Member>, Vec<wt::CatalogEntry>), String> {
+) -> Result<(Vec<Member>, Vec<wt::CatalogEntry>), HostError> {
     let member = |ns: &str, name: &str, catalog: &Catalog| Member {
         label: format!("{ns}.{name}"),
         table: None,
@@ -74,7 +75,7 @@ async fn members_and_entries(
             }
         }
         if members.is_empty() {
-            return Err(format!(
+            return Err(refused!(
                 "{} has no Iceberg table in namespace {ns}",
                 catalog.describe()
             ));
@@ -83,7 +84,7 @@ async fn members_and_entries(
         return Ok((members, entries));
     }
     let path = list.ok_or("give --namespace or --tables")?;
-    let text = std::fs::read_to_string(path).map_err(|e| format!("read {path}: {e}"))?;
+    let text = std::fs::read_to_string(path).map_err(|e| refused!("read {path}: {e}"))?;
     let mut out: Vec<Member> = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let entry = line.split('#').next().unwrap_or("").trim();
@@ -94,7 +95,9 @@ async fn members_and_entries(
         let m = if entry.contains("://") || entry.starts_with('/') || entry.starts_with('.') {
             Member {
                 label: entry.to_owned(),
-                table: Some(crate::stores::table_uri(entry).map_err(|e| format!("{}: {e}", at()))?),
+                table: Some(
+                    crate::stores::table_uri(entry).map_err(|e| refused!("{}: {e}", at()))?,
+                ),
                 pointer: Pointer::VersionHint,
                 foreign_roots: Vec::new(),
             }
@@ -108,16 +111,16 @@ async fn members_and_entries(
             let (ns, name) = entry
                 .rsplit_once('.')
                 .filter(|(ns, n)| !ns.is_empty() && !n.is_empty())
-                .ok_or_else(|| format!("{}: `{entry}` is neither NS.NAME nor a location", at()))?;
+                .ok_or_else(|| refused!("{}: `{entry}` is neither NS.NAME nor a location", at()))?;
             member(ns, name, catalog)
         };
         if out.iter().any(|o| o.label == m.label) {
-            return Err(format!("{}: `{entry}` is listed twice", at()));
+            return Err(refused!("{}: `{entry}` is listed twice", at()));
         }
         out.push(m);
     }
     if out.is_empty() {
-        return Err(format!("{path} lists no table"));
+        return Err(refused!("{path} lists no table"));
     }
     let entries = out
         .iter()
@@ -150,7 +153,7 @@ async fn read_member(
     entry: &mut wt::CatalogEntry,
     location_map: &[(String, String)],
     wasm: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), HostError> {
     let mut planner = Planner::load(&crate::component::wasm_path(wasm))?;
     let raw = match (&m.pointer, &m.table, &entry.metadata_location) {
         (Pointer::Catalog { .. }, _, Some(md)) => md.clone(),
@@ -173,7 +176,7 @@ async fn read_member(
             p.resolve(&mut planner, &crate::stores::Store::for_uri(t)?, t)
                 .await?
         }
-        (_, None, _) => return Err(format!("{}: no table location", m.label)),
+        (_, None, _) => return Err(refused!("{}: no table location", m.label)),
     };
     entry.metadata_location = Some(raw.clone());
     // Read where the planner would: the pointer mapped as it maps it.
@@ -181,7 +184,7 @@ async fn read_member(
     let bytes = crate::stores::Store::for_uri(&uri)?
         .read(&uri)
         .await?
-        .ok_or_else(|| format!("{}: its metadata {uri} does not exist", m.label))?;
+        .ok_or_else(|| refused!("{}: its metadata {uri} does not exist", m.label))?;
     entry.metadata = Some(bytes);
     Ok(())
 }
@@ -196,12 +199,12 @@ pub async fn survey(
     location_map: &[(String, String)],
     wasm: Option<&str>,
     jobs: usize,
-) -> Result<Vec<Located>, String> {
+) -> Result<Vec<Located>, HostError> {
     let (members, mut entries) = members_and_entries(catalog, namespace, list).await?;
     let others = entries.split_off(members.len());
     // Each member's metadata, read `jobs` at a time; one that cannot be
     // read still owns what the catalog records of it.
-    let mut read: Vec<(usize, wt::CatalogEntry, Option<String>)> =
+    let mut read: Vec<(usize, wt::CatalogEntry, Option<HostError>)> =
         futures::stream::iter(members.iter().zip(entries).enumerate())
             .map(|(i, (m, mut e))| async move {
                 let unread = read_member(m, &mut e, location_map, wasm).await.err();
@@ -211,7 +214,7 @@ pub async fn survey(
             .collect()
             .await;
     read.sort_by_key(|(i, _, _)| *i);
-    let (mut mine, unread): (Vec<wt::CatalogEntry>, Vec<Option<String>>) =
+    let (mut mine, unread): (Vec<wt::CatalogEntry>, Vec<Option<HostError>>) =
         read.into_iter().map(|(_, e, u)| (e, u)).unzip();
     mine.extend(others);
     let mut planner = Planner::load(&crate::component::wasm_path(wasm))?;
@@ -224,9 +227,9 @@ pub async fn survey(
             m.foreign_roots = e.foreign_roots;
             let located = match (unread, e.refusal, e.location) {
                 (Some(err), _, _) => Err(err),
-                (None, Some(r), _) => Err(crate::component::describe(&r)),
+                (None, Some(r), _) => Err(HostError::Planner(r)),
                 (None, None, Some(l)) if e.planned => Ok(l),
-                (None, None, _) => Err(format!("{}: not a table lakesweep plans", m.label)),
+                (None, None, _) => Err(refused!("{}: not a table lakesweep plans", m.label)),
             };
             (m, located)
         })
@@ -242,26 +245,23 @@ pub struct Planned {
     /// The plan file written, if any.
     pub file: Option<String>,
     /// The sealed plan, or why there is none.
-    pub outcome: Result<crate::component::wt::SealedPlan, String>,
+    pub outcome: Result<crate::component::wt::SealedPlan, HostError>,
 }
 
-/// The refusal's kind, as the planner or host named it.
-pub fn refusal_kind(e: &str) -> String {
-    for (prefix, kind) in [
-        ("unsafe to proceed (", None),
-        ("malformed input (", Some("malformed")),
-        ("unsupported:", Some("unsupported")),
-        ("invalid option", Some("invalid-option")),
-        ("host protocol error", Some("protocol")),
-    ] {
-        if let Some(rest) = e.strip_prefix(prefix) {
-            return match kind {
-                Some(k) => k.to_owned(),
-                None => rest.split(')').next().unwrap_or("unsafe").to_owned(),
-            };
-        }
+/// The refusal's kind: the planner's own name for it (an unsafe reason
+/// such as `location-mismatch`, or `malformed`, `unsupported`,
+/// `invalid-option`, `protocol`), else `unreadable` (a store, catalog or
+/// file the host could not read).
+pub fn refusal_kind(e: &HostError) -> String {
+    use crate::wit::wt::Error;
+    match e.planner() {
+        Some(Error::Unsafe(u)) => crate::names::unsafe_name(u.reason).to_owned(),
+        Some(Error::Malformed(_)) => "malformed".into(),
+        Some(Error::Unsupported(_)) => "unsupported".into(),
+        Some(Error::InvalidOptions(_)) => "invalid-option".into(),
+        Some(Error::Protocol(_)) => "protocol".into(),
+        None => "unreadable".into(),
     }
-    "unreadable".into()
 }
 
 /// A file name for a member's plan: its label with anything but letters,
@@ -292,7 +292,7 @@ pub async fn foreign_roots_of(
     name: &str,
     location_map: &[(String, String)],
     wasm: Option<&str>,
-) -> Result<Vec<wt::ForeignRoot>, String> {
+) -> Result<Vec<wt::ForeignRoot>, HostError> {
     let located = survey(Some(catalog), Some(namespace), None, location_map, wasm, 16)
         .await
         .map_err(|e| {
@@ -307,7 +307,7 @@ pub async fn foreign_roots_of(
         // The catalog's own words for a table it does not have.
         None => Err(match catalog.load(namespace, name).await {
             Err(e) => e,
-            Ok(_) => format!(
+            Ok(_) => catalog_err!(
                 "{} lists no Iceberg table {name} in namespace {namespace}, yet loads it",
                 catalog.describe()
             ),
@@ -316,7 +316,7 @@ pub async fn foreign_roots_of(
 }
 
 /// A member and its table location, or why it is not planned.
-pub type Located = (Member, Result<String, String>);
+pub type Located = (Member, Result<String, HostError>);
 
 /// Why a located member may not be planned in this run besides the
 /// ownership map's refusals: its plan file would be another member's.
@@ -355,7 +355,7 @@ where
     Fut: std::future::Future<
         Output = (
             Option<String>,
-            Result<crate::component::wt::SealedPlan, String>,
+            Result<crate::component::wt::SealedPlan, HostError>,
         ),
     >,
 {
@@ -375,7 +375,7 @@ where
                         label,
                         table: Some(t),
                         file: None,
-                        outcome: Err(why),
+                        outcome: Err(HostError::Refused(why)),
                     },
                     (Ok(table), None) => {
                         let (file, outcome) = plan_one(m, table.clone()).await;
@@ -431,7 +431,7 @@ pub fn to_json(run: &[Planned]) -> Value {
                 let kind = refusal_kind(e);
                 *refusals.entry(kind.clone()).or_default() += 1;
                 json!({"table": p.label, "location": p.table, "plan": null,
-                       "refused": {"kind": kind, "why": e}})
+                       "refused": {"kind": kind, "why": e.to_string()}})
             }
         })
         .collect();
@@ -478,7 +478,7 @@ pub fn human(run: &[Planned]) -> String {
                 "  {:<32} REFUSED ({}): {}\n",
                 esc(&p.label),
                 refusal_kind(e),
-                esc(e)
+                esc(&e.to_string())
             )),
         }
     }
@@ -502,18 +502,20 @@ mod tests {
 
     #[test]
     fn refusals_are_grouped_by_the_planners_names() {
-        assert_eq!(
-            refusal_kind("unsafe to proceed (location-mismatch): x (y)"),
-            "location-mismatch"
-        );
-        assert_eq!(
-            refusal_kind("malformed input (truncated) s3://x: y"),
-            "malformed"
-        );
-        assert_eq!(
-            refusal_kind("glue GetTable a.b: EntityNotFound"),
-            "unreadable"
-        );
+        use crate::wit::wt;
+        let unsafe_ = HostError::Planner(wt::Error::Unsafe(wt::UnsafeError {
+            reason: wt::UnsafeReason::LocationMismatch,
+            detail: "x (y)".into(),
+        }));
+        assert_eq!(refusal_kind(&unsafe_), "location-mismatch");
+        let malformed = HostError::Planner(wt::Error::Malformed(wt::MalformedError {
+            reason: wt::MalformedReason::Encoding,
+            uri: "s3://x".into(),
+            detail: "y".into(),
+        }));
+        assert_eq!(refusal_kind(&malformed), "malformed");
+        let glue = HostError::Catalog("glue GetTable a.b: EntityNotFound".into());
+        assert_eq!(refusal_kind(&glue), "unreadable");
     }
 
     #[test]

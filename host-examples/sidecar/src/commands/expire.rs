@@ -24,7 +24,7 @@ pub struct Expiry {
     pub bundle: Option<String>,
     /// What the expiry frees, by object kind (count, bytes), or why that is
     /// not known; `None` when not asked for or nothing expires.
-    pub frees: Option<Result<Frees, String>>,
+    pub frees: Option<Result<Frees, HostError>>,
 }
 
 /// Objects only the expired snapshots read, by kind: (count, bytes). These
@@ -39,7 +39,7 @@ async fn frees(
     table: &str,
     original: &str,
     new_metadata: &[u8],
-) -> Result<Frees, String> {
+) -> Result<Frees, HostError> {
     let mut planner = Planner::load(&wasm_path(a.wasm.as_deref()))?;
     let dir = split_dir(original)?.0;
     let input = crate::session::plan::PlanInput {
@@ -102,7 +102,7 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, HostError> {
     let bytes = store
         .read(&mapped)
         .await?
-        .ok_or_else(|| format!("the current metadata {mapped} does not exist"))?;
+        .ok_or_else(|| refused!("the current metadata {mapped} does not exist"))?;
     let policy = a.inputs.policy_json()?;
     let context = a.inputs.context_json(&mut planner)?;
     // Every DR checkpoint metadata file the context names, read for the planner.
@@ -137,7 +137,7 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, HostError> {
     if let (true, Some(new_metadata)) = (a.commit, &plan.new_metadata) {
         planner
             .check_clock(a.now_ms, a.allow_future_now)
-            .map_err(|e| format!("expiry not committed: {e}"))?;
+            .map_err(|e| refused!("expiry not committed: {e}"))?;
         let ids: Vec<i64> = plan.expire.clone();
         if let Pointer::Explicit(_) | Pointer::Command(_) = a.pointer {
             return Err(
@@ -163,7 +163,7 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, HostError> {
                     a.now_ms,
                 )
                 .await
-                .map_err(|e| format!("expiry not committed: the quarantine bundle failed: {e}"))?,
+                .map_err(|e| refused!("expiry not committed: the quarantine bundle failed: {e}"))?,
             );
         }
         let landed = match (&a.pointer, &plan.rest_commit) {
@@ -215,10 +215,9 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, HostError> {
                 let e = format!("expiry not committed: {e}");
                 if let Some(id) = &bundle {
                     if let Err(d) = crate::commands::bundle::discard(&store, &table, id).await {
-                        return Err(format!(
+                        return Err(refused!(
                             "{e}; its quarantine bundle {id} could not be removed: {d}"
-                        )
-                        .into());
+                        ));
                     }
                 }
                 return Err(e.into());
@@ -261,7 +260,7 @@ async fn settle_rest(
 ) -> Result<String, CommitError> {
     let (outcome, why) = planner
         .judge_mutation(&sent.what, &sent.answer)
-        .map_err(CommitError::Unknown)?;
+        .map_err(|e| CommitError::Unknown(e.to_string()))?;
     if outcome == wt::MutationOutcome::Done {
         if let Some(m) = sent.metadata_location.filter(|m| m != original) {
             return Ok(m);
@@ -288,14 +287,14 @@ async fn settle_rest(
         crate::stores::Store::for_uri(&uri)?
             .read(&uri)
             .await?
-            .ok_or_else(|| format!("{uri} does not exist"))
+            .ok_or_else(|| refused!("{uri} does not exist"))
     };
     let bytes = read
         .await
         .map_err(|e| unsettled(format!("the table's new metadata could not be read: {e}")))?;
     let (landing, how) = planner
         .expiry_landed(expiry, &now.metadata, &bytes)
-        .map_err(unsettled)?;
+        .map_err(|e| unsettled(e.to_string()))?;
     match landing {
         wt::Landing::Landed => Ok(now.metadata),
         wt::Landing::NotLanded if definite => Err(CommitError::Refused(format!(
@@ -356,7 +355,7 @@ pub fn human(e: &Expiry) -> String {
                 kinds.join(", ")
             ));
         }
-        Some(Err(why)) => out.push_str(&format!("  bytes freed unknown: {}\n", esc(why))),
+        Some(Err(why)) => out.push_str(&format!("  bytes freed unknown: {}\n", esc(&why.to_string()))),
         None => {}
     }
     match &e.committed {

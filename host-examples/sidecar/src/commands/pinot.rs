@@ -8,6 +8,7 @@
 //! `DELETE /segments/{table}/{segment}?type=..&retention=..`, artifact
 //! objects through the store, each only at the version the plan listed.
 
+use crate::error::HostError;
 use std::io::Write;
 
 use futures::StreamExt;
@@ -84,24 +85,24 @@ pub struct ApplyArgs {
 }
 
 /// Reads a file, or GETs an http(s) URL (a non-2xx answer is an error).
-async fn fetch(src: &str) -> Result<String, String> {
+async fn fetch(src: &str) -> Result<String, HostError> {
     if src.starts_with("http://") || src.starts_with("https://") {
         let r = reqwest::get(src)
             .await
-            .map_err(|e| format!("GET {src}: {e}"))?;
+            .map_err(|e| refused!("GET {src}: {e}"))?;
         let status = r.status();
-        let text = r.text().await.map_err(|e| format!("GET {src}: {e}"))?;
+        let text = r.text().await.map_err(|e| refused!("GET {src}: {e}"))?;
         if !status.is_success() {
-            return Err(format!("GET {src}: {status}: {}", text.trim()));
+            return Err(refused!("GET {src}: {status}: {}", text.trim()));
         }
         Ok(text)
     } else {
-        std::fs::read_to_string(src).map_err(|e| format!("read {src}: {e}"))
+        std::fs::read_to_string(src).map_err(|e| refused!("read {src}: {e}"))
     }
 }
 
 /// A root as the planner takes it: local paths become `file:///abs`.
-fn root_uri(r: &str) -> Result<String, String> {
+fn root_uri(r: &str) -> Result<String, HostError> {
     let uri = if r.contains("://") && !r.starts_with("file:") {
         r.to_owned()
     } else {
@@ -119,7 +120,7 @@ pub async fn plan(
     segment_column: Option<String>,
     min_age_ms: Option<i64>,
     now_ms: i64,
-) -> Result<wt::PinotPlan, String> {
+) -> Result<wt::PinotPlan, HostError> {
     let cfg = wt::PinotConfig {
         roots: roots
             .iter()
@@ -188,7 +189,7 @@ pub async fn plan(
                         }
                     }
                     if let Some(k) = s.take_unrepresentable().first() {
-                        return Err(format!(
+                        return Err(refused!(
                             "{k}: a key the store cannot spell exactly is under {prefix}; \
                              no plan"
                         ));
@@ -216,7 +217,7 @@ pub async fn plan(
 
 /// `pinot plan`: prints the report (or the document) and writes the plan.
 /// Exit 0, or [`RETRY`] when the plan says retry.
-pub async fn run_plan(a: &PlanArgs) -> Result<u8, String> {
+pub async fn run_plan(a: &PlanArgs) -> Result<u8, HostError> {
     let mut planner = Planner::load(&crate::component::wasm_path(a.wasm.as_deref()))?;
     let p = plan(
         &mut planner,
@@ -228,7 +229,7 @@ pub async fn run_plan(a: &PlanArgs) -> Result<u8, String> {
     )
     .await?;
     if let Some(out) = &a.out {
-        std::fs::write(out, &p.document).map_err(|e| format!("write {out}: {e}"))?;
+        std::fs::write(out, &p.document).map_err(|e| refused!("write {out}: {e}"))?;
     }
     if a.json {
         outln!("{}", p.document);
@@ -245,8 +246,8 @@ pub async fn run_plan(a: &PlanArgs) -> Result<u8, String> {
 }
 
 /// The report for people, from the plan document.
-pub fn human(document: &str) -> Result<String, String> {
-    let v: Value = serde_json::from_str(document).map_err(|e| format!("plan: {e}"))?;
+pub fn human(document: &str) -> Result<String, HostError> {
+    let v: Value = serde_json::from_str(document).map_err(|e| refused!("plan: {e}"))?;
     let mut o = String::new();
     let s = |v: &Value| esc(v.as_str().unwrap_or(""));
     let n = |v: &Value| v.as_u64().unwrap_or(0);
@@ -331,8 +332,8 @@ pub fn human(document: &str) -> Result<String, String> {
 /// approved deletion went through, 1 when one failed or stayed unknown,
 /// [`RETRY`] when the live run says retry.
 pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
-    let text = std::fs::read_to_string(&a.plan).map_err(|e| format!("read {}: {e}", a.plan))?;
-    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", a.plan))?;
+    let text = std::fs::read_to_string(&a.plan).map_err(|e| refused!("read {}: {e}", a.plan))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| refused!("{}: {e}", a.plan))?;
     let mut planner = Planner::load(&crate::component::wasm_path(a.wasm.as_deref()))?;
     // The live run takes its roots, column and age from the command line:
     // the planner refuses a plan of other roots or another column, and a
@@ -401,7 +402,7 @@ pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
                 .create(true)
                 .append(true)
                 .open(f)
-                .map_err(|e| format!("open {f}: {e}"))?,
+                .map_err(|e| refused!("open {f}: {e}"))?,
         ),
         None => None,
     };
@@ -429,16 +430,15 @@ pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
         );
         // The request must name exactly this segment: a URL library that
         // resolves `.` or `..` would aim it at the whole table.
-        let parsed = reqwest::Url::parse(&url).map_err(|e| format!("{url}: {e}"))?;
+        let parsed = reqwest::Url::parse(&url).map_err(|e| refused!("{url}: {e}"))?;
         if !parsed
             .path()
             .ends_with(&format!("/segments/{}/{}", enc(&raw), enc(s)))
         {
-            return Err(format!(
+            return Err(refused!(
                 "the DELETE for segment {s:?} would go to {}: refused",
                 parsed.path()
-            )
-            .into());
+            ));
         }
         let what = format!("DELETE {}", parsed.path());
         let answer = crate::stores::http::answer(client.delete(parsed).send().await).await;
@@ -483,7 +483,7 @@ pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
                             ("skipped-changed", "changed before the delete".into())
                         }
                         Ok(_) => ("deleted", String::new()),
-                        Err(e) => ("failed", e),
+                        Err(e) => ("failed", e.to_string()),
                     }
                 }
             }

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::component::{verdict_name, wt};
+use crate::component::wt;
+use crate::names::verdict_name;
 use crate::session::plan::Outcome;
 
 /// Verdicts whose objects the sealed plan deletes (an unreferenced object

@@ -6,10 +6,12 @@
 //! writes the same as Prometheus text-format metrics for node-exporter's
 //! textfile collector, so "no sweep for N days" can page someone.
 
+use crate::error::HostError;
 use std::collections::BTreeMap;
 
 use crate::commands::report::{bytes, duration, esc, time};
-use crate::component::{state_name, wasm_path, wt, Planner};
+use crate::component::{wasm_path, wt, Planner};
+use crate::names::state_name;
 use crate::session::ledger::default_ledger;
 use crate::stores::Store;
 
@@ -18,7 +20,7 @@ pub struct TableStatus {
     /// The table location.
     pub table: String,
     /// What its ledger says; `Err`: no ledger, or one that was refused (why).
-    pub ledger: Result<LedgerStatus, String>,
+    pub ledger: Result<LedgerStatus, HostError>,
     /// Whether someone must look (the planner's judgement: never swept,
     /// too old, clocks apart, damage open), and why.
     pub stale: bool,
@@ -52,15 +54,15 @@ async fn table_status(
         let store = Store::for_uri(uri)?;
         let l = crate::session::ledger::open(planner, &store, uri)
             .await
-            .map_err(|e| format!("the ledger at {uri} is refused: {e}"))?;
+            .map_err(|e| refused!("the ledger at {uri} is refused: {e}"))?;
         let Some(l) = l else {
             let f = planner.sweep_freshness(None, table, now_ms, max_age_ms)?;
-            return Ok::<_, String>((Err(format!("no ledger at {uri}: never swept")), f));
+            return Ok::<_, HostError>((Err(refused!("no ledger at {uri}: never swept")), f));
         };
         // A ledger of another table is refused here: it says nothing of this one.
         let f = planner
             .sweep_freshness(Some(l), table, now_ms, max_age_ms)
-            .map_err(|e| format!("the ledger at {uri} is refused: {e}"))?;
+            .map_err(|e| refused!("the ledger at {uri} is refused: {e}"))?;
         let mut states: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
         let mut read = 0u64;
         loop {
@@ -102,7 +104,7 @@ async fn table_status(
         // A ledger that cannot be read or is refused: someone must look.
         Err(e) => TableStatus {
             table: table.to_owned(),
-            why: vec![e.clone()],
+            why: vec![e.to_string()],
             ledger: Err(e),
             stale: true,
         },
@@ -117,7 +119,7 @@ pub async fn run(
     now_ms: i64,
     max_age_ms: Option<i64>,
     wasm: Option<&str>,
-) -> Result<Vec<TableStatus>, String> {
+) -> Result<Vec<TableStatus>, HostError> {
     let mut planner = Planner::load(&wasm_path(wasm))?;
     let mut out = Vec::new();
     for table in tables {
@@ -149,7 +151,7 @@ pub fn human(all: &[TableStatus], now_ms: i64) -> String {
     for s in all {
         out.push_str(&format!("{}\n", esc(&s.table)));
         match &s.ledger {
-            Err(why) => out.push_str(&format!("  {}\n", esc(why))),
+            Err(why) => out.push_str(&format!("  {}\n", esc(&why.to_string()))),
             Ok(l) => {
                 match l.last_step_ms {
                     Some(t) if t > now_ms => out.push_str(&format!(
@@ -192,7 +194,7 @@ pub fn human(all: &[TableStatus], now_ms: i64) -> String {
             }
         }
         for why in &s.why {
-            out.push_str(&format!("  STALE: {}\n", esc(why)));
+            out.push_str(&format!("  STALE: {}\n", esc(&why.to_string())));
         }
     }
     out
@@ -281,14 +283,14 @@ pub fn prometheus(all: &[TableStatus]) -> String {
 
 /// Writes `text` to `path` as node-exporter's textfile collector reads it:
 /// whole or not at all (a temporary file renamed over it); `-`: stdout.
-pub fn write_metrics(path: &str, text: &str) -> Result<(), String> {
+pub fn write_metrics(path: &str, text: &str) -> Result<(), HostError> {
     if path == "-" {
         out!("{text}");
         return Ok(());
     }
     let tmp = format!("{path}.tmp.{}", std::process::id());
-    std::fs::write(&tmp, text).map_err(|e| format!("write {tmp}: {e}"))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("rename {tmp} to {path}: {e}"))
+    std::fs::write(&tmp, text).map_err(|e| refused!("write {tmp}: {e}"))?;
+    std::fs::rename(&tmp, path).map_err(|e| refused!("rename {tmp} to {path}: {e}"))
 }
 
 #[cfg(test)]

@@ -17,8 +17,9 @@ use serde_json::{json, Value};
 
 use crate::clock::clock_ms as now_ms;
 use crate::commands::report;
-use crate::component::{state_name, wasm_path, wt, LedgerHandle, Planner};
+use crate::component::{wasm_path, wt, LedgerHandle, Planner};
 use crate::error::HostError;
+use crate::names::state_name;
 use crate::session::context::ContextFiles;
 use crate::session::ledger::{default_ledger, Lock};
 use crate::session::plan::{self, PlanInput};
@@ -128,7 +129,7 @@ async fn probe_all(
     blocked: &std::collections::BTreeMap<String, String>,
     concurrency: usize,
     now: i64,
-) -> Result<Moved, String> {
+) -> Result<Moved, HostError> {
     use futures::StreamExt;
     let mut moves = Moved::default();
     loop {
@@ -142,7 +143,7 @@ async fn probe_all(
         while probes.peek().is_some() {
             runs.push(probes.by_ref().take(store.run_length()).collect::<Vec<_>>());
         }
-        let heads: Vec<Vec<Result<wt::Observation, String>>> = futures::stream::iter(runs)
+        let heads: Vec<Vec<Result<wt::Observation, HostError>>> = futures::stream::iter(runs)
             .map(|run| async move {
                 let uris = run
                     .iter()
@@ -168,7 +169,7 @@ async fn probe_all(
         let obs = heads
             .into_iter()
             .flatten()
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, HostError>>()?;
         let step = planner.ledger_observe(ledger, &obs, now)?;
         moves.add(step.moves, &step.moved);
     }
@@ -408,7 +409,7 @@ async fn reconcile_locked(
     let mut planner = Planner::load(&wasm_path(wasm))?;
     let ledger = crate::session::ledger::open(&mut planner, lstore, &ledger_uri)
         .await?
-        .ok_or_else(|| format!("no ledger at {ledger_uri}"))?;
+        .ok_or_else(|| refused!("no ledger at {ledger_uri}"))?;
     // The core says what to settle: approvals a dead run left without
     // receipts, unknown outcomes, deletes not yet verified.
     let begun = planner.ledger_reconcile(ledger, now)?;

@@ -1,15 +1,14 @@
 //! Loads the import-free `lakesweep.wasm` component in wasmtime (empty
 //! linker: no WASI, no host functions) and names its errors.
 
+use crate::error::HostError;
 use std::path::{Path, PathBuf};
 
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, Store};
 
-pub mod wit {
-    wasmtime::component::bindgen!({ path: "../../wit", world: "lakesweep" });
-}
-pub use wit::lakesweep::planner::types as wt;
+use crate::wit;
+pub use crate::wit::wt;
 
 /// A loaded planner component and its store.
 pub struct Planner {
@@ -78,10 +77,10 @@ pub fn cache_dir() -> Option<PathBuf> {
 /// re-checks the artifact's version and settings when loading it and any
 /// failure falls back to compiling. The cache is this user's own directory:
 /// whoever can write there can already run code as this user.
-fn compiled(engine: &Engine, wasm: &[u8]) -> Result<Component, String> {
+fn compiled(engine: &Engine, wasm: &[u8]) -> Result<Component, HostError> {
     use std::hash::{Hash, Hasher};
     let Some(dir) = cache_dir() else {
-        return Component::new(engine, wasm).map_err(|e| e.to_string());
+        return Component::new(engine, wasm).map_err(|e| HostError::Component(e.to_string()));
     };
     let mut h = std::collections::hash_map::DefaultHasher::new();
     wasm.hash(&mut h);
@@ -103,18 +102,19 @@ fn compiled(engine: &Engine, wasm: &[u8]) -> Result<Component, String> {
     }
     let bytes = engine
         .precompile_component(wasm)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| HostError::Component(e.to_string()))?;
     let tmp = dir.join(format!(".tmp-{}", std::process::id()));
     // Best effort: a cache that cannot be written only costs time.
     if std::fs::create_dir_all(&dir).is_ok() && std::fs::write(&tmp, &bytes).is_ok() {
         let _ = std::fs::rename(&tmp, &file);
     }
     // SAFETY: `bytes` was produced just now by this engine.
-    unsafe { Component::deserialize(engine, &bytes) }.map_err(|e| e.to_string())
+    unsafe { Component::deserialize(engine, &bytes) }
+        .map_err(|e| HostError::Component(e.to_string()))
 }
 
 /// The component's bytes and a name for it in messages.
-fn wasm_bytes(source: &Wasm) -> Result<(Vec<u8>, String), String> {
+fn wasm_bytes(source: &Wasm) -> Result<(Vec<u8>, String), HostError> {
     Ok(match source {
         Wasm::File(path) => (
             std::fs::read(path).map_err(|e| {
@@ -132,7 +132,7 @@ fn wasm_bytes(source: &Wasm) -> Result<(Vec<u8>, String), String> {
 /// The SHA-256 of the component's bytes, hex: what anything this host
 /// caches from the component's answers is filed under (another build of
 /// the planner may answer differently).
-pub fn wasm_sha256(source: &Wasm) -> Result<String, String> {
+pub fn wasm_sha256(source: &Wasm) -> Result<String, HostError> {
     use sha2::{Digest, Sha256};
     Ok(hex(&Sha256::digest(wasm_bytes(source)?.0)))
 }
@@ -150,14 +150,15 @@ pub fn hex(bytes: &[u8]) -> String {
 
 impl Planner {
     /// Loads and instantiates the component at `path`.
-    pub fn load(source: &Wasm) -> Result<Planner, String> {
-        let engine = Engine::new(&Config::new()).map_err(|e| e.to_string())?;
+    pub fn load(source: &Wasm) -> Result<Planner, HostError> {
+        let engine =
+            Engine::new(&Config::new()).map_err(|e| HostError::Component(e.to_string()))?;
         let (wasm, name) = wasm_bytes(source)?;
-        let component = compiled(&engine, &wasm).map_err(|e| format!("load {name}: {e}"))?;
+        let component = compiled(&engine, &wasm).map_err(|e| refused!("load {name}: {e}"))?;
         let mut store = Store::new(&engine, ());
         let linker: Linker<()> = Linker::new(&engine);
         let api = wit::Lakesweep::instantiate(&mut store, &component, &linker)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| HostError::Component(e.to_string()))?;
         Ok(Planner { store, api })
     }
 }
@@ -177,7 +178,7 @@ pub struct PlanHandle(pub(crate) wasmtime::component::ResourceAny);
 /// The `plan` resource's calls.
 impl Planner {
     /// `plan.header`: everything but the delete list.
-    pub fn plan_header(&mut self, p: PlanHandle) -> Result<wt::PlanHeader, String> {
+    pub fn plan_header(&mut self, p: PlanHandle) -> Result<wt::PlanHeader, HostError> {
         let api = self.api.lakesweep_planner_planner().plan();
         api.call_header(&mut self.store, p.0).map_err(trap)
     }
@@ -189,7 +190,7 @@ impl Planner {
         decisions: Vec<wt::Decision>,
         unrepresentable: &[String],
         store_notes: &[String],
-    ) -> Result<(), String> {
+    ) -> Result<(), HostError> {
         let api = self.api.lakesweep_planner_planner().plan();
         api.call_add_report(
             &mut self.store,
@@ -204,7 +205,7 @@ impl Planner {
     /// The whole plan, its delete list and stored document read in pieces
     /// (a plan of a million deletes is larger than one call may carry out
     /// of the component).
-    pub fn plan_whole(&mut self, p: PlanHandle) -> Result<wt::SealedPlan, String> {
+    pub fn plan_whole(&mut self, p: PlanHandle) -> Result<wt::SealedPlan, HostError> {
         self.plan_typed(p, None)
     }
 
@@ -214,7 +215,7 @@ impl Planner {
         &mut self,
         p: PlanHandle,
         document: Option<String>,
-    ) -> Result<wt::SealedPlan, String> {
+    ) -> Result<wt::SealedPlan, HostError> {
         const DELETES: u32 = 16_384;
         let h = self.plan_header(p)?;
         let api = self.api.lakesweep_planner_planner().plan();
@@ -224,7 +225,7 @@ impl Planner {
                 .call_deletes(&mut self.store, p.0, delete.len() as u64, DELETES)
                 .map_err(trap)?;
             if piece.is_empty() {
-                return Err(format!(
+                return Err(refused!(
                     "the plan handed out {} of its {} deletes (a bug)",
                     delete.len(),
                     h.delete_count
@@ -252,7 +253,7 @@ impl Planner {
     }
 
     /// The plan's stored document, read in pieces.
-    fn plan_document(&mut self, p: PlanHandle) -> Result<String, String> {
+    fn plan_document(&mut self, p: PlanHandle) -> Result<String, HostError> {
         const BYTES: u32 = 8 << 20;
         let api = self.api.lakesweep_planner_planner().plan();
         let length = api
@@ -269,14 +270,14 @@ impl Planner {
             document.extend(piece);
         }
         String::from_utf8(document)
-            .map_err(|e| format!("the plan's document is not UTF-8 (a bug): {e}"))
+            .map_err(|e| refused!("the plan's document is not UTF-8 (a bug): {e}"))
     }
 }
 
 /// The `deletion` resource's calls.
 impl Planner {
     /// `deletion.start`: applying a plan outside a ledger.
-    pub fn deletion_start(&mut self, c: &wt::DeletionConfig) -> Result<DeletionHandle, String> {
+    pub fn deletion_start(&mut self, c: &wt::DeletionConfig) -> Result<DeletionHandle, HostError> {
         let api = self.api.lakesweep_planner_planner().deletion();
         done(api.call_start(&mut self.store, c)).map(DeletionHandle)
     }
@@ -287,7 +288,7 @@ impl Planner {
         l: LedgerHandle,
         plan: PlanHandle,
         o: &wt::DeletionOptions,
-    ) -> Result<DeletionHandle, String> {
+    ) -> Result<DeletionHandle, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         done(api.call_start_deletion(&mut self.store, l.0, plan.0, o)).map(DeletionHandle)
     }
@@ -298,7 +299,7 @@ impl Planner {
         l: LedgerHandle,
         d: DeletionHandle,
         now_ms: i64,
-    ) -> Result<Vec<wt::DeletionReceipt>, String> {
+    ) -> Result<Vec<wt::DeletionReceipt>, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         done(api.call_record_drained(&mut self.store, l.0, d.0, now_ms))
     }
@@ -308,7 +309,7 @@ impl Planner {
         &mut self,
         l: LedgerHandle,
         now_ms: i64,
-    ) -> Result<wt::LedgerStep, String> {
+    ) -> Result<wt::LedgerStep, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         done(api.call_finish_deletion(&mut self.store, l.0, now_ms))
     }
@@ -317,7 +318,7 @@ impl Planner {
     pub fn deletion_poll(
         &mut self,
         d: DeletionHandle,
-    ) -> Result<Option<wt::DeletionRequest>, String> {
+    ) -> Result<Option<wt::DeletionRequest>, HostError> {
         let api = self.api.lakesweep_planner_planner().deletion();
         api.call_poll_request(&mut self.store, d.0).map_err(trap)
     }
@@ -326,12 +327,12 @@ impl Planner {
     pub fn deletion_facts(
         &mut self,
         d: DeletionHandle,
-        facts: Result<wt::Facts, String>,
-    ) -> Result<(), String> {
+        facts: Result<wt::Facts, HostError>,
+    ) -> Result<(), HostError> {
         let api = self.api.lakesweep_planner_planner().deletion();
         match facts {
             Ok(f) => done(api.call_handle_facts(&mut self.store, d.0, &f)),
-            Err(why) => done(api.call_handle_facts_failed(&mut self.store, d.0, &why)),
+            Err(why) => done(api.call_handle_facts_failed(&mut self.store, d.0, &why.to_string())),
         }
     }
 
@@ -341,7 +342,7 @@ impl Planner {
         d: DeletionHandle,
         key: &str,
         answer: &wt::HeadOutcome,
-    ) -> Result<(), String> {
+    ) -> Result<(), HostError> {
         let api = self.api.lakesweep_planner_planner().deletion();
         done(api.call_handle_head(&mut self.store, d.0, &key.to_owned(), answer))
     }
@@ -354,7 +355,7 @@ impl Planner {
         answer: &wt::StoreAnswer,
         requested_ms: i64,
         answered_ms: Option<i64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), HostError> {
         let api = self.api.lakesweep_planner_planner().deletion();
         done(api.call_handle_delete(
             &mut self.store,
@@ -370,12 +371,14 @@ impl Planner {
     pub fn deletion_referenced(
         &mut self,
         d: DeletionHandle,
-        found: Result<Vec<(String, String)>, String>,
-    ) -> Result<(), String> {
+        found: Result<Vec<(String, String)>, HostError>,
+    ) -> Result<(), HostError> {
         let api = self.api.lakesweep_planner_planner().deletion();
         match found {
             Ok(r) => done(api.call_handle_referenced(&mut self.store, d.0, &r)),
-            Err(why) => done(api.call_handle_referenced_failed(&mut self.store, d.0, &why)),
+            Err(why) => {
+                done(api.call_handle_referenced_failed(&mut self.store, d.0, &why.to_string()))
+            }
         }
     }
 
@@ -385,7 +388,7 @@ impl Planner {
         d: DeletionHandle,
         start: u64,
         count: u32,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, HostError> {
         let api = self.api.lakesweep_planner_planner().deletion();
         api.call_damage_keys(&mut self.store, d.0, start, count)
             .map_err(trap)
@@ -395,19 +398,22 @@ impl Planner {
     pub fn deletion_receipts(
         &mut self,
         d: DeletionHandle,
-    ) -> Result<Vec<wt::DeletionReceipt>, String> {
+    ) -> Result<Vec<wt::DeletionReceipt>, HostError> {
         let api = self.api.lakesweep_planner_planner().deletion();
         api.call_drain_receipts(&mut self.store, d.0).map_err(trap)
     }
 
     /// `deletion.is-done`.
-    pub fn deletion_done(&mut self, d: DeletionHandle) -> Result<bool, String> {
+    pub fn deletion_done(&mut self, d: DeletionHandle) -> Result<bool, HostError> {
         let api = self.api.lakesweep_planner_planner().deletion();
         api.call_is_done(&mut self.store, d.0).map_err(trap)
     }
 
     /// `deletion.outcome`.
-    pub fn deletion_outcome(&mut self, d: DeletionHandle) -> Result<wt::DeletionOutcome, String> {
+    pub fn deletion_outcome(
+        &mut self,
+        d: DeletionHandle,
+    ) -> Result<wt::DeletionOutcome, HostError> {
         let api = self.api.lakesweep_planner_planner().deletion();
         api.call_outcome(&mut self.store, d.0).map_err(trap)
     }
@@ -417,26 +423,26 @@ impl Planner {
 /// component's, described in one line.
 impl Planner {
     /// `digest-manifest`.
-    pub fn digest_manifest(&mut self, uri: &str, bytes: &[u8]) -> Result<String, String> {
+    pub fn digest_manifest(&mut self, uri: &str, bytes: &[u8]) -> Result<String, HostError> {
         let api = self.api.lakesweep_planner_planner();
         done(api.call_digest_manifest(&mut self.store, &uri.to_owned(), bytes))
     }
 
     /// `digest-checkpoint`.
-    pub fn digest_checkpoint(&mut self, uri: &str, bytes: &[u8]) -> Result<String, String> {
+    pub fn digest_checkpoint(&mut self, uri: &str, bytes: &[u8]) -> Result<String, HostError> {
         let api = self.api.lakesweep_planner_planner();
         done(api.call_digest_checkpoint(&mut self.store, &uri.to_owned(), bytes))
     }
 
     /// `check-policy`.
-    pub fn check_policy(&mut self, policy: &str) -> Result<wt::PolicyReport, String> {
+    pub fn check_policy(&mut self, policy: &str) -> Result<wt::PolicyReport, HostError> {
         let api = self.api.lakesweep_planner_planner();
         done(api.call_check_policy(&mut self.store, &policy.to_owned()))
     }
 
     /// The stored plan `document`, checked (`plan.load`): everything of it
     /// but its delete list (which stays out of this host's memory).
-    pub fn plan_checked(&mut self, document: &str) -> Result<wt::PlanHeader, String> {
+    pub fn plan_checked(&mut self, document: &str) -> Result<wt::PlanHeader, HostError> {
         let api = self.api.lakesweep_planner_planner().plan();
         let h = PlanHandle(done(api.call_load(&mut self.store, &document.to_owned()))?);
         let header = self.plan_header(h);
@@ -446,7 +452,7 @@ impl Planner {
 
     /// The stored plan `document`, checked (`plan.load`) and typed, its
     /// delete list read in pieces; its `document` is the text given.
-    pub fn verify_plan(&mut self, document: &str) -> Result<wt::SealedPlan, String> {
+    pub fn verify_plan(&mut self, document: &str) -> Result<wt::SealedPlan, HostError> {
         let api = self.api.lakesweep_planner_planner().plan();
         let document = document.to_owned();
         let h = PlanHandle(done(api.call_load(&mut self.store, &document))?);
@@ -463,7 +469,7 @@ impl Planner {
         &mut self,
         pointer: &str,
         map: &[(String, String)],
-    ) -> Result<String, String> {
+    ) -> Result<String, HostError> {
         let api = self.api.lakesweep_planner_planner();
         done(api.call_canonical_pointer(&mut self.store, &pointer.to_owned(), &mappings(map)))
     }
@@ -473,14 +479,14 @@ impl Planner {
         &mut self,
         table: &str,
         log: &[wt::ListedObject],
-    ) -> Result<Option<wt::LogHead>, String> {
+    ) -> Result<Option<wt::LogHead>, HostError> {
         let api = self.api.lakesweep_planner_planner();
         done(api.call_delta_head(&mut self.store, &table.to_owned(), log))
     }
 
     /// `current-metadata`: a file-system catalog table's current metadata
     /// document (and why) from its version hint and its metadata listing.
-    pub fn current_metadata(&mut self, table: &str, facts: HintFacts) -> Result<String, String> {
+    pub fn current_metadata(&mut self, table: &str, facts: HintFacts) -> Result<String, HostError> {
         current_metadata_with(&self.api, &mut self.store, table, facts)
     }
 
@@ -490,7 +496,7 @@ impl Planner {
         &mut self,
         pinned: &wt::ObjectVersion,
         seen: &wt::ObjectVersion,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, HostError> {
         let api = self.api.lakesweep_planner_planner();
         api.call_same_version(&mut self.store, pinned, seen)
             .map_err(trap)
@@ -503,7 +509,7 @@ impl Planner {
         plan: &str,
         live_uri: &str,
         live: &[u8],
-    ) -> Result<(wt::Landing, String), String> {
+    ) -> Result<(wt::Landing, String), HostError> {
         let api = self.api.lakesweep_planner_planner();
         done(api.call_expiry_landed(
             &mut self.store,
@@ -519,7 +525,7 @@ impl Planner {
         &mut self,
         what: &str,
         answer: &wt::MutationAnswer,
-    ) -> Result<(wt::MutationOutcome, String), String> {
+    ) -> Result<(wt::MutationOutcome, String), HostError> {
         let api = self.api.lakesweep_planner_planner();
         api.call_judge_mutation(&mut self.store, what, answer)
             .map_err(trap)
@@ -531,14 +537,14 @@ impl Planner {
         &mut self,
         entries: &[wt::CatalogEntry],
         map: &[(String, String)],
-    ) -> Result<Vec<wt::EstateMember>, String> {
+    ) -> Result<Vec<wt::EstateMember>, HostError> {
         let api = self.api.lakesweep_planner_planner();
         done(api.call_ownership_map(&mut self.store, entries, &mappings(map)))
     }
 
     /// `check-clock` against this machine's clock: `judged_at_ms` may not
     /// lie ahead of it (what-if runs say `allow_future`).
-    pub fn check_clock(&mut self, judged_at_ms: i64, allow_future: bool) -> Result<(), String> {
+    pub fn check_clock(&mut self, judged_at_ms: i64, allow_future: bool) -> Result<(), HostError> {
         let api = self.api.lakesweep_planner_planner();
         done(api.call_check_clock(
             &mut self.store,
@@ -549,13 +555,13 @@ impl Planner {
     }
 
     /// `merge-context`: one validated context document from its parts.
-    pub fn merge_context(&mut self, parts: &wt::ContextParts) -> Result<Option<String>, String> {
+    pub fn merge_context(&mut self, parts: &wt::ContextParts) -> Result<Option<String>, HostError> {
         let api = self.api.lakesweep_planner_planner();
         done(api.call_merge_context(&mut self.store, parts))
     }
 
     /// `dr-metadata-files`: the metadata files a context's DR checkpoints name.
-    pub fn dr_metadata_files(&mut self, context: &str) -> Result<Vec<String>, String> {
+    pub fn dr_metadata_files(&mut self, context: &str) -> Result<Vec<String>, HostError> {
         let api = self.api.lakesweep_planner_planner();
         done(api.call_dr_metadata_files(&mut self.store, &context.to_owned()))
     }
@@ -571,7 +577,7 @@ impl Planner {
         now_ms: i64,
         expire_ids: &[i64],
         dr_metadata: &[wt::Blob],
-    ) -> Result<wt::ExpiryPlan, String> {
+    ) -> Result<wt::ExpiryPlan, HostError> {
         let api = self.api.lakesweep_planner_planner();
         let (policy, context) = (policy.map(str::to_owned), context.map(str::to_owned));
         done(api.call_plan_expiry(
@@ -592,7 +598,7 @@ impl Planner {
         ids: &[String],
         n: u32,
         seed: u64,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, HostError> {
         let api = self.api.lakesweep_planner_planner();
         api.call_drill_sample(&mut self.store, ids, n, seed)
             .map_err(trap)
@@ -607,7 +613,7 @@ impl Planner {
         metadata: &[u8],
         snapshot_ids: &[i64],
         blobs: &[wt::Blob],
-    ) -> Result<wt::ChainWalk, String> {
+    ) -> Result<wt::ChainWalk, HostError> {
         let api = self.api.lakesweep_planner_planner();
         done(api.call_bundle_chain(
             &mut self.store,
@@ -626,13 +632,13 @@ impl Planner {
         request: &wt::SealRequest,
         metadata: &[u8],
         blobs: &[wt::Blob],
-    ) -> Result<wt::Bundle, String> {
+    ) -> Result<wt::Bundle, HostError> {
         let api = self.api.lakesweep_planner_planner();
         done(api.call_bundle_seal(&mut self.store, request, metadata, blobs))
     }
 
     /// `bundle-load`: a stored bundle, checked and typed.
-    pub fn bundle_load(&mut self, document: &str) -> Result<wt::Bundle, String> {
+    pub fn bundle_load(&mut self, document: &str) -> Result<wt::Bundle, HostError> {
         let api = self.api.lakesweep_planner_planner();
         done(api.call_bundle_load(&mut self.store, &document.to_owned()))
     }
@@ -644,7 +650,7 @@ impl Planner {
         map: &[(String, String)],
         copies: &[wt::Blob],
         heads: &[wt::HeadAnswer],
-    ) -> Result<wt::Verification, String> {
+    ) -> Result<wt::Verification, HostError> {
         let api = self.api.lakesweep_planner_planner();
         done(api.call_bundle_verify(
             &mut self.store,
@@ -663,7 +669,7 @@ impl Planner {
         document: &str,
         bundle_metadata: &[u8],
         now_ms: i64,
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Vec<u8>, HostError> {
         let api = self.api.lakesweep_planner_planner();
         done(api.call_bundle_restore(
             &mut self.store,
@@ -679,7 +685,7 @@ impl Planner {
 /// The `ledger` resource's methods.
 impl Planner {
     /// `ledger.load`.
-    pub fn ledger_load(&mut self, document: &str) -> Result<LedgerHandle, String> {
+    pub fn ledger_load(&mut self, document: &str) -> Result<LedgerHandle, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         done(api.call_load(&mut self.store, &document.to_owned())).map(LedgerHandle)
     }
@@ -691,7 +697,7 @@ impl Planner {
         quarantine_ms: Option<i64>,
         prior_ledger: bool,
         start_new: bool,
-    ) -> Result<LedgerHandle, String> {
+    ) -> Result<LedgerHandle, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         done(api.call_create(
             &mut self.store,
@@ -704,7 +710,7 @@ impl Planner {
     }
 
     /// `ledger.next-read`: the next file of its folder to read.
-    pub fn ledger_next_read(&mut self, l: LedgerHandle) -> Result<Option<String>, String> {
+    pub fn ledger_next_read(&mut self, l: LedgerHandle) -> Result<Option<String>, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_next_read(&mut self.store, l.0).map_err(trap)
     }
@@ -715,7 +721,7 @@ impl Planner {
         l: LedgerHandle,
         name: &str,
         bytes: Option<&[u8]>,
-    ) -> Result<(), String> {
+    ) -> Result<(), HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         let name = name.to_owned();
         match bytes {
@@ -730,7 +736,7 @@ impl Planner {
         l: LedgerHandle,
         plan: PlanHandle,
         now_ms: i64,
-    ) -> Result<wt::LedgerStep, String> {
+    ) -> Result<wt::LedgerStep, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         done(api.call_begin(&mut self.store, l.0, plan.0, now_ms))
     }
@@ -740,7 +746,7 @@ impl Planner {
         &mut self,
         l: LedgerHandle,
         now_ms: i64,
-    ) -> Result<wt::LedgerStep, String> {
+    ) -> Result<wt::LedgerStep, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         done(api.call_reconcile(&mut self.store, l.0, now_ms))
     }
@@ -750,7 +756,7 @@ impl Planner {
         &mut self,
         l: LedgerHandle,
         max: u32,
-    ) -> Result<Vec<wt::Probe>, String> {
+    ) -> Result<Vec<wt::Probe>, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_next_probes(&mut self.store, l.0, max)
             .map_err(trap)
@@ -762,7 +768,7 @@ impl Planner {
         l: LedgerHandle,
         observations: &[wt::Observation],
         now_ms: i64,
-    ) -> Result<wt::LedgerStep, String> {
+    ) -> Result<wt::LedgerStep, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         done(api.call_observe(&mut self.store, l.0, observations, now_ms))
     }
@@ -774,7 +780,7 @@ impl Planner {
         plan: PlanHandle,
         live: &wt::LiveState,
         now_ms: i64,
-    ) -> Result<wt::ApprovalStep, String> {
+    ) -> Result<wt::ApprovalStep, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         done(api.call_approve(&mut self.store, l.0, plan.0, live, now_ms))
     }
@@ -788,7 +794,7 @@ impl Planner {
         bundles_total: u64,
         results: &[wt::DrillResult],
         now_ms: i64,
-    ) -> Result<wt::Drill, String> {
+    ) -> Result<wt::Drill, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         done(api.call_record_drill(
             &mut self.store,
@@ -802,7 +808,7 @@ impl Planner {
     }
 
     /// `ledger.gates`.
-    pub fn ledger_gates(&mut self, l: LedgerHandle) -> Result<wt::Gates, String> {
+    pub fn ledger_gates(&mut self, l: LedgerHandle) -> Result<wt::Gates, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_gates(&mut self.store, l.0).map_err(trap)
     }
@@ -812,7 +818,7 @@ impl Planner {
         &mut self,
         l: LedgerHandle,
         now_ms: i64,
-    ) -> Result<Vec<wt::Waiting>, String> {
+    ) -> Result<Vec<wt::Waiting>, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_outlook(&mut self.store, l.0, now_ms).map_err(trap)
     }
@@ -823,14 +829,14 @@ impl Planner {
         l: LedgerHandle,
         start: u64,
         count: u32,
-    ) -> Result<Vec<wt::LedgerObject>, String> {
+    ) -> Result<Vec<wt::LedgerObject>, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_objects(&mut self.store, l.0, start, count)
             .map_err(trap)
     }
 
     /// `ledger.verified`.
-    pub fn ledger_verified(&mut self, l: LedgerHandle) -> Result<wt::VerifiedSummary, String> {
+    pub fn ledger_verified(&mut self, l: LedgerHandle) -> Result<wt::VerifiedSummary, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_verified(&mut self.store, l.0).map_err(trap)
     }
@@ -841,7 +847,7 @@ impl Planner {
         &mut self,
         l: LedgerHandle,
         keys: &[String],
-    ) -> Result<Vec<bool>, String> {
+    ) -> Result<Vec<bool>, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_consumed(&mut self.store, l.0, keys).map_err(trap)
     }
@@ -854,7 +860,7 @@ impl Planner {
         table: &str,
         now_ms: i64,
         max_age_ms: Option<i64>,
-    ) -> Result<wt::Freshness, String> {
+    ) -> Result<wt::Freshness, HostError> {
         let api = self.api.lakesweep_planner_planner();
         done(api.call_sweep_freshness(
             &mut self.store,
@@ -866,25 +872,28 @@ impl Planner {
     }
 
     /// `ledger.open-damage`: keys it deleted that the table references now.
-    pub fn ledger_open_damage(&mut self, l: LedgerHandle) -> Result<Vec<wt::Damage>, String> {
+    pub fn ledger_open_damage(&mut self, l: LedgerHandle) -> Result<Vec<wt::Damage>, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_open_damage(&mut self.store, l.0).map_err(trap)
     }
 
     /// `ledger.deleted-index`: the keys it deleted, for the next plan.
-    pub fn ledger_deleted_index(&mut self, l: LedgerHandle) -> Result<Vec<u8>, String> {
+    pub fn ledger_deleted_index(&mut self, l: LedgerHandle) -> Result<Vec<u8>, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_deleted_index(&mut self.store, l.0).map_err(trap)
     }
 
     /// `ledger.next-write`: the next file to store (the head last).
-    pub fn ledger_next_write(&mut self, l: LedgerHandle) -> Result<Option<wt::LedgerFile>, String> {
+    pub fn ledger_next_write(
+        &mut self,
+        l: LedgerHandle,
+    ) -> Result<Option<wt::LedgerFile>, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         done(api.call_next_write(&mut self.store, l.0))
     }
 
     /// `ledger.obsolete`.
-    pub fn ledger_obsolete(&mut self, l: LedgerHandle) -> Result<Vec<String>, String> {
+    pub fn ledger_obsolete(&mut self, l: LedgerHandle) -> Result<Vec<String>, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_obsolete(&mut self.store, l.0).map_err(trap)
     }
@@ -894,13 +903,13 @@ impl Planner {
         &mut self,
         l: LedgerHandle,
         names: &[String],
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_strays(&mut self.store, l.0, names).map_err(trap)
     }
 
     /// `ledger.archives`.
-    pub fn ledger_archives(&mut self, l: LedgerHandle) -> Result<Vec<String>, String> {
+    pub fn ledger_archives(&mut self, l: LedgerHandle) -> Result<Vec<String>, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_archives(&mut self.store, l.0).map_err(trap)
     }
@@ -911,45 +920,45 @@ impl Planner {
         l: LedgerHandle,
         name: &str,
         bytes: &[u8],
-    ) -> Result<Vec<wt::LedgerObject>, String> {
+    ) -> Result<Vec<wt::LedgerObject>, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         done(api.call_check_archive(&mut self.store, l.0, name, bytes))
     }
 
     /// `ledger.audit`.
-    pub fn ledger_audit(&mut self, l: LedgerHandle) -> Result<wt::LedgerAudit, String> {
+    pub fn ledger_audit(&mut self, l: LedgerHandle) -> Result<wt::LedgerAudit, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_audit(&mut self.store, l.0).map_err(trap)
     }
 
     /// `ledger.quarantine-ms`.
-    pub fn ledger_quarantine_ms(&mut self, l: LedgerHandle) -> Result<i64, String> {
+    pub fn ledger_quarantine_ms(&mut self, l: LedgerHandle) -> Result<i64, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_quarantine_ms(&mut self.store, l.0).map_err(trap)
     }
 
     /// `ledger.table-location`.
-    pub fn ledger_table_location(&mut self, l: LedgerHandle) -> Result<String, String> {
+    pub fn ledger_table_location(&mut self, l: LedgerHandle) -> Result<String, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_table_location(&mut self.store, l.0).map_err(trap)
     }
 
     /// `ledger.last-step-ms`.
-    pub fn ledger_last_step_ms(&mut self, l: LedgerHandle) -> Result<Option<i64>, String> {
+    pub fn ledger_last_step_ms(&mut self, l: LedgerHandle) -> Result<Option<i64>, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_last_step_ms(&mut self.store, l.0).map_err(trap)
     }
 
     /// `ledger.revision`.
-    pub fn ledger_revision(&mut self, l: LedgerHandle) -> Result<u64, String> {
+    pub fn ledger_revision(&mut self, l: LedgerHandle) -> Result<u64, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_revision(&mut self.store, l.0).map_err(trap)
     }
 }
 
 /// A component call's answer: a trap or the component's error in one line.
-pub fn done<T>(r: wasmtime::Result<Result<T, wt::Error>>) -> Result<T, String> {
-    r.map_err(trap)?.map_err(|e| describe(&e))
+pub fn done<T>(r: wasmtime::Result<Result<T, wt::Error>>) -> Result<T, HostError> {
+    r.map_err(trap)?.map_err(HostError::Planner)
 }
 
 /// What a file-system catalog's pointer is read from: the bytes of
@@ -970,7 +979,7 @@ pub fn current_metadata_with(
     store: &mut Store<()>,
     table: &str,
     facts: HintFacts,
-) -> Result<String, String> {
+) -> Result<String, HostError> {
     let (uri, _why) = done(api.lakesweep_planner_planner().call_current_metadata(
         store,
         &table.to_owned(),
@@ -993,7 +1002,7 @@ pub fn mappings(map: &[(String, String)]) -> Vec<wt::PathMapping> {
 /// A trap stops the planner: in practice it ran out of memory (wasm32
 /// has 4 GiB; an allocation that fails aborts) or hit a bug. Said in one
 /// line, without wasm frames; nothing was deleted.
-pub fn trap(e: wasmtime::Error) -> String {
+pub fn trap(e: wasmtime::Error) -> HostError {
     let first = e.to_string();
     let first = first.lines().next().unwrap_or("trap");
     let cause = e.chain().last().map(|c| c.to_string()).unwrap_or_default();
@@ -1009,184 +1018,22 @@ pub fn trap(e: wasmtime::Error) -> String {
     // Each cause its own advice: only a memory shortfall is helped by
     // --memory-budget.
     if why.contains("hostcall") {
-        format!(
+        HostError::Component(format!(
             "the planner stopped: one call between this host and the planner carried more than wasmtime lets one call carry ({why}); nothing was deleted. No option changes this: it is a lakesweep bug (a call that should go in pieces), report it with the table's and the ledger's sizes"
-        )
+        ))
     } else if why.contains("unreachable") || why.contains("memory") {
-        format!(
+        HostError::Component(format!(
             "the planner stopped: it ran out of memory or hit a bug ({why}); nothing was deleted. If the table holds metadata files larger than the planner's memory, a smaller --memory-budget makes it refuse them by name; otherwise report it"
-        )
+        ))
     } else {
-        format!("the planner stopped ({why}); nothing was deleted")
+        HostError::Component(format!("the planner stopped ({why}); nothing was deleted"))
     }
-}
-
-/// One line for a planner error.
-pub fn describe(e: &wt::Error) -> String {
-    match e {
-        wt::Error::Malformed(m) => format!(
-            "malformed input ({}) {}: {}",
-            malformed_name(m.reason),
-            m.uri,
-            m.detail
-        ),
-        wt::Error::Unsupported(u) => {
-            format!("unsupported: {} (in {})", option_words(&u.feature), u.uri)
-        }
-        wt::Error::Protocol(p) => format!(
-            "host protocol error ({}): {}",
-            protocol_name(p.reason),
-            p.detail
-        ),
-        wt::Error::InvalidOptions(i) => format!(
-            "invalid option {}: {}",
-            option_words(&i.field),
-            option_words(&i.detail)
-        ),
-        wt::Error::Unsafe(u) => format!(
-            "unsafe to proceed ({}): {}",
-            unsafe_name(u.reason),
-            option_words(&u.detail)
-        ),
-    }
-}
-
-/// The verdict's name as the plan JSON spells it.
-pub fn verdict_name(v: wt::Verdict) -> &'static str {
-    match v {
-        wt::Verdict::Referenced => "referenced",
-        wt::Verdict::NearMiss => "near-miss",
-        wt::Verdict::Young => "young",
-        wt::Verdict::Hidden => "hidden",
-        wt::Verdict::Unverified => "unverified",
-        wt::Verdict::OwnerCheck => "owner-check",
-        wt::Verdict::Protected => "protected",
-        wt::Verdict::Candidate => "candidate",
-        wt::Verdict::Demoted => "demoted",
-        wt::Verdict::ExpiredLog => "expired-log",
-        wt::Verdict::Unaddressable => "unaddressable",
-        wt::Verdict::FolderMarker => "folder-marker",
-        wt::Verdict::Foreign => "foreign",
-    }
-}
-
-/// A ledger state as ledger documents spell it (`DELETE_UNKNOWN`).
-pub fn state_name(s: wt::ObjectState) -> &'static str {
-    match s {
-        wt::ObjectState::Protected => "PROTECTED",
-        wt::ObjectState::Discovered => "DISCOVERED",
-        wt::ObjectState::UnreferencedEligible => "UNREFERENCED_ELIGIBLE",
-        wt::ObjectState::Quarantined => "QUARANTINED",
-        wt::ObjectState::RestoreVerified => "RESTORE_VERIFIED",
-        wt::ObjectState::DeleteApproved => "DELETE_APPROVED",
-        wt::ObjectState::Deleted => "DELETED",
-        wt::ObjectState::Verified => "VERIFIED",
-        wt::ObjectState::DeleteUnknown => "DELETE_UNKNOWN",
-    }
-}
-
-/// A delete's result as receipts spell it.
-pub fn result_name(r: wt::DeleteResult) -> &'static str {
-    match r {
-        wt::DeleteResult::Deleted => "deleted",
-        wt::DeleteResult::AlreadyAbsent => "already-absent",
-        wt::DeleteResult::SkippedChanged => "skipped-changed",
-        wt::DeleteResult::SkippedStopped => "skipped-stopped",
-        wt::DeleteResult::SkippedProtected => "skipped-protected",
-        wt::DeleteResult::Failed => "failed",
-        wt::DeleteResult::Unknown => "unknown",
-        wt::DeleteResult::Damaged => "damaged",
-        wt::DeleteResult::WouldDelete => "would-delete",
-    }
-}
-
-/// An object version as this host's own JSON outputs (receipts, reports)
-/// write it: `{size, last_modified_ms, etag, version_id}`.
-pub fn version_json(v: &wt::ObjectVersion) -> serde_json::Value {
-    serde_json::json!({"size": v.size, "lastModifiedMs": v.last_modified_ms,
-                       "etag": v.etag, "versionId": v.version_id})
-}
-
-/// An unsafe-reason's name, as the core spells it.
-fn unsafe_name(r: wt::UnsafeReason) -> &'static str {
-    match r {
-        wt::UnsafeReason::MissingMetadata => "missing-metadata",
-        wt::UnsafeReason::ForeignTable => "foreign-table",
-        wt::UnsafeReason::LocationMismatch => "location-mismatch",
-        wt::UnsafeReason::NoReferencedKeyListed => "no-referenced-key-listed",
-        wt::UnsafeReason::TableChanging => "table-changing",
-        wt::UnsafeReason::GcDisabled => "gc-disabled",
-        wt::UnsafeReason::ProtectedSnapshotMissing => "protected-snapshot-missing",
-        wt::UnsafeReason::StalePointer => "stale-pointer",
-        wt::UnsafeReason::SharedLocation => "shared-location",
-        wt::UnsafeReason::NestedTable => "nested-table",
-    }
-}
-
-/// A malformed-reason's name, as the core spells it.
-fn malformed_name(r: wt::MalformedReason) -> &'static str {
-    match r {
-        wt::MalformedReason::Encoding => "encoding",
-        wt::MalformedReason::Field => "field",
-        wt::MalformedReason::Inconsistent => "inconsistent",
-        wt::MalformedReason::Path => "path",
-        wt::MalformedReason::PartialWrite => "partial-write",
-    }
-}
-
-/// A protocol-reason's name, as the core spells it.
-fn protocol_name(r: wt::ProtocolReason) -> &'static str {
-    match r {
-        wt::ProtocolReason::UnexpectedAnswer => "unexpected-answer",
-        wt::ProtocolReason::BadKey => "bad-key",
-        wt::ProtocolReason::OutOfOrder => "out-of-order",
-        wt::ProtocolReason::BadInput => "bad-input",
-    }
-}
-
-/// The planner's option names as this command line spells them: an error
-/// names the option to use (`--older-than`), not a field of the planner's
-/// configuration (`file_retention_ms`).
-const OPTIONS: [(&str, &str); 9] = [
-    ("location_map", "--location-map"),
-    ("allow_short_retention", "--allow-short-retention"),
-    ("file_retention_ms", "--older-than"),
-    ("memory_budget_bytes", "--memory-budget"),
-    ("metadata_location", "--metadata"),
-    ("keep_versions", "--keep-version"),
-    ("quarantine_ms", "--quarantine"),
-    ("expire_ids", "--expire-id"),
-    ("table_location", "TABLE"),
-];
-
-/// `text` with every planner option name replaced by its command-line name.
-pub fn option_words(text: &str) -> String {
-    // Whole words only: a key or URI that happens to contain a field's name
-    // (`s3://b/table_location/x`) is printed as it is.
-    let word = |c: char| c.is_ascii_alphanumeric() || "_/.:-".contains(c);
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    'scan: while let Some(c) = rest.chars().next() {
-        for (field, option) in OPTIONS {
-            if let Some(after) = rest.strip_prefix(field) {
-                let before_ok = !out.chars().last().is_some_and(word);
-                let after_ok = !after.chars().next().is_some_and(word);
-                if before_ok && after_ok {
-                    out.push_str(option);
-                    rest = after;
-                    continue 'scan;
-                }
-            }
-        }
-        out.push(c);
-        rest = &rest[c.len_utf8()..];
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::names::*;
 
     /// Built after `scripts/build-component.sh`, the binary carries the
     /// planner: with no `--wasm` and no `LAKESWEEP_WASM` it loads the

@@ -4,6 +4,7 @@
 //! merges and validates them; this module only reads the files.
 
 use crate::component::{wt, Planner};
+use crate::error::HostError;
 
 /// Files naming the policy and the context.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -20,19 +21,19 @@ pub struct ContextFiles {
     pub writers: Option<String>,
 }
 
-fn read(path: &str) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("read {path}: {e}"))
+fn read(path: &str) -> Result<String, HostError> {
+    std::fs::read_to_string(path).map_err(|e| refused!("read {path}: {e}"))
 }
 
 impl ContextFiles {
     /// The policy document's text, if any.
-    pub fn policy_json(&self) -> Result<Option<String>, String> {
+    pub fn policy_json(&self) -> Result<Option<String>, HostError> {
         self.policy.as_deref().map(read).transpose()
     }
 
     /// The context document the files make, merged and validated by the
     /// planner; `None` when no file was given.
-    pub fn context_json(&self, planner: &mut Planner) -> Result<Option<String>, String> {
+    pub fn context_json(&self, planner: &mut Planner) -> Result<Option<String>, HostError> {
         let parts = wt::ContextParts {
             context: self.context.as_deref().map(read).transpose()?,
             leases: self.leases.as_deref().map(read).transpose()?,

@@ -16,8 +16,9 @@ use serde_json::{json, Value};
 
 use crate::catalogs::pointer::Pointer;
 use crate::clock::clock_ms;
-use crate::component::{version_json, wt, DeletionHandle, LedgerHandle, Planner};
+use crate::component::{wt, DeletionHandle, LedgerHandle, Planner};
 use crate::error::HostError;
+use crate::names::version_json;
 use crate::session::context::ContextFiles;
 use crate::stores::Store;
 
@@ -26,16 +27,16 @@ use crate::stores::Store;
 /// the last batch is done, the damage check follows): the points the
 /// deletion session names. Tests and recovery drills use it to land a
 /// commit, a hold or a lease exactly there; it decides nothing.
-fn hook(step: &str) -> Result<(), String> {
+fn hook(step: &str) -> Result<(), HostError> {
     let Some(cmd) = std::env::var_os("LAKESWEEP_TEST_HOOK") else {
         return Ok(());
     };
     let status = std::process::Command::new(&cmd)
         .arg(step)
         .status()
-        .map_err(|e| format!("LAKESWEEP_TEST_HOOK {}: {e}", cmd.to_string_lossy()))?;
+        .map_err(|e| refused!("LAKESWEEP_TEST_HOOK {}: {e}", cmd.to_string_lossy()))?;
     if !status.success() {
-        return Err(format!(
+        return Err(refused!(
             "LAKESWEEP_TEST_HOOK {} {step} failed: {status}",
             cmd.to_string_lossy()
         ));
@@ -62,7 +63,7 @@ impl LiveSource {
         &self,
         planner: &mut Planner,
         log_prefix: Option<&str>,
-    ) -> Result<wt::Facts, String> {
+    ) -> Result<wt::Facts, HostError> {
         let (pointer, log) = match log_prefix {
             Some(prefix) => (
                 None,
@@ -111,7 +112,7 @@ const DAMAGE_KEYS_PIECE: u32 = 4096;
 /// A receipt as a ledger keeps it, in JSON (`ledger show`).
 pub fn stored_receipt_json(c: &wt::Receipt) -> Value {
     let mut v = json!({
-        "key": c.key, "result": crate::component::result_name(c.result),
+        "key": c.key, "result": crate::names::result_name(c.result),
         "version": c.version.as_ref().map(version_json),
         "requestedMs": c.requested_ms, "confirmedMs": c.confirmed_ms,
         "deleteMarker": c.delete_marker, "detail": c.detail,
@@ -153,7 +154,7 @@ async fn heads(store: Store, run: Vec<wt::Target>) -> Vec<Done> {
                 match seen {
                     Ok(Some(o)) => wt::HeadOutcome::Found(o.version()),
                     Ok(None) => wt::HeadOutcome::Absent,
-                    Err(e) => wt::HeadOutcome::Failed(e),
+                    Err(e) => wt::HeadOutcome::Failed(e.to_string()),
                 },
             )
         })
@@ -182,11 +183,11 @@ async fn deletes_of(store: Store, run: Vec<wt::Target>) -> Vec<Done> {
         .zip(done)
         .map(|(t, (answer, requested, answered))| {
             let answer = match answer {
-                Err(e) => wt::StoreAnswer::Failed(e),
+                Err(e) => wt::StoreAnswer::Failed(e.to_string()),
                 Ok(Ok(d)) if d.changed => wt::StoreAnswer::Changed,
                 Ok(Ok(d)) if d.existed => wt::StoreAnswer::Deleted(d.delete_marker),
                 Ok(Ok(_)) => wt::StoreAnswer::Absent,
-                Ok(Err(e)) => wt::StoreAnswer::Unknown(e),
+                Ok(Err(e)) => wt::StoreAnswer::Unknown(e.to_string()),
             };
             let answered = match answer {
                 wt::StoreAnswer::Unknown(_) => None,

@@ -16,6 +16,7 @@
 //! the digest refuses are handed to the session as bytes, so its error is
 //! the one a plan without digests gives.
 
+use crate::error::HostError;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -64,7 +65,7 @@ impl Digests {
     /// `$XDG_CACHE_HOME/lakesweep`, else `~/.cache/lakesweep`).
     /// Files over a sixteenth of `memory_budget` bytes are not digested
     /// here.
-    pub fn new(wasm: Wasm, cache: bool, memory_budget: u64) -> Result<Arc<Digests>, String> {
+    pub fn new(wasm: Wasm, cache: bool, memory_budget: u64) -> Result<Arc<Digests>, HostError> {
         let cache = match cache.then(crate::component::cache_dir).flatten() {
             Some(root) => Some(DigestCache {
                 dir: root
@@ -108,7 +109,7 @@ impl Digests {
         store: &Store,
         uri: &str,
         kind: Kind,
-    ) -> Result<Answer, String> {
+    ) -> Result<Answer, HostError> {
         if let Some(c) = &self.cache {
             if let Some(id) = store.content_id(uri).await? {
                 if let Some(text) = c.get(uri, &id) {
@@ -127,12 +128,12 @@ impl Digests {
             .permits
             .acquire()
             .await
-            .map_err(|e| format!("digest {uri}: {e}"))?;
+            .map_err(|e| refused!("digest {uri}: {e}"))?;
         let me = self.clone();
         let u = uri.to_owned();
         let (bytes, digest) = tokio::task::spawn_blocking(move || me.digest(&u, bytes, kind))
             .await
-            .map_err(|e| format!("digest {uri}: {e}"))?;
+            .map_err(|e| refused!("digest {uri}: {e}"))?;
         drop(permit);
         match digest {
             Ok(text) => {
@@ -151,7 +152,12 @@ impl Digests {
     /// Digests `bytes` on an idle instance (made when none is idle); an
     /// instance that failed, or digested a checkpoint file, is dropped, not
     /// reused.
-    fn digest(&self, uri: &str, bytes: Vec<u8>, kind: Kind) -> (Vec<u8>, Result<String, String>) {
+    fn digest(
+        &self,
+        uri: &str,
+        bytes: Vec<u8>,
+        kind: Kind,
+    ) -> (Vec<u8>, Result<String, HostError>) {
         let idle = self.idle.lock().ok().and_then(|mut v| v.pop());
         let mut planner = match idle.map_or_else(|| Planner::load(&self.wasm), Ok) {
             Ok(p) => p,

@@ -25,7 +25,7 @@ pub async fn open(
     planner: &mut Planner,
     store: &Store,
     uri: &str,
-) -> Result<Option<LedgerHandle>, String> {
+) -> Result<Option<LedgerHandle>, HostError> {
     let Some(head) = read_head(store, uri).await? else {
         return Ok(None);
     };
@@ -34,11 +34,11 @@ pub async fn open(
     Ok(Some(l))
 }
 
-async fn read_head(store: &Store, uri: &str) -> Result<Option<String>, String> {
+async fn read_head(store: &Store, uri: &str) -> Result<Option<String>, HostError> {
     store
         .read(uri)
         .await?
-        .map(|b| String::from_utf8(b).map_err(|_| format!("{uri} is not UTF-8")))
+        .map(|b| String::from_utf8(b).map_err(|_| refused!("{uri} is not UTF-8")))
         .transpose()
 }
 
@@ -49,13 +49,13 @@ pub async fn serve_reads(
     l: LedgerHandle,
     store: &Store,
     uri: &str,
-) -> Result<(), String> {
+) -> Result<(), HostError> {
     let dir = folder(uri);
     while let Some(name) = planner.ledger_next_read(l)? {
         let bytes = store.read(&format!("{dir}/{name}")).await?;
         planner
             .ledger_handle_read(l, &name, bytes.as_deref())
-            .map_err(|e| format!("{uri}: {e}"))?;
+            .map_err(|e| refused!("{uri}: {e}"))?;
     }
     Ok(())
 }
@@ -71,7 +71,8 @@ pub async fn save(
     uri: &str,
 ) -> Result<(), HostError> {
     let dir = folder(uri);
-    let stopped = |e: String| HostError::Stopped(format!("cannot save the ledger to {uri}: {e}"));
+    let stopped =
+        |e: HostError| HostError::Stopped(format!("cannot save the ledger to {uri}: {e}"));
     while let Some(f) = planner.ledger_next_write(l).map_err(stopped)? {
         let target = if f.name.is_empty() {
             uri.to_owned()
@@ -83,7 +84,7 @@ pub async fn save(
         store
             .overwrite(&target, f.bytes)
             .await
-            .map_err(|e| stopped(format!("{target}: {e}")))?;
+            .map_err(|e| stopped(refused!("{target}: {e}")))?;
     }
     match store
         .create(
@@ -118,7 +119,7 @@ pub async fn remove_strays(
     l: LedgerHandle,
     store: &Store,
     uri: &str,
-) -> Result<(), String> {
+) -> Result<(), HostError> {
     let dir = folder(uri);
     let mut names = Vec::new();
     let mut listing = store.list(&format!("{dir}/"));
@@ -165,12 +166,16 @@ const OBJECTS_PIECE: u32 = 8192;
 
 /// Reads a ledger and its gates (for `ledger show`); with `archived`, its
 /// archives too (each checked against the head).
-pub async fn show(ledger_uri: &str, archived: bool, wasm: Option<&str>) -> Result<Shown, String> {
+pub async fn show(
+    ledger_uri: &str,
+    archived: bool,
+    wasm: Option<&str>,
+) -> Result<Shown, HostError> {
     let store = Store::for_uri(ledger_uri)?;
     let mut planner = Planner::load(&wasm_path(wasm))?;
     let l = open(&mut planner, &store, ledger_uri)
         .await?
-        .ok_or_else(|| format!("no ledger at {ledger_uri}"))?;
+        .ok_or_else(|| refused!("no ledger at {ledger_uri}"))?;
     let mut objects = Vec::new();
     loop {
         let piece = planner.ledger_objects(l, objects.len() as u64, OBJECTS_PIECE)?;
@@ -187,7 +192,7 @@ pub async fn show(ledger_uri: &str, archived: bool, wasm: Option<&str>) -> Resul
             let bytes = store
                 .read(&uri)
                 .await?
-                .ok_or_else(|| format!("the ledger's archive {uri} is missing"))?;
+                .ok_or_else(|| refused!("the ledger's archive {uri} is missing"))?;
             for a in planner.ledger_check_archive(l, &name, &bytes)? {
                 if !in_flight.contains(&a.key) {
                     objects.push(a);
@@ -216,12 +221,12 @@ pub struct Verified {
 /// `ledger verify`: reads the head and every file it names (each checked
 /// against its SHA-256 as it is read), then every archive; the component
 /// says what does not add up.
-pub async fn verify(ledger_uri: &str, wasm: Option<&str>) -> Result<Verified, String> {
+pub async fn verify(ledger_uri: &str, wasm: Option<&str>) -> Result<Verified, HostError> {
     let store = Store::for_uri(ledger_uri)?;
     let mut planner = Planner::load(&wasm_path(wasm))?;
     let l = open(&mut planner, &store, ledger_uri)
         .await?
-        .ok_or_else(|| format!("no ledger at {ledger_uri}"))?;
+        .ok_or_else(|| refused!("no ledger at {ledger_uri}"))?;
     for name in planner.ledger_archives(l)? {
         let uri = format!("{}/{name}", folder(ledger_uri));
         match store.read(&uri).await? {
@@ -257,7 +262,7 @@ pub struct Lock {
 
 impl Lock {
     /// Takes the lock or says who holds it.
-    pub async fn take(ledger_uri: &str) -> Result<Lock, String> {
+    pub async fn take(ledger_uri: &str) -> Result<Lock, HostError> {
         let store = Store::for_uri(ledger_uri)?;
         let uri = format!("{ledger_uri}.lock");
         let body =
@@ -273,12 +278,12 @@ impl Lock {
                     .flatten()
                     .map(|b| String::from_utf8_lossy(&b).into_owned())
                     .unwrap_or_default();
-                return Err(format!(
+                return Err(refused!(
                     "another sweep, reconcile or restore holds {uri} ({held}): wait for it, or remove the lock if that run is dead"
                 ));
             }
             Err(crate::stores::CreateError::Other(e)) => {
-                return Err(format!("cannot take the ledger's lock {uri}: {e}"));
+                return Err(refused!("cannot take the ledger's lock {uri}: {e}"));
             }
         }
         Ok(Lock { store, uri })

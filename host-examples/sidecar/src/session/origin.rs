@@ -5,6 +5,7 @@
 //! them, and an edited origin fails the plan's digest. Options given to
 //! `apply` must be the plan's own.
 
+use crate::error::HostError;
 use serde_json::{json, Value};
 
 use crate::catalogs::pointer::Pointer;
@@ -91,8 +92,8 @@ impl Origin {
     }
 
     /// Reads an origin document (as sealed into a plan).
-    pub fn parse(text: &str) -> Result<Origin, String> {
-        let bad = |why: &str| format!("the plan's origin {why}: plan again with this lakesweep");
+    pub fn parse(text: &str) -> Result<Origin, HostError> {
+        let bad = |why: &str| refused!("the plan's origin {why}: plan again with this lakesweep");
         let v: Value = serde_json::from_str(text).map_err(|_| bad("is not JSON"))?;
         if v["schema"] != ORIGIN_SCHEMA {
             return Err(bad(&format!(
@@ -164,7 +165,7 @@ impl Origin {
         pointer: Option<&Pointer>,
         location_map: &[(String, String)],
         files: &ContextFiles,
-    ) -> Result<Origin, String> {
+    ) -> Result<Origin, HostError> {
         if let Pointer::Explicit(_) = self.pointer {
             // Made absolute like the plan's own paths.
             let given = Origin::new(
@@ -180,7 +181,7 @@ impl Origin {
         }
         if let (Pointer::Command(c), None) = (&self.pointer, pointer) {
             // A plan file does not choose what apply runs with its credentials.
-            return Err(format!(
+            return Err(refused!(
                 "the plan reads its pointer with a command: give apply the same --pointer-cmd '{c}'"
             ));
         }
@@ -223,7 +224,7 @@ impl Origin {
                 ..self.clone()
             });
         }
-        Err(format!(
+        Err(refused!(
             "the plan was made from other sources than these options name ({}): leave the options out (the plan records its own), or plan again",
             differences.join("; ")
         ))

@@ -2,15 +2,15 @@
 //! bounded), streams the listing into it page by page, re-reads the pointer
 //! when asked, and collects the decisions and the sealed plan.
 
+use crate::error::HostError;
 use std::collections::BTreeMap;
 
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::catalogs::pointer::{Pointer, Read};
-use crate::component::{
-    current_metadata_with, describe, mappings, trap, wasm_path, wt, PlanHandle, Planner,
-};
+use crate::component::{current_metadata_with, mappings, trap, wasm_path, wt, PlanHandle, Planner};
+use crate::names::describe;
 use crate::session::digests::{Answer, Digests, Kind};
 use crate::stores::ahead::ListingAhead;
 use crate::stores::{Object, Store};
@@ -36,15 +36,15 @@ pub enum LocalListing {
 
 /// `LAKESWEEP_LOCAL_LISTING`: `names` (the default) or `stat`; any other
 /// value is an error (no plan), not a guess.
-pub fn local_listing() -> Result<LocalListing, String> {
+pub fn local_listing() -> Result<LocalListing, HostError> {
     local_listing_of(std::env::var("LAKESWEEP_LOCAL_LISTING").ok().as_deref())
 }
 
-fn local_listing_of(v: Option<&str>) -> Result<LocalListing, String> {
+fn local_listing_of(v: Option<&str>) -> Result<LocalListing, HostError> {
     match v.map(str::trim) {
         None | Some("names") => Ok(LocalListing::Names),
         Some("stat") => Ok(LocalListing::Stat),
-        Some(other) => Err(format!(
+        Some(other) => Err(refused!(
             "LAKESWEEP_LOCAL_LISTING={other} is neither `names` nor `stat`"
         )),
     }
@@ -154,7 +154,7 @@ pub struct Outcome {
     pub store_notes: Vec<String>,
 }
 
-async fn detect(store: &Store, table: &str) -> Result<Format, String> {
+async fn detect(store: &Store, table: &str) -> Result<Format, HostError> {
     let mut delta = store.list(&format!("{table}/_delta_log"));
     if let Some(o) = delta.next().await {
         o?;
@@ -172,7 +172,7 @@ fn progress(template: &str) -> ProgressBar {
 }
 
 /// Runs a planner session over the table.
-pub async fn run(input: &PlanInput) -> Result<Outcome, String> {
+pub async fn run(input: &PlanInput) -> Result<Outcome, HostError> {
     let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
     match session(input, &mut planner, Finish::Document).await? {
         Run::Plan(o) => Ok(*o),
@@ -196,7 +196,7 @@ pub struct Sealed {
 /// Plans `input` in `planner` and seals the plan there: for a ledger in
 /// the same instance, at any number of deletes (its decisions are not
 /// kept: a sweep reports the ledger's moves).
-pub async fn seal(input: &PlanInput, planner: &mut Planner) -> Result<Sealed, String> {
+pub async fn seal(input: &PlanInput, planner: &mut Planner) -> Result<Sealed, HostError> {
     match session(input, planner, Finish::Handle).await? {
         Run::Sealed(s) => Ok(*s),
         _ => Err("the planner answered a question not asked".into()),
@@ -225,7 +225,7 @@ pub async fn referenced_with(
     table: &str,
     wasm: Option<&str>,
     keys: Vec<String>,
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<Vec<(String, String)>, HostError> {
     let store = Store::for_uri(table)?;
     let input = PlanInput {
         table: table.to_owned(),
@@ -269,7 +269,11 @@ pub async fn referenced_with(
     }
 }
 
-async fn session(input: &PlanInput, planner: &mut Planner, finish: Finish) -> Result<Run, String> {
+async fn session(
+    input: &PlanInput,
+    planner: &mut Planner,
+    finish: Finish,
+) -> Result<Run, HostError> {
     let store = Store::for_uri(&input.table)?;
     let format = match input.format {
         Format::Auto => detect(&store, &input.table).await?,
@@ -298,7 +302,7 @@ async fn session(input: &PlanInput, planner: &mut Planner, finish: Finish) -> Re
             Err(e) if input.pointer == Pointer::VersionHint
                 && detect(&store, &input.table).await? == Format::Delta =>
             {
-                return Err(format!(
+                return Err(refused!(
                     "{e}; `{}/_delta_log/` was found: this is a Delta table (drop --format iceberg)",
                     input.table
                 ))
@@ -348,7 +352,7 @@ async fn drive(
     question: Option<Vec<String>>,
     planner: &mut Planner,
     finish: Finish,
-) -> Result<Run, String> {
+) -> Result<Run, HostError> {
     let keep_decisions = finish == Finish::Document;
     let digests = Digests::new(
         wasm_path(input.wasm.as_deref()),
@@ -384,7 +388,7 @@ async fn drive(
     // for a key wins: a demotion replaces the candidate before it).
     let drain = |wstore: &mut wasmtime::Store<()>,
                  decisions: &mut BTreeMap<String, wt::Decision>|
-     -> Result<(), String> {
+     -> Result<(), HostError> {
         let ds = p
             .session()
             .call_drain_decisions(wstore, session)
@@ -472,7 +476,7 @@ async fn drive(
             reads += 1;
             reads_bar.inc(1);
             let s = p.session();
-            match r.map_err(|e| format!("{e} (nothing deleted)"))? {
+            match r.map_err(|e| refused!("{e} (nothing deleted)"))? {
                 Answer::Bytes(b) => s.call_handle_blob(&mut *wstore, session, &uri, &b),
                 Answer::Missing => s.call_handle_missing(&mut *wstore, session, &uri),
                 Answer::Digest { text, cached } => {
@@ -483,7 +487,7 @@ async fn drive(
                     };
                     match (r, digests.cache_folder()) {
                         (Ok(Err(e)), Some(dir)) if cached => {
-                            return Err(format!(
+                            return Err(refused!(
                                 "{} (the digest came from the digest cache: remove {} \
                                  to read the files again; nothing deleted)",
                                 describe(&e),
@@ -533,7 +537,7 @@ async fn drive(
             // looked up.
             let unsettled = |objs: Vec<Object>,
                              wstore: &mut wasmtime::Store<()>|
-             -> Result<Vec<Object>, String> {
+             -> Result<Vec<Object>, HostError> {
                 let (named, mut rest): (Vec<Object>, Vec<Object>) =
                     objs.into_iter().partition(|o| o.named_only);
                 if named.is_empty() {
@@ -557,7 +561,7 @@ async fn drive(
                         last: bool,
                         wstore: &mut wasmtime::Store<()>,
                         decisions: &mut BTreeMap<String, wt::Decision>|
-             -> Result<(), String> {
+             -> Result<(), HostError> {
                 let objs: Vec<wt::ListedObject> = objs.into_iter().map(listed).collect();
                 p.session()
                     .call_handle_page(&mut *wstore, session, &objs, last)
@@ -605,7 +609,7 @@ async fn drive(
                     let objs = lstore
                         .look_up(&prefix, objs)
                         .await
-                        .map_err(|e| format!("{e} (listing failed: no plan, nothing deleted)"))?;
+                        .map_err(|e| refused!("{e} (listing failed: no plan, nothing deleted)"))?;
                     feed(objs, last, wstore, &mut decisions)?;
                 }
                 if ended {

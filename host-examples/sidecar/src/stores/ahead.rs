@@ -21,6 +21,7 @@
 //! A listing ahead that the session never asks for is stopped when it is
 //! dropped.
 
+use crate::error::HostError;
 use std::sync::Arc;
 
 use futures::stream::{BoxStream, StreamExt};
@@ -114,7 +115,7 @@ impl ListingAhead {
         &mut self,
         store: &Store,
         prefix: &str,
-    ) -> Option<(Store, BoxStream<'static, Result<Object, String>>)> {
+    ) -> Option<(Store, BoxStream<'static, Result<Object, HostError>>)> {
         if store.listing_target(prefix).as_deref() != Some(self.target.as_str()) {
             return None;
         }
@@ -132,10 +133,9 @@ impl ListingAhead {
                 Some((Ok(None), _)) => None,
                 Some((Err(e), _)) => Some((Err(e), None)),
                 None => Some((
-                    Err(
+                    Err(store_err!(
                         "the listing ahead stopped before its end (internal error): no plan"
-                            .to_owned(),
-                    ),
+                    )),
                     None,
                 )),
             }
@@ -158,7 +158,9 @@ impl Drop for ListingAhead {
 mod tests {
     use super::*;
 
-    async fn keys(stream: BoxStream<'static, Result<Object, String>>) -> Vec<String> {
+    async fn keys(
+        stream: BoxStream<'static, Result<Object, crate::error::HostError>>,
+    ) -> Vec<String> {
         let mut v: Vec<String> = stream.map(|o| o.unwrap().uri).collect().await;
         v.sort();
         v
@@ -220,7 +222,7 @@ mod tests {
         let store = Store::for_uri(&root).unwrap();
         let mut ahead = ListingAhead::start(&root, 1 << 20, true).unwrap();
         let (_, stream) = ahead.take(&store, &root).unwrap();
-        let all: Vec<Result<Object, String>> = stream.collect().await;
+        let all: Vec<Result<Object, crate::error::HostError>> = stream.collect().await;
         let last = all.last().unwrap();
         assert!(
             matches!(last, Err(e) if e.contains("symbolic link")),

@@ -19,6 +19,7 @@
 //! credentials `object_store` finds (`GOOGLE_SERVICE_ACCOUNT`,
 //! `GOOGLE_APPLICATION_CREDENTIALS`, the metadata server).
 
+use crate::error::HostError;
 use std::time::Duration;
 
 use futures::stream::BoxStream;
@@ -60,7 +61,7 @@ struct Client {
 pub struct Bucket {
     /// The bucket's name.
     pub name: String,
-    client: OnceCell<Result<Client, String>>,
+    client: OnceCell<Result<Client, HostError>>,
 }
 
 /// The endpoint `STORAGE_EMULATOR_HOST` names (`host:port` means http).
@@ -90,9 +91,9 @@ fn query(pairs: &[(&str, &str)]) -> String {
 }
 
 /// The JSON body of a successful answer.
-async fn json(what: &str, r: reqwest::Response) -> Result<Value, String> {
-    let body = r.bytes().await.map_err(|e| format!("{what}: {e}"))?;
-    serde_json::from_slice(&body).map_err(|e| format!("{what}: the answer is not JSON: {e}"))
+async fn json(what: &str, r: reqwest::Response) -> Result<Value, HostError> {
+    let body = r.bytes().await.map_err(|e| store_err!("{what}: {e}"))?;
+    serde_json::from_slice(&body).map_err(|e| store_err!("{what}: the answer is not JSON: {e}"))
 }
 
 /// Milliseconds since the epoch of an RFC 3339 time; unknown: brand new
@@ -125,7 +126,7 @@ impl Bucket {
         }
     }
 
-    async fn client(&self) -> Result<&Client, String> {
+    async fn client(&self) -> Result<&Client, HostError> {
         let c = self
             .client
             .get_or_init(|| async {
@@ -140,7 +141,7 @@ impl Bucket {
                 let gcs = object_store::gcp::GoogleCloudStorageBuilder::from_env()
                     .with_bucket_name(&self.name)
                     .build()
-                    .map_err(|e| format!("GCS credentials for bucket {}: {e}", self.name))?;
+                    .map_err(|e| store_err!("GCS credentials for bucket {}: {e}", self.name))?;
                 Ok(Client {
                     http,
                     base: "https://storage.googleapis.com".into(),
@@ -167,7 +168,7 @@ impl Bucket {
         &self,
         what: &str,
         make: impl Fn(&Client) -> reqwest::RequestBuilder,
-    ) -> Result<reqwest::Response, String> {
+    ) -> Result<reqwest::Response, HostError> {
         let c = self.client().await?;
         let mut wait = Duration::from_millis(200);
         for attempt in 1..=ATTEMPTS {
@@ -176,7 +177,7 @@ impl Bucket {
                 let t = p
                     .get_credential()
                     .await
-                    .map_err(|e| format!("{what}: GCS credentials: {e}"))?;
+                    .map_err(|e| store_err!("{what}: GCS credentials: {e}"))?;
                 req = req.bearer_auth(&t.bearer);
             }
             let retry = match req.send().await {
@@ -187,7 +188,7 @@ impl Bucket {
                     true
                 }
                 Ok(r) => return Ok(r),
-                Err(e) if attempt == ATTEMPTS => return Err(format!("{what}: {e}")),
+                Err(e) if attempt == ATTEMPTS => return Err(store_err!("{what}: {e}")),
                 Err(_) => true,
             };
             if retry {
@@ -195,7 +196,7 @@ impl Bucket {
                 wait = (wait * 2).min(Duration::from_secs(10));
             }
         }
-        Err(format!("{what}: no answer"))
+        Err(store_err!("{what}: no answer"))
     }
 
     /// The store's words for an answer that is not a success.
@@ -226,7 +227,7 @@ impl Bucket {
     pub async fn read_with_id(
         &self,
         key: &str,
-    ) -> Result<Option<(Vec<u8>, Option<String>)>, String> {
+    ) -> Result<Option<(Vec<u8>, Option<String>)>, HostError> {
         let what = format!("read {key}");
         let r = self
             .send(&what, |c| {
@@ -238,7 +239,7 @@ impl Bucket {
             return Ok(None);
         }
         if !r.status().is_success() {
-            return Err(Self::failure(&what, r).await);
+            return Err(HostError::Store(Self::failure(&what, r).await));
         }
         let header = |h: &str| {
             r.headers()
@@ -250,14 +251,14 @@ impl Bucket {
         let bytes = r
             .bytes()
             .await
-            .map_err(|e| format!("{what}: {e}"))?
+            .map_err(|e| store_err!("{what}: {e}"))?
             .to_vec();
         let id = content_id_of(bytes.len() as i64, etag.as_deref(), generation.as_deref());
         Ok(Some((bytes, id)))
     }
 
     /// The object's metadata; `Ok(None)` when it does not exist.
-    pub async fn head(&self, key: &str, uri: String) -> Result<Option<Object>, String> {
+    pub async fn head(&self, key: &str, uri: String) -> Result<Option<Object>, HostError> {
         let what = format!("head {key}");
         let r = self
             .send(&what, |c| {
@@ -269,7 +270,7 @@ impl Bucket {
             return Ok(None);
         }
         if !r.status().is_success() {
-            return Err(Self::failure(&what, r).await);
+            return Err(HostError::Store(Self::failure(&what, r).await));
         }
         let v = json(&what, r).await?;
         Ok(Some(object_of(&v, uri)))
@@ -296,7 +297,7 @@ impl Bucket {
                     .body(bytes.clone())
             })
             .await
-            .map_err(CreateError::Other)?;
+            .map_err(|e| CreateError::Other(e.to_string()))?;
         match r.status().as_u16() {
             200..=299 => Ok(()),
             412 if if_absent => Err(CreateError::Exists),
@@ -307,7 +308,11 @@ impl Bucket {
     /// Deletes the object; with `if_generation` (the generation the plan
     /// pinned and HEAD confirmed) only that generation
     /// (`ifGenerationMatch`): a newer one answers 412 and stays.
-    pub async fn delete(&self, key: &str, if_generation: Option<&str>) -> Result<Deleted, String> {
+    pub async fn delete(
+        &self,
+        key: &str,
+        if_generation: Option<&str>,
+    ) -> Result<Deleted, HostError> {
         let what = format!("delete {key}");
         let r = self
             .send(&what, |c| {
@@ -334,7 +339,7 @@ impl Bucket {
                 delete_marker: None,
                 changed: true,
             }),
-            _ => Err(Self::failure(&what, r).await),
+            _ => Err(HostError::Store(Self::failure(&what, r).await)),
         }
     }
 
@@ -345,14 +350,14 @@ impl Bucket {
         prefix: String,
         uri: impl Fn(&str) -> String + Send + Sync + 'static,
         skipped: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    ) -> BoxStream<'static, Result<Object, String>> {
+    ) -> BoxStream<'static, Result<Object, HostError>> {
         crate::stores::listing::list(self, prefix, Box::new(uri), skipped)
     }
 
     /// One listing page (up to 1,000 objects), with the delimiter `/`
     /// when asked. A store that answers a page with its own token would
     /// page forever: an error instead.
-    pub async fn page(&self, ask: &Ask<'_>) -> Result<Page, String> {
+    pub async fn page(&self, ask: &Ask<'_>) -> Result<Page, HostError> {
         let token = match &ask.token {
             None => None,
             Some(Token::Objects(t)) => Some(t.clone()),
@@ -383,13 +388,13 @@ impl Bucket {
             })
             .await?;
         if !r.status().is_success() {
-            return Err(Self::failure(&what, r).await);
+            return Err(HostError::Store(Self::failure(&what, r).await));
         }
         let v = json(&what, r).await?;
         let mut entries = Vec::new();
         for item in v["items"].as_array().into_iter().flatten() {
             let Some(name) = item["name"].as_str() else {
-                return Err(format!("{what}: an object without a name"));
+                return Err(store_err!("{what}: an object without a name"));
             };
             entries.push((Ok(name.to_owned()), object_of(item, String::new())));
         }
@@ -405,7 +410,7 @@ impl Bucket {
             .filter(|t| !t.is_empty())
             .map(|t| Token::Objects(t.to_owned()));
         if next.is_some() && next == ask.token {
-            return Err(format!(
+            return Err(store_err!(
                 "{what}: the store answered a page with its own token (the listing would not end)"
             ));
         }
@@ -423,7 +428,7 @@ impl crate::stores::listing::Pager for Bucket {
     fn page<'a>(
         &'a self,
         ask: &'a Ask<'a>,
-    ) -> futures::future::BoxFuture<'a, Result<Page, String>> {
+    ) -> futures::future::BoxFuture<'a, Result<Page, HostError>> {
         Box::pin(Bucket::page(self, ask))
     }
 }

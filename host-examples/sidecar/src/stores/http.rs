@@ -4,16 +4,17 @@
 //! decides nothing about what an answer means.
 
 use crate::component::wt;
+use crate::error::HostError;
 
 /// A client for requests that change something: redirects are never
 /// followed (a 3xx is the planner's `unknown`), with bounded waits.
-pub fn mutating_client() -> Result<reqwest::Client, String> {
+pub fn mutating_client() -> Result<reqwest::Client, HostError> {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(std::time::Duration::from_secs(10))
         .timeout(std::time::Duration::from_secs(60))
         .build()
-        .map_err(|e| format!("http client: {e}"))
+        .map_err(|e| store_err!("http client: {e}"))
 }
 
 /// The answer as the planner takes it: the status, a redirect's

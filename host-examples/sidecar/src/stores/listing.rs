@@ -39,6 +39,7 @@
 //! requests either way, but 16 at a time. A prefix whose keys all sit in
 //! one folder, unpartitioned, is still one sequence.
 
+use crate::error::HostError;
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
@@ -74,13 +75,21 @@ pub struct Ask<'a> {
     pub token: Option<Token>,
 }
 
+/// A listed key or folder name: decoded, or `Err` with the name as the
+/// store spelled it when it is not UTF-8 once decoded (kept, reported).
+pub type Name = Result<String, Undecodable>;
+
+/// A name the listing could not decode, as the store spelled it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Undecodable(pub String);
+
 /// One listing page.
 pub struct Page {
     /// Each key (`Err(raw)` when it is not UTF-8 once decoded) and its
     /// object, in the store's (byte) order.
-    pub entries: Vec<(Result<String, String>, Object)>,
+    pub entries: Vec<(Name, Object)>,
     /// With the delimiter: the folders, spelled like the keys.
-    pub folders: Vec<Result<String, String>>,
+    pub folders: Vec<Name>,
     /// The token of the next page; `None` on the last.
     pub next: Option<Token>,
     /// Whether the store URL-encoded the keys (`Err` spellings are raw).
@@ -126,7 +135,7 @@ pub fn url_decode_bytes(s: &str) -> Option<Vec<u8>> {
 /// Keys come back as stored; a store's failure, in words.
 pub trait Pager: Send + Sync + 'static {
     /// One page of `ask`'s listing.
-    fn page<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Page, String>>;
+    fn page<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Page, HostError>>;
 }
 
 /// GCS or Azure through `object_store`'s paginated listing, whose prefix
@@ -136,7 +145,7 @@ pub trait Pager: Send + Sync + 'static {
 pub struct ObjectPager(pub Arc<dyn PaginatedListStore>);
 
 impl Pager for ObjectPager {
-    fn page<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Page, String>> {
+    fn page<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Page, HostError>> {
         Box::pin(async move {
             let page_token = match &ask.token {
                 None => None,
@@ -196,12 +205,12 @@ pub const RUNS_PER_REQUEST: usize = 4;
 /// The requests in flight per listing: `LAKESWEEP_LIST_REQUESTS`, from 1 to
 /// [`MAX_REQUESTS`], else [`DEFAULT_REQUESTS`]; an unreadable value is an
 /// error (no listing), not a guess.
-pub fn requests() -> Result<usize, String> {
+pub fn requests() -> Result<usize, HostError> {
     requests_of(std::env::var("LAKESWEEP_LIST_REQUESTS").ok().as_deref())
 }
 
 /// [`requests`] from the variable's value, if set.
-fn requests_of(value: Option<&str>) -> Result<usize, String> {
+fn requests_of(value: Option<&str>) -> Result<usize, HostError> {
     let Some(v) = value else {
         return Ok(DEFAULT_REQUESTS);
     };
@@ -210,12 +219,12 @@ fn requests_of(value: Option<&str>) -> Result<usize, String> {
 
 /// The value `v` of the variable `name`: a whole number of `what` from 1
 /// to `max`, or an error naming the variable, the value and the range.
-pub fn count_setting(name: &str, v: &str, what: &str, max: usize) -> Result<usize, String> {
+pub fn count_setting(name: &str, v: &str, what: &str, max: usize) -> Result<usize, HostError> {
     v.trim()
         .parse::<usize>()
         .ok()
         .filter(|n| (1..=max).contains(n))
-        .ok_or_else(|| format!("{name}={v} is not a number of {what} from 1 to {max}"))
+        .ok_or_else(|| store_err!("{name}={v} is not a number of {what} from 1 to {max}"))
 }
 
 /// Why a listing stopped early.
@@ -223,7 +232,7 @@ enum Stop {
     /// Nobody reads the listing any more (the caller had what it needed).
     Gone,
     /// A request failed, or the store broke the listing's rules; in words.
-    Failed(String),
+    Failed(HostError),
 }
 
 /// Where listed objects go.
@@ -238,10 +247,7 @@ struct Sink {
 impl Sink {
     /// Gives a page's listed keys to the reader, in one batch; an
     /// unrepresentable one goes to `skipped`.
-    async fn send(
-        &self,
-        entries: impl IntoIterator<Item = (Result<String, String>, Object)>,
-    ) -> Result<(), Stop> {
+    async fn send(&self, entries: impl IntoIterator<Item = (Name, Object)>) -> Result<(), Stop> {
         let mut batch = Vec::new();
         for (key, mut object) in entries {
             match key {
@@ -252,7 +258,7 @@ impl Sink {
                     object.uri = (self.uri)(&k);
                     batch.push(object);
                 }
-                Err(raw) => self.skip(raw),
+                Err(Undecodable(raw)) => self.skip(raw),
             }
         }
         if batch.is_empty() {
@@ -276,7 +282,7 @@ pub fn list(
     prefix: String,
     uri: Box<dyn Fn(&str) -> String + Send + Sync>,
     skipped: Arc<Mutex<Vec<String>>>,
-) -> BoxStream<'static, Result<Object, String>> {
+) -> BoxStream<'static, Result<Object, HostError>> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Batch>(2048);
     tokio::spawn(async move {
         let sink = Sink {
@@ -304,7 +310,7 @@ async fn page(bucket: &dyn Pager, ask: &Ask<'_>) -> Result<Page, Stop> {
     bucket
         .page(ask)
         .await
-        .map_err(|e| Stop::Failed(format!("list {}: {e}", ask.prefix)))
+        .map_err(|e| Stop::Failed(store_err!("list {}: {e}", ask.prefix)))
 }
 
 /// Every key under `prefix` in one sequence of pages, without the
@@ -385,7 +391,7 @@ async fn folders(bucket: &dyn Pager, folder: &str, sink: &Sink) -> Result<Vec<St
             // ignored the delimiter would have a run list it again.
             if let Ok(k) = key {
                 if !k.starts_with(folder) || k[folder.len()..].contains('/') {
-                    return Err(Stop::Failed(format!(
+                    return Err(Stop::Failed(store_err!(
                         "list {folder}: the store answered `{k}` as a key directly under it"
                     )));
                 }
@@ -403,11 +409,11 @@ async fn folders(bucket: &dyn Pager, folder: &str, sink: &Sink) -> Result<Vec<St
                     subs.push(f)
                 }
                 Ok(f) => {
-                    return Err(Stop::Failed(format!(
+                    return Err(Stop::Failed(store_err!(
                         "list {folder}: the store answered `{f}` as a folder under it"
                     )))
                 }
-                Err(raw) => sink.skip(format!("{raw} (a folder: every key under it)")),
+                Err(Undecodable(raw)) => sink.skip(format!("{raw} (a folder: every key under it)")),
             }
         }
         match p.next {
@@ -484,13 +490,13 @@ fn runs(found: Vec<Vec<String>>, want: usize) -> Vec<Run> {
 
 /// The bytes a listed key is compared by: its decoded bytes, or for a key
 /// that did not decode, its spelling decoded as far as it goes.
-fn bytes_of(key: &Result<String, String>, encoded: bool) -> Cow<'_, [u8]> {
+fn bytes_of(key: &Name, encoded: bool) -> Cow<'_, [u8]> {
     match key {
         Ok(k) => Cow::Borrowed(k.as_bytes()),
-        Err(raw) if encoded => url_decode_bytes(raw)
+        Err(Undecodable(raw)) if encoded => url_decode_bytes(raw)
             .map(Cow::Owned)
             .unwrap_or(Cow::Borrowed(raw.as_bytes())),
-        Err(raw) => Cow::Borrowed(raw.as_bytes()),
+        Err(Undecodable(raw)) => Cow::Borrowed(raw.as_bytes()),
     }
 }
 
@@ -624,7 +630,7 @@ mod tests {
 
     #[test]
     fn undecodable_keys_are_placed_by_their_bytes() {
-        let k: Result<String, String> = Err("t/a/%FF".into());
+        let k: Name = Err(Undecodable("t/a/%FF".into()));
         assert_eq!(&*bytes_of(&k, true), b"t/a/\xff");
         assert_eq!(&*bytes_of(&k, false), b"t/a/%FF");
     }

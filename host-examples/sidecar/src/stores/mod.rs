@@ -21,11 +21,12 @@ pub mod ahead;
 pub mod gcs;
 pub mod http;
 pub mod listing;
+pub mod local;
 pub mod object;
 #[cfg(feature = "cloud")]
 pub mod s3;
 
-use std::collections::HashMap;
+use crate::error::HostError;
 use std::sync::Arc;
 #[cfg(feature = "cloud")]
 use std::time::Duration;
@@ -38,9 +39,12 @@ use object_store::{BackoffConfig, RetryConfig};
 use object_store::{ObjectStore, ObjectStoreExt};
 
 use crate::clock::clock_ms;
+use local::{
+    list_local, local_id, local_object, look_up_files, settled, walk_threads, Folders, Walked,
+};
 pub use object::{
-    content_id_of, object_of, object_uri, until_end, Batch, Condition, CreateError, DeleteAnswer,
-    Deleted, Object,
+    content_id_of, object_of, object_uri, Batch, Condition, CreateError, DeleteAnswer, Deleted,
+    Object,
 };
 
 /// HEADs or DELETEs one blocking task carries on a local disk.
@@ -110,7 +114,7 @@ fn split_uri(uri: &str) -> Option<(&str, &str, &str)> {
 }
 
 /// Turns a local path (absolute or relative) or `file:` URI into `file:///abs`.
-pub fn local_uri(arg: &str) -> Result<String, String> {
+pub fn local_uri(arg: &str) -> Result<String, HostError> {
     let p = arg
         .strip_prefix("file://")
         .or_else(|| arg.strip_prefix("file:"))
@@ -120,12 +124,12 @@ pub fn local_uri(arg: &str) -> Result<String, String> {
         p.to_path_buf()
     } else {
         std::env::current_dir()
-            .map_err(|e| format!("current directory: {e}"))?
+            .map_err(|e| store_err!("current directory: {e}"))?
             .join(p)
     };
     let s = abs
         .to_str()
-        .ok_or_else(|| format!("`{arg}` is not valid UTF-8"))?;
+        .ok_or_else(|| store_err!("`{arg}` is not valid UTF-8"))?;
     // Normalise `.` and `..` lexically so the planner sees one spelling.
     let mut parts: Vec<&str> = Vec::new();
     for seg in s.split('/').filter(|x| !x.is_empty()) {
@@ -144,7 +148,7 @@ pub fn local_uri(arg: &str) -> Result<String, String> {
 /// dropped), anything else a local path. A file of a table given in its
 /// place (a metadata document, the version hint, a Delta log entry, or any
 /// local file) is refused with the location to give instead.
-pub fn table_uri(arg: &str) -> Result<String, String> {
+pub fn table_uri(arg: &str) -> Result<String, HostError> {
     let uri = match split_uri(arg) {
         Some(("file", _, _)) | None => local_uri(arg)?,
         Some(_) => arg.trim_end_matches('/').to_owned(),
@@ -154,27 +158,27 @@ pub fn table_uri(arg: &str) -> Result<String, String> {
 }
 
 /// Refuses a table argument that names one of a table's files.
-fn not_a_table_file(arg: &str, uri: &str) -> Result<(), String> {
+fn not_a_table_file(arg: &str, uri: &str) -> Result<(), HostError> {
     let (parent, name) = uri.rsplit_once('/').unwrap_or(("", uri));
     let table_of_metadata = parent.strip_suffix("/metadata").unwrap_or(parent);
     if name.ends_with(".metadata.json") || name.ends_with(".metadata.json.gz") {
-        return Err(format!(
+        return Err(store_err!(
             "`{arg}` is a metadata file, not a table: give the table's location and name the file with --metadata (lakesweep plan {table_of_metadata} --metadata {arg})"
         ));
     }
     if name == "version-hint.text" {
-        return Err(format!(
+        return Err(store_err!(
             "`{arg}` is the table's version hint, not the table: give the table's location ({table_of_metadata})"
         ));
     }
     if let Some((table, _)) = uri.split_once("/_delta_log") {
-        return Err(format!(
+        return Err(store_err!(
             "`{arg}` is inside a Delta log, not a table: give the table's location ({table})"
         ));
     }
     if let Some(path) = uri.strip_prefix("file://") {
         if std::path::Path::new(path).is_file() {
-            return Err(format!(
+            return Err(store_err!(
                 "`{arg}` is a file, not a table folder: give the folder the table lives in"
             ));
         }
@@ -186,7 +190,7 @@ impl Store {
     /// Opens the store that holds `uri` (the table location).
     /// This store when it holds `uri`, else a store for `uri`'s own bucket
     /// or file system (a table's other write roots may live elsewhere).
-    pub fn holding(&self, uri: &str) -> Result<Store, String> {
+    pub fn holding(&self, uri: &str) -> Result<Store, HostError> {
         match split_uri(uri) {
             Some((scheme, auth, _)) if self.schemes.contains(&scheme) && auth == self.authority => {
                 Ok(self.clone())
@@ -196,9 +200,9 @@ impl Store {
     }
 
     #[cfg_attr(not(feature = "cloud"), allow(unused_variables))]
-    pub fn for_uri(uri: &str) -> Result<Store, String> {
+    pub fn for_uri(uri: &str) -> Result<Store, HostError> {
         let (scheme, auth, _) =
-            split_uri(uri).ok_or_else(|| format!("`{uri}` is not a URI (scheme://...)"))?;
+            split_uri(uri).ok_or_else(|| store_err!("`{uri}` is not a URI (scheme://...)"))?;
         match scheme {
             "file" => Ok(Store {
                 inner: Arc::new(object_store::memory::InMemory::new()),
@@ -211,7 +215,7 @@ impl Store {
             #[cfg(feature = "cloud")]
             "s3" | "s3a" | "s3n" => {
                 if auth.is_empty() {
-                    return Err(format!("`{uri}` names no bucket"));
+                    return Err(store_err!("`{uri}` names no bucket"));
                 }
                 Ok(Store {
                     inner: Arc::new(object_store::memory::InMemory::new()),
@@ -225,7 +229,7 @@ impl Store {
             #[cfg(feature = "cloud")]
             "gs" => {
                 if auth.is_empty() {
-                    return Err(format!("`{uri}` names no bucket"));
+                    return Err(store_err!("`{uri}` names no bucket"));
                 }
                 Ok(Store {
                     inner: Arc::new(object_store::memory::InMemory::new()),
@@ -262,22 +266,24 @@ impl Store {
                 })
             }
             #[cfg(not(feature = "cloud"))]
-            "s3" | "s3a" | "s3n" | "gs" | "az" | "abfs" | "abfss" => Err(format!(
+            "s3" | "s3a" | "s3n" | "gs" | "az" | "abfs" | "abfss" => Err(store_err!(
                 "`{scheme}://`: this lakesweep was built without the cloud stores (the demo's build); build it with them: cargo install --path host-examples/sidecar"
             )),
-            other => Err(format!(
+            other => Err(store_err!(
                 "`{other}://` is not supported (file, s3, s3a, s3n, gs, az, abfs, abfss)"
             )),
         }
     }
 
     /// The store path of `uri`, or why it is not in this store.
-    pub fn path(&self, uri: &str) -> Result<Path, String> {
-        let (scheme, auth, rest) = split_uri(uri).ok_or_else(|| format!("`{uri}` is not a URI"))?;
+    pub fn path(&self, uri: &str) -> Result<Path, HostError> {
+        let (scheme, auth, rest) =
+            split_uri(uri).ok_or_else(|| store_err!("`{uri}` is not a URI"))?;
         if !self.schemes.contains(&scheme) || auth != self.authority {
-            return Err(format!(
+            return Err(store_err!(
                 "`{uri}` is not in the table's store ({}://{})",
-                self.scheme, self.authority
+                self.scheme,
+                self.authority
             ));
         }
         if rest
@@ -285,21 +291,23 @@ impl Store {
             .any(|s| s.is_empty() || s == "." || s == "..")
             && !rest.is_empty()
         {
-            return Err(format!(
+            return Err(store_err!(
                 "`{uri}` has an empty, `.` or `..` path segment, which object stores cannot address"
             ));
         }
-        Path::parse(rest).map_err(|e| format!("`{uri}`: {e}"))
+        Path::parse(rest).map_err(|e| store_err!("`{uri}`: {e}"))
     }
 
     /// The S3 key of `uri`: everything after `bucket/`, byte for byte.
     #[cfg_attr(not(feature = "cloud"), allow(dead_code))]
-    fn key<'a>(&self, uri: &'a str) -> Result<&'a str, String> {
-        let (scheme, auth, rest) = split_uri(uri).ok_or_else(|| format!("`{uri}` is not a URI"))?;
+    fn key<'a>(&self, uri: &'a str) -> Result<&'a str, HostError> {
+        let (scheme, auth, rest) =
+            split_uri(uri).ok_or_else(|| store_err!("`{uri}` is not a URI"))?;
         if !self.schemes.contains(&scheme) || auth != self.authority {
-            return Err(format!(
+            return Err(store_err!(
                 "`{uri}` is not in the table's store ({}://{})",
-                self.scheme, self.authority
+                self.scheme,
+                self.authority
             ));
         }
         Ok(rest)
@@ -332,11 +340,11 @@ impl Store {
     }
 
     /// The local file of a `file:` URI, byte for byte (no decoding).
-    fn file(&self, uri: &str) -> Result<std::path::PathBuf, String> {
+    fn file(&self, uri: &str) -> Result<std::path::PathBuf, HostError> {
         self.path(uri)?;
         let rest = uri
             .strip_prefix("file://")
-            .ok_or_else(|| format!("`{uri}` is not a file:// URI"))?;
+            .ok_or_else(|| store_err!("`{uri}` is not a file:// URI"))?;
         Ok(std::path::PathBuf::from(rest))
     }
 
@@ -350,12 +358,12 @@ impl Store {
     }
 
     /// Reads a whole object; `Ok(None)` when it does not exist.
-    pub async fn read(&self, uri: &str) -> Result<Option<Vec<u8>>, String> {
+    pub async fn read(&self, uri: &str) -> Result<Option<Vec<u8>>, HostError> {
         if matches!(self.kind, Kind::Local) {
             return match tokio::fs::read(self.file(uri)?).await {
                 Ok(b) => Ok(Some(b)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(format!("read {uri}: {e}")),
+                Err(e) => Err(store_err!("read {uri}: {e}")),
             };
         }
         Ok(self.read_with_id(uri).await?.map(|(b, _)| b))
@@ -371,34 +379,34 @@ impl Store {
     pub async fn read_with_id(
         &self,
         uri: &str,
-    ) -> Result<Option<(Vec<u8>, Option<String>)>, String> {
+    ) -> Result<Option<(Vec<u8>, Option<String>)>, HostError> {
         #[cfg(feature = "cloud")]
         if let Kind::S3(b) = &self.kind {
             return b
                 .read_with_id(self.key(uri)?)
                 .await
-                .map_err(|e| format!("{e} ({uri})"));
+                .map_err(|e| store_err!("{e} ({uri})"));
         }
         #[cfg(feature = "cloud")]
         if let Kind::Gcs(b) = &self.kind {
             return b
                 .read_with_id(self.key(uri)?)
                 .await
-                .map_err(|e| format!("{e} ({uri})"));
+                .map_err(|e| store_err!("{e} ({uri})"));
         }
         if matches!(self.kind, Kind::Local) {
             use tokio::io::AsyncReadExt;
             let mut f = match tokio::fs::File::open(self.file(uri)?).await {
                 Ok(f) => f,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-                Err(e) => return Err(format!("read {uri}: {e}")),
+                Err(e) => return Err(store_err!("read {uri}: {e}")),
             };
             let io = |e: std::io::Error| format!("read {uri}: {e}");
             let before = f.metadata().await.map_err(io)?;
             // A hostile size (a sparse file of terabytes) is an error, not an abort.
             let mut b = Vec::new();
             b.try_reserve_exact(usize::try_from(before.len()).unwrap_or(usize::MAX))
-                .map_err(|e| format!("read {uri}: {} bytes: {e}", before.len()))?;
+                .map_err(|e| store_err!("read {uri}: {} bytes: {e}", before.len()))?;
             f.read_to_end(&mut b).await.map_err(io)?;
             let after = f.metadata().await.map_err(io)?;
             let (id, again) = (local_id(&before), local_id(&after));
@@ -413,11 +421,11 @@ impl Store {
                 match r.bytes().await {
                     Ok(b) => Ok(Some((b.to_vec(), id))),
                     Err(object_store::Error::NotFound { .. }) => Ok(None),
-                    Err(e) => Err(format!("read {uri}: {e}")),
+                    Err(e) => Err(store_err!("read {uri}: {e}")),
                 }
             }
             Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(e) => Err(format!("read {uri}: {e}")),
+            Err(e) => Err(store_err!("read {uri}: {e}")),
         }
     }
 
@@ -427,13 +435,13 @@ impl Store {
     /// its device, inode, size, and modification and change times to the
     /// nanosecond (the change time moves on every write and cannot be set
     /// back). `Ok(None)` also when the object does not exist.
-    pub async fn content_id(&self, uri: &str) -> Result<Option<String>, String> {
+    pub async fn content_id(&self, uri: &str) -> Result<Option<String>, HostError> {
         if matches!(self.kind, Kind::Local) {
             return match tokio::fs::symlink_metadata(self.file(uri)?).await {
                 Ok(m) if m.is_file() => Ok(Some(local_id(&m))),
                 Ok(_) => Ok(None),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(format!("stat {uri}: {e}")),
+                Err(e) => Err(store_err!("stat {uri}: {e}")),
             };
         }
         Ok(self
@@ -443,7 +451,7 @@ impl Store {
     }
 
     /// Metadata of one object; `Ok(None)` when it does not exist.
-    pub async fn head(&self, uri: &str) -> Result<Option<Object>, String> {
+    pub async fn head(&self, uri: &str) -> Result<Option<Object>, HostError> {
         #[cfg(feature = "cloud")]
         if let Kind::S3(b) = &self.kind {
             return b.head(self.key(uri)?, uri.to_owned()).await;
@@ -456,14 +464,14 @@ impl Store {
             return match tokio::fs::symlink_metadata(self.file(uri)?).await {
                 Ok(m) => Ok(Some(local_object(uri.to_owned(), &m))),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(format!("stat {uri}: {e}")),
+                Err(e) => Err(store_err!("stat {uri}: {e}")),
             };
         }
         let p = self.path(uri)?;
         match self.inner.head(&p).await {
             Ok(m) => Ok(Some(self.object(m))),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(e) => Err(format!("head {uri}: {e}")),
+            Err(e) => Err(store_err!("head {uri}: {e}")),
         }
     }
 
@@ -480,7 +488,7 @@ impl Store {
 
     /// HEADs each of `uris` in turn (answers in their order), each in the
     /// bucket holding it; on a local disk on one blocking thread.
-    pub async fn head_run(&self, uris: Vec<String>) -> Vec<Result<Option<Object>, String>> {
+    pub async fn head_run(&self, uris: Vec<String>) -> Vec<Result<Option<Object>, HostError>> {
         if matches!(self.kind, Kind::Local) {
             let files: Vec<_> = uris
                 .iter()
@@ -495,13 +503,13 @@ impl Store {
                         match std::fs::symlink_metadata(&f) {
                             Ok(m) => Ok(Some(local_object(uri, &m))),
                             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                            Err(e) => Err(format!("stat {uri}: {e}")),
+                            Err(e) => Err(store_err!("stat {uri}: {e}")),
                         }
                     })
                     .collect::<Vec<_>>()
             })
             .await;
-            return stats.unwrap_or_else(|e| vec![Err(format!("a stat task failed: {e}"))]);
+            return stats.unwrap_or_else(|e| vec![Err(store_err!("a stat task failed: {e}"))]);
         }
         let mut out = Vec::with_capacity(uris.len());
         for uri in uris {
@@ -541,7 +549,7 @@ impl Store {
                             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                                 Ok(local_gone(false))
                             }
-                            Err(e) => Err(format!("delete {uri}: {e}")),
+                            Err(e) => Err(store_err!("delete {uri}: {e}")),
                         });
                         (r, requested, clock_ms())
                     })
@@ -551,7 +559,7 @@ impl Store {
             return done.unwrap_or_else(|e| {
                 let now = clock_ms();
                 (0..n)
-                    .map(|_| (Ok(Err(format!("a delete task failed: {e}"))), now, now))
+                    .map(|_| (Ok(Err(store_err!("a delete task failed: {e}"))), now, now))
                     .collect()
             });
         }
@@ -574,17 +582,29 @@ impl Store {
         #[cfg(feature = "cloud")]
         if let Kind::S3(b) = &self.kind {
             return b
-                .put(self.key(uri).map_err(CreateError::Other)?, bytes, true)
+                .put(
+                    self.key(uri)
+                        .map_err(|e| CreateError::Other(e.to_string()))?,
+                    bytes,
+                    true,
+                )
                 .await;
         }
         #[cfg(feature = "cloud")]
         if let Kind::Gcs(b) = &self.kind {
             return b
-                .put(self.key(uri).map_err(CreateError::Other)?, bytes, true)
+                .put(
+                    self.key(uri)
+                        .map_err(|e| CreateError::Other(e.to_string()))?,
+                    bytes,
+                    true,
+                )
                 .await;
         }
         if matches!(self.kind, Kind::Local) {
-            let path = self.file(uri).map_err(CreateError::Other)?;
+            let path = self
+                .file(uri)
+                .map_err(|e| CreateError::Other(e.to_string()))?;
             return tokio::task::spawn_blocking(move || {
                 use std::io::Write;
                 if let Some(dir) = path.parent() {
@@ -604,7 +624,9 @@ impl Store {
                 _ => CreateError::Other(format!("create {uri}: {e}")),
             });
         }
-        let p = self.path(uri).map_err(CreateError::Other)?;
+        let p = self
+            .path(uri)
+            .map_err(|e| CreateError::Other(e.to_string()))?;
         let opts = object_store::PutOptions::from(object_store::PutMode::Create);
         self.inner
             .put_opts(&p, bytes.into(), opts)
@@ -617,20 +639,20 @@ impl Store {
     }
 
     /// Writes (or replaces) an object.
-    pub async fn overwrite(&self, uri: &str, bytes: Vec<u8>) -> Result<(), String> {
+    pub async fn overwrite(&self, uri: &str, bytes: Vec<u8>) -> Result<(), HostError> {
         #[cfg(feature = "cloud")]
         if let Kind::S3(b) = &self.kind {
             return b
                 .put(self.key(uri)?, bytes, false)
                 .await
-                .map_err(|e| e.to_string());
+                .map_err(|e| store_err!("{e}"));
         }
         #[cfg(feature = "cloud")]
         if let Kind::Gcs(b) = &self.kind {
             return b
                 .put(self.key(uri)?, bytes, false)
                 .await
-                .map_err(|e| e.to_string());
+                .map_err(|e| store_err!("{e}"));
         }
         if matches!(self.kind, Kind::Local) {
             // Write aside, then rename over: readers see the old or the new
@@ -639,7 +661,7 @@ impl Store {
             if let Some(dir) = path.parent() {
                 tokio::fs::create_dir_all(dir)
                     .await
-                    .map_err(|e| format!("write {uri}: {e}"))?;
+                    .map_err(|e| store_err!("write {uri}: {e}"))?;
             }
             let tmp = path.with_extension(format!("lakesweep-tmp-{}", std::process::id()));
             // Durable before it replaces the old content (a ledger saved
@@ -657,19 +679,19 @@ impl Store {
             })
             .await
             .map_err(|e| e.to_string())?
-            .map_err(|e| format!("write {uri}: {e}"));
+            .map_err(|e| store_err!("write {uri}: {e}"));
         }
         let p = self.path(uri)?;
         self.inner
             .put(&p, bytes.into())
             .await
             .map(|_| ())
-            .map_err(|e| format!("write {uri}: {e}"))
+            .map_err(|e| store_err!("write {uri}: {e}"))
     }
 
     /// Deletes one object (on a versioned S3 bucket: hides it under a
     /// delete marker, named in the answer).
-    pub async fn delete(&self, uri: &str) -> Result<Deleted, String> {
+    pub async fn delete(&self, uri: &str) -> Result<Deleted, HostError> {
         self.delete_if(uri, &Condition::default()).await
     }
 
@@ -677,7 +699,7 @@ impl Store {
     /// while the ETag is still `if_match`, on GCS while the generation is
     /// still `if_version`.
     #[cfg_attr(not(feature = "cloud"), allow(unused_variables))]
-    pub async fn delete_if(&self, uri: &str, when: &Condition) -> Result<Deleted, String> {
+    pub async fn delete_if(&self, uri: &str, when: &Condition) -> Result<Deleted, HostError> {
         let gone = local_gone;
         #[cfg(feature = "cloud")]
         if let Kind::S3(b) = &self.kind {
@@ -691,14 +713,14 @@ impl Store {
             return match tokio::fs::remove_file(self.file(uri)?).await {
                 Ok(()) => Ok(gone(true)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(gone(false)),
-                Err(e) => Err(format!("delete {uri}: {e}")),
+                Err(e) => Err(store_err!("delete {uri}: {e}")),
             };
         }
         let p = self.path(uri)?;
         match self.inner.delete(&p).await {
             Ok(()) => Ok(gone(true)),
             Err(object_store::Error::NotFound { .. }) => Ok(gone(false)),
-            Err(e) => Err(format!("delete {uri}: {e}")),
+            Err(e) => Err(store_err!("delete {uri}: {e}")),
         }
     }
 
@@ -724,7 +746,7 @@ impl Store {
     /// Lists every object strictly under `prefix_uri + "/"`, streamed: a
     /// local folder walked on blocking threads; a bucket (S3, GCS, Azure)
     /// fanned out over the prefix's folders (see [`crate::stores::listing`]).
-    pub fn list(&self, prefix_uri: &str) -> BoxStream<'static, Result<Object, String>> {
+    pub fn list(&self, prefix_uri: &str) -> BoxStream<'static, Result<Object, HostError>> {
         self.list_as(prefix_uri, Walked::Stat)
     }
 
@@ -733,7 +755,7 @@ impl Store {
     /// disk for each file whose metadata the kernel does not hold); a
     /// bucket's listing gives every object's version anyway. The files
     /// whose versions a plan needs are read with [`Store::look_up`].
-    pub fn list_names(&self, prefix_uri: &str) -> BoxStream<'static, Result<Object, String>> {
+    pub fn list_names(&self, prefix_uri: &str) -> BoxStream<'static, Result<Object, HostError>> {
         self.list_as(prefix_uri, Walked::Names)
     }
 
@@ -741,8 +763,8 @@ impl Store {
         &self,
         prefix_uri: &str,
         walked: Walked,
-    ) -> BoxStream<'static, Result<Object, String>> {
-        let failed = |e: String| futures::stream::once(async move { Err(e) }).boxed();
+    ) -> BoxStream<'static, Result<Object, HostError>> {
+        let failed = |e: HostError| futures::stream::once(async move { Err(e) }).boxed();
         let at = prefix_uri.trim_end_matches('/');
         let base = format!("{}://{}/", self.scheme, self.authority);
         match &self.kind {
@@ -801,7 +823,7 @@ impl Store {
         &self,
         prefix_uri: &str,
         objects: Vec<Object>,
-    ) -> Result<Vec<Object>, String> {
+    ) -> Result<Vec<Object>, HostError> {
         if !objects.iter().any(|o| o.named_only) {
             return Ok(objects);
         }
@@ -817,7 +839,7 @@ impl Store {
                     Some(std::path::PathBuf::from(p))
                 }
                 (true, _) => {
-                    return Err(format!(
+                    return Err(store_err!(
                         "{} was listed by name, but not by a local walk (internal error)",
                         o.uri
                     ))
@@ -830,20 +852,20 @@ impl Store {
             match std::fs::symlink_metadata(&root) {
                 Ok(m) if m.is_dir() => {}
                 _ => {
-                    return Err(format!(
+                    return Err(store_err!(
                         "list {}: no longer a folder (replaced by a link since it was listed?)",
                         root.display()
                     ))
                 }
             }
             let walked = std::fs::canonicalize(&root)
-                .map_err(|e| format!("list {}: {e}", root.display()))?;
+                .map_err(|e| store_err!("list {}: {e}", root.display()))?;
             let folders = Folders {
                 root: &root,
                 walked: &walked,
             };
             let chunk = objects.len().div_ceil(threads);
-            let parts: Vec<Result<Vec<Object>, String>> = std::thread::scope(|s| {
+            let parts: Vec<Result<Vec<Object>, HostError>> = std::thread::scope(|s| {
                 let handles: Vec<_> = objects
                     .chunks(chunk)
                     .zip(files.chunks(chunk))
@@ -864,389 +886,15 @@ impl Store {
             Ok(out)
         })
         .await
-        .map_err(|e| format!("stat of listed files: {e}"))?
-    }
-}
-
-/// [`Store::look_up`] of `objects`, whose files (for those named only)
-/// are `files`.
-fn look_up_files(
-    objects: &[Object],
-    files: &[Option<std::path::PathBuf>],
-    folders: Folders<'_>,
-) -> Result<Vec<Object>, String> {
-    let mut out = Vec::with_capacity(objects.len());
-    // Folders checked, and whether each is still there.
-    let mut checked: HashMap<&std::path::Path, bool> = HashMap::new();
-    for (o, f) in objects.iter().zip(files) {
-        let Some(f) = f else {
-            out.push(o.clone());
-            continue;
-        };
-        let parent = f.parent().unwrap_or(folders.root);
-        let present = match checked.get(parent) {
-            Some(p) => *p,
-            None => {
-                let p = folders.check(parent)?;
-                checked.insert(parent, p);
-                p
-            }
-        };
-        if !present {
-            continue;
-        }
-        match std::fs::symlink_metadata(f) {
-            Ok(m) if m.is_file() => out.push(local_object(o.uri.clone(), &m)),
-            Ok(_) => {
-                return Err(format!(
-                    "list {}: {} is a symbolic link or special file; lakesweep sweeps only regular files",
-                    f.parent().map_or(String::new(), |p| p.display().to_string()),
-                    f.display()
-                ))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("stat {}: {e}", f.display())),
-        }
-    }
-    Ok(out)
-}
-
-/// The folder a listing walked (`root`, as named, and `walked`, its
-/// canonical path when looked up).
-#[derive(Clone, Copy)]
-struct Folders<'a> {
-    root: &'a std::path::Path,
-    walked: &'a std::path::Path,
-}
-
-impl Folders<'_> {
-    /// Whether `folder` (under the root, as walked) is still there, as the
-    /// same folder: its canonical path is the walked root's followed by
-    /// the same names (no folder on the way became a link). A folder gone
-    /// is `false` (its files are gone with it).
-    fn check(&self, folder: &std::path::Path) -> Result<bool, String> {
-        let rel = folder.strip_prefix(self.root).map_err(|_| {
-            format!(
-                "{} is not under the folder listed, {} (internal error)",
-                folder.display(),
-                self.root.display()
-            )
-        })?;
-        match std::fs::canonicalize(folder) {
-            Ok(c) if c == self.walked.join(rel) => Ok(true),
-            Ok(c) => Err(format!(
-                "list {}: it now resolves to {} (a folder replaced by a link since it was listed); lakesweep sweeps only regular files",
-                folder.display(),
-                c.display()
-            )),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(format!("list {}: {e}", folder.display())),
-        }
-    }
-}
-
-/// What a local walk reads of each file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Walked {
-    /// Its size and time (a stat).
-    Stat,
-    /// Its name and type only (the folder's entry).
-    Names,
-}
-
-/// Whether a local file last changed at least a second ago by this
-/// machine's clock (a change time ahead of the clock: not settled).
-fn settled(m: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let changed_ns = i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec());
-    let now_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128);
-    now_ns - changed_ns >= 1_000_000_000
-}
-
-/// A local file's content identity (see [`Store::content_id`]).
-fn local_id(m: &std::fs::Metadata) -> String {
-    use std::os::unix::fs::MetadataExt;
-    format!(
-        "local:{}:{}:{}:{}.{:09}:{}.{:09}",
-        m.dev(),
-        m.ino(),
-        m.len(),
-        m.mtime(),
-        m.mtime_nsec(),
-        m.ctime(),
-        m.ctime_nsec()
-    )
-}
-
-fn local_object(uri: String, m: &std::fs::Metadata) -> Object {
-    let mtime = m
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_millis() as i64)
-        // Unknown time: treated as brand new (kept), never as old.
-        .unwrap_or(i64::MAX);
-    Object {
-        uri,
-        size: m.len(),
-        last_modified_ms: mtime,
-        etag: None,
-        version_id: None,
-        named_only: false,
-    }
-}
-
-/// Files a walking thread sends at once.
-const WALK_BATCH: usize = 256;
-
-/// The most threads `LAKESWEEP_WALK_THREADS` may ask for.
-pub const MAX_WALK_THREADS: usize = 256;
-
-/// Threads walking a local folder: `LAKESWEEP_WALK_THREADS`, from 1 to
-/// [`MAX_WALK_THREADS`], else four per core (at least 4, at most 32). A
-/// walk whose metadata is not cached waits on the disk for every stat:
-/// threads beyond the cores keep the disk and the cores busy (on 2 cores,
-/// 8.7 million files not cached, `find` run N at once: 147 s with 2, 113 s
-/// with 4, 96 s with 8, 103 s with 16; cached, the same with 2 or 8; the
-/// plan of 10 million such files: 153 to 172 s with 8 walking threads, 178
-/// to 334 s with 2, and 4 % slower with 8 when cached). An unreadable
-/// value is an error (no listing), not a guess.
-pub fn walk_threads() -> Result<usize, String> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    walk_threads_of(
-        std::env::var("LAKESWEEP_WALK_THREADS").ok().as_deref(),
-        cores,
-    )
-}
-
-/// [`walk_threads`] from the variable's value, if set, on `cores` cores.
-fn walk_threads_of(value: Option<&str>, cores: usize) -> Result<usize, String> {
-    let Some(v) = value else {
-        return Ok(cores.saturating_mul(4).clamp(4, 32));
-    };
-    crate::stores::listing::count_setting("LAKESWEEP_WALK_THREADS", v, "threads", MAX_WALK_THREADS)
-}
-
-/// Walks `dir` on `threads` blocking threads (sharing a stack of
-/// folders) and streams its files, in no particular order. A
-/// folder is known by its entry's type, without a stat of its own; each
-/// file is looked up relative to its open folder (`DirEntry::metadata`, no
-/// symbolic link followed), not by its whole path. A symbolic link or any
-/// other non-regular file ends the stream with an error (deleting a link
-/// to a folder would cut off live data; following it could reach another
-/// table). A file whose name is not UTF-8 is put in `skipped`: no
-/// reference (metadata is UTF-8) can name it, so it is kept and reported.
-fn list_local(
-    dir: std::path::PathBuf,
-    threads: usize,
-    walked: Walked,
-    skipped: Arc<std::sync::Mutex<Vec<String>>>,
-) -> BoxStream<'static, Result<Object, String>> {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Batch>(64);
-    tokio::task::spawn_blocking(move || {
-        let stack = match std::fs::symlink_metadata(&dir) {
-            Ok(m) if m.is_dir() => vec![dir],
-            _ => vec![],
-        };
-        let walk = Walk {
-            state: std::sync::Mutex::new((stack, 0)),
-            wake: std::sync::Condvar::new(),
-            failed: std::sync::atomic::AtomicBool::new(false),
-            walked,
-        };
-        std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(|| walk.work(&tx, &skipped));
-            }
-        });
-        if !walk.failed.load(std::sync::atomic::Ordering::SeqCst) {
-            let _ = tx.blocking_send(Ok(None));
-        }
-    });
-    until_end(rx, "local listing")
-}
-
-/// One folder read: on drop, its sub-folders join the stack and the
-/// count of folders being read goes down; a panic fails the walk.
-struct Done<'a> {
-    walk: &'a Walk,
-    found: Vec<std::path::PathBuf>,
-}
-
-impl Drop for Done<'_> {
-    fn drop(&mut self) {
-        use std::sync::atomic::Ordering::SeqCst;
-        if std::thread::panicking() {
-            self.walk.failed.store(true, SeqCst);
-        }
-        let mut g = match self.walk.state.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        let more = !self.found.is_empty();
-        g.0.append(&mut self.found);
-        g.1 -= 1;
-        // Waiting workers wait for folders, the walk's end or a failure.
-        if more || g.1 == 0 || self.walk.failed.load(SeqCst) {
-            self.walk.wake.notify_all();
-        }
-    }
-}
-
-/// The shared state of a parallel folder walk: folders to read and how
-/// many are being read (the walk ends when both are zero), and whether a
-/// worker failed (then every worker stops and no end is sent).
-struct Walk {
-    state: std::sync::Mutex<(Vec<std::path::PathBuf>, usize)>,
-    wake: std::sync::Condvar,
-    failed: std::sync::atomic::AtomicBool,
-    walked: Walked,
-}
-
-impl Walk {
-    /// Takes folders until none is left and none is being read. The files
-    /// found go out in batches of [`WALK_BATCH`] across folders (a table of
-    /// one file per folder is not a message per file); a batch is sent
-    /// before the worker waits or ends, so every file is sent before the
-    /// walk's end.
-    fn work(&self, tx: &tokio::sync::mpsc::Sender<Batch>, skipped: &std::sync::Mutex<Vec<String>>) {
-        use std::sync::atomic::Ordering::SeqCst;
-        let mut batch = Vec::with_capacity(WALK_BATCH);
-        loop {
-            let next = {
-                let mut g = match self.state.lock() {
-                    Ok(g) => g,
-                    Err(p) => p.into_inner(),
-                };
-                loop {
-                    if self.failed.load(SeqCst) {
-                        return;
-                    }
-                    if let Some(d) = g.0.pop() {
-                        g.1 += 1;
-                        break Some(d);
-                    }
-                    if !batch.is_empty() {
-                        // Sent outside the lock, then back here.
-                        break None;
-                    }
-                    if g.1 == 0 {
-                        self.wake.notify_all();
-                        return;
-                    }
-                    g = match self.wake.wait(g) {
-                        Ok(g) => g,
-                        Err(p) => p.into_inner(),
-                    };
-                }
-            };
-            let Some(d) = next else {
-                if tx
-                    .blocking_send(Ok(Some(std::mem::take(&mut batch))))
-                    .is_err()
-                {
-                    self.failed.store(true, SeqCst);
-                    self.wake.notify_all();
-                    return;
-                }
-                continue;
-            };
-            // Counts the folder done however reading it ends (a panic
-            // included: then the walk fails instead of waiting forever).
-            let mut done = Done {
-                walk: self,
-                found: Vec::new(),
-            };
-            if !self.read_folder(&d, tx, skipped, &mut done.found, &mut batch) {
-                self.failed.store(true, SeqCst);
-            }
-        }
-    }
-
-    /// Adds the files of folder `d` to `batch` (sending it when full) and
-    /// collects its sub-folders; false when it sent an error (or the
-    /// receiver is gone).
-    fn read_folder(
-        &self,
-        d: &std::path::Path,
-        tx: &tokio::sync::mpsc::Sender<Batch>,
-        skipped: &std::sync::Mutex<Vec<String>>,
-        found: &mut Vec<std::path::PathBuf>,
-        batch: &mut Vec<Object>,
-    ) -> bool {
-        let entries = match std::fs::read_dir(d) {
-            Ok(e) => e,
-            Err(e) => {
-                let _ = tx.blocking_send(Err(format!("list {}: {e}", d.display())));
-                return false;
-            }
-        };
-        for e in entries {
-            if self.failed.load(std::sync::atomic::Ordering::SeqCst) {
-                return true;
-            }
-            // A folder is known from its entry's type (no stat); a file is
-            // stat-ed for its size and time, relative to the open folder,
-            // unless names alone are asked for (its type is the entry's).
-            let r = e
-                .and_then(|e| {
-                    let t = e.file_type()?;
-                    if t.is_dir() {
-                        return Ok((e.path(), None));
-                    }
-                    if self.walked == Walked::Names {
-                        return Ok((e.path(), Some((t.is_file(), None))));
-                    }
-                    let m = e.metadata()?;
-                    Ok((e.path(), Some((m.is_file(), Some(m)))))
-                })
-                .map_err(|err| format!("list {}: {err}", d.display()));
-            let (path, regular, m) = match r {
-                Ok((path, Some((regular, m)))) => (path, regular, m),
-                Ok((path, None)) => {
-                    found.push(path);
-                    continue;
-                }
-                Err(e) => {
-                    let _ = tx.blocking_send(Err(e));
-                    return false;
-                }
-            };
-            match path.to_str() {
-                _ if !regular => {
-                    let _ = tx.blocking_send(Err(format!(
-                        "list {}: {} is a symbolic link or special file; lakesweep sweeps only regular files",
-                        d.display(),
-                        path.display()
-                    )));
-                    return false;
-                }
-                Some(p) => batch.push(match &m {
-                    Some(m) => local_object(format!("file://{p}"), m),
-                    None => Object::named(format!("file://{p}")),
-                }),
-                None => {
-                    if let Ok(mut v) = skipped.lock() {
-                        v.push(format!("file://{}", path.display()));
-                    }
-                }
-            }
-            if batch.len() == WALK_BATCH {
-                let full = std::mem::replace(batch, Vec::with_capacity(WALK_BATCH));
-                if tx.blocking_send(Ok(Some(full))).is_err() {
-                    return false;
-                }
-            }
-        }
-        true
+        .map_err(|e| store_err!("stat of listed files: {e}"))?
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stores::local::{walk_threads_of, MAX_WALK_THREADS};
+    use crate::stores::object::etag_form;
 
     #[test]
     fn a_content_identity_needs_a_real_etag() {
@@ -1433,7 +1081,7 @@ mod tests {
         std::os::unix::fs::symlink(dir.join("a=6"), dir.join("a=3/b=2/link")).unwrap();
         for walked in [Walked::Stat, Walked::Names] {
             for threads in [1, 8] {
-                let all: Vec<Result<Object, String>> =
+                let all: Vec<Result<Object, crate::error::HostError>> =
                     list_local(dir.clone(), threads, walked, Arc::default())
                         .collect()
                         .await;
@@ -1450,7 +1098,7 @@ mod tests {
         };
         let e = s.look_up(&root, vec![link]).await.unwrap_err();
         assert!(e.contains("symbolic link"), "{e}");
-        let all: Vec<Result<Object, String>> = s.list(&root).collect().await;
+        let all: Vec<Result<Object, crate::error::HostError>> = s.list(&root).collect().await;
         let last = all.last().unwrap();
         assert!(
             matches!(last, Err(e) if e.contains("symbolic link")),

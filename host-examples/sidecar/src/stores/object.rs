@@ -3,6 +3,7 @@
 //! forms of an entity tag and a content identity. Every store speaks it;
 //! it depends on no store.
 
+use crate::error::HostError;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 
@@ -19,7 +20,7 @@ pub fn object_uri(table: &str, key: &str) -> String {
 
 /// One answer of [`crate::stores::Store::delete_run`]: `Err` when no request was made,
 /// else what the store said (`Err`: unknown, it may have been carried out).
-pub type DeleteAnswer = Result<Result<Deleted, String>, String>;
+pub type DeleteAnswer = Result<Result<Deleted, HostError>, HostError>;
 
 /// The conditions a delete is made under, each sent where the store can
 /// enforce it (the deletion session sets them).
@@ -48,7 +49,7 @@ pub struct Deleted {
 /// One message of a listing task: a batch of objects (sent a batch at a
 /// time, so the receiver is not woken for every object), the listing's
 /// explicit end (`Ok(None)`), or its failure.
-pub type Batch = Result<Option<Vec<Object>>, String>;
+pub type Batch = Result<Option<Vec<Object>>, HostError>;
 
 /// Streams a listing task's objects until its explicit end (`Ok(None)`): a
 /// task that stops without one (a panic) ends the stream with an error, so
@@ -56,7 +57,7 @@ pub type Batch = Result<Option<Vec<Object>>, String>;
 pub fn until_end(
     rx: tokio::sync::mpsc::Receiver<Batch>,
     what: &'static str,
-) -> BoxStream<'static, Result<Object, String>> {
+) -> BoxStream<'static, Result<Object, HostError>> {
     futures::stream::unfold(Some(rx), move |rx| async move {
         let mut rx = rx?;
         match rx.recv().await {
@@ -64,7 +65,7 @@ pub fn until_end(
             Some(Ok(None)) => None,
             Some(Err(e)) => Some((Err(e), None)),
             None => Some((
-                Err(format!(
+                Err(store_err!(
                     "{what} stopped before its end (internal error): no plan"
                 )),
                 None,
@@ -78,8 +79,8 @@ pub fn until_end(
 /// A batch of objects, or a failure, as a stream of objects (for
 /// `flat_map` over a stream of batches).
 pub fn one_by_one(
-    batch: Result<Vec<Object>, String>,
-) -> impl futures::Stream<Item = Result<Object, String>> {
+    batch: Result<Vec<Object>, HostError>,
+) -> impl futures::Stream<Item = Result<Object, HostError>> {
     match batch {
         Ok(v) => futures::stream::iter(v.into_iter().map(Ok)).left_stream(),
         Err(e) => futures::stream::once(async move { Err(e) }).right_stream(),

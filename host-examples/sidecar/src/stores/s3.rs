@@ -18,6 +18,7 @@
 //! `AWS_ENDPOINT`). A custom endpoint is addressed path-style unless
 //! `AWS_VIRTUAL_HOSTED_STYLE_REQUEST=true`.
 
+use crate::error::HostError;
 use std::time::Duration;
 
 use aws_sdk_s3::config::retry::RetryConfig;
@@ -28,7 +29,7 @@ use aws_sdk_s3::Client;
 use futures::stream::BoxStream;
 use tokio::sync::OnceCell;
 
-use crate::stores::listing::{url_decode, Ask, Page, Token};
+use crate::stores::listing::{url_decode, Ask, Name, Page, Token, Undecodable};
 use crate::stores::object::{content_id_of, etag_form, CreateError, Deleted, Object};
 
 /// One bucket, its client made on first use.
@@ -155,7 +156,7 @@ impl Bucket {
     pub async fn read_with_id(
         &self,
         key: &str,
-    ) -> Result<Option<(Vec<u8>, Option<String>)>, String> {
+    ) -> Result<Option<(Vec<u8>, Option<String>)>, HostError> {
         let r = self
             .client()
             .await
@@ -171,15 +172,15 @@ impl Bucket {
                     .collect()
                     .await
                     .map(|b| Some((b.into_bytes().to_vec(), id)))
-                    .map_err(|e| format!("read {key}: {e}"))
+                    .map_err(|e| store_err!("read {key}: {e}"))
             }
             Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => Ok(None),
-            Err(e) => Err(format!("read {key}: {}", words(&e))),
+            Err(e) => Err(store_err!("read {key}: {}", words(&e))),
         }
     }
 
     /// HEAD of one object; `Ok(None)` when it does not exist.
-    pub async fn head(&self, key: &str, uri: String) -> Result<Option<Object>, String> {
+    pub async fn head(&self, key: &str, uri: String) -> Result<Option<Object>, HostError> {
         let r = self
             .client()
             .await
@@ -204,7 +205,7 @@ impl Bucket {
                 named_only: false,
             })),
             Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(None),
-            Err(e) => Err(format!("head {key}: {}", words(&e))),
+            Err(e) => Err(store_err!("head {key}: {}", words(&e))),
         }
     }
 
@@ -235,7 +236,7 @@ impl Bucket {
     /// (`If-Match`), closing the window between HEAD and DELETE where it is
     /// supported; a store that does not implement conditional deletes gets
     /// the plain DELETE, and the run is told once.
-    pub async fn delete(&self, key: &str, if_match: Option<&str>) -> Result<Deleted, String> {
+    pub async fn delete(&self, key: &str, if_match: Option<&str>) -> Result<Deleted, HostError> {
         use std::sync::atomic::Ordering;
         let conditional = if_match.filter(|_| self.conditional_deletes.load(Ordering::Relaxed));
         let send = |etag: Option<&str>| {
@@ -272,9 +273,9 @@ impl Bucket {
                 send(None)
                     .ok_or("no S3 client")?
                     .await
-                    .map_err(|e| format!("delete {key}: {}", words(&e)))?
+                    .map_err(|e| store_err!("delete {key}: {}", words(&e)))?
             }
-            r => r.map_err(|e| format!("delete {key}: {}", words(&e)))?,
+            r => r.map_err(|e| store_err!("delete {key}: {}", words(&e)))?,
         };
         Ok(Deleted {
             existed: true,
@@ -298,7 +299,7 @@ impl Bucket {
         prefix: String,
         uri: impl Fn(&str) -> String + Send + Sync + 'static,
         skipped: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    ) -> BoxStream<'static, Result<Object, String>> {
+    ) -> BoxStream<'static, Result<Object, HostError>> {
         crate::stores::listing::list(self, prefix, Box::new(uri), skipped)
     }
 
@@ -313,7 +314,7 @@ impl Bucket {
     /// The run is told once. A later page failing fails the listing.
     /// A later page goes to the listing that made its token. A store that
     /// answers a token with itself would page forever: an error instead.
-    pub async fn page(&self, ask: &Ask<'_>) -> Result<Page, String> {
+    pub async fn page(&self, ask: &Ask<'_>) -> Result<Page, HostError> {
         let page = self.any_page(ask).await?;
         if page.next.is_some() && page.next == ask.token {
             return Err(
@@ -324,7 +325,7 @@ impl Bucket {
     }
 
     /// [`Bucket::page`] without the check of its token.
-    async fn any_page(&self, ask: &Ask<'_>) -> Result<Page, String> {
+    async fn any_page(&self, ask: &Ask<'_>) -> Result<Page, HostError> {
         use std::sync::atomic::Ordering;
         match ask.token {
             Some(Token::Versions { .. }) => return self.versions_page(ask).await,
@@ -333,7 +334,10 @@ impl Bucket {
         }
         if self.versions_allowed.load(Ordering::Relaxed) {
             match self.versions_page(ask).await {
-                Err(e) if e.starts_with("AccessDenied") || e.contains("XML") => {
+                Err(e)
+                    if e.to_string().starts_with("AccessDenied")
+                        || e.to_string().contains("XML") =>
+                {
                     if self.versions_allowed.swap(false, Ordering::Relaxed) {
                         if let Ok(mut n) = self.notes.lock() {
                             n.push(format!(
@@ -351,16 +355,16 @@ impl Bucket {
 
     /// The key of a listing entry: decoded when the answer says it was
     /// encoded; `Err(raw)` when it cannot be represented.
-    fn key(raw: &str, encoded: bool) -> Result<String, String> {
+    fn key(raw: &str, encoded: bool) -> Name {
         if encoded {
-            url_decode(raw).ok_or_else(|| raw.to_owned())
+            url_decode(raw).ok_or_else(|| Undecodable(raw.to_owned()))
         } else {
             Ok(raw.to_owned())
         }
     }
 
     /// One `ListObjectsV2` page.
-    async fn objects_page(&self, ask: &Ask<'_>) -> Result<Page, String> {
+    async fn objects_page(&self, ask: &Ask<'_>) -> Result<Page, HostError> {
         let r = self
             .client()
             .await
@@ -421,7 +425,7 @@ impl Bucket {
     /// One `ListObjectVersions` page: the current version of each key (a
     /// key whose current version is a delete marker is not listed), and the
     /// next key and version-id markers.
-    async fn versions_page(&self, ask: &Ask<'_>) -> Result<Page, String> {
+    async fn versions_page(&self, ask: &Ask<'_>) -> Result<Page, HostError> {
         let (key_marker, version_marker) = match ask.token.clone() {
             Some(Token::Versions { key, version }) => (Some(key), version),
             _ => (None, None),
@@ -469,8 +473,9 @@ impl Bucket {
         let next = match (r.is_truncated(), r.next_key_marker()) {
             (Some(true), Some(k)) => {
                 // The key marker is encoded like the keys; it goes back raw.
-                let k = Self::key(k, encoded)
-                    .map_err(|k| format!("the store's next key marker `{k}` does not decode"))?;
+                let k = Self::key(k, encoded).map_err(|k| {
+                    store_err!("the store's next key marker `{}` does not decode", k.0)
+                })?;
                 Some(Token::Versions {
                     key: k,
                     version: r.next_version_id_marker().map(str::to_owned),
@@ -495,7 +500,7 @@ impl crate::stores::listing::Pager for Bucket {
     fn page<'a>(
         &'a self,
         ask: &'a Ask<'a>,
-    ) -> futures::future::BoxFuture<'a, Result<Page, String>> {
+    ) -> futures::future::BoxFuture<'a, Result<Page, HostError>> {
         Box::pin(Bucket::page(self, ask))
     }
 }
