@@ -12,12 +12,19 @@
 //!   ──► read the next commit: present → replay its adds, demote, next;
 //!       missing → done
 //! ```
+//!
+//! The half never reaches into the session: [`DeltaSweep`]'s methods and
+//! the functions here take what they need as arguments (the run's settings
+//! as [`Start`] and [`Rules`], the table's location, the prior pointers)
+//! and return what to keep, read and warn ([`KeepPath`], [`Listed`],
+//! [`Read`], [`Cleanup`], [`Replayed`]); the session's side
+//! (`session::delta`) applies it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use super::checkpoint_digest::CheckpointDigest;
-use super::{Phase, Purpose, Request, Session};
+use super::requests::Purpose;
 use crate::context::{DrCheckpoint, HoldScope};
 use crate::delta_log::{
     Checkpoint, Kept, LogEntry, LogListing, MustStay, ReadPlan, Replay, Source as ReplaySource,
@@ -123,7 +130,7 @@ pub(super) struct KeepPath {
 
 impl KeepPath {
     /// `kept`, a file of `version` as read from `blob`.
-    fn of_version(blob: &Rc<str>, kept: Kept, version: u64) -> KeepPath {
+    pub(super) fn of_version(blob: &Rc<str>, kept: Kept, version: u64) -> KeepPath {
         let (path, source) = match kept {
             Kept::Active(p) => (p, Source::DeltaActive { version }),
             Kept::DeletionVector(p) => (p, Source::DeltaDeletionVector { version }),
@@ -258,7 +265,8 @@ impl DeltaSweep {
         })
     }
 
-    /// The newest commit planned on (see [`Session::delta_newest_commit`]).
+    /// The newest commit planned on (see
+    /// [`crate::Session::delta_newest_commit`]).
     pub(super) fn newest(&self) -> Option<&CommitIdentity> {
         self.newest.as_ref()
     }
@@ -788,7 +796,7 @@ impl DeltaSweep {
 /// Delta's `retentionDurationCheck`: a window shorter than the table's
 /// `delta.deletedFileRetentionDuration` is refused unless overridden (then
 /// the plan warns, the returned warning).
-fn check_retention(
+pub(super) fn check_retention(
     metadata: &spec::Metadata,
     rules: &Rules,
     latest_uri: &str,
@@ -826,7 +834,7 @@ fn check_retention(
 
 /// UniForm tables keep Iceberg metadata under `metadata/`: a reserved
 /// prefix, with why.
-fn uniform_metadata(
+pub(super) fn uniform_metadata(
     metadata: &spec::Metadata,
     protocol: &spec::Protocol,
 ) -> Option<(String, String)> {
@@ -850,269 +858,40 @@ fn uniform_metadata(
     })
 }
 
-/// The session's side: it owns the phase, the requests, the keep set and
-/// the plan's records, and applies what [`DeltaSweep`] returns.
-impl Session {
-    /// Delta only: the identity (version, URI, size, last-modified time and
-    /// entity tag as listed) of the newest commit the session planned on,
-    /// after the re-check (a commit found then has no listed time or tag).
-    /// For a log holding only a checkpoint, its first file. `None` before the
-    /// log was listed, and for Iceberg sessions.
-    pub fn delta_newest_commit(&self) -> Option<&CommitIdentity> {
-        self.delta().and_then(DeltaSweep::newest)
-    }
-
-    /// Refuses (`stale-pointer`) when the log, listed now, ends at an
-    /// older version than an earlier read of the run saw (its head named in
-    /// [`super::SessionConfig::prior_pointers`]): a listing that lags.
-    fn check_prior_heads(&self, latest_uri: &str) -> Result<()> {
-        let version = |uri: &str| match uri.rsplit_once("/_delta_log/") {
-            Some((_, name)) => match spec::log_file(name) {
-                spec::LogFile::Commit(v) | spec::LogFile::Checkpoint(v) => Some(v),
-                spec::LogFile::CheckpointPart { version, .. }
-                | spec::LogFile::CheckpointV2 { version, .. } => Some(version),
-                _ => None,
-            },
-            None => None,
+/// Refuses (`stale-pointer`) when the log, listed now, ends at an
+/// older version (its newest file `latest_uri`) than an earlier read of
+/// the run saw (its head named in `prior_pointers`, see
+/// [`crate::SessionConfig::prior_pointers`]): a listing that lags.
+pub(super) fn check_prior_heads(latest_uri: &str, prior_pointers: &[String]) -> Result<()> {
+    let version = |uri: &str| match uri.rsplit_once("/_delta_log/") {
+        Some((_, name)) => match spec::log_file(name) {
+            spec::LogFile::Commit(v) | spec::LogFile::Checkpoint(v) => Some(v),
+            spec::LogFile::CheckpointPart { version, .. }
+            | spec::LogFile::CheckpointV2 { version, .. } => Some(version),
+            _ => None,
+        },
+        None => None,
+    };
+    let Some(now) = version(latest_uri) else {
+        return Ok(());
+    };
+    for prior in prior_pointers {
+        let Some(then) = version(prior) else {
+            return Err(Error::invalid(
+                "prior_pointers",
+                format!("`{prior}` names no Delta log version"),
+            ));
         };
-        let Some(now) = version(latest_uri) else {
-            return Ok(());
-        };
-        for prior in &self.config.prior_pointers {
-            let Some(then) = version(prior) else {
-                return Err(Error::invalid(
-                    "prior_pointers",
-                    format!("`{prior}` names no Delta log version"),
-                ));
-            };
-            if then > now {
-                return Err(Error::unsafe_(
-                    UnsafeReason::StalePointer,
-                    format!(
-                        "the log went backwards: it lists versions up to {now}, an earlier read of this run saw version {then} (`{prior}`); a listing that lags cannot be swept by, nothing is deleted"
-                    ),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    pub(super) fn start_delta(&mut self, log_prefix: String) -> Result<()> {
-        let sweep = DeltaSweep::start(Start {
-            log_prefix: log_prefix.clone(),
-            keep_versions: &self.config.keep_versions,
-            context: &self.classifier.protections,
-            now_ms: self.config.now_ms,
-        })?;
-        self.machine = super::Machine::Delta(Box::new(sweep));
-        self.metadata_location = log_prefix.clone();
-        self.phase = Phase::LogListing;
-        self.outbox.push_back(Request::List { prefix: log_prefix });
-        Ok(())
-    }
-
-    fn sweep(&mut self) -> Result<&mut DeltaSweep> {
-        self.delta_mut().ok_or_else(|| {
-            Error::protocol(
-                ProtocolReason::OutOfOrder,
-                "Delta state used on a non-Delta session",
-            )
-        })
-    }
-
-    fn request_reads(&mut self, reads: Vec<(String, Purpose)>) {
-        for (uri, purpose) in reads {
-            self.request_read(uri, purpose);
-        }
-    }
-
-    /// Keeps what the log names (relative to the table, or absolute).
-    fn keep_paths(&mut self, keep: impl IntoIterator<Item = KeepPath>) -> Result<()> {
-        for k in keep {
-            match &k.path {
-                LogPath::Absolute(p) => self.reference(&k.blob, p, k.source)?,
-                // Relative to the table: its key, when plainly spelled.
-                LogPath::Relative(p) if self.is_plain(p) => {
-                    self.keep_plain(&k.blob, p, p, k.source)?;
-                }
-                LogPath::Relative(p) => {
-                    let full = format!("{}{p}", self.classifier.location.prefix());
-                    self.reference_mapped(&k.blob, p, &full, k.source)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn apply_cleanup(&mut self, cleanup: Cleanup) {
-        match cleanup {
-            Cleanup::Nothing => {}
-            Cleanup::Expired(expired) => self.classifier.expired_log = expired,
-            Cleanup::Skipped(why) => {
-                self.warnings.insert(why);
-            }
-            Cleanup::Read(reads) => self.request_reads(reads),
-        }
-    }
-
-    /// One page of the `_delta_log/` listing.
-    pub(super) fn delta_log_page(
-        &mut self,
-        objects: Vec<ListedObject>,
-        is_last: bool,
-    ) -> Result<()> {
-        let location = self.classifier.location.clone();
-        let window_start = self
-            .config
-            .now_ms
-            .saturating_sub(self.classifier.file_retention_ms);
-        let Some(listed) = self
-            .sweep()?
-            .log_page(&location, objects, is_last, window_start)?
-        else {
-            return Ok(());
-        };
-        self.check_prior_heads(&listed.latest_uri)?;
-        self.metadata_location = listed.latest_uri;
-        self.phase = Phase::Reading { recheck: false };
-        self.request_reads(listed.reads);
-        Ok(())
-    }
-
-    /// A log file was read.
-    pub(super) fn delta_log_blob(
-        &mut self,
-        uri: &str,
-        order: (u8, u64),
-        bytes: &[u8],
-    ) -> Result<()> {
-        let read = self.sweep()?.log_blob(uri, order, bytes)?;
-        self.keep_paths(read.keep)?;
-        self.request_reads(read.reads);
-        Ok(())
-    }
-
-    /// Whether the read of `uri` asked for in replay `order` is of a
-    /// checkpoint file a digest may answer.
-    pub(super) fn delta_is_checkpoint_read(&self, uri: &str, order: (u8, u64)) -> bool {
-        self.delta()
-            .is_some_and(|d| d.is_checkpoint_read(uri, order))
-    }
-
-    /// A checkpoint file's digest was handed in for its bytes.
-    pub(super) fn delta_log_digest(
-        &mut self,
-        uri: &str,
-        order: (u8, u64),
-        digest: CheckpointDigest,
-    ) -> Result<()> {
-        let read = self.sweep()?.log_digest(uri, order, digest)?;
-        self.keep_paths(read.keep)?;
-        self.request_reads(read.reads);
-        Ok(())
-    }
-
-    /// The commits after the checkpoint are read: asks for the
-    /// checkpoint's files. Returns false when none were waiting.
-    pub(super) fn delta_release_checkpoint(&mut self) -> Result<bool> {
-        if !self.delta().is_some_and(DeltaSweep::has_deferred) {
-            return Ok(false);
-        }
-        let reads = self.sweep()?.release_checkpoint()?;
-        self.request_reads(reads);
-        Ok(true)
-    }
-
-    /// A validation read for log cleanup found nothing.
-    pub(super) fn delta_validation_missing(&mut self, uri: &str) -> Result<()> {
-        self.sweep()?.validation_missing(uri);
-        Ok(())
-    }
-
-    /// Log cleanup after its boundary checkpoint was read.
-    pub(super) fn delta_finish_validation(&mut self) -> Result<()> {
-        let cleanup = self.sweep()?.finish_validation();
-        self.apply_cleanup(cleanup);
-        Ok(())
-    }
-
-    /// Replays every file read, in version order, into the keep set; then
-    /// the retention check, the tombstones and change data inside the
-    /// window, a UniForm table's Iceberg metadata, and log cleanup.
-    pub(super) fn delta_replay(&mut self) -> Result<()> {
-        let latest_uri = self.metadata_location.clone();
-        let (replayed, mut replay, keep) = self.sweep()?.replay()?;
-        self.keep_paths(keep)?;
-        let blob: Rc<str> = latest_uri.as_str().into();
-        self.keep_paths(
-            replay
-                .take_live()
-                .map(|k| KeepPath::of_version(&blob, k, replayed.latest)),
-        )?;
-        self.readable.clone_from(&replayed.readable);
-        self.refs = BTreeMap::from([("version".to_owned(), replayed.latest as i64)]);
-        self.classifier.table_uuid = replayed.table_id.clone();
-        self.classifier
-            .partition_names
-            .extend(replayed.partition_columns.iter().cloned());
-        let rules = Rules {
-            now_ms: self.config.now_ms,
-            window_ms: self.classifier.file_retention_ms,
-            allow_short_retention: self.config.allow_short_retention,
-            log_cleanup: self.config.log_cleanup,
-        };
-        if let Some(w) = check_retention(&replayed.metadata, &rules, &latest_uri)? {
-            self.warnings.insert(w);
-        }
-        let cutoff = rules.now_ms.saturating_sub(rules.window_ms);
-        let (keep, warning) = self.sweep()?.recent_removals(replay, cutoff, &latest_uri);
-        self.warnings.extend(warning);
-        self.keep_paths(keep)?;
-        self.classifier
-            .reserved
-            .extend(uniform_metadata(&replayed.metadata, &replayed.protocol));
-        if rules.log_cleanup {
-            let cleanup = self
-                .sweep()?
-                .start_log_cleanup(&replayed, rules.now_ms, &latest_uri)?;
-            self.apply_cleanup(cleanup);
-        }
-        Ok(())
-    }
-
-    /// Asks for the commit after the newest one replayed.
-    pub(super) fn request_next_commit(&mut self) {
-        if let Some((uri, purpose)) = self.delta().map(DeltaSweep::next_commit) {
-            self.request_read(uri, purpose);
-        }
-    }
-
-    /// The re-check: a commit that landed during the sweep keeps its files.
-    pub(super) fn delta_next_commit(
-        &mut self,
-        uri: &str,
-        version: u64,
-        bytes: Option<&[u8]>,
-    ) -> Result<()> {
-        let Some(bytes) = bytes else {
-            self.phase = Phase::Done;
-            return Ok(());
-        };
-        self.rechecks += 1;
-        if self.rechecks > super::MAX_RECHECKS {
+        if then > now {
             return Err(Error::unsafe_(
-                crate::UnsafeReason::TableChanging,
-                format!("{} commits landed during one sweep", self.rechecks),
+                UnsafeReason::StalePointer,
+                format!(
+                    "the log went backwards: it lists versions up to {now}, an earlier read of this run saw version {then} (`{prior}`); a listing that lags cannot be swept by, nothing is deleted"
+                ),
             ));
         }
-        let keep = self.sweep()?.landed_commit(uri, version, bytes)?;
-        self.keep_paths(keep)?;
-        self.demote();
-        self.metadata_location = uri.to_owned();
-        self.refs = BTreeMap::from([("version".to_owned(), version as i64)]);
-        self.request_next_commit();
-        Ok(())
     }
+    Ok(())
 }
 
 /// Tombstones removed after `cutoff`, or at an unknown time, keep their

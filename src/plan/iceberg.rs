@@ -2,12 +2,22 @@
 //! its metadata, manifest lists and manifests are walked (the totals each
 //! snapshot's summary records, what each manifest holds, stray metadata
 //! documents of this table judged against the final pointer).
+//!
+//! The half never reaches into the session: its functions and
+//! [`IcebergSweep`]'s methods take what they need as arguments (a parsed
+//! document, the table's location, the mappings) and return what to keep,
+//! read and warn; the session's side (`session::iceberg`) applies it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::manifest_digest::ManifestDigest;
-use super::*;
-use crate::spec::iceberg::SummaryTotals;
+use super::requests::Purpose;
+use crate::error::{Error, MalformedReason, Result, UnsafeReason};
+use crate::path::{apply_mappings, CanonicalUri, PathMapping, TableLocation};
+use crate::reach::Source;
+use crate::spec::iceberg::{
+    self as ispec, ContentType, ManifestStatus, SummaryTotals, TableMetadata,
+};
 
 /// Iceberg's state of a session.
 #[derive(Debug, Default)]
@@ -45,6 +55,24 @@ pub(super) struct PointerDoc {
     /// Its `last-sequence-number` and `metadata-log` (canonical, mapped);
     /// `None` when the document is gone (a prior read's, cleaned up since).
     pub(super) lineage: Option<(Option<i64>, Vec<String>)>,
+}
+
+/// The lineage of a pointer's document: its `last-sequence-number`
+/// (`sequence`) and its `metadata-log`, canonical and mapped by `maps`.
+pub(super) fn lineage(
+    sequence: Option<i64>,
+    log: &[String],
+    maps: &[PathMapping],
+) -> (Option<i64>, Vec<String>) {
+    let log = log
+        .iter()
+        .filter_map(|f| {
+            CanonicalUri::parse(&apply_mappings(f, maps))
+                .ok()
+                .map(|c| c.to_uri_string())
+        })
+        .collect();
+    (sequence, log)
 }
 
 /// Why `late` (named by a later read) is an older document than `early`
@@ -544,238 +572,6 @@ impl IcebergSweep {
             ));
         }
         Ok(warnings)
-    }
-}
-
-/// The session's side: it owns the references, requests and the plan's
-/// records, and applies what the functions above and [`IcebergSweep`]
-/// return.
-impl Session {
-    /// The lineage of a pointer's document: its sequence number and its
-    /// metadata-log, canonical and mapped.
-    fn lineage(&self, sequence: Option<i64>, log: &[String]) -> (Option<i64>, Vec<String>) {
-        let log = log
-            .iter()
-            .filter_map(|f| {
-                CanonicalUri::parse(&apply_mappings(f, &self.config.location_map))
-                    .ok()
-                    .map(|c| c.to_uri_string())
-            })
-            .collect();
-        (sequence, log)
-    }
-
-    /// A document an earlier read of the run named (`None`: gone now).
-    pub(super) fn process_prior_pointer(
-        &mut self,
-        uri: &str,
-        bytes: Option<&[u8]>,
-        read: u32,
-    ) -> Result<()> {
-        let lineage = match bytes {
-            Some(b) => {
-                let l = TableMetadata::probe_lineage(uri, b)?;
-                Some(self.lineage(l.last_sequence_number, &l.metadata_log))
-            }
-            None => None,
-        };
-        self.ice()?.note_pointer_doc(PointerDoc {
-            read,
-            uri: uri.to_owned(),
-            lineage,
-        })
-    }
-
-    pub(super) fn process_metadata(&mut self, uri: &str, bytes: &[u8], read: u32) -> Result<()> {
-        let md = TableMetadata::parse(uri, bytes)?;
-        let lineage = self.lineage(md.last_sequence_number, &md.metadata_log);
-        self.ice()?.note_pointer_doc(PointerDoc {
-            read,
-            uri: uri.to_owned(),
-            lineage: Some(lineage),
-        })?;
-        let adopt = identify(
-            uri,
-            &md,
-            &self.classifier.location,
-            &self.config.location_map,
-            self.classifier.table_uuid.as_deref(),
-        )?;
-        if adopt.is_some() {
-            self.classifier.table_uuid = adopt;
-        }
-        if let Some(p) = &self.policy {
-            p.ensure_binds(&md)?;
-        }
-        self.ice()?.pointer_sequence = md.last_sequence_number;
-        self.ice()?.pointer_snapshots = md.snapshots.len() as u64;
-        // Set once, from the first metadata read, before anything is listed.
-        if self.classifier.roots.is_empty() && !self.listing_requested() {
-            let (roots, warnings) =
-                write_roots(&md, &self.classifier.location, &self.config.location_map);
-            self.classifier.roots = roots;
-            self.warnings.extend(warnings);
-        }
-        if !md.gc_enabled() {
-            return Err(Error::unsafe_(
-                UnsafeReason::GcDisabled,
-                "table property gc.enabled=false forbids deleting files",
-            ));
-        }
-        self.reference_mapped(uri, uri, uri, Source::CurrentMetadata)?;
-        for f in &md.metadata_log {
-            self.reference(uri, f, Source::MetadataLog)?;
-        }
-        self.classifier
-            .partition_names
-            .extend(md.partition_field_names.iter().cloned());
-        self.refs = md
-            .refs
-            .iter()
-            .map(|(k, r)| (k.clone(), r.snapshot_id))
-            .collect();
-        let dr_files: Vec<String> = self
-            .classifier
-            .protections
-            .dr_checkpoints
-            .iter()
-            .filter_map(|d| match d {
-                crate::context::DrCheckpoint::MetadataFile(f) => Some(f.clone()),
-                _ => None,
-            })
-            .collect();
-        for f in dr_files {
-            let canon = self.reference_blob(uri, &f, Source::DrCheckpoint)?;
-            self.request_read(canon, Purpose::DrMetadata);
-        }
-        self.walk_snapshots(uri, &md)
-    }
-
-    /// Records what `md` (read from `uri`) references and requests every
-    /// manifest list (or v1 manifest) of its snapshots, as [`walk`] says.
-    pub(super) fn walk_snapshots(&mut self, uri: &str, md: &TableMetadata) -> Result<()> {
-        let w = walk(md);
-        for (raw, source) in w.references {
-            self.reference(uri, &raw, source)?;
-        }
-        self.readable.extend(w.snapshots);
-        let mut checks = w.checks;
-        for r in w.reads {
-            let canon = self.reference_blob(uri, &r.raw, r.source)?;
-            let check = &mut checks[r.check];
-            match r.purpose {
-                Purpose::ManifestList { .. } => check.list = Some(canon.clone()),
-                _ => check.embedded.push(canon.clone()),
-            }
-            self.request_read(canon, r.purpose);
-        }
-        self.ice()?.summary_checks.extend(checks);
-        Ok(())
-    }
-
-    /// A manifest list was read: its manifests are kept and read.
-    pub(super) fn process_manifest_list(&mut self, uri: &str, bytes: &[u8]) -> Result<()> {
-        let entries = ispec::read_manifest_list(uri, bytes)?;
-        let list_short = self.short(uri);
-        let mut named = Vec::with_capacity(entries.len());
-        for m in entries {
-            let canon = self.reference_blob(
-                uri,
-                &m.path,
-                Source::Manifest {
-                    listed_in: list_short.clone(),
-                },
-            )?;
-            named.push(canon.clone());
-            self.request_read(
-                canon,
-                Purpose::Manifest {
-                    expected_len: m.length,
-                    added_by: m.added_snapshot_id,
-                },
-            );
-        }
-        self.ice()?.record_list(uri, named);
-        Ok(())
-    }
-
-    /// A manifest was read: its files are kept, its counts recorded.
-    pub(super) fn process_manifest(
-        &mut self,
-        uri: &str,
-        bytes: &[u8],
-        expected_len: Option<u64>,
-        added_by: Option<i64>,
-    ) -> Result<()> {
-        let read = read_manifest(
-            uri,
-            bytes,
-            expected_len,
-            added_by,
-            self.config.keep_deleted_entries,
-        )?;
-        self.keep_manifest(uri, read)
-    }
-
-    /// What a manifest holds (read from its bytes or its digest): its
-    /// counts recorded, its files kept.
-    pub(super) fn keep_manifest(&mut self, uri: &str, read: ManifestRead) -> Result<()> {
-        let manifest_short = self.short(uri);
-        self.ice()?.record_manifest(uri, read.counts);
-        for (status, content, path) in read.files {
-            self.reference(
-                uri,
-                &path,
-                Source::ContentFile {
-                    manifest: manifest_short.clone(),
-                    content,
-                    status,
-                },
-            )?;
-        }
-        Ok(())
-    }
-
-    /// See [`IcebergSweep::check_summaries`] (a Delta session has none).
-    pub(super) fn check_summaries(&mut self) -> Result<()> {
-        let metadata_location = self.metadata_location.clone();
-        match &mut self.machine {
-            Machine::Iceberg(i) => {
-                let warnings = i.check_summaries(&metadata_location)?;
-                self.warnings.extend(warnings);
-                Ok(())
-            }
-            Machine::Delta(_) => Ok(()),
-        }
-    }
-
-    /// See [`IcebergSweep::note_stray_document`] (only an Iceberg session
-    /// judges stray documents against its pointer).
-    pub(super) fn note_stray_document(&mut self, uri: &str, rel: &str, bytes: &[u8]) {
-        if let Machine::Iceberg(i) = &mut self.machine {
-            i.note_stray_document(
-                uri,
-                rel,
-                bytes,
-                self.classifier.table_uuid.as_deref(),
-                &self.config.location_map,
-            );
-        }
-    }
-
-    /// See [`IcebergSweep::judge_stray_documents`].
-    pub(super) fn check_stray_documents(&mut self) -> Result<()> {
-        let Some(i) = self.iceberg() else {
-            return Ok(());
-        };
-        let keep = &self.classifier.keep;
-        let warnings = i.judge_stray_documents(
-            &self.metadata_location,
-            |rel| keep.references_document(rel),
-            self.config.pointer_authoritative,
-        )?;
-        self.warnings.extend(warnings);
-        Ok(())
     }
 }
 
