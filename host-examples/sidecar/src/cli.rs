@@ -1,10 +1,14 @@
-//! The command line: clap (derive) parses it into option groups shared by
-//! the commands (pointer, context, location map, the planner), which become
-//! the commands' arguments; durations are humantime's (`72h`, `3d`), times
-//! RFC 3339 (jiff) or epoch milliseconds.
+//! The command line: clap (derive) parses it into one struct per command,
+//! built of option groups shared by the commands (pointer, context, location
+//! map, the planner). These structs are the commands' inputs: there is no
+//! second layer of arguments. `parse` checks what clap cannot (options that
+//! exclude each other across groups, a pointer that names one table) so a
+//! command never starts on bad usage. Durations are humantime's (`72h`,
+//! `3d`), times RFC 3339 (jiff) or epoch milliseconds.
+
+use clap::{Args, Parser, Subcommand};
 
 use crate::error::HostError;
-use clap::{Args, Parser, Subcommand};
 
 use crate::catalogs::pointer::Pointer;
 use crate::catalogs::Catalog;
@@ -18,185 +22,6 @@ AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL, AWS_ALLOW_HTTP; GOOGLE_*; A
 Exit status: 0 done, 1 finished but some keys failed, changed or stayed unknown,
 2 refused (nothing deleted), 3 damage found after deleting, 64 bad usage.";
 
-/// A parsed command.
-pub enum Command {
-    /// `plan`.
-    Plan(PlanArgs),
-    /// `plan --namespace` or `plan --tables`: many tables.
-    PlanMany(ManyArgs),
-    /// `explain`: a plan, then one key's verdict.
-    Explain(PlanArgs, String),
-    /// `apply`.
-    Apply(ApplyArgs),
-    /// `expire`.
-    Expire(ExpireArgs),
-    /// `pinot plan`.
-    PinotPlan(crate::commands::pinot::PlanArgs),
-    /// `pinot apply`.
-    PinotApply(crate::commands::pinot::ApplyArgs),
-    /// `policy check FILE`.
-    PolicyCheck {
-        file: String,
-        json: bool,
-        wasm: Option<String>,
-    },
-    /// `compare PLAN OTHER`.
-    Compare {
-        plan: String,
-        other: String,
-        json: bool,
-        wasm: Option<String>,
-    },
-    /// `sweep`: one two-phase deletion step.
-    Sweep(SweepArgs),
-    /// `restore`: a quarantined snapshot back from its bundle.
-    Restore(RestoreArgs),
-    /// `reconcile`.
-    Reconcile {
-        table: String,
-        ledger: Option<String>,
-        json: bool,
-        wasm: Option<String>,
-    },
-    /// `drill`: a restore drill over a seeded sample of the bundles.
-    Drill {
-        table: String,
-        ledger: Option<String>,
-        location_map: Vec<(String, String)>,
-        sample: u32,
-        seed: Option<u64>,
-        json: bool,
-        wasm: Option<String>,
-    },
-    /// `status TABLE...`.
-    Status {
-        tables: Vec<String>,
-        /// `--catalog` and `--namespace`: every table of the namespace too.
-        namespace: Option<(Catalog, String)>,
-        ledger: Option<String>,
-        now_ms: Option<i64>,
-        max_age_ms: Option<i64>,
-        prometheus: Option<String>,
-        json: bool,
-        wasm: Option<String>,
-    },
-    /// `ledger show`.
-    LedgerShow {
-        table: String,
-        ledger: Option<String>,
-        json: bool,
-        wasm: Option<String>,
-        archived: bool,
-    },
-    /// `ledger verify`.
-    LedgerVerify {
-        table: String,
-        ledger: Option<String>,
-        json: bool,
-        wasm: Option<String>,
-    },
-}
-
-/// Arguments of `restore`.
-pub struct RestoreArgs {
-    pub table: String,
-    pub bundle: String,
-    pub pointer: Pointer,
-    pub location_map: Vec<(String, String)>,
-    pub now_ms: i64,
-    pub commit: bool,
-    pub allow_future_now: bool,
-    pub wasm: Option<String>,
-}
-
-/// Arguments of `sweep`.
-pub struct SweepArgs {
-    pub plan: PlanArgs,
-    pub ledger: Option<String>,
-    pub quarantine_ms: Option<i64>,
-    pub concurrency: usize,
-    pub batch: Option<u32>,
-    pub allow_future_now: bool,
-    pub new_ledger: bool,
-}
-
-/// Arguments of `plan` and `explain`.
-pub struct PlanArgs {
-    pub table: String,
-    pub pointer: Pointer,
-    pub format: Format,
-    pub retention_ms: Option<i64>,
-    pub now_ms: i64,
-    pub location_map: Vec<(String, String)>,
-    pub json: bool,
-    pub out: Option<String>,
-    pub wasm: Option<String>,
-    pub inputs: ContextFiles,
-    /// `--keep-version` (Delta).
-    pub keep_versions: Vec<i64>,
-    /// `--log-cleanup` (Delta).
-    pub log_cleanup: bool,
-    /// `--allow-short-retention`.
-    pub allow_short_retention: bool,
-    /// `--memory-budget`, bytes (None: the planner's default, 1 GiB).
-    pub memory_budget: Option<u64>,
-    /// `--manifest-cache`.
-    pub manifest_cache: bool,
-}
-
-/// Arguments of a `plan` over many tables.
-pub struct ManyArgs {
-    /// The options every table is planned with (`table` and `pointer` are
-    /// each member's own).
-    pub plan: PlanArgs,
-    /// `--catalog`, for `--namespace` and the list's `NS.NAME` lines.
-    pub catalog: Option<Catalog>,
-    /// `--namespace`.
-    pub namespace: Option<String>,
-    /// `--tables FILE`.
-    pub list: Option<String>,
-    /// `--out-dir`.
-    pub out_dir: Option<String>,
-    /// `--jobs`.
-    pub jobs: usize,
-}
-
-/// Arguments of `expire`.
-pub struct ExpireArgs {
-    pub table: String,
-    pub pointer: Pointer,
-    pub now_ms: i64,
-    pub location_map: Vec<(String, String)>,
-    pub expire_ids: Vec<i64>,
-    pub json: bool,
-    pub commit: bool,
-    /// Work out the bytes the expiry frees.
-    pub bytes: bool,
-    pub allow_future_now: bool,
-    pub wasm: Option<String>,
-    pub inputs: ContextFiles,
-}
-
-/// Arguments of `apply`.
-pub struct ApplyArgs {
-    /// Plan files and folders of them.
-    pub plans: Vec<String>,
-    /// Lists every key with its result.
-    pub verbose: bool,
-    /// Prints one JSON object instead of the report.
-    pub json: bool,
-    /// The pointer options given (`None`: the plan's own).
-    pub pointer: Option<Pointer>,
-    pub location_map: Vec<(String, String)>,
-    pub dry_run: bool,
-    pub concurrency: usize,
-    pub batch: Option<u32>,
-    pub receipts: Option<String>,
-    pub allow_future_now: bool,
-    pub wasm: Option<String>,
-    pub inputs: ContextFiles,
-}
-
 /// `lakesweep`: plans and carries out garbage collection of lakehouse tables.
 #[derive(Parser, Debug)]
 #[command(
@@ -206,143 +31,30 @@ pub struct ApplyArgs {
     arg_required_else_help = true,
     after_help = ENVIRONMENT
 )]
-struct Cli {
+pub struct Cli {
+    /// The command.
     #[command(subcommand)]
-    command: Cmd,
+    pub command: Command,
 }
 
+/// A command and its options, as clap derives them: each command takes its
+/// own struct as its input.
 #[derive(Subcommand, Debug)]
-enum Cmd {
+pub enum Command {
     /// Plans a sweep: every object's verdict and why; deletes nothing.
-    Plan {
-        #[command(flatten)]
-        plan: PlanOpts,
-        /// Writes the sealed plan (the input of apply and compare) to FILE.
-        #[arg(long, value_name = "FILE")]
-        out: Option<String>,
-        #[command(flatten)]
-        many: ManyOpts,
-    },
+    Plan(PlanCmd),
     /// One object's verdict, with its evidence.
-    Explain {
-        #[command(flatten)]
-        plan: PlanOpts,
-        /// The key (relative to the table, or its whole URI).
-        #[arg(value_name = "KEY")]
-        key: Option<String>,
-    },
+    Explain(ExplainCmd),
     /// Deletes exactly the keys of a sealed plan, each batch accepted by the
     /// planner against the live table first.
-    Apply {
-        /// The sealed plans (`plan --out`), or folders of them (`plan
-        /// --out-dir`), applied one after another.
-        #[arg(value_name = "PLAN.json", required = true)]
-        plans: Vec<String>,
-        #[command(flatten)]
-        pointer: PointerOpts,
-        #[command(flatten)]
-        map: MapOpts,
-        #[command(flatten)]
-        context: ContextOpts,
-        #[command(flatten)]
-        deletes: DeleteOpts,
-        /// Checks every key, deletes nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Lists every key with its result and size.
-        #[arg(long, short = 'v')]
-        verbose: bool,
-        /// Prints one JSON object instead of the report.
-        #[arg(long)]
-        json: bool,
-        /// Receipt lines (default PLAN.json.receipts.jsonl).
-        #[arg(long, value_name = "FILE")]
-        receipts: Option<String>,
-        /// Accepts a plan judged ahead of the clock (tests, what-if runs).
-        #[arg(long)]
-        allow_future_now: bool,
-        #[command(flatten)]
-        planner: PlannerOpts,
-    },
+    Apply(ApplyCmd),
     /// Whether each table's sweep still runs: the last step's age, objects
     /// per state, what waits, the gates (exit 1 when one is stale).
-    Status {
-        /// Table locations.
-        #[arg(value_name = "TABLE", required_unless_present = "namespace")]
-        tables: Vec<String>,
-        /// Every Iceberg table of this namespace of --catalog too.
-        #[arg(long, value_name = "NS", requires = "catalog")]
-        namespace: Option<String>,
-        /// The catalog --namespace lists (sqlite:PATH, glue, rest:URL, trino:FILE, spark:NAME).
-        #[arg(long, value_name = "CATALOG", requires = "namespace")]
-        catalog: Option<String>,
-        /// The ledger, for one table swept with `--ledger` (default
-        /// TABLE/_lakesweep/ledger.json for each table).
-        #[arg(long, value_name = "URI")]
-        ledger: Option<String>,
-        /// A table whose last sweep step is older than this is stale (as is
-        /// one never swept): exit 1.
-        #[arg(long, value_name = "DURATION", value_parser = duration_ms)]
-        max_age: Option<i64>,
-        /// Also writes Prometheus text-format metrics to FILE (`-`: stdout),
-        /// whole or not at all (node-exporter's textfile collector).
-        #[arg(long, value_name = "FILE")]
-        prometheus: Option<String>,
-        #[command(flatten)]
-        now: NowOpts,
-        /// Prints one JSON object instead of the report.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        planner: PlannerOpts,
-    },
+    Status(StatusCmd),
     /// Diffs a plan's delete list with another tool's candidate list.
-    Compare {
-        /// The sealed plan.
-        #[arg(value_name = "PLAN.json")]
-        plan: String,
-        /// One key or URI per line (remove_orphan_files, VACUUM DRY RUN, ...).
-        #[arg(value_name = "OTHER.txt")]
-        other: String,
-        /// Prints one JSON object instead of the report.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        planner: PlannerOpts,
-    },
+    Compare(CompareCmd),
     /// Plans snapshot expiry (and with --commit carries it out).
-    Expire {
-        /// The table location.
-        table: String,
-        #[command(flatten)]
-        pointer: PointerOpts,
-        #[command(flatten)]
-        policy: PolicyOpt,
-        #[command(flatten)]
-        context: ContextOpts,
-        #[command(flatten)]
-        when: NowOpts,
-        #[command(flatten)]
-        future: FutureOpt,
-        #[command(flatten)]
-        map: MapOpts,
-        /// Also expires this snapshot (refused while a ref points at it).
-        #[arg(long = "expire-id", value_name = "ID")]
-        expire_ids: Vec<i64>,
-        /// Prints one JSON object instead of the report.
-        #[arg(long)]
-        json: bool,
-        /// Carries the expiry out (the catalog's compare-and-set or REST
-        /// commit, or the next vN.metadata.json and version-hint.text).
-        #[arg(long)]
-        commit: bool,
-        /// Skips working out the bytes the expiry frees (which plans the
-        /// table twice: as it is, and as the expiry would leave it).
-        #[arg(long)]
-        no_bytes: bool,
-        #[command(flatten)]
-        planner: PlannerOpts,
-    },
+    Expire(ExpireCmd),
     /// Retention policy documents.
     #[command(subcommand)]
     Policy(PolicyCmd),
@@ -350,173 +62,330 @@ enum Cmd {
     #[command(subcommand)]
     Pinot(PinotCmd),
     /// One two-phase deletion step (run it on a schedule).
-    Sweep {
-        #[command(flatten)]
-        plan: PlanOpts,
-        /// The ledger (default TABLE/_lakesweep/ledger.json).
-        #[arg(long, value_name = "URI")]
-        ledger: Option<String>,
-        /// How long an object waits in quarantine before its restore check
-        /// (fixed when the ledger is created; default one day).
-        #[arg(long, value_name = "DURATION", value_parser = duration_ms)]
-        quarantine: Option<i64>,
-        #[command(flatten)]
-        deletes: DeleteOpts,
-        #[command(flatten)]
-        future: FutureOpt,
-        /// Starts a new ledger although quarantine bundles of an earlier one
-        /// remain (a missing ledger is otherwise refused).
-        #[arg(long)]
-        new_ledger: bool,
-    },
+    Sweep(SweepCmd),
     /// HEADs every unconfirmed delete of the ledger and records the answers.
     Reconcile(LedgerTarget),
     /// Proves that a seeded sample of quarantine bundles would restore.
-    Drill {
-        /// The table location.
-        table: String,
-        #[command(flatten)]
-        ledger: LedgerOpt,
-        #[command(flatten)]
-        map: MapOpts,
-        /// Bundles to verify (all when fewer).
-        #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
-        sample: u32,
-        /// The sample's seed (default: drawn from the clock, reported).
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Prints one JSON object instead of the report.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        planner: PlannerOpts,
-    },
+    Drill(DrillCmd),
     /// The deletion ledger.
     #[command(subcommand)]
     Ledger(LedgerCmd),
     /// Brings quarantined snapshots back from their bundle.
-    Restore {
-        /// The table location.
-        table: String,
-        /// The quarantine bundle `expire --commit` sealed
-        /// (TABLE/_lakesweep/bundles/ID).
-        #[arg(long, value_name = "ID")]
-        bundle: String,
-        #[command(flatten)]
-        pointer: PointerOpts,
-        #[command(flatten)]
-        map: MapOpts,
-        #[command(flatten)]
-        when: NowOpts,
-        #[command(flatten)]
-        future: FutureOpt,
-        /// Carries the restore out; without it, only says what it would do.
-        #[arg(long)]
-        commit: bool,
-        #[command(flatten)]
-        planner: PlannerOpts,
-    },
+    Restore(RestoreCmd),
 }
 
+/// Plans a sweep: every object's verdict and why; deletes nothing.
+#[derive(Args, Debug, Clone)]
+pub struct PlanCmd {
+    #[command(flatten)]
+    pub plan: PlanOpts,
+    /// Writes the sealed plan (the input of apply and compare) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<String>,
+    #[command(flatten)]
+    pub many: ManyOpts,
+}
+
+/// One object's verdict, with its evidence.
+#[derive(Args, Debug, Clone)]
+pub struct ExplainCmd {
+    #[command(flatten)]
+    pub plan: PlanOpts,
+    /// The key (relative to the table, or its whole URI).
+    #[arg(value_name = "KEY")]
+    pub key: Option<String>,
+}
+
+/// Deletes exactly the keys of a sealed plan, each batch accepted by the
+/// planner against the live table first.
+#[derive(Args, Debug, Clone)]
+pub struct ApplyCmd {
+    /// The sealed plans (`plan --out`), or folders of them (`plan
+    /// --out-dir`), applied one after another.
+    #[arg(value_name = "PLAN.json", required = true)]
+    pub plans: Vec<String>,
+    #[command(flatten)]
+    pub pointer: PointerOpts,
+    #[command(flatten)]
+    pub map: MapOpts,
+    #[command(flatten)]
+    pub context: ContextOpts,
+    #[command(flatten)]
+    pub deletes: DeleteOpts,
+    /// Checks every key, deletes nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Lists every key with its result and size.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+    /// Prints one JSON object instead of the report.
+    #[arg(long)]
+    pub json: bool,
+    /// Receipt lines (default PLAN.json.receipts.jsonl).
+    #[arg(long, value_name = "FILE")]
+    pub receipts: Option<String>,
+    /// Accepts a plan judged ahead of the clock (tests, what-if runs).
+    #[arg(long)]
+    pub allow_future_now: bool,
+    #[command(flatten)]
+    pub planner: PlannerOpts,
+}
+
+/// Whether each table's sweep still runs: the last step's age, objects
+/// per state, what waits, the gates (exit 1 when one is stale).
+#[derive(Args, Debug, Clone)]
+pub struct StatusCmd {
+    /// Table locations.
+    #[arg(value_name = "TABLE", required_unless_present = "namespace")]
+    pub tables: Vec<String>,
+    /// Every Iceberg table of this namespace of --catalog too.
+    #[arg(long, value_name = "NS", requires = "catalog")]
+    pub namespace: Option<String>,
+    /// The catalog --namespace lists (sqlite:PATH, glue, rest:URL, trino:FILE, spark:NAME).
+    #[arg(long, value_name = "CATALOG", requires = "namespace")]
+    pub catalog: Option<String>,
+    /// The ledger, for one table swept with `--ledger` (default
+    /// TABLE/_lakesweep/ledger.json for each table).
+    #[arg(long, value_name = "URI")]
+    pub ledger: Option<String>,
+    /// A table whose last sweep step is older than this is stale (as is
+    /// one never swept): exit 1.
+    #[arg(long, value_name = "DURATION", value_parser = duration_ms)]
+    pub max_age: Option<i64>,
+    /// Also writes Prometheus text-format metrics to FILE (`-`: stdout),
+    /// whole or not at all (node-exporter's textfile collector).
+    #[arg(long, value_name = "FILE")]
+    pub prometheus: Option<String>,
+    #[command(flatten)]
+    pub now: NowOpts,
+    /// Prints one JSON object instead of the report.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub planner: PlannerOpts,
+}
+
+/// Diffs a plan's delete list with another tool's candidate list.
+#[derive(Args, Debug, Clone)]
+pub struct CompareCmd {
+    /// The sealed plan.
+    #[arg(value_name = "PLAN.json")]
+    pub plan: String,
+    /// One key or URI per line (remove_orphan_files, VACUUM DRY RUN, ...).
+    #[arg(value_name = "OTHER.txt")]
+    pub other: String,
+    /// Prints one JSON object instead of the report.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub planner: PlannerOpts,
+}
+
+/// Plans snapshot expiry (and with --commit carries it out).
+#[derive(Args, Debug, Clone)]
+pub struct ExpireCmd {
+    /// The table location.
+    pub table: String,
+    #[command(flatten)]
+    pub pointer: PointerOpts,
+    #[command(flatten)]
+    pub policy: PolicyOpt,
+    #[command(flatten)]
+    pub context: ContextOpts,
+    #[command(flatten)]
+    pub when: NowOpts,
+    #[command(flatten)]
+    pub future: FutureOpt,
+    #[command(flatten)]
+    pub map: MapOpts,
+    /// Also expires this snapshot (refused while a ref points at it).
+    #[arg(long = "expire-id", value_name = "ID")]
+    pub expire_ids: Vec<i64>,
+    /// Prints one JSON object instead of the report.
+    #[arg(long)]
+    pub json: bool,
+    /// Carries the expiry out (the catalog's compare-and-set or REST
+    /// commit, or the next vN.metadata.json and version-hint.text).
+    #[arg(long)]
+    pub commit: bool,
+    /// Skips working out the bytes the expiry frees (which plans the
+    /// table twice: as it is, and as the expiry would leave it).
+    #[arg(long)]
+    pub no_bytes: bool,
+    #[command(flatten)]
+    pub planner: PlannerOpts,
+}
+
+/// One two-phase deletion step (run it on a schedule).
+#[derive(Args, Debug, Clone)]
+pub struct SweepCmd {
+    #[command(flatten)]
+    pub plan: PlanOpts,
+    /// The ledger (default TABLE/_lakesweep/ledger.json).
+    #[arg(long, value_name = "URI")]
+    pub ledger: Option<String>,
+    /// How long an object waits in quarantine before its restore check
+    /// (fixed when the ledger is created; default one day).
+    #[arg(long, value_name = "DURATION", value_parser = duration_ms)]
+    pub quarantine: Option<i64>,
+    #[command(flatten)]
+    pub deletes: DeleteOpts,
+    #[command(flatten)]
+    pub future: FutureOpt,
+    /// Starts a new ledger although quarantine bundles of an earlier one
+    /// remain (a missing ledger is otherwise refused).
+    #[arg(long)]
+    pub new_ledger: bool,
+}
+
+/// Proves that a seeded sample of quarantine bundles would restore.
+#[derive(Args, Debug, Clone)]
+pub struct DrillCmd {
+    /// The table location.
+    pub table: String,
+    #[command(flatten)]
+    pub ledger: LedgerOpt,
+    #[command(flatten)]
+    pub map: MapOpts,
+    /// Bundles to verify (all when fewer).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
+    pub sample: u32,
+    /// The sample's seed (default: drawn from the clock, reported).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Prints one JSON object instead of the report.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub planner: PlannerOpts,
+}
+
+/// Brings quarantined snapshots back from their bundle.
+#[derive(Args, Debug, Clone)]
+pub struct RestoreCmd {
+    /// The table location.
+    pub table: String,
+    /// The quarantine bundle `expire --commit` sealed
+    /// (TABLE/_lakesweep/bundles/ID).
+    #[arg(long, value_name = "ID")]
+    pub bundle: String,
+    #[command(flatten)]
+    pub pointer: PointerOpts,
+    #[command(flatten)]
+    pub map: MapOpts,
+    #[command(flatten)]
+    pub when: NowOpts,
+    #[command(flatten)]
+    pub future: FutureOpt,
+    /// Carries the restore out; without it, only says what it would do.
+    #[arg(long)]
+    pub commit: bool,
+    #[command(flatten)]
+    pub planner: PlannerOpts,
+}
+
+/// `pinot plan` and `pinot apply`.
 #[derive(Subcommand, Debug)]
-enum PinotCmd {
+pub enum PinotCmd {
     /// Plans snapshot-artifact retention for a Pinot table synced from
     /// Iceberg (StarTree snapshot processing): which snapshot folders and
     /// which segments go, and why; deletes nothing.
-    Plan {
-        #[command(flatten)]
-        state: PinotStateOpts,
-        #[command(flatten)]
-        layout: PinotLayoutOpts,
-        #[command(flatten)]
-        when: NowOpts,
-        /// Writes the sealed plan (the input of pinot apply) to FILE.
-        #[arg(long, value_name = "FILE")]
-        out: Option<String>,
-        /// Prints the plan document instead of the report.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        planner: PlannerOpts,
-    },
+    Plan(PinotPlanCmd),
     /// Carries out a Pinot plan: plans again from the live state, then
     /// deletes only what both plans delete (segments through the
     /// controller with the plan's retention, artifact objects only at the
     /// version listed).
-    Apply {
-        /// The plan file written by `pinot plan --out`.
-        plan: String,
-        #[command(flatten)]
-        state: PinotStateOpts,
-        #[command(flatten)]
-        layout: PinotLayoutOpts,
-        /// The Pinot controller, e.g. http://controller:9000; segments are
-        /// deleted with DELETE /segments/{table}/{segment}?retention=...
-        #[arg(long, value_name = "URL", required_unless_present = "dry_run")]
-        controller: Option<String>,
-        /// Checks the plan against the live state and prints what would
-        /// be deleted; deletes nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Appends one JSON line per segment and object to FILE.
-        #[arg(long, value_name = "FILE")]
-        receipts: Option<String>,
-        #[command(flatten)]
-        planner: PlannerOpts,
-    },
+    Apply(PinotApplyCmd),
+}
+
+/// Plans snapshot-artifact retention for a Pinot table synced from
+/// Iceberg (StarTree snapshot processing): which snapshot folders and
+/// which segments go, and why; deletes nothing.
+#[derive(Args, Debug, Clone)]
+pub struct PinotPlanCmd {
+    #[command(flatten)]
+    pub state: PinotStateOpts,
+    #[command(flatten)]
+    pub layout: PinotLayoutOpts,
+    #[command(flatten)]
+    pub when: NowOpts,
+    /// Writes the sealed plan (the input of pinot apply) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<String>,
+    /// Prints the plan document instead of the report.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub planner: PlannerOpts,
+}
+
+/// Carries out a Pinot plan: plans again from the live state, then
+/// deletes only what both plans delete (segments through the
+/// controller with the plan's retention, artifact objects only at the
+/// version listed).
+#[derive(Args, Debug, Clone)]
+pub struct PinotApplyCmd {
+    /// The plan file written by `pinot plan --out`.
+    pub plan: String,
+    #[command(flatten)]
+    pub state: PinotStateOpts,
+    #[command(flatten)]
+    pub layout: PinotLayoutOpts,
+    /// The Pinot controller, e.g. http://controller:9000; segments are
+    /// deleted with DELETE /segments/{table}/{segment}?retention=...
+    #[arg(long, value_name = "URL", required_unless_present = "dry_run")]
+    pub controller: Option<String>,
+    /// Checks the plan against the live state and prints what would
+    /// be deleted; deletes nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Appends one JSON line per segment and object to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub receipts: Option<String>,
+    #[command(flatten)]
+    pub planner: PlannerOpts,
 }
 
 /// Where a Pinot table's artifacts are and how they are read (apply takes
 /// them again: the live run must be the plan's, and a plan file cannot
 /// widen them).
 #[derive(Args, Debug, Clone)]
-struct PinotLayoutOpts {
+pub struct PinotLayoutOpts {
     /// A deep-store root (controller, server, broker; repeatable): a local
     /// path, file://, s3:// URI. Artifacts are under
     /// ROOT/snapshots/<tableNameWithType>/.
     #[arg(long = "root", value_name = "URI", required = true)]
-    roots: Vec<String>,
+    pub roots: Vec<String>,
     /// The column of final.parquet and batch files that names segments
     /// (default segmentName).
     #[arg(long, value_name = "NAME")]
-    segment_column: Option<String>,
+    pub segment_column: Option<String>,
     /// Artifact objects younger than this are never swept (default one
     /// hour).
     #[arg(long, value_name = "DURATION", value_parser = duration_ms)]
-    min_age: Option<i64>,
+    pub min_age: Option<i64>,
 }
 
 /// Where a Pinot run reads its table config and live state: files or
 /// http(s) URLs (the controller's REST answers).
 #[derive(Args, Debug, Clone)]
-struct PinotStateOpts {
+pub struct PinotStateOpts {
     /// The table config (GET /tables/{table}).
     #[arg(long, value_name = "FILE|URL")]
-    table_config: String,
+    pub table_config: String,
     /// The ideal state (GET /tables/{table}/idealstate).
     #[arg(long, value_name = "FILE|URL")]
-    ideal_state: String,
+    pub ideal_state: String,
     /// The ingestion watermark: {tableNameWithType, snapshotId, state}.
     #[arg(long, value_name = "FILE|URL")]
-    watermark: String,
+    pub watermark: String,
     /// The active snapshot list: {tableNameWithType, snapshots: [{snapshotId, completedAtMs}]}.
     #[arg(long, value_name = "FILE|URL")]
-    active: String,
-}
-
-impl PinotStateOpts {
-    fn sources(self) -> crate::commands::pinot::Sources {
-        crate::commands::pinot::Sources {
-            table_config: self.table_config,
-            ideal_state: self.ideal_state,
-            watermark: self.watermark,
-            active: self.active,
-        }
-    }
+    pub active: String,
 }
 
 #[derive(Subcommand, Debug)]
-enum PolicyCmd {
+pub enum PolicyCmd {
     /// Validates a lakehouseRetentionPolicy.v1 document.
     Check {
         /// The policy document.
@@ -530,7 +399,7 @@ enum PolicyCmd {
 }
 
 #[derive(Subcommand, Debug)]
-enum LedgerCmd {
+pub enum LedgerCmd {
     /// Prints every object in flight with its state, and the gates.
     Show {
         #[command(flatten)]
@@ -547,30 +416,30 @@ enum LedgerCmd {
 
 /// A table's ledger, for the commands that read or settle it.
 #[derive(Args, Debug)]
-struct LedgerTarget {
+pub struct LedgerTarget {
     /// The table location.
-    table: String,
+    pub table: String,
     #[command(flatten)]
-    ledger: LedgerOpt,
+    pub ledger: LedgerOpt,
     /// Prints one JSON object instead of the report.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
     #[command(flatten)]
-    planner: PlannerOpts,
+    pub planner: PlannerOpts,
 }
 
 /// Where the current metadata is, checked again before anything is deleted
 /// (default: TABLE/metadata/version-hint.text).
 #[derive(Args, Debug, Clone)]
-struct PointerOpts {
+pub struct PointerOpts {
     /// The current metadata file, fixed.
     #[arg(long, value_name = "URI")]
-    metadata: Option<String>,
+    pub metadata: Option<String>,
     /// The catalog: sqlite:PATH (SQL catalog), glue, glue:ACCOUNT, rest:URL,
     /// trino:FILE (a Trino catalog properties file), or spark:NAME[@FILE]
     /// (Spark's spark.sql.catalog.NAME settings, from spark-defaults.conf).
     #[arg(long, value_name = "CATALOG")]
-    catalog: Option<String>,
+    pub catalog: Option<String>,
     /// The table's name in the catalog.
     #[arg(
         long = "table",
@@ -578,16 +447,16 @@ struct PointerOpts {
         value_name = "NS.NAME",
         requires = "catalog"
     )]
-    catalog_table: Option<String>,
+    pub catalog_table: Option<String>,
     /// A shell command that prints the current metadata location (other
     /// catalogs); run again before anything is deleted.
     #[arg(long = "pointer-cmd", value_name = "COMMAND")]
-    pointer_cmd: Option<String>,
+    pub pointer_cmd: Option<String>,
 }
 
 impl PointerOpts {
     /// The pointer options given, if any (`apply` then uses the plan's own).
-    fn given(&self) -> Result<Option<Pointer>, HostError> {
+    pub fn given(&self) -> Result<Option<Pointer>, HostError> {
         if self.metadata.is_none()
             && self.catalog.is_none()
             && self.catalog_table.is_none()
@@ -598,7 +467,9 @@ impl PointerOpts {
         self.pointer().map(Some)
     }
 
-    fn pointer(&self) -> Result<Pointer, HostError> {
+    /// The pointer these options name (default: the table's
+    /// `version-hint.text`).
+    pub fn pointer(&self) -> Result<Pointer, HostError> {
         Pointer::from_args(
             self.metadata.as_deref(),
             self.catalog.as_deref(),
@@ -610,39 +481,40 @@ impl PointerOpts {
 
 /// Path rewrites.
 #[derive(Args, Debug, Clone)]
-struct MapOpts {
+pub struct MapOpts {
     /// Rewrites a path prefix found in the metadata (relocated or restored tables).
     #[arg(long = "location-map", value_name = "FROM=TO", value_parser = mapping)]
-    location_map: Vec<(String, String)>,
+    pub location_map: Vec<(String, String)>,
 }
 
 /// The retention policy.
 #[derive(Args, Debug, Clone)]
-struct PolicyOpt {
+pub struct PolicyOpt {
     /// A lakehouseRetentionPolicy.v1 document.
     #[arg(long, value_name = "FILE")]
-    policy: Option<String>,
+    pub policy: Option<String>,
 }
 
 /// What is true right now.
 #[derive(Args, Debug, Clone)]
-struct ContextOpts {
+pub struct ContextOpts {
     /// A whole context document {leases, holds, writers, drCheckpoints}.
     #[arg(long, value_name = "FILE")]
-    context: Option<String>,
+    pub context: Option<String>,
     /// A JSON array of {snapshotId, owner, purpose, expiresAtMs, readerGeneration}.
     #[arg(long, value_name = "FILE")]
-    leases: Option<String>,
+    pub leases: Option<String>,
     /// A JSON array of {scope, generation, reason}.
     #[arg(long, value_name = "FILE")]
-    holds: Option<String>,
+    pub holds: Option<String>,
     /// A JSON array of {stagingPrefix, startedAtMs}.
     #[arg(long, value_name = "FILE")]
-    writers: Option<String>,
+    pub writers: Option<String>,
 }
 
 impl ContextOpts {
-    fn files(&self, policy: Option<&PolicyOpt>) -> ContextFiles {
+    /// The policy and context files given.
+    pub fn files(&self, policy: Option<&PolicyOpt>) -> ContextFiles {
         ContextFiles {
             policy: policy.and_then(|p| p.policy.clone()),
             context: self.context.clone(),
@@ -655,110 +527,112 @@ impl ContextOpts {
 
 /// The evaluation time.
 #[derive(Args, Debug, Clone)]
-struct NowOpts {
+pub struct NowOpts {
     /// Evaluation time, RFC 3339 (2026-11-30T12:00:00Z) or epoch milliseconds
     /// (default: the clock).
     #[arg(long, value_name = "TIME", value_parser = time_ms)]
-    now: Option<i64>,
+    pub now: Option<i64>,
 }
 
 /// For the commands that act: a plan judged ahead of the clock.
 #[derive(Args, Debug, Clone)]
-struct FutureOpt {
+pub struct FutureOpt {
     /// Accepts a --now ahead of the clock (tests, what-if runs); otherwise
     /// refused, since young files would look old.
     #[arg(long)]
-    allow_future_now: bool,
+    pub allow_future_now: bool,
 }
 
 impl NowOpts {
-    fn now_ms(&self) -> i64 {
+    /// The evaluation time, ms since the epoch: `--now`, else the clock
+    /// (read once per call: call it once per run).
+    pub fn now_ms(&self) -> i64 {
         self.now.unwrap_or_else(crate::clock::clock_ms)
     }
 }
 
 /// How deletes run.
 #[derive(Args, Debug, Clone)]
-struct DeleteOpts {
+pub struct DeleteOpts {
     /// Deletes in flight.
     #[arg(long, default_value_t = 16, value_parser = positive)]
-    concurrency: usize,
+    pub concurrency: usize,
     /// Keys per batch (default: the planner's, 256); the pointer and
     /// context are read again and the planner asked again before each.
     #[arg(long, value_parser = positive_u32)]
-    batch: Option<u32>,
+    pub batch: Option<u32>,
 }
 
 /// The ledger's location.
 #[derive(Args, Debug, Clone)]
-struct LedgerOpt {
+pub struct LedgerOpt {
     /// The ledger (default TABLE/_lakesweep/ledger.json, under a hidden
     /// prefix no sweep deletes).
     #[arg(long, value_name = "URI")]
-    ledger: Option<String>,
+    pub ledger: Option<String>,
 }
 
 /// The component.
 #[derive(Args, Debug, Clone)]
-struct PlannerOpts {
+pub struct PlannerOpts {
     /// The component (default: $LAKESWEEP_WASM or target/lakesweep.wasm).
     #[arg(long, value_name = "PATH")]
-    wasm: Option<String>,
+    pub wasm: Option<String>,
 }
 
 /// What a plan is made from (plan, explain, sweep).
 #[derive(Args, Debug, Clone)]
-struct PlanOpts {
+pub struct PlanOpts {
     /// The table location: a local path, file://, s3://, s3a://, gs://, az:// URI.
     #[arg(value_name = "TABLE")]
-    table: Option<String>,
+    pub table: Option<String>,
     #[command(flatten)]
-    pointer: PointerOpts,
+    pub pointer: PointerOpts,
     /// iceberg, delta, or auto (a _delta_log/ folder means delta).
     #[arg(long, value_enum, default_value = "auto")]
-    format: FormatArg,
+    pub format: FormatArg,
     /// File-retention window, like 72h or 3d (default: 3d for Iceberg, as
     /// Iceberg's own; 7d for Delta, delta.deletedFileRetentionDuration's).
     #[arg(long, value_name = "DURATION", value_parser = duration_ms)]
-    older_than: Option<i64>,
+    pub older_than: Option<i64>,
     #[command(flatten)]
-    when: NowOpts,
+    pub when: NowOpts,
     #[command(flatten)]
-    map: MapOpts,
+    pub map: MapOpts,
     /// Prints one JSON object instead of the report.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
     #[command(flatten)]
-    policy: PolicyOpt,
+    pub policy: PolicyOpt,
     #[command(flatten)]
-    context: ContextOpts,
+    pub context: ContextOpts,
     /// Delta: keeps every file version N reads (repeatable).
     #[arg(long = "keep-version", value_name = "N", value_parser = clap::value_parser!(i64).range(0..))]
-    keep_versions: Vec<i64>,
+    pub keep_versions: Vec<i64>,
     /// Delta: also plans _delta_log entries past delta.logRetentionDuration
     /// (30d by default) and below a checkpoint older than that.
     #[arg(long)]
-    log_cleanup: bool,
+    pub log_cleanup: bool,
     /// Accepts a window under 1h or under the Delta table's
     /// delta.deletedFileRetentionDuration (the plan says so).
     #[arg(long)]
-    allow_short_retention: bool,
+    pub allow_short_retention: bool,
     /// Memory the planner may use (default 1GiB); a file that would need
     /// more is refused by name, never half-read.
     #[arg(long, value_name = "SIZE", value_parser = size_bytes)]
-    memory_budget: Option<u64>,
+    pub memory_budget: Option<u64>,
     /// Keeps each Iceberg manifest's and Delta checkpoint file's digest
     /// (the paths and actions the plan needs) in the cache folder, filed
     /// under the file's ETag or inode and change time, and reads it instead
     /// of an unchanged file on later plans.
     #[arg(long)]
-    manifest_cache: bool,
+    pub manifest_cache: bool,
     #[command(flatten)]
-    planner: PlannerOpts,
+    pub planner: PlannerOpts,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy)]
-enum FormatArg {
+pub enum FormatArg {
     Iceberg,
     Delta,
     Auto,
@@ -766,48 +640,38 @@ enum FormatArg {
 
 /// Many tables in one run (`plan` only).
 #[derive(Args, Debug, Clone)]
-struct ManyOpts {
+pub struct ManyOpts {
     /// Plans every Iceberg table of this namespace of --catalog.
     #[arg(long, value_name = "NS", requires = "catalog", conflicts_with_all = ["table", "catalog_table", "tables"])]
-    namespace: Option<String>,
+    pub namespace: Option<String>,
     /// Plans every table the file lists, one per line: NS.NAME (of
     /// --catalog) or a table location; `#` starts a comment.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["table", "catalog_table"])]
-    tables: Option<String>,
+    pub tables: Option<String>,
     /// Where a run over many tables writes one plan per table.
     #[arg(long, value_name = "DIR")]
-    out_dir: Option<String>,
+    pub out_dir: Option<String>,
     /// Tables planned at once.
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
-    jobs: u16,
+    pub jobs: u16,
 }
 
 impl PlanOpts {
-    fn args(&self, out: Option<String>) -> Result<PlanArgs, HostError> {
-        Ok(PlanArgs {
-            table: self
-                .table
-                .clone()
-                .ok_or("give the table location (or, with plan, --namespace or --tables)")?,
-            pointer: self.pointer.pointer()?,
-            format: match self.format {
-                FormatArg::Iceberg => Format::Iceberg,
-                FormatArg::Delta => Format::Delta,
-                FormatArg::Auto => Format::Auto,
-            },
-            retention_ms: self.older_than,
-            now_ms: self.when.now_ms(),
-            location_map: self.map.location_map.clone(),
-            json: self.json,
-            out,
-            wasm: self.planner.wasm.clone(),
-            inputs: self.context.files(Some(&self.policy)),
-            keep_versions: self.keep_versions.clone(),
-            log_cleanup: self.log_cleanup,
-            allow_short_retention: self.allow_short_retention,
-            memory_budget: self.memory_budget,
-            manifest_cache: self.manifest_cache,
+    /// The table location given (`plan --namespace`/`--tables` plan many
+    /// tables and give none; `parse` refuses its absence elsewhere).
+    pub fn table(&self) -> Result<&str, HostError> {
+        self.table.as_deref().ok_or_else(|| {
+            "give the table location (or, with plan, --namespace or --tables)".into()
         })
+    }
+
+    /// The table format asked for.
+    pub fn format(&self) -> Format {
+        match self.format {
+            FormatArg::Iceberg => Format::Iceberg,
+            FormatArg::Delta => Format::Delta,
+            FormatArg::Auto => Format::Auto,
+        }
     }
 }
 
@@ -820,7 +684,6 @@ pub enum Usage {
     Bad(String),
 }
 
-/// Parses the arguments after the program name.
 /// A usage error as one line: clap's message (with the arguments it
 /// misses and its suggestion, if any) and where the options are listed.
 fn usage_line(rendered: &str, argv: &[String]) -> String {
@@ -855,6 +718,8 @@ fn usage_line(rendered: &str, argv: &[String]) -> String {
     format!("lakesweep: {msg}{tip} (options: {help})\n")
 }
 
+/// Parses the arguments after the program name into the command, or says
+/// why there is none.
 pub fn parse(argv: &[String]) -> Result<Command, Usage> {
     use clap::error::ErrorKind;
     use clap::{CommandFactory, FromArgMatches};
@@ -876,276 +741,80 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => Usage::Shown(e.to_string()),
             _ => Usage::Bad(usage_line(&e.render().to_string(), argv)),
         })?;
-    let bad = |e: HostError| Usage::Bad(usage_line(&format!("error: {e}"), argv));
-    Ok(match cli.command {
-        Cmd::Plan { plan, out, many } if many.namespace.is_some() || many.tables.is_some() => {
-            if out.is_some() {
-                return Err(bad(
+    check(&cli.command).map_err(|e| Usage::Bad(usage_line(&format!("error: {e}"), argv)))?;
+    Ok(cli.command)
+}
+
+/// What clap cannot check: options of different groups that exclude each
+/// other, a table and a pointer that must be given, catalogs that must
+/// parse.
+fn check(command: &Command) -> Result<(), HostError> {
+    match command {
+        Command::Plan(p) if p.many.namespace.is_some() || p.many.tables.is_some() => {
+            if p.out.is_some() {
+                return Err(
                     "a run over many tables writes one plan per table: --out-dir DIR, not --out"
                         .into(),
-                ));
+                );
             }
-            let catalog = plan
-                .pointer
-                .catalog
-                .as_deref()
-                .map(Catalog::parse)
-                .transpose();
-            let mut template = PlanOpts {
-                table: Some(String::new()),
-                ..plan.clone()
-            };
-            template.pointer = PointerOpts {
-                metadata: None,
-                catalog: None,
-                catalog_table: None,
-                pointer_cmd: None,
-            };
-            if plan.pointer.metadata.is_some() || plan.pointer.pointer_cmd.is_some() {
-                return Err(bad(
+            if p.plan.pointer.metadata.is_some() || p.plan.pointer.pointer_cmd.is_some() {
+                return Err(
                     "--metadata and --pointer-cmd name one table's pointer: plan that table alone"
                         .into(),
-                ));
+                );
             }
-            Command::PlanMany(ManyArgs {
-                plan: template.args(None).map_err(bad)?,
-                catalog: catalog.map_err(bad)?,
-                namespace: many.namespace,
-                list: many.tables,
-                out_dir: many.out_dir,
-                jobs: usize::from(many.jobs),
-            })
+            if let Some(c) = &p.plan.pointer.catalog {
+                Catalog::parse(c)?;
+            }
         }
-        Cmd::Plan { plan, out, many } => {
-            if many.out_dir.is_some() {
-                return Err(bad(
+        Command::Plan(p) => {
+            if p.many.out_dir.is_some() {
+                return Err(
                     "--out-dir is for --namespace or --tables; one table's plan: --out FILE".into(),
-                ));
+                );
             }
-            Command::Plan(plan.args(out).map_err(bad)?)
+            p.plan.table()?;
+            p.plan.pointer.pointer()?;
         }
-        Cmd::Explain { plan, key } => {
-            let key = key.ok_or_else(|| bad("explain takes TABLE KEY: which object?".into()))?;
-            Command::Explain(plan.args(None).map_err(bad)?, key)
+        Command::Explain(e) => {
+            e.plan.table()?;
+            e.plan.pointer.pointer()?;
+            if e.key.is_none() {
+                return Err("explain takes TABLE KEY: which object?".into());
+            }
         }
-        Cmd::Apply {
-            plans,
-            verbose,
-            json,
-            pointer,
-            map,
-            context,
-            deletes,
-            dry_run,
-            receipts,
-            allow_future_now,
-            planner,
-        } => Command::Apply(ApplyArgs {
-            plans,
-            verbose,
-            json,
-            pointer: pointer.given().map_err(bad)?,
-            location_map: map.location_map,
-            dry_run,
-            concurrency: deletes.concurrency,
-            batch: deletes.batch,
-            receipts,
-            allow_future_now,
-            wasm: planner.wasm,
-            inputs: context.files(None),
-        }),
-        Cmd::Status {
-            tables,
-            namespace,
-            catalog,
-            ledger,
-            max_age,
-            prometheus,
-            now,
-            json,
-            planner,
-        } => Command::Status {
-            ledger: match (ledger, tables.len()) {
-                (Some(_), _) if namespace.is_some() => {
-                    return Err(bad(
-                        "--ledger names one table's ledger: not with --namespace".into(),
-                    ))
-                }
-                (Some(_), n) if n > 1 => {
-                    return Err(bad(
-                        "--ledger names one table's ledger: give one table with it".into(),
-                    ))
-                }
-                (l, _) => l,
-            },
-            tables,
-            namespace: match (catalog, namespace) {
-                (Some(c), Some(ns)) => Some((Catalog::parse(&c).map_err(bad)?, ns)),
-                _ => None,
-            },
-            now_ms: now.now,
-            max_age_ms: max_age,
-            prometheus,
-            json,
-            wasm: planner.wasm,
-        },
-        Cmd::Compare {
-            plan,
-            other,
-            json,
-            planner,
-        } => Command::Compare {
-            plan,
-            other,
-            json,
-            wasm: planner.wasm,
-        },
-        Cmd::Expire {
-            table,
-            pointer,
-            policy,
-            context,
-            when,
-            future,
-            map,
-            expire_ids,
-            json,
-            commit,
-            no_bytes,
-            planner,
-        } => Command::Expire(ExpireArgs {
-            table,
-            pointer: pointer.pointer().map_err(bad)?,
-            now_ms: when.now_ms(),
-            location_map: map.location_map,
-            expire_ids,
-            json,
-            commit,
-            bytes: !no_bytes,
-            allow_future_now: future.allow_future_now,
-            wasm: planner.wasm,
-            inputs: context.files(Some(&policy)),
-        }),
-        Cmd::Pinot(PinotCmd::Plan {
-            state,
-            layout,
-            when,
-            out,
-            json,
-            planner,
-        }) => Command::PinotPlan(crate::commands::pinot::PlanArgs {
-            sources: state.sources(),
-            roots: layout.roots,
-            segment_column: layout.segment_column,
-            min_age_ms: layout.min_age,
-            now_ms: when.now_ms(),
-            out,
-            json,
-            wasm: planner.wasm,
-        }),
-        Cmd::Pinot(PinotCmd::Apply {
-            plan,
-            state,
-            layout,
-            controller,
-            dry_run,
-            receipts,
-            planner,
-        }) => Command::PinotApply(crate::commands::pinot::ApplyArgs {
-            plan,
-            sources: state.sources(),
-            roots: layout.roots,
-            segment_column: layout.segment_column,
-            min_age_ms: layout.min_age,
-            controller,
-            dry_run,
-            receipts,
-            wasm: planner.wasm,
-        }),
-        Cmd::Policy(PolicyCmd::Check {
-            file,
-            json,
-            planner,
-        }) => Command::PolicyCheck {
-            file,
-            json,
-            wasm: planner.wasm,
-        },
-        Cmd::Sweep {
-            plan,
-            ledger,
-            quarantine,
-            deletes,
-            future,
-            new_ledger,
-        } => Command::Sweep(SweepArgs {
-            allow_future_now: future.allow_future_now,
-            plan: plan.args(None).map_err(bad)?,
-            ledger,
-            quarantine_ms: quarantine,
-            concurrency: deletes.concurrency,
-            batch: deletes.batch,
-            new_ledger,
-        }),
-        Cmd::Reconcile(t) => Command::Reconcile {
-            table: t.table,
-            ledger: t.ledger.ledger,
-            json: t.json,
-            wasm: t.planner.wasm,
-        },
-        Cmd::Drill {
-            table,
-            ledger,
-            map,
-            sample,
-            seed,
-            json,
-            planner,
-        } => Command::Drill {
-            table,
-            ledger: ledger.ledger,
-            location_map: map.location_map,
-            sample,
-            seed,
-            json,
-            wasm: planner.wasm,
-        },
-        Cmd::Ledger(LedgerCmd::Show {
-            target: t,
-            archived,
-        }) => Command::LedgerShow {
-            table: t.table,
-            ledger: t.ledger.ledger,
-            json: t.json,
-            wasm: t.planner.wasm,
-            archived,
-        },
-        Cmd::Ledger(LedgerCmd::Verify(t)) => Command::LedgerVerify {
-            table: t.table,
-            ledger: t.ledger.ledger,
-            json: t.json,
-            wasm: t.planner.wasm,
-        },
-        Cmd::Restore {
-            table,
-            bundle,
-            pointer,
-            map,
-            when,
-            future,
-            commit,
-            planner,
-        } => Command::Restore(RestoreArgs {
-            table,
-            bundle,
-            pointer: pointer.pointer().map_err(bad)?,
-            location_map: map.location_map,
-            now_ms: when.now_ms(),
-            commit,
-            allow_future_now: future.allow_future_now,
-            wasm: planner.wasm,
-        }),
-    })
+        Command::Sweep(s) => {
+            s.plan.table()?;
+            s.plan.pointer.pointer()?;
+        }
+        Command::Apply(a) => {
+            a.pointer.given()?;
+        }
+        Command::Status(s) => {
+            if s.ledger.is_some() && s.namespace.is_some() {
+                return Err("--ledger names one table's ledger: not with --namespace".into());
+            }
+            if s.ledger.is_some() && s.tables.len() > 1 {
+                return Err("--ledger names one table's ledger: give one table with it".into());
+            }
+            if let Some(c) = &s.catalog {
+                Catalog::parse(c)?;
+            }
+        }
+        Command::Expire(e) => {
+            e.pointer.pointer()?;
+        }
+        Command::Restore(r) => {
+            r.pointer.pointer()?;
+        }
+        Command::Compare(_)
+        | Command::Policy(_)
+        | Command::Pinot(_)
+        | Command::Reconcile(_)
+        | Command::Drill(_)
+        | Command::Ledger(_) => {}
+    }
+    Ok(())
 }
 
 /// `FROM=TO`.
@@ -1258,7 +927,7 @@ mod tests {
         ));
         assert!(matches!(
             parse(&argv("ledger show /t")),
-            Ok(Command::LedgerShow { .. })
+            Ok(Command::Ledger(LedgerCmd::Show { .. }))
         ));
         assert!(parse(&argv("ledger drop /t")).is_err());
         assert!(parse(&argv("reconcile /t --now 5")).is_err());
@@ -1281,9 +950,9 @@ mod tests {
         )) else {
             panic!("repeated options parse");
         };
-        assert_eq!(p.now_ms, 7);
-        assert_eq!(p.location_map.len(), 2);
-        assert_eq!(p.keep_versions, vec![1, 2]);
+        assert_eq!(p.plan.when.now, Some(7));
+        assert_eq!(p.plan.map.location_map.len(), 2);
+        assert_eq!(p.plan.keep_versions, vec![1, 2]);
     }
 
     #[test]
@@ -1291,12 +960,12 @@ mod tests {
         let Ok(Command::Plan(p)) = parse(&argv("plan /t --older-than=3d --now=0")) else {
             panic!("--older-than=3d is an option with its value");
         };
-        assert_eq!(p.retention_ms, Some(259_200_000));
-        assert_eq!(p.now_ms, 0);
+        assert_eq!(p.plan.older_than, Some(259_200_000));
+        assert_eq!(p.plan.when.now, Some(0));
         let Ok(Command::Sweep(s)) = parse(&argv("sweep /t --quarantine=2d")) else {
             panic!("--quarantine=2d");
         };
-        assert_eq!(s.quarantine_ms, Some(2 * 86_400_000));
+        assert_eq!(s.quarantine, Some(2 * 86_400_000));
     }
 
     #[test]

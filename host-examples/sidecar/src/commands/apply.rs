@@ -15,37 +15,14 @@ use std::io::Write;
 
 use crate::catalogs::pointer::Pointer;
 use crate::component::{wasm_path, wt, Planner};
+use std::process::ExitCode;
+
+use crate::cli::ApplyCmd;
+use crate::commands::report;
 use crate::error::HostError;
-use crate::session::context::ContextFiles;
 use crate::session::deletion::{self, LiveSource};
 use crate::session::origin::Origin;
 use crate::stores::Store;
-
-/// Arguments of `apply`.
-pub struct ApplyInput {
-    /// The sealed plan file.
-    pub plan_path: String,
-    /// Where the current metadata comes from, if given (`None`: from the
-    /// plan's origin, else `version-hint.text`).
-    pub pointer: Option<Pointer>,
-    /// `--location-map` pairs, as when planning.
-    pub location_map: Vec<(String, String)>,
-    /// Deletes in flight at once.
-    pub concurrency: usize,
-    /// Keys per batch (the live facts are re-read before each).
-    pub batch: Option<u32>,
-    /// Receipt file (JSON Lines); default `PLAN.json.receipts.jsonl`.
-    pub receipts: Option<String>,
-    /// Check everything, delete nothing.
-    pub dry_run: bool,
-    /// `--wasm`.
-    pub wasm: Option<String>,
-    /// The context files (`--context`, `--holds`, `--leases`, `--writers`),
-    /// read again before every batch.
-    pub context: ContextFiles,
-    /// Accept a plan judged at a time ahead of this machine's clock.
-    pub allow_future_now: bool,
-}
 
 /// Summary counts of an apply run.
 #[derive(Default)]
@@ -83,15 +60,20 @@ pub struct Applied {
     pub exit: u8,
 }
 
-/// Runs `apply`. `Err` means refused: nothing was deleted.
-pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
-    let text = std::fs::read_to_string(&input.plan_path)
-        .map_err(|e| refused!("read {}: {e}", input.plan_path))?;
-    let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
+/// Runs `apply` of the plan file `plan_path` with the options `a`. `Err`
+/// means refused: nothing was deleted.
+pub async fn run(a: &ApplyCmd, plan_path: &str) -> Result<Applied, HostError> {
+    // The options given (the pointer `None`: from the plan's origin, else
+    // `version-hint.text`); the context files are read again before every
+    // batch.
+    let given = a.pointer.given()?;
+    let given_context = a.context.files(None);
+    let text = std::fs::read_to_string(plan_path).map_err(|e| refused!("read {plan_path}: {e}"))?;
+    let mut planner = Planner::load(&wasm_path(a.planner.wasm.as_deref()))?;
     let plan = planner.plan_checked(&text)?;
     let table = plan.table_location.clone();
     let delta = plan.format == wt::TableFormat::Delta;
-    if let (Some(Pointer::Explicit(_)), false) = (&input.pointer, delta) {
+    if let (Some(Pointer::Explicit(_)), false) = (&given, delta) {
         return Err(
             "apply needs a live pointer to see commits made since the plan: pass --catalog, or let it read version-hint.text (a fixed --metadata proves nothing)"
                 .into(),
@@ -102,16 +84,16 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
     let (pointer, location_map, context) = match plan.origin.as_deref() {
         Some(doc) => {
             let origin = Origin::parse(doc)?.for_apply(
-                input.pointer.as_ref(),
-                &input.location_map,
-                &input.context,
+                given.as_ref(),
+                &a.map.location_map,
+                &given_context,
             )?;
             (origin.pointer, origin.location_map, origin.context)
         }
         None => (
-            input.pointer.clone().unwrap_or(Pointer::VersionHint),
-            input.location_map.clone(),
-            input.context.clone(),
+            given.clone().unwrap_or(Pointer::VersionHint),
+            a.map.location_map.clone(),
+            given_context.clone(),
         ),
     };
     if let (Pointer::Explicit(_), false) = (&pointer, delta) {
@@ -128,10 +110,10 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
     };
     // A dry run deletes nothing, so it writes no receipts unless asked to
     // (`--receipts FILE`): the real receipts file holds real deletes only.
-    let receipts_path = match (&input.receipts, input.dry_run) {
+    let receipts_path = match (&a.receipts, a.dry_run) {
         (Some(p), _) => Some(p.clone()),
         (None, true) => None,
-        (None, false) => Some(format!("{}.receipts.jsonl", input.plan_path)),
+        (None, false) => Some(format!("{}.receipts.jsonl", plan_path)),
     };
     // Opened at the first receipt (a refused run writes none), appended
     // line by line: a crash loses at most the lines in flight, and a second
@@ -168,9 +150,9 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
     let d = planner.deletion_start(&wt::DeletionConfig {
         plan: text,
         location_map: crate::component::mappings(&location_map),
-        batch_size: input.batch,
-        dry_run: input.dry_run,
-        allow_future_now: input.allow_future_now,
+        batch_size: a.deletes.batch,
+        dry_run: a.dry_run,
+        allow_future_now: a.allow_future_now,
         store_gives_etags: true,
         keys: None,
     })?;
@@ -178,8 +160,8 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
         &mut planner,
         d,
         &source,
-        input.concurrency,
-        input.wasm.as_deref(),
+        a.deletes.concurrency,
+        a.planner.wasm.as_deref(),
         deletion::Drain::Plain,
         &mut sink,
     )
@@ -223,4 +205,137 @@ pub async fn run(input: &ApplyInput) -> Result<Applied, HostError> {
         }
     }
     Ok(done)
+}
+
+/// `apply PLAN...`: each plan in turn (one refused does not stop the
+/// others); the worst outcome is the exit status: damage, then deletes
+/// that stopped or were skipped, then refusals.
+pub async fn command(a: &ApplyCmd) -> Result<ExitCode, HostError> {
+    let plans = apply_set(&a.plans)?;
+    if plans.len() > 1 && a.pointer.given()?.is_some() {
+        return Err(
+            "pointer options name one table: apply many plans with the pointers they record".into(),
+        );
+    }
+    if let [one] = plans.as_slice() {
+        return apply_one(a, one).await;
+    }
+    // Each plan in turn; one refused does not stop the others. The
+    // worst outcome is the exit status: damage, then deletes that
+    // stopped or were skipped, then refusals.
+    let mut codes = Vec::new();
+    for p in &plans {
+        if !a.json {
+            outln!("== {}", report::esc(p));
+        }
+        let code = match apply_one(a, p).await {
+            Ok(c) => c,
+            Err(e) => {
+                if a.json {
+                    outln!(
+                        "{}",
+                        serde_json::json!({"plan": p, "refused": e.to_string()})
+                    );
+                } else {
+                    outln!("lakesweep: {}", report::esc(&e.headline()));
+                }
+                ExitCode::from(e.exit_code())
+            }
+        };
+        codes.push(code);
+    }
+    let worst = [3u8, 1, 2]
+        .into_iter()
+        .find(|w| codes.contains(&ExitCode::from(*w)));
+    Ok(worst.map_or(ExitCode::SUCCESS, ExitCode::from))
+}
+
+/// Applies one plan file and prints what it did.
+async fn apply_one(a: &ApplyCmd, plan: &str) -> Result<ExitCode, HostError> {
+    let done = run(a, plan).await?;
+    let verb = if a.dry_run { "would delete" } else { "deleted" };
+    if a.json {
+        let keys: Vec<serde_json::Value> = done
+            .keys
+            .iter()
+            .map(|(k, r, b)| serde_json::json!({"key": k, "result": r, "bytes": b}))
+            .collect();
+        outln!(
+            "{}",
+            serde_json::json!({
+                "plan": plan,
+                "dryRun": a.dry_run,
+                "deleted": {"count": done.deleted, "bytes": done.deleted_bytes},
+                "alreadyAbsent": done.absent, "skippedChanged": done.changed,
+                "skippedProtected": done.protected, "notAttempted": done.not_attempted,
+                "failed": done.failed, "receipts": done.receipts, "stopped": done.stopped,
+                "damage": done.damage.iter().map(crate::session::deletion::receipt_json).collect::<Vec<_>>(),
+                "damageUnchecked": done.damage_unchecked, "keys": keys,
+                "warnings": done.warnings,
+            })
+        );
+    } else {
+        for w in &done.warnings {
+            outln!("the plan warned: {}", report::esc(w));
+        }
+        if a.verbose {
+            for (k, r, b) in &done.keys {
+                outln!("{r:<18} {}  ({})", report::esc(k), report::bytes(*b));
+            }
+        } else {
+            for k in &done.would_delete {
+                outln!("would delete {}", report::esc(k));
+            }
+        }
+        outln!(
+                "{verb} {} ({}), already absent {}, skipped (changed since planned) {}, skipped (held or staged now) {}, not attempted {}, failed {}; {}",
+                done.deleted, report::bytes(done.deleted_bytes), done.absent, done.changed, done.protected, done.not_attempted, done.failed,
+                match &done.receipts {
+                    Some(r) => format!("receipts in {r}"),
+                    None => "dry run: no receipts written (--receipts FILE writes them)".into(),
+                }
+            );
+    }
+    if let (Some(why), false) = (&done.stopped, a.json) {
+        outln!("STOPPED before the last batch: {}", why.join("; "));
+    }
+    if let (Some(e), false) = (&done.damage_unchecked, a.json) {
+        outln!("DAMAGE CHECK FAILED: {e}: check the deleted keys in the receipts against the live table");
+    }
+    for d in done.damage.iter().filter(|_| !a.json) {
+        outln!(
+            "DAMAGE: {} {} ({})",
+            report::esc(&d.receipt.key),
+            d.receipt.detail.as_deref().unwrap_or(""),
+            d.restore.as_deref().unwrap_or("")
+        );
+    }
+    // The planner's outcome names the exit status.
+    Ok(ExitCode::from(done.exit))
+}
+
+/// Plan files to apply: each argument, or each `*.plan.json` of a folder
+/// (sorted).
+fn apply_set(args: &[String]) -> Result<Vec<String>, HostError> {
+    let mut out = Vec::new();
+    for a in args {
+        let path = std::path::Path::new(a);
+        if !path.is_dir() {
+            out.push(a.clone());
+            continue;
+        }
+        let mut found: Vec<String> = std::fs::read_dir(path)
+            .map_err(|e| refused!("read {a}: {e}"))?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.to_str().is_some_and(|n| n.ends_with(".plan.json")))
+            .filter_map(|p| p.to_str().map(str::to_owned))
+            .collect();
+        if found.is_empty() {
+            return Err(refused!("{a} holds no *.plan.json"));
+        }
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
 }

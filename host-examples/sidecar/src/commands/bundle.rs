@@ -5,6 +5,9 @@
 //! (a hidden prefix, which no sweep deletes). The component walks, seals,
 //! verifies and writes the restored metadata; this module reads and writes.
 
+use std::process::ExitCode;
+
+use crate::cli::RestoreCmd;
 use crate::error::HostError;
 use std::collections::BTreeMap;
 
@@ -363,4 +366,24 @@ async fn put_back_and_commit(
     crate::catalogs::commit::commit(pointer, table, store, original, mapped, doc)
         .await
         .map_err(|e| HostError::Catalog(e.to_string()))
+}
+
+/// `restore TABLE --bundle ID`: brings the quarantined snapshots back
+/// (with `--commit`), or says what it would do.
+pub async fn restore_command(a: &RestoreCmd) -> Result<ExitCode, HostError> {
+    let table = crate::stores::table_uri(&a.table)?;
+    let mut planner = Planner::load(&crate::component::wasm_path(a.planner.wasm.as_deref()))?;
+    let msg = restore(
+        &mut planner,
+        &table,
+        &a.pointer.pointer()?,
+        &a.map.location_map,
+        &a.bundle,
+        a.when.now_ms(),
+        a.future.allow_future_now,
+        a.commit,
+    )
+    .await?;
+    outln!("{msg}");
+    Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,10 @@
 //! Iceberg's `remove_orphan_files`, `VACUUM ... DRY RUN`, a script). This is
 //! how a team runs lakesweep in report-only mode beside its old job.
 
+use std::process::ExitCode;
+
+use crate::cli::CompareCmd;
+use crate::error::HostError;
 use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
@@ -131,6 +135,28 @@ impl Diff {
         }
         out
     }
+}
+
+/// `compare PLAN OTHER`: the plan's delete list against another tool's
+/// candidate list.
+pub async fn command(a: &CompareCmd) -> Result<ExitCode, HostError> {
+    let plan = &a.plan;
+    let other = &a.other;
+    let text = std::fs::read_to_string(plan).map_err(|e| refused!("read {plan}: {e}"))?;
+    let mut planner =
+        crate::component::Planner::load(&crate::component::wasm_path(a.planner.wasm.as_deref()))?;
+    let sealed = planner
+        .verify_plan(&text)
+        .map_err(|e| refused!("{plan}: {e}"))?;
+    let theirs = std::fs::read_to_string(other).map_err(|e| refused!("read {other}: {e}"))?;
+    let ours = sealed.delete.into_iter().map(|d| d.key).collect();
+    let d = diff(&sealed.table_location, ours, &theirs);
+    if a.json {
+        outln!("{}", d.to_json());
+    } else {
+        out!("{}", d.human());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

@@ -5,6 +5,10 @@
 //! core records the result in the ledger, where a policy's `restoreDrill`
 //! gate looks for it before approving deletions.
 
+use std::process::ExitCode;
+
+use crate::cli::DrillCmd;
+use crate::error::HostError;
 use serde_json::{json, Value};
 
 use crate::clock::clock_ms;
@@ -136,4 +140,36 @@ pub fn human(d: &Drilled) -> String {
     }
     out.push_str(&format!("recorded in {}\n", d.ledger_uri));
     out
+}
+
+/// `drill TABLE`: a restore drill over a seeded sample of the bundles,
+/// printed; a bundle that would not restore is a finding (exit 1).
+pub async fn command(a: &DrillCmd) -> Result<ExitCode, HostError> {
+    let table = crate::stores::table_uri(&a.table)?;
+    let d = run(
+        &table,
+        a.ledger.ledger.as_deref(),
+        &a.map.location_map,
+        a.sample,
+        a.seed,
+        a.planner.wasm.as_deref(),
+    )
+    .await?;
+    if a.json {
+        let v = serde_json::json!({"drill": drill_json(&d.drill),
+                                   "gates": crate::commands::sweep::gates_json(&d.gates),
+                                   "ledger": d.ledger_uri});
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+        );
+    } else {
+        out!("{}", human(&d));
+    }
+    // A bundle that would not restore is a finding: exit 1.
+    Ok(if d.drill.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

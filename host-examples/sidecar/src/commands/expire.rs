@@ -6,12 +6,15 @@
 //! checking it still names the metadata the plan was made from. A commit
 //! that lands meanwhile makes the swap fail cleanly; the new file is removed.
 
+use std::process::ExitCode;
+
 use crate::catalogs::commit::{commit, split_dir};
 use crate::catalogs::pointer::Pointer;
 use crate::catalogs::CommitError;
-use crate::cli::ExpireArgs;
+use crate::cli::ExpireCmd;
 use crate::component::{wasm_path, wt, Planner};
 use crate::error::HostError;
+use crate::session::context::ContextFiles;
 use crate::stores::{table_uri, Store};
 
 /// A finished `expire` run.
@@ -35,23 +38,26 @@ pub type Frees = std::collections::BTreeMap<String, (u64, u64)>;
 /// Plans the table as it is and as `new_metadata` would leave it (without
 /// writing it), and returns what the second plan reclaims beyond the first.
 async fn frees(
-    a: &ExpireArgs,
+    a: &ExpireCmd,
+    pointer: &Pointer,
+    now_ms: i64,
+    inputs: &ContextFiles,
     table: &str,
     original: &str,
     new_metadata: &[u8],
 ) -> Result<Frees, HostError> {
-    let mut planner = Planner::load(&wasm_path(a.wasm.as_deref()))?;
+    let mut planner = Planner::load(&wasm_path(a.planner.wasm.as_deref()))?;
     let dir = split_dir(original)?.0;
     let input = crate::session::plan::PlanInput {
         table: table.to_owned(),
-        pointer: a.pointer.clone(),
+        pointer: pointer.clone(),
         format: crate::session::plan::Format::Iceberg,
-        now_ms: a.now_ms,
+        now_ms,
         retention_ms: None,
-        location_map: a.location_map.clone(),
-        wasm: a.wasm.clone(),
-        policy: a.inputs.policy_json()?,
-        context: a.inputs.context_json(&mut planner)?,
+        location_map: a.map.location_map.clone(),
+        wasm: a.planner.wasm.clone(),
+        policy: inputs.policy_json()?,
+        context: inputs.context_json(&mut planner)?,
         keep_all_decisions: false,
         keep_versions: Vec::new(),
         log_cleanup: false,
@@ -93,23 +99,26 @@ async fn frees(
 }
 
 /// Runs `expire`.
-pub async fn run(a: &ExpireArgs) -> Result<Expiry, HostError> {
+pub async fn run(a: &ExpireCmd) -> Result<Expiry, HostError> {
+    let pointer = a.pointer.pointer()?;
+    let now_ms = a.when.now_ms();
+    let inputs = a.context.files(Some(&a.policy));
     let table = table_uri(&a.table)?;
     let store = Store::for_uri(&table)?;
-    let mut planner = Planner::load(&wasm_path(a.wasm.as_deref()))?;
-    let original = a.pointer.resolve(&mut planner, &store, &table).await?;
-    let mapped = planner.canonical_pointer(&original, &a.location_map)?;
+    let mut planner = Planner::load(&wasm_path(a.planner.wasm.as_deref()))?;
+    let original = pointer.resolve(&mut planner, &store, &table).await?;
+    let mapped = planner.canonical_pointer(&original, &a.map.location_map)?;
     let bytes = store
         .read(&mapped)
         .await?
         .ok_or_else(|| refused!("the current metadata {mapped} does not exist"))?;
-    let policy = a.inputs.policy_json()?;
-    let context = a.inputs.context_json(&mut planner)?;
+    let policy = inputs.policy_json()?;
+    let context = inputs.context_json(&mut planner)?;
     // Every DR checkpoint metadata file the context names, read for the planner.
     let mut dr_metadata = Vec::new();
     if let Some(ctx) = &context {
         for f in planner.dr_metadata_files(ctx)? {
-            let physical = planner.canonical_pointer(&f, &a.location_map)?;
+            let physical = planner.canonical_pointer(&f, &a.map.location_map)?;
             if let Some(b) = store.read(&physical).await? {
                 dr_metadata.push(wt::Blob { key: f, bytes: b });
             }
@@ -120,15 +129,15 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, HostError> {
         &bytes,
         policy.as_deref(),
         context.as_deref(),
-        a.now_ms,
+        now_ms,
         &a.expire_ids,
         &dr_metadata,
     )?;
     // Worked out before the commit, on the table as its pointer names it
     // now (the document the expiry was planned on, unless a commit landed).
-    let frees = match (&plan.new_metadata, a.bytes) {
+    let frees = match (&plan.new_metadata, !a.no_bytes) {
         (Some(doc), true) if !plan.expire.is_empty() => {
-            Some(frees(a, &table, &original, doc).await)
+            Some(frees(a, &pointer, now_ms, &inputs, &table, &original, doc).await)
         }
         _ => None,
     };
@@ -136,10 +145,10 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, HostError> {
     let mut bundle = None;
     if let (true, Some(new_metadata)) = (a.commit, &plan.new_metadata) {
         planner
-            .check_clock(a.now_ms, a.allow_future_now)
+            .check_clock(now_ms, a.future.allow_future_now)
             .map_err(|e| refused!("expiry not committed: {e}"))?;
         let ids: Vec<i64> = plan.expire.clone();
-        if let Pointer::Explicit(_) | Pointer::Command(_) = a.pointer {
+        if let Pointer::Explicit(_) | Pointer::Command(_) = pointer {
             return Err(
                 "--commit needs a pointer it can swap: --catalog, or the table's version-hint.text (--metadata and --pointer-cmd only read one)"
                     .into(),
@@ -148,25 +157,25 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, HostError> {
         // Quarantine before the irreversible step: the expired snapshots'
         // whole chain is sealed into a bundle first; no bundle, no expiry.
         if !ids.is_empty() {
-            let id = format!("q-{}-{}", ids[0], a.now_ms);
+            let id = format!("q-{}-{}", ids[0], now_ms);
             bundle = Some(
                 crate::commands::bundle::seal(
                     &mut planner,
                     &store,
                     &table,
-                    &a.location_map,
+                    &a.map.location_map,
                     &original,
                     &mapped,
                     &bytes,
                     &ids,
                     &id,
-                    a.now_ms,
+                    now_ms,
                 )
                 .await
                 .map_err(|e| refused!("expiry not committed: the quarantine bundle failed: {e}"))?,
             );
         }
-        let landed = match (&a.pointer, &plan.rest_commit) {
+        let landed = match (&pointer, &plan.rest_commit) {
             (
                 Pointer::Catalog {
                     catalog,
@@ -188,7 +197,7 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, HostError> {
                             name,
                             &original,
                             &plan.document,
-                            &a.location_map,
+                            &a.map.location_map,
                             answer,
                         )
                         .await
@@ -197,7 +206,7 @@ pub async fn run(a: &ExpireArgs) -> Result<Expiry, HostError> {
             }
             _ => {
                 commit(
-                    &a.pointer,
+                    &pointer,
                     &table,
                     &store,
                     &original,
@@ -371,4 +380,32 @@ pub fn human(e: &Expiry) -> String {
         None => out.push_str("dry run: pass --commit to carry it out\n"),
     }
     out
+}
+
+/// `expire TABLE`: the expiry plan printed (with what was committed and
+/// what it frees), or as the planner's document with those added.
+pub async fn command(a: &ExpireCmd) -> Result<ExitCode, HostError> {
+    let e = run(a).await?;
+    if a.json {
+        // The expiry document as the planner wrote it, with what was done.
+        let mut v: serde_json::Value =
+            serde_json::from_str(&e.plan.document).map_err(|e| e.to_string())?;
+        v["committed"] = e.committed.clone().into();
+        v["bundle"] = e.bundle.clone().into();
+        v["frees"] = match &e.frees {
+            None => serde_json::Value::Null,
+            Some(Ok(f)) => serde_json::json!({
+                "bytes": f.values().map(|(_, b)| b).sum::<u64>(),
+                "byKind": f.iter().map(|(k, (c, b))| (k.clone(), serde_json::json!({"count": c, "bytes": b}))).collect::<serde_json::Map<_, _>>(),
+            }),
+            Some(Err(why)) => serde_json::json!({"unknown": why.to_string()}),
+        };
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+        );
+    } else {
+        out!("{}", human(&e));
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -8,6 +8,7 @@
 //! `DELETE /segments/{table}/{segment}?type=..&retention=..`, artifact
 //! objects through the store, each only at the version the plan listed.
 
+use crate::cli::{PinotApplyCmd, PinotPlanCmd, PinotStateOpts};
 use crate::error::HostError;
 use std::io::Write;
 
@@ -25,64 +26,6 @@ pub const RETRY: u8 = 75;
 
 /// Objects handed to the planner per page.
 const PAGE: usize = 1000;
-
-/// Where the table config and the live state come from: files or
-/// http(s) URLs.
-#[derive(Debug, Clone)]
-pub struct Sources {
-    /// The table config.
-    pub table_config: String,
-    /// The ideal state.
-    pub ideal_state: String,
-    /// The ingestion watermark.
-    pub watermark: String,
-    /// The active snapshot list.
-    pub active: String,
-}
-
-/// `pinot plan`.
-#[derive(Debug, Clone)]
-pub struct PlanArgs {
-    /// The documents.
-    pub sources: Sources,
-    /// Deep-store roots, as given.
-    pub roots: Vec<String>,
-    /// The segment column.
-    pub segment_column: Option<String>,
-    /// Artifact objects younger than this are kept, ms.
-    pub min_age_ms: Option<i64>,
-    /// The run's clock, ms.
-    pub now_ms: i64,
-    /// Where to write the plan.
-    pub out: Option<String>,
-    /// Print the document instead of the report.
-    pub json: bool,
-    /// The component.
-    pub wasm: Option<String>,
-}
-
-/// `pinot apply`.
-#[derive(Debug, Clone)]
-pub struct ApplyArgs {
-    /// The plan file.
-    pub plan: String,
-    /// The documents, read again now.
-    pub sources: Sources,
-    /// Deep-store roots (must be the plan's).
-    pub roots: Vec<String>,
-    /// The segment column (must be the plan's).
-    pub segment_column: Option<String>,
-    /// The minimum age for the live run, ms.
-    pub min_age_ms: Option<i64>,
-    /// The controller's base URL.
-    pub controller: Option<String>,
-    /// Check and print only.
-    pub dry_run: bool,
-    /// Receipts file (JSON lines, appended).
-    pub receipts: Option<String>,
-    /// The component.
-    pub wasm: Option<String>,
-}
 
 /// Reads a file, or GETs an http(s) URL (a non-2xx answer is an error).
 async fn fetch(src: &str) -> Result<String, HostError> {
@@ -115,7 +58,7 @@ fn root_uri(r: &str) -> Result<String, HostError> {
 /// answering the planner's requests.
 pub async fn plan(
     planner: &mut Planner,
-    sources: &Sources,
+    sources: &PinotStateOpts,
     roots: &[String],
     segment_column: Option<String>,
     min_age_ms: Option<i64>,
@@ -217,15 +160,15 @@ pub async fn plan(
 
 /// `pinot plan`: prints the report (or the document) and writes the plan.
 /// Exit 0, or [`RETRY`] when the plan says retry.
-pub async fn run_plan(a: &PlanArgs) -> Result<u8, HostError> {
-    let mut planner = Planner::load(&crate::component::wasm_path(a.wasm.as_deref()))?;
+pub async fn run_plan(a: &PinotPlanCmd) -> Result<u8, HostError> {
+    let mut planner = Planner::load(&crate::component::wasm_path(a.planner.wasm.as_deref()))?;
     let p = plan(
         &mut planner,
-        &a.sources,
-        &a.roots,
-        a.segment_column.clone(),
-        a.min_age_ms,
-        a.now_ms,
+        &a.state,
+        &a.layout.roots,
+        a.layout.segment_column.clone(),
+        a.layout.min_age,
+        a.when.now_ms(),
     )
     .await?;
     if let Some(out) = &a.out {
@@ -331,19 +274,19 @@ pub fn human(document: &str) -> Result<String, HostError> {
 /// the plan against it, then deletes what both agree on. Exit 0 when every
 /// approved deletion went through, 1 when one failed or stayed unknown,
 /// [`RETRY`] when the live run says retry.
-pub async fn run_apply(a: &ApplyArgs) -> Result<u8, crate::error::HostError> {
+pub async fn run_apply(a: &PinotApplyCmd) -> Result<u8, crate::error::HostError> {
     let text = std::fs::read_to_string(&a.plan).map_err(|e| refused!("read {}: {e}", a.plan))?;
     let v: Value = serde_json::from_str(&text).map_err(|e| refused!("{}: {e}", a.plan))?;
-    let mut planner = Planner::load(&crate::component::wasm_path(a.wasm.as_deref()))?;
+    let mut planner = Planner::load(&crate::component::wasm_path(a.planner.wasm.as_deref()))?;
     // The live run takes its roots, column and age from the command line:
     // the planner refuses a plan of other roots or another column, and a
     // plan file cannot widen them.
     let fresh = plan(
         &mut planner,
-        &a.sources,
-        &a.roots,
-        a.segment_column.clone(),
-        a.min_age_ms,
+        &a.state,
+        &a.layout.roots,
+        a.layout.segment_column.clone(),
+        a.layout.min_age,
         crate::clock::clock_ms(),
     )
     .await?;

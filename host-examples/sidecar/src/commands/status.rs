@@ -6,6 +6,9 @@
 //! writes the same as Prometheus text-format metrics for node-exporter's
 //! textfile collector, so "no sweep for N days" can page someone.
 
+use std::process::ExitCode;
+
+use crate::cli::StatusCmd;
 use crate::error::HostError;
 use std::collections::BTreeMap;
 
@@ -291,6 +294,78 @@ pub fn write_metrics(path: &str, text: &str) -> Result<(), HostError> {
     let tmp = format!("{path}.tmp.{}", std::process::id());
     std::fs::write(&tmp, text).map_err(|e| refused!("write {tmp}: {e}"))?;
     std::fs::rename(&tmp, path).map_err(|e| refused!("rename {tmp} to {path}: {e}"))
+}
+
+/// `status TABLE... [--catalog C --namespace NS]`: each table's sweep,
+/// printed (or as JSON, or Prometheus metrics); exit 1 when one is stale.
+pub async fn command(a: &StatusCmd) -> Result<ExitCode, HostError> {
+    let mut tables = a
+        .tables
+        .iter()
+        .map(|t| crate::stores::table_uri(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    // A namespace table whose location cannot be found is a row of
+    // its own (stale, with why): it never hides the others.
+    let mut unlocated = Vec::new();
+    if let (Some(c), Some(ns)) = (&a.catalog, &a.namespace) {
+        let catalog = crate::catalogs::Catalog::parse(c)?;
+        let located = crate::commands::estate::survey(
+            Some(&catalog),
+            Some(ns),
+            None,
+            &[],
+            a.planner.wasm.as_deref(),
+            4,
+        )
+        .await?;
+        for (m, t) in located {
+            match t {
+                Ok(t) if !tables.contains(&t) => tables.push(t),
+                Ok(_) => {}
+                Err(e) => unlocated.push((m.label, e)),
+            }
+        }
+    }
+    let now = a.now.now_ms();
+    let mut all = run(
+        &tables,
+        a.ledger.as_deref(),
+        now,
+        a.max_age,
+        a.planner.wasm.as_deref(),
+    )
+    .await?;
+    all.extend(unlocated.into_iter().map(|(label, e)| TableStatus {
+        table: label,
+        why: vec![format!("not located: {e}")],
+        ledger: Err(refused!("not located: {e}")),
+        stale: true,
+    }));
+    if let Some(path) = &a.prometheus {
+        write_metrics(path, &prometheus(&all))?;
+    }
+    if a.json {
+        let v: Vec<serde_json::Value> = all
+            .iter()
+            .map(|s| match &s.ledger {
+                Ok(l) => serde_json::json!({
+                    "table": s.table, "stale": s.stale, "why": s.why, "lastStepMs": l.last_step_ms,
+                    "revision": l.revision,
+                    "states": l.states.iter().map(|(k, (n, b))| (k.to_string(), serde_json::json!({"count": n, "bytes": b}))).collect::<serde_json::Map<_, _>>(),
+                    "outlook": crate::commands::sweep::outlook_json(&l.outlook),
+                    "gates": crate::commands::sweep::gates_json(&l.gates)}),
+                Err(why) => serde_json::json!({"table": s.table, "stale": s.stale, "why": s.why, "error": why.to_string()}),
+            })
+            .collect();
+        outln!("{}", serde_json::Value::Array(v));
+    } else if a.prometheus.as_deref() != Some("-") {
+        out!("{}", human(&all, now));
+    }
+    Ok(if all.iter().any(|s| s.stale) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 #[cfg(test)]

@@ -13,37 +13,20 @@
 //! decides every transition; this module only reads, lists, deletes and
 //! stores.
 
+use std::process::ExitCode;
+
+use crate::cli::LedgerTarget;
 use serde_json::{json, Value};
 
+use crate::cli::SweepCmd;
 use crate::clock::clock_ms as now_ms;
 use crate::commands::report;
 use crate::component::{wasm_path, wt, LedgerHandle, Planner};
 use crate::error::HostError;
 use crate::names::state_name;
-use crate::session::context::ContextFiles;
 use crate::session::ledger::{default_ledger, Lock};
 use crate::session::plan::{self, PlanInput};
 use crate::stores::{Object, Store};
-
-/// Arguments of `sweep`.
-pub struct SweepInput {
-    /// What the plan is made from.
-    pub plan: PlanInput,
-    /// Where the ledger lives (default `TABLE/_lakesweep/ledger.json`).
-    pub ledger: Option<String>,
-    /// Quarantine interval for a new ledger, milliseconds.
-    pub quarantine_ms: Option<i64>,
-    /// Deletes in flight.
-    pub concurrency: usize,
-    /// Keys per batch (the live facts are re-read and accepted before each).
-    pub batch: Option<u32>,
-    /// Accept a plan judged ahead of the clock (what-if runs, tests).
-    pub allow_future_now: bool,
-    /// `--new-ledger`: start a new ledger although bundles of an earlier one remain.
-    pub new_ledger: bool,
-    /// The context files, read again just before approval.
-    pub inputs: ContextFiles,
-}
 
 /// The moves of a run: some of them (at most 100 per state reached, per
 /// step) and how many reached each state.
@@ -176,40 +159,37 @@ async fn probe_all(
 }
 
 /// One run of `sweep`, under the ledger's lock.
-pub async fn run(input: &SweepInput) -> Result<Swept, HostError> {
-    if matches!(
-        input.plan.pointer,
-        crate::catalogs::pointer::Pointer::Explicit(_)
-    ) {
+pub async fn run(a: &SweepCmd, plan: &PlanInput) -> Result<Swept, HostError> {
+    if matches!(plan.pointer, crate::catalogs::pointer::Pointer::Explicit(_)) {
         return Err(
             "sweep needs a live pointer to see commits made before approval: pass --catalog, or let it read version-hint.text (a fixed --metadata proves nothing)"
                 .into(),
         );
     }
-    let ledger_uri = input
+    let ledger_uri = a
         .ledger
         .clone()
-        .unwrap_or_else(|| default_ledger(&input.plan.table));
+        .unwrap_or_else(|| default_ledger(&plan.table));
     let lock = Lock::take(&ledger_uri).await?;
-    let r = run_locked(input, &ledger_uri).await;
+    let r = run_locked(a, plan, &ledger_uri).await;
     lock.release().await;
     r
 }
 
-async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostError> {
-    let table = input.plan.table.clone();
+async fn run_locked(a: &SweepCmd, plan: &PlanInput, ledger_uri: &str) -> Result<Swept, HostError> {
+    let table = plan.table.clone();
     let store = Store::for_uri(&table)?;
     let ledger_uri = ledger_uri.to_owned();
     let lstore = Store::for_uri(&ledger_uri)?;
-    let now = input.plan.now_ms;
+    let now = plan.now_ms;
 
     // 1. The ledger (its head, then its files), then a fresh plan sealed
     // in the same instance, checked against the keys it deleted (one the
     // table references again and the listing lacks is damage: the ledger
     // refuses a plan made without its index).
-    let mut planner = Planner::load(&wasm_path(input.plan.wasm.as_deref()))?;
+    let mut planner = Planner::load(&wasm_path(plan.wasm.as_deref()))?;
     let loaded = crate::session::ledger::open(&mut planner, &lstore, &ledger_uri).await?;
-    let mut plan_input = input.plan.clone();
+    let mut plan_input = plan.clone();
     if let Some(l) = loaded {
         plan_input.deleted_index = Some(planner.ledger_deleted_index(l)?);
     }
@@ -222,14 +202,9 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
             .is_some();
     let ledger = match loaded {
         Some(l) => l,
-        None => planner.ledger_create(
-            sealed.plan,
-            input.quarantine_ms,
-            prior_ledger,
-            input.new_ledger,
-        )?,
+        None => planner.ledger_create(sealed.plan, a.quarantine, prior_ledger, a.new_ledger)?,
     };
-    if loaded.is_some() && input.quarantine_ms.is_some() {
+    if loaded.is_some() && a.quarantine.is_some() {
         let q = planner.ledger_quarantine_ms(ledger)?;
         eprintln!(
             "lakesweep: the ledger's quarantine is {} (fixed when it was created); --quarantine is not read again",
@@ -251,7 +226,7 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
         &mut planner,
         &store,
         &table,
-        &input.plan.location_map,
+        &plan.location_map,
         Some(ledger),
     )
     .await?;
@@ -262,7 +237,7 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
             &store,
             &table,
             &blocked,
-            input.concurrency,
+            a.deletes.concurrency,
             now,
         )
         .await?,
@@ -272,8 +247,8 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
     let source = crate::session::deletion::LiveSource {
         store: store.clone(),
         table: table.clone(),
-        pointer: input.plan.pointer.clone(),
-        context: input.inputs.clone(),
+        pointer: plan.pointer.clone(),
+        context: a.plan.context.files(Some(&a.plan.policy)),
     };
     let canonical = sealed.header.table_location.clone();
     let log_prefix = delta.then(|| format!("{canonical}/_delta_log/"));
@@ -281,10 +256,7 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
     // The pointer in the planner's terms: mapped and canonical, or the
     // Delta log's head (the planner's, from the listing).
     let (metadata_location, head) = match &facts.pointer {
-        Some(raw) => (
-            planner.canonical_pointer(raw, &input.plan.location_map)?,
-            None,
-        ),
+        Some(raw) => (planner.canonical_pointer(raw, &plan.location_map)?, None),
         None => {
             let h = planner
                 .delta_head(&canonical, &facts.log)?
@@ -301,7 +273,7 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
             .collect(),
         head,
         clock_ms: Some(facts.clock_ms),
-        allow_future_now: input.allow_future_now,
+        allow_future_now: a.future.allow_future_now,
     };
     let step = planner.ledger_approve(ledger, sealed.plan, &live, now)?;
     moves.add(step.moves, &step.moved);
@@ -318,9 +290,9 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
             ledger,
             sealed.plan,
             &wt::DeletionOptions {
-                location_map: crate::component::mappings(&input.plan.location_map),
-                batch_size: input.batch,
-                allow_future_now: input.allow_future_now,
+                location_map: crate::component::mappings(&plan.location_map),
+                batch_size: a.deletes.batch,
+                allow_future_now: a.future.allow_future_now,
                 store_gives_etags: true,
             },
         )?;
@@ -328,8 +300,8 @@ async fn run_locked(input: &SweepInput, ledger_uri: &str) -> Result<Swept, HostE
             &mut planner,
             d,
             &source,
-            input.concurrency,
-            input.plan.wasm.as_deref(),
+            a.deletes.concurrency,
+            plan.wasm.as_deref(),
             crate::session::deletion::Drain::Ledger(ledger, now),
             &mut |_| Ok(()),
         )
@@ -650,5 +622,63 @@ pub fn gates_text(g: &wt::Gates) -> String {
         g.approvals_after_newer_hold,
         g.damaged,
         states_json(g)
+    )
+}
+
+/// `sweep TABLE`: one two-phase deletion step, printed; exit 3 on damage,
+/// 1 while outcomes stay unknown or a gate is broken.
+pub async fn command(a: &SweepCmd) -> Result<ExitCode, HostError> {
+    let plan = crate::commands::plan::plan_input(&a.plan, false).await?;
+    let s = run(a, &plan).await?;
+    print_swept(&s, a.plan.json)
+}
+
+/// `reconcile TABLE`: HEADs every unconfirmed delete and records the
+/// answers, printed like a sweep.
+pub async fn reconcile_command(t: &LedgerTarget) -> Result<ExitCode, HostError> {
+    let table = crate::stores::table_uri(&t.table)?;
+    let s = reconcile(
+        &table,
+        t.ledger.ledger.as_deref(),
+        t.planner.wasm.as_deref(),
+    )
+    .await?;
+    print_swept(&s, t.json)
+}
+
+/// Prints a sweep or reconcile run; exit 1 while outcomes stay unknown.
+fn print_swept(s: &Swept, json: bool) -> Result<ExitCode, HostError> {
+    if json {
+        let v = serde_json::json!({
+            "moves": s.moves.sample.iter().map(move_json).collect::<Vec<_>>(),
+            "moved": s.moves.counts,
+            "approval": s.approval.as_ref().map(approval_json),
+            "gates": gates_json(&s.gates), "ledger": s.ledger_uri,
+            "stopped": s.stopped,
+            "damage": s.damage.iter().map(crate::session::deletion::receipt_json).collect::<Vec<_>>(),
+            "openDamage": s.open_damage.iter().map(|d| serde_json::json!({
+                "key": d.key, "version": crate::names::version_json(&d.version),
+                "foundMs": d.found_ms, "why": d.why, "restore": d.restore})).collect::<Vec<_>>(),
+            "warnings": s.warnings,
+            "damageUnchecked": s.damage_unchecked,
+            "notes": s.notes, "outlook": outlook_json(&s.outlook)});
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+        );
+    } else {
+        out!("{}", human(s));
+    }
+    let g = &s.gates;
+    let pending = g.unknown_total > g.unknown_reconciled || g.approved_not_deleted > 0;
+    let broken = g.deleted_outside_approval > 0 || g.approvals_after_newer_hold > 0;
+    Ok(
+        if !s.damage.is_empty() || s.damage_unchecked.is_some() || g.damaged > 0 {
+            ExitCode::from(3)
+        } else if pending || broken || s.stopped.is_some() {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        },
     )
 }
