@@ -13,7 +13,7 @@
 //! `object_store`'s `LocalFileSystem`, whose listing percent-decodes file
 //! names (a directory `category=100%25`, as pyiceberg writes it, is listed
 //! as `category=100%`, and a delete of that path would address another
-//! file): the encoded-versus-decoded trap DESIGN.md warns about, caught by
+//! file): the encoded-versus-decoded trap docs/design.md warns about, caught by
 //! this project's fixture tests.
 
 pub mod ahead;
