@@ -42,21 +42,39 @@
 //! page size or order; a plan is sealed with a digest and the tokens it was
 //! judged on.
 
-// The nouns a host names by path: the stored documents' types, the
-// formats' parsers (fuzz targets and tests read them), the errors and the
-// reference host loop.
+// The nouns a host names by path: the stored documents' types, the errors
+// and the reference host loop.
 pub mod bundle;
-pub mod codec;
 pub mod context;
 pub mod error;
 pub mod estate;
 pub mod host;
 pub mod ledger;
-pub mod path;
 pub mod pinot;
 pub mod policy;
 pub mod reclaim;
+
+// The core's own vocabulary: canonical paths, the containers and the
+// formats' parsers. Public only with the `internal-api` feature, for the
+// fuzz targets, integration tests and benches (not a stable interface);
+// what a host needs of them is re-exported below. Without the feature,
+// what only those callers use (a parser's entry point, a re-export kept
+// for their paths) is unused here, and allowed to be.
+#[cfg(feature = "internal-api")]
+pub mod codec;
+#[cfg(not(feature = "internal-api"))]
+#[allow(dead_code, unused_imports)]
+mod codec;
+#[cfg(feature = "internal-api")]
+pub mod path;
+#[cfg(not(feature = "internal-api"))]
+#[allow(dead_code, unused_imports)]
+mod path;
+#[cfg(feature = "internal-api")]
 pub mod spec;
+#[cfg(not(feature = "internal-api"))]
+#[allow(dead_code, unused_imports)]
+mod spec;
 
 // The machinery: reached through the re-exports below.
 mod acceptance;
@@ -92,7 +110,7 @@ pub use expire::{
 pub use format::TableFormat;
 pub use ledger::{Ledger, ObjectState};
 pub use page::{PageClassifier, PageColumns, PageVerdicts};
-pub use path::PathMapping;
+pub use path::{overlapping_locations, PathMapping};
 pub use pinot::{PinotConfig, PinotRequest, PinotSession};
 pub use plan::{
     canonical_pointer, digest_checkpoint, digest_manifest, DamagedReference, KeptObject,
@@ -100,5 +118,6 @@ pub use plan::{
     Tally, DEFAULT_MEMORY_BUDGET, PLAN_SCHEMA,
 };
 pub use policy::Policy;
+pub use spec::metadata_file::current_metadata;
 pub use verdict::{Decision, ListedObject, Verdict};
 pub use version::ObjectVersion;

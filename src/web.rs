@@ -219,7 +219,7 @@ pub fn plan_expiry(
 }
 
 /// The current metadata document of a table folder chosen by hand, by the
-/// file-system catalog's rules ([`core::spec::metadata_file::current_metadata`]):
+/// file-system catalog's rules ([`core::current_metadata`]):
 /// `hint` the bytes of `metadata/version-hint.text` (none when the folder
 /// has none), `paths_json` every file's path relative to the folder (a JSON
 /// array of strings), `folder` its name (for messages). Returns
@@ -239,8 +239,7 @@ pub fn current_metadata(
         .filter(|p| p.starts_with("metadata/"))
         .map(|p| format!("{ROOT}/{p}"))
         .collect();
-    let (uri, why) = core::spec::metadata_file::current_metadata(ROOT, hint.as_deref(), &listing)
-        .map_err(|e| {
+    let (uri, why) = core::current_metadata(ROOT, hint.as_deref(), &listing).map_err(|e| {
         let named = format!("the folder \"{folder}\"");
         JsError::new(&format!(
             "{} must act: {}",

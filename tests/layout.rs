@@ -151,6 +151,34 @@ fn every_module_uses_only_lower_layers() {
     );
 }
 
+/// Whether lib.rs declares `pub mod name;` with no `cfg` on it: public in
+/// every build, not only with a feature.
+fn public_without_features(lib: &str, name: &str) -> bool {
+    let lines: Vec<&str> = lib.lines().map(str::trim).collect();
+    lines.iter().enumerate().any(|(i, l)| {
+        *l == format!("pub mod {name};") && (i == 0 || !lines[i - 1].starts_with("#[cfg("))
+    })
+}
+
+/// The core's own vocabulary (`path`, `codec`, `spec`) is public only with
+/// the `internal-api` feature: private otherwise, so a host reaches it
+/// through the root's re-exports, never by path.
+#[test]
+fn the_internal_vocabulary_is_public_only_with_internal_api() {
+    let lib =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    for name in ["path", "codec", "spec"] {
+        let gated = format!(
+            "#[cfg(feature = \"internal-api\")]\npub mod {name};\n#[cfg(not(feature = \"internal-api\"))]\n#[allow(dead_code, unused_imports)]\nmod {name};"
+        );
+        assert!(
+            lib.contains(&gated),
+            "lib.rs must declare `{name}` public with `internal-api` only"
+        );
+        assert!(!public_without_features(&lib, name), "`{name}` is public");
+    }
+}
+
 #[test]
 fn bindings_use_the_public_api_only() {
     // The bindings (src/bindings/) name the crate `core` (and the ledger
@@ -182,8 +210,8 @@ fn bindings_use_the_public_api_only() {
         if is_module && name.chars().next().is_some_and(|c| c.is_ascii_lowercase()) {
             named += 1;
             assert!(
-                lib.contains(&format!("pub mod {name};")),
-                "the bindings reach into `{name}`, which lib.rs does not make public"
+                public_without_features(&lib, &name),
+                "the bindings reach into `{name}`, which lib.rs does not make public (without `internal-api`)"
             );
         }
     }

@@ -70,12 +70,8 @@ impl wp::Guest for Component {
         version_hint: Option<Vec<u8>>,
         metadata_listing: Vec<String>,
     ) -> Result<(String, String), wt::Error> {
-        core::spec::metadata_file::current_metadata(
-            &table_location,
-            version_hint.as_deref(),
-            &metadata_listing,
-        )
-        .map_err(err)
+        core::current_metadata(&table_location, version_hint.as_deref(), &metadata_listing)
+            .map_err(err)
     }
 
     fn same_version(pinned: wt::ObjectVersion, seen: wt::ObjectVersion) -> bool {
@@ -193,7 +189,7 @@ impl wp::Guest for Component {
     }
 
     fn overlapping_locations(locations: Vec<String>) -> Vec<(u32, u32)> {
-        core::path::overlapping_locations(&locations)
+        core::overlapping_locations(&locations)
             .into_iter()
             .map(|(a, b)| (a as u32, b as u32))
             .collect()
