@@ -54,8 +54,9 @@ const LAYERS: &[(&str, u32)] = &[
     ("host", 10),
 ];
 
-/// The top-level module a source file belongs to (`src/spec/delta.rs` ->
-/// `spec`, `src/plan.rs` -> `plan`).
+/// The top-level module a source file belongs to
+/// (`src/spec/delta/action.rs` -> `spec`, `src/plan/session/mod.rs` ->
+/// `plan`, `src/lib.rs` -> `lib`).
 fn module_of(rel: &Path) -> String {
     let first = rel
         .components()

@@ -1087,8 +1087,9 @@ fn a_hold_spelled_differently_from_the_keys_protects_its_near_misses_and_says_so
 }
 
 /// Kills: dropping either loop over `statistics` / `partition-statistics`
-/// in `walk_snapshots` (src/plan.rs), or parsing them to nothing
-/// (src/spec/iceberg.rs): the files would be old, unreferenced candidates.
+/// in `walk` (src/plan/iceberg.rs), or parsing them to nothing
+/// (src/spec/iceberg/metadata.rs): the files would be old, unreferenced
+/// candidates.
 #[test]
 fn statistics_and_partition_statistics_files_are_referenced_not_candidates() {
     let (mut o, meta) = base();
@@ -1136,8 +1137,8 @@ fn statistics_and_partition_statistics_files_are_referenced_not_candidates() {
     assert_eq!(deleted, vec![stray]);
 }
 
-/// Kills: dropping the `manifest_length` check in `Purpose::Manifest`
-/// (src/plan.rs): a manifest replaced by another valid one (here: the list
+/// Kills: dropping the `manifest_length` check of a `Purpose::Manifest`
+/// read (`ManifestTally::new`, src/plan/iceberg.rs): a manifest replaced by another valid one (here: the list
 /// says one byte more than the manifest holds) would be read as if it were
 /// the one the snapshot committed.
 #[test]
