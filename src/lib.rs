@@ -28,12 +28,14 @@
 //! ## Layers (each uses only those below it; `tests/layout.rs` checks)
 //!
 //! ```text
-//! bindings, host · ledger · acceptance, reclaim · plan, expire, bundle, pinot · policy, page ·
-//! verdict, context · reach, delta_log · spec · codec ·
-//! error, path, digest, duration, version, format
+//! bindings, web, host · deletion · ledger · acceptance, reclaim ·
+//! plan, expire, bundle, pinot · policy, page, estate · verdict, context ·
+//! reach, delta_log · spec · codec ·
+//! error, path, digest, duration, version, format, hashing, mutation
 //! ```
 //!
-//! Safety rules it enforces (DESIGN.md): the keep set is the union over every
+//! The architecture and the safety rules are described in `docs/design.md`.
+//! Safety rules it enforces (`docs/design.md`, "Safety rules"): the keep set is the union over every
 //! snapshot in the metadata; nothing is deletable until it is complete; `now`
 //! is an input and objects younger than the window are kept; candidates are
 //! re-checked against the newest metadata; only keys strictly under

@@ -1,14 +1,15 @@
 //! Canonical object keys: the one mapping every path goes through before it
 //! is compared.
 //!
-//! Rules (DESIGN.md, safety rule 6):
+//! Rules (`docs/design.md`, "Paths are compared in one canonical form"):
 //! - `s3a://` and `s3n://` are `s3://`; the scheme is compared lower-case.
 //! - The authority (bucket, namenode) must match exactly. `file:/x`,
 //!   `file:///x`, `file://localhost/x` and `/x` are all the local file `/x`.
 //! - The path is compared as the literal string: never percent-decoded, never
 //!   case-folded, doubled slashes are not collapsed.
 //! - A *reference* (a path read from metadata) may be spelled in ways readers
-//!   resolve (safety rule 9): dot segments, repeated slashes. [`spellings`]
+//!   resolve (`docs/design.md`, "Every spelling a reader resolves"): dot
+//!   segments, repeated slashes. [`spellings`]
 //!   gives every key such a reference may name; the keep set keeps them all.
 //! - A key is inside the table only if it is strictly under `location + "/"`.
 //!
@@ -105,7 +106,8 @@ impl CanonicalUri {
     }
 }
 
-/// Every URI a reference may name once a reader resolves it (safety rule 9).
+/// Every URI a reference may name once a reader resolves it
+/// (`docs/design.md`, "Every spelling a reader resolves").
 ///
 /// - Local files (`file`): the kernel collapses repeated slashes and resolves
 ///   `.`/`..` (a `..` at the root stays at the root); URL-based readers (the

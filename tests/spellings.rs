@@ -1,4 +1,5 @@
-//! Safety rule 9: a reference keeps every key a reader may resolve it to.
+//! A reference keeps every key a reader may resolve it to (`docs/design.md`,
+//! "Every spelling a reader resolves").
 //! Property tests over many spellings of one key (dot segments, `file:`
 //! forms, repeated slashes, scheme case, `s3a`/`s3n`), for Iceberg manifests
 //! and Delta `add` actions; a regression on a deltalake-written table whose
