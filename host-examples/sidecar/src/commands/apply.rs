@@ -234,7 +234,7 @@ pub async fn command(a: &ApplyCmd) -> Result<ExitCode, HostError> {
                 if a.json {
                     outln!(
                         "{}",
-                        serde_json::json!({"plan": p, "refused": e.to_string()})
+                        serde_json::json!({"plan": p, "refused": e.headline()})
                     );
                 } else {
                     outln!("lakesweep: {}", report::esc(&e.headline()));

@@ -366,7 +366,7 @@ async fn drive(
         .session()
         .call_start(&mut *wstore, &cfg)
         .map_err(trap)?
-        .map_err(|e| describe(&e))?;
+        .map_err(HostError::Planner)?;
     // The table's own listing starts now, while the session reads the
     // table's metadata; the session's request for it takes what was listed.
     // Local files are listed by their names: the planner settles every
@@ -499,7 +499,7 @@ async fn drive(
                 }
             }
             .map_err(trap)?
-            .map_err(|e| describe(&e))?;
+            .map_err(HostError::Planner)?;
             drain(wstore, &mut decisions)?;
         }
         drop(fetched);
@@ -513,7 +513,7 @@ async fn drive(
                     .session()
                     .call_referenced(&mut *wstore, session, keys)
                     .map_err(trap)?
-                    .map_err(|e| describe(&e))?;
+                    .map_err(HostError::Planner)?;
                 return Ok(Run::Referenced(r));
             }
         }
@@ -548,7 +548,7 @@ async fn drive(
                     .session()
                     .call_handle_names(&mut *wstore, session, &keys)
                     .map_err(trap)?
-                    .map_err(|e| describe(&e))?;
+                    .map_err(HostError::Planner)?;
                 for i in needed {
                     let key = keys.get(i as usize).ok_or_else(|| {
                         format!("the planner asked back for name {i} of {}", keys.len())
@@ -566,7 +566,7 @@ async fn drive(
                 p.session()
                     .call_handle_page(&mut *wstore, session, &objs, last)
                     .map_err(trap)?
-                    .map_err(|e| describe(&e))?;
+                    .map_err(HostError::Planner)?;
                 drain(wstore, decisions)
             };
             let mut page: Vec<Object> = Vec::with_capacity(PAGE);
@@ -633,7 +633,7 @@ async fn drive(
             p.session()
                 .call_handle_pointer(&mut *wstore, session, Some(&now))
                 .map_err(trap)?
-                .map_err(|e| describe(&e))?;
+                .map_err(HostError::Planner)?;
             drain(wstore, &mut decisions)?;
         }
     }
@@ -643,7 +643,7 @@ async fn drive(
             .session()
             .call_seal(&mut *wstore, session)
             .map_err(trap)?
-            .map_err(|e| describe(&e))?;
+            .map_err(HostError::Planner)?;
         let plan = PlanHandle(plan);
         let header = planner.plan_header(plan)?;
         return Ok(Run::Sealed(Box::new(Sealed {
@@ -658,7 +658,7 @@ async fn drive(
         .session()
         .call_seal(&mut *wstore, session)
         .map_err(trap)?
-        .map_err(|e| describe(&e))?;
+        .map_err(HostError::Planner)?;
     let handle = PlanHandle(handle);
     if input.report {
         planner.plan_add_report(
