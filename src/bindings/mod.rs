@@ -13,7 +13,9 @@ mod ledger;
 mod session;
 
 use exports::lakesweep::planner::planner as wp;
-use lakesweep::planner::types as wt;
+// `self::`: the generated module, not the crate itself (a dev-dependency of
+// its own tests under that name).
+use self::lakesweep::planner::types as wt;
 
 use crate as core;
 use crate::deletion as cd;

@@ -38,6 +38,8 @@ impl Ledger {
         self.note_damage_fp(key.to_owned(), fp, version, now_ms, why);
     }
 
+    /// Records damage of `key` by its `fingerprint` (16 hex digits),
+    /// unless damage of that fingerprint is open already.
     pub(super) fn note_damage_fp(
         &mut self,
         key: String,

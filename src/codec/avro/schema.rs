@@ -51,7 +51,7 @@ pub struct Schema {
     /// these); `None` otherwise. Such a value is skipped in one step however
     /// many nested records it spells: a few named records of nulls used
     /// twice each would otherwise take exponentially many steps to skip.
-    /// (So such a value is read at any depth, where [`skip`] refuses other
+    /// (So such a value is read at any depth, where [`super::skip`] refuses other
     /// values nested more than 64 deep.)
     sizes: Vec<Option<usize>>,
 }

@@ -195,7 +195,7 @@ impl Session {
         Ok(())
     }
 
-    /// See [`IcebergSweep::check_summaries`] (a Delta session has none).
+    /// See [`IcebergSweep::check_summaries`](crate::plan::iceberg::IcebergSweep::check_summaries) (a Delta session has none).
     pub(super) fn check_summaries(&mut self) -> Result<()> {
         let metadata_location = self.metadata_location.clone();
         match &mut self.machine {
@@ -208,7 +208,7 @@ impl Session {
         }
     }
 
-    /// See [`IcebergSweep::note_stray_document`] (only an Iceberg session
+    /// See [`IcebergSweep::note_stray_document`](crate::plan::iceberg::IcebergSweep::note_stray_document) (only an Iceberg session
     /// judges stray documents against its pointer).
     pub(super) fn note_stray_document(&mut self, uri: &str, rel: &str, bytes: &[u8]) {
         if let Machine::Iceberg(i) = &mut self.machine {
@@ -222,7 +222,7 @@ impl Session {
         }
     }
 
-    /// See [`IcebergSweep::judge_stray_documents`].
+    /// See [`IcebergSweep::judge_stray_documents`](crate::plan::iceberg::IcebergSweep::judge_stray_documents).
     pub(super) fn check_stray_documents(&mut self) -> Result<()> {
         let Some(i) = self.iceberg() else {
             return Ok(());

@@ -311,14 +311,14 @@ impl Session {
 
     /// Whether the read of `uri` asked for now is of an Iceberg manifest:
     /// such a read may be answered with [`Session::handle_manifest_digest`]
-    /// (the manifest digested elsewhere by [`digest_manifest`]) instead of
+    /// (the manifest digested elsewhere by [`crate::digest_manifest`]) instead of
     /// its bytes.
     pub fn is_manifest_read(&self, uri: &str) -> bool {
         matches!(self.requests.pending(uri), Some(Purpose::Manifest { .. }))
     }
 
     /// Answers the `ReadBlob` request of a manifest with its digest, made by
-    /// [`digest_manifest`] from the bytes read at `uri`: checked and counted
+    /// [`crate::digest_manifest`] from the bytes read at `uri`: checked and counted
     /// by the code that checks and counts the bytes in
     /// [`Session::handle_blob`] (the length the manifest list names, the
     /// snapshot summaries), so the plan is the same. The memory budget is
@@ -356,7 +356,7 @@ impl Session {
     /// Whether the read of `uri` asked for now is of a Delta checkpoint
     /// file (a part, a V2 checkpoint, a sidecar): such a read may be
     /// answered with [`Session::handle_checkpoint_digest`] (the file
-    /// digested elsewhere by [`digest_checkpoint`]) instead of its bytes.
+    /// digested elsewhere by [`crate::digest_checkpoint`]) instead of its bytes.
     pub fn is_checkpoint_read(&self, uri: &str) -> bool {
         match self.requests.pending(uri) {
             Some(Purpose::DeltaLog { order }) => self.delta_is_checkpoint_read(uri, *order),
@@ -365,7 +365,7 @@ impl Session {
     }
 
     /// Answers the `ReadBlob` request of a Delta checkpoint file with its
-    /// digest, made by [`digest_checkpoint`] from the bytes read at `uri`:
+    /// digest, made by [`crate::digest_checkpoint`] from the bytes read at `uri`:
     /// its length is checked against the log listing and its actions
     /// applied by the code that applies the bytes' in
     /// [`Session::handle_blob`], so the plan is the same. The memory
