@@ -21,10 +21,11 @@
 //! outcome()                     what the run came to, and its exit status
 //! ```
 //!
-//! One run, in this order, per batch of keys: the live facts are read
-//! (`ReadFacts { Batch(n) }`) and accepted against the plan's tokens (the
-//! first refusal stops the run: every key left gets a `skipped-stopped`
-//! receipt); keys a live hold or writer covers get `skipped-protected`; the
+//! One run, in this order, per batch of keys: the stop switches are read
+//! with the live facts (`ReadFacts { Batch(n) }`, see [`crate::stop`]): a
+//! set, unreadable or unread switch stops the run, every key left getting
+//! a `skipped-stopped` receipt; the facts are accepted against the plan's
+//! tokens (the first refusal stops the run the same way); keys a live hold or writer covers get `skipped-protected`; the
 //! others are HEADed (`Head`), and each is deleted (`Delete`, conditioned
 //! on its entity tag where it has one) only while the answer is the version
 //! the plan pinned. After the last batch, when anything was deleted (or may
@@ -100,6 +101,10 @@ pub struct DeletionOptions {
     /// ledger's run ignores them (its approval chooses).
     #[serde(default)]
     pub keys: Option<Vec<String>>,
+    /// Stop switches to read before each batch besides the table's own
+    /// (a fleet's): absolute URIs. See [`crate::stop`].
+    #[serde(default)]
+    pub stop_switches: Vec<String>,
 }
 
 impl Default for DeletionOptions {
@@ -111,6 +116,7 @@ impl Default for DeletionOptions {
             allow_future_now: false,
             store_gives_etags: true,
             keys: None,
+            stop_switches: Vec::new(),
         }
     }
 }
@@ -154,14 +160,18 @@ pub struct Target {
     rename_all_fields = "camelCase"
 )]
 pub enum DeletionRequest {
-    /// Read the live facts now: the pointer (Iceberg; or list `log_prefix`,
-    /// a Delta table's `_delta_log/`), the context, the clock. Answer with
-    /// [`Deletion::handle_facts`] (or `handle_facts_failed`).
+    /// Read the live facts now: the stop switches, the pointer (Iceberg;
+    /// or list `log_prefix`, a Delta table's `_delta_log/`), the context,
+    /// the clock. Answer with [`Deletion::handle_facts`] (or
+    /// `handle_facts_failed`).
     ReadFacts {
         /// Before which batch, or the damage check.
         purpose: FactsPurpose,
         /// Delta: the log prefix to list for the facts.
         log_prefix: Option<String>,
+        /// The stop switches to read (each once, answered in
+        /// [`Facts::switches`]); none for the damage check.
+        switches: Vec<String>,
     },
     /// HEAD each object; answer each with [`Deletion::handle_head`].
     Head {
@@ -208,6 +218,9 @@ pub struct Facts {
     pub context: Option<String>,
     /// The host's clock, ms since the epoch.
     pub clock_ms: i64,
+    /// Each stop switch asked for, as read just now.
+    #[serde(default)]
+    pub switches: Vec<crate::stop::SwitchReading>,
 }
 
 /// What a HEAD found.
@@ -385,6 +398,8 @@ pub struct Deletion {
     live_context: Option<String>,
     /// The host's clock at the last facts.
     clock_ms: i64,
+    /// The stop switches read before each batch.
+    switches: Vec<String>,
 }
 
 impl Deletion {
@@ -465,7 +480,12 @@ impl Deletion {
         if config.batch_size == Some(0) {
             return Err(Error::invalid("batch_size", "must be at least 1"));
         }
+        let switches = crate::stop::switches_for(
+            std::slice::from_ref(&plan.table_location),
+            &config.stop_switches,
+        )?;
         let mut s = Deletion {
+            switches,
             plan,
             config,
             drills,
@@ -559,9 +579,14 @@ impl Deletion {
     fn ask_facts(&mut self, purpose: FactsPurpose) {
         let log_prefix = (self.plan.format == TableFormat::Delta)
             .then(|| format!("{}/_delta_log/", self.plan.table_location));
+        let switches = match purpose {
+            FactsPurpose::Batch(_) => self.switches.clone(),
+            FactsPurpose::Final => Vec::new(),
+        };
         self.outbox.push_back(DeletionRequest::ReadFacts {
             purpose,
             log_prefix,
+            switches,
         });
     }
 
@@ -580,6 +605,12 @@ impl Deletion {
         };
         self.clock_ms = facts.clock_ms;
         self.live_context = facts.context.clone();
+        if batch.is_some() {
+            if let Some(why) = crate::stop::stopped_by(&self.switches, &facts.switches) {
+                self.halt(why);
+                return Ok(());
+            }
+        }
         let live = match self.live_facts(&facts) {
             Ok(l) => l,
             Err(why) => return self.facts_unreadable(batch, why),
@@ -853,10 +884,21 @@ impl Deletion {
     /// outside a ledger, a run stopped before anything was tried is
     /// refused instead (no receipts).
     fn stop(&mut self, why: Vec<String>) {
+        self.stop_as(why, true)
+    }
+
+    /// A stop switch is set: the run stops as [`Deletion::stop`] does, but
+    /// every key gets its `skipped-stopped` receipt, even before anything
+    /// was tried (an operator halted it; the receipts say so).
+    fn halt(&mut self, why: Vec<String>) {
+        self.stop_as(why, false)
+    }
+
+    fn stop_as(&mut self, why: Vec<String>, refuse_untouched: bool) {
         let untouched = self.phase == Phase::AwaitFacts(1)
             && self.outcome.results.is_empty()
             && self.deleted.is_empty();
-        if untouched && self.drills.is_none() {
+        if refuse_untouched && untouched && self.drills.is_none() {
             self.rest.clear();
             self.outcome.refused = Some(why);
             self.finish();
@@ -1200,18 +1242,19 @@ mod tests {
             },
         })
         .unwrap();
-        let facts = |pointer: &str| Facts {
+        let facts = |pointer: &str, switches: &[String]| Facts {
             pointer: Some(pointer.to_owned()),
             log: vec![],
             context: None,
             clock_ms: plan.tokens.now_ms,
+            switches: absent(switches),
         };
         let mut receipts = Vec::new();
         let mut facts_read = 0;
         while !d.is_done() {
             while let Some(r) = d.poll_request() {
                 match r {
-                    DeletionRequest::ReadFacts { .. } => {
+                    DeletionRequest::ReadFacts { switches, .. } => {
                         facts_read += 1;
                         // The table moves after the first batch.
                         let p = if facts_read == 1 {
@@ -1219,7 +1262,7 @@ mod tests {
                         } else {
                             "s3://b/t/metadata/v9.metadata.json".into()
                         };
-                        d.handle_facts(facts(&p)).unwrap();
+                        d.handle_facts(facts(&p, &switches)).unwrap();
                     }
                     DeletionRequest::Head { objects, .. } => {
                         for t in objects {
@@ -1242,6 +1285,161 @@ mod tests {
         assert_eq!(o.results["already-absent"], 100);
         assert_eq!(o.results["skipped-stopped"], 9_900);
         assert_eq!(o.exit, 1);
+    }
+
+    fn absent(switches: &[String]) -> Vec<crate::stop::SwitchReading> {
+        switches
+            .iter()
+            .map(|u| crate::stop::SwitchReading {
+                uri: u.clone(),
+                answer: crate::stop::SwitchAnswer::Absent,
+            })
+            .collect()
+    }
+
+    /// Drives a run of `n` keys, batches of 2, on a store that holds
+    /// every key; `switch(batch, uris)` answers the switches before each
+    /// batch. Returns the receipts' results by key and the outcome.
+    fn run_with_switch(
+        n: usize,
+        extra: Vec<String>,
+        switch: impl Fn(u32, &[String]) -> Vec<crate::stop::SwitchReading>,
+    ) -> (BTreeMap<String, String>, DeletionOutcome) {
+        let keys: Vec<String> = (0..n).map(|i| format!("data/{i}.parquet")).collect();
+        let refs: Vec<(&str, u64)> = keys.iter().map(|k| (k.as_str(), 1)).collect();
+        let plan = crate::plan::plan_for_tests(&refs, None);
+        let mut d = Deletion::start(DeletionConfig {
+            plan: plan.to_json(),
+            options: DeletionOptions {
+                batch_size: Some(2),
+                allow_future_now: true,
+                store_gives_etags: false,
+                stop_switches: extra,
+                ..DeletionOptions::default()
+            },
+        })
+        .unwrap();
+        let mut results = BTreeMap::new();
+        while !d.is_done() {
+            while let Some(r) = d.poll_request() {
+                match r {
+                    DeletionRequest::ReadFacts {
+                        purpose, switches, ..
+                    } => {
+                        let batch = match purpose {
+                            FactsPurpose::Batch(b) => b,
+                            FactsPurpose::Final => {
+                                assert!(switches.is_empty(), "no switch after the deletes");
+                                0
+                            }
+                        };
+                        d.handle_facts(Facts {
+                            pointer: Some(plan.tokens.metadata_location.clone()),
+                            log: vec![],
+                            context: None,
+                            clock_ms: plan.tokens.now_ms,
+                            switches: switch(batch, &switches),
+                        })
+                        .unwrap();
+                    }
+                    DeletionRequest::Head { objects, .. } => {
+                        for t in objects {
+                            let v = plan.delete.iter().find(|p| p.key == t.key).unwrap();
+                            let seen = crate::ledger::version_of(v);
+                            d.handle_head(t.key, HeadAnswer::Found(seen)).unwrap();
+                        }
+                    }
+                    DeletionRequest::Delete { objects, .. } => {
+                        for t in objects {
+                            d.handle_delete(t.key, StoreAnswer::Deleted(None), 1, Some(2))
+                                .unwrap();
+                        }
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+            for r in d.drain_receipts() {
+                let prior =
+                    results.insert(r.receipt.key.clone(), r.receipt.result.as_str().to_owned());
+                assert!(prior.is_none(), "one receipt per key");
+            }
+        }
+        (results, d.outcome())
+    }
+
+    /// A halt set between two batches stops the run before the next:
+    /// what was deleted stays deleted, every key left is `skipped-stopped`
+    /// with the halt's words, and every batch read the table's own switch
+    /// and the fleet's.
+    #[test]
+    fn a_halt_between_batches_stops_before_the_next() {
+        let fleet = "s3://ops/lakesweep/stop.json".to_owned();
+        let set = crate::stop::halt_document(None, "listing looks wrong", "oncall", 7).unwrap();
+        let (results, outcome) = run_with_switch(6, vec![fleet.clone()], |batch, uris| {
+            if batch > 0 {
+                assert_eq!(
+                    uris.len(),
+                    2,
+                    "the table's switch and the fleet's: {uris:?}"
+                );
+            }
+            uris.iter()
+                .map(|u| crate::stop::SwitchReading {
+                    uri: u.clone(),
+                    answer: if batch >= 2 && u == &fleet {
+                        crate::stop::SwitchAnswer::Present(set.clone())
+                    } else {
+                        crate::stop::SwitchAnswer::Absent
+                    },
+                })
+                .collect()
+        });
+        let deleted = results.values().filter(|r| *r == "deleted").count();
+        let stopped = results.values().filter(|r| *r == "skipped-stopped").count();
+        assert_eq!((deleted, stopped), (2, 4), "{results:?}");
+        let why = outcome.stopped.unwrap().join(" ");
+        assert!(
+            why.contains("listing looks wrong") && why.contains("oncall"),
+            "{why}"
+        );
+        assert_eq!(outcome.exit, 1);
+    }
+
+    /// A switch set before the first batch still gives every key its
+    /// receipt (a halted run is not a refused one), and a switch left
+    /// unread or unreadable stops the run as a set one does.
+    #[test]
+    fn a_switch_set_unread_or_unreadable_stops_from_the_first_batch() {
+        let set = crate::stop::halt_document(None, "drill", "me", 1).unwrap();
+        let answers: Vec<Box<dyn Fn(&String) -> Option<crate::stop::SwitchAnswer>>> = vec![
+            Box::new(move |_| Some(crate::stop::SwitchAnswer::Present(set.clone()))),
+            Box::new(|_| None),
+            Box::new(|_| Some(crate::stop::SwitchAnswer::Failed("503 Slow Down".into()))),
+            Box::new(|_| {
+                Some(crate::stop::SwitchAnswer::Present(
+                    "{\"halted\":false}".into(),
+                ))
+            }),
+        ];
+        for answer in answers {
+            let (results, outcome) = run_with_switch(3, vec![], |_, uris| {
+                uris.iter()
+                    .filter_map(|u| {
+                        answer(u).map(|a| crate::stop::SwitchReading {
+                            uri: u.clone(),
+                            answer: a,
+                        })
+                    })
+                    .collect()
+            });
+            assert_eq!(results.len(), 3);
+            assert!(
+                results.values().all(|r| r == "skipped-stopped"),
+                "{results:?}"
+            );
+            assert!(outcome.refused.is_none());
+            assert_eq!(outcome.exit, 1);
+        }
     }
 
     #[test]

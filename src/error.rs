@@ -37,6 +37,10 @@ pub enum UnsafeReason {
     /// that table's files may lie under it (the outer table's plan keeps
     /// the prefix, as `foreign`).
     NestedTable,
+    /// A stop switch is set (or could not be read, or holds no valid
+    /// document): an operator halted every deleter. Nothing is deleted
+    /// until it is cleared (`resume`).
+    Halted,
 }
 
 impl UnsafeReason {
@@ -53,6 +57,7 @@ impl UnsafeReason {
             UnsafeReason::StalePointer => "stale-pointer",
             UnsafeReason::SharedLocation => "shared-location",
             UnsafeReason::NestedTable => "nested-table",
+            UnsafeReason::Halted => "halted",
         }
     }
 }

@@ -55,6 +55,7 @@ pub mod ledger;
 pub mod pinot;
 pub mod policy;
 pub mod reclaim;
+pub mod stop;
 
 // The core's own vocabulary: canonical paths, the containers and the
 // formats' parsers. Public only with the `internal-api` feature, for the

@@ -86,6 +86,7 @@ fn from_wt(e: wt::Error) -> Error {
                 wt::UnsafeReason::StalePointer => UnsafeReason::StalePointer,
                 wt::UnsafeReason::SharedLocation => UnsafeReason::SharedLocation,
                 wt::UnsafeReason::NestedTable => UnsafeReason::NestedTable,
+                wt::UnsafeReason::Halted => UnsafeReason::Halted,
                 wt::UnsafeReason::ProtectedSnapshotMissing => {
                     UnsafeReason::ProtectedSnapshotMissing
                 }

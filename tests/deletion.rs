@@ -240,7 +240,9 @@ fn drive(
         calls += 1;
         assert!(calls < 10_000, "runaway");
         match r {
-            DeletionRequest::ReadFacts { purpose, .. } => {
+            DeletionRequest::ReadFacts {
+                purpose, switches, ..
+            } => {
                 if let Some(&(e, p)) = events.next() {
                     w.event(e, p);
                 }
@@ -257,6 +259,13 @@ fn drive(
                     log: vec![],
                     context: Some(w.context()),
                     clock_ms: NOW,
+                    switches: switches
+                        .into_iter()
+                        .map(|uri| lakesweep::stop::SwitchReading {
+                            uri,
+                            answer: lakesweep::stop::SwitchAnswer::Absent,
+                        })
+                        .collect(),
                 })
                 .unwrap();
             }

@@ -56,6 +56,7 @@ pub(super) fn err(e: core::Error) -> wt::Error {
                 core::UnsafeReason::StalePointer => wt::UnsafeReason::StalePointer,
                 core::UnsafeReason::SharedLocation => wt::UnsafeReason::SharedLocation,
                 core::UnsafeReason::NestedTable => wt::UnsafeReason::NestedTable,
+                core::UnsafeReason::Halted => wt::UnsafeReason::Halted,
             },
             detail,
         }),
@@ -417,6 +418,7 @@ pub(super) fn deletion_config(c: wt::DeletionConfig) -> cd::DeletionConfig {
             allow_future_now: c.allow_future_now,
             store_gives_etags: c.store_gives_etags,
             keys: c.keys,
+            stop_switches: c.stop_switches,
         },
     }
 }
@@ -429,6 +431,7 @@ pub(super) fn deletion_options(o: wt::DeletionOptions) -> cd::DeletionOptions {
         allow_future_now: o.allow_future_now,
         store_gives_etags: o.store_gives_etags,
         keys: None,
+        stop_switches: o.stop_switches,
     }
 }
 
@@ -498,12 +501,14 @@ pub(super) fn deletion_request(r: cd::DeletionRequest) -> wt::DeletionRequest {
         cd::DeletionRequest::ReadFacts {
             purpose,
             log_prefix,
+            switches,
         } => wt::DeletionRequest::ReadFacts(wt::ReadFactsRequest {
             purpose: match purpose {
                 cd::FactsPurpose::Batch(n) => wt::FactsPurpose::Batch(n),
                 cd::FactsPurpose::Final => wt::FactsPurpose::Final,
             },
             log_prefix,
+            switches,
         }),
         cd::DeletionRequest::Head { batch, objects } => {
             wt::DeletionRequest::Head(targets(batch, objects))
@@ -584,5 +589,17 @@ pub(super) fn artifact_out(a: core::pinot::plan::ArtifactDelete) -> wt::ListedOb
     wt::ListedObject {
         key: a.key,
         version: version_out(a.version),
+    }
+}
+
+pub(super) fn switch_reading(r: wt::SwitchReading) -> crate::stop::SwitchReading {
+    use crate::stop::SwitchAnswer as A;
+    crate::stop::SwitchReading {
+        uri: r.uri,
+        answer: match r.answer {
+            wt::SwitchAnswer::Absent => A::Absent,
+            wt::SwitchAnswer::Present(t) => A::Present(t),
+            wt::SwitchAnswer::Failed(w) => A::Failed(w),
+        },
     }
 }

@@ -35,6 +35,7 @@ impl wp::GuestDeletion for Deletion {
                 .collect(),
             context: f.context,
             clock_ms: f.clock_ms,
+            switches: f.switches.into_iter().map(switch_reading).collect(),
         };
         self.0.borrow_mut().handle_facts(facts).map_err(err)
     }

@@ -197,6 +197,36 @@ impl wp::Guest for Component {
             .collect()
     }
 
+    fn stop_switches(locations: Vec<String>, extra: Vec<String>) -> Result<Vec<String>, wt::Error> {
+        crate::stop::switches_for(&locations, &extra).map_err(err)
+    }
+
+    fn check_stop_switches(
+        asked: Vec<String>,
+        readings: Vec<wt::SwitchReading>,
+    ) -> Result<(), wt::Error> {
+        let readings: Vec<_> = readings.into_iter().map(switch_reading).collect();
+        crate::stop::ensure_running(&asked, &readings).map_err(err)
+    }
+
+    fn halt_document(
+        previous: Option<String>,
+        reason: String,
+        by: String,
+        now_ms: i64,
+    ) -> Result<String, wt::Error> {
+        crate::stop::halt_document(previous.as_deref(), &reason, &by, now_ms).map_err(err)
+    }
+
+    fn resume_document(
+        previous: Option<String>,
+        reason: String,
+        by: String,
+        now_ms: i64,
+    ) -> Result<String, wt::Error> {
+        crate::stop::resume_document(previous.as_deref(), &reason, &by, now_ms).map_err(err)
+    }
+
     fn check_clock(judged_at_ms: i64, clock_ms: i64, allow_future: bool) -> Result<(), wt::Error> {
         core::check_clock(judged_at_ms, clock_ms, allow_future).map_err(err)
     }

@@ -103,6 +103,7 @@ pub fn unsafe_name(r: wt::UnsafeReason) -> &'static str {
         wt::UnsafeReason::StalePointer => "stale-pointer",
         wt::UnsafeReason::SharedLocation => "shared-location",
         wt::UnsafeReason::NestedTable => "nested-table",
+        wt::UnsafeReason::Halted => "halted",
     }
 }
 
