@@ -603,3 +603,16 @@ pub(super) fn switch_reading(r: wt::SwitchReading) -> crate::stop::SwitchReading
         },
     }
 }
+
+pub(super) fn halt_seen_out(h: crate::ledger::HaltSeen) -> wt::HaltSeen {
+    wt::HaltSeen {
+        switch: h.switch,
+        generation: h.generation,
+        reason: h.reason,
+        by: h.by,
+        at_ms: h.at_ms,
+        seen_ms: h.seen_ms,
+        extension_ms: h.extension_ms,
+        objects: h.objects,
+    }
+}

@@ -224,6 +224,31 @@ impl wp::GuestLedger for Ledger {
         Ok(self.ledger_step(&m))
     }
 
+    fn observe_halts(
+        &self,
+        readings: Vec<wt::SwitchReading>,
+        extension_ms: Option<i64>,
+        now_ms: i64,
+    ) -> Result<Vec<wt::HaltSeen>, wt::Error> {
+        let readings: Vec<_> = readings.into_iter().map(switch_reading).collect();
+        let seen = self
+            .0
+            .borrow_mut()
+            .observe_halts(&readings, extension_ms, now_ms)
+            .map_err(err)?;
+        Ok(seen.into_iter().map(halt_seen_out).collect())
+    }
+
+    fn halts(&self) -> Vec<wt::HaltSeen> {
+        self.0
+            .borrow()
+            .halts()
+            .iter()
+            .cloned()
+            .map(halt_seen_out)
+            .collect()
+    }
+
     fn record_drill(
         &self,
         table_location: String,

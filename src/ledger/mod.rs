@@ -50,6 +50,7 @@ mod drill;
 pub mod files;
 mod freshness;
 mod gates;
+mod halts;
 mod legacy;
 mod objects;
 mod outlook;
@@ -78,6 +79,7 @@ pub use store::AuditReport;
 use store::{Read, Save};
 
 pub use gates::Gates;
+pub use halts::HaltSeen;
 pub use outlook::Waiting;
 use state::state_name;
 pub use state::ObjectState;
@@ -141,6 +143,7 @@ pub struct Ledger {
     approvals: Vec<Approval>,
     outside_receipts: Vec<Receipt>,
     drills: Vec<Drill>,
+    halts: Vec<HaltSeen>,
     damage: Vec<Damage>,
     audit: Audit,
     verified: Verified,
@@ -216,6 +219,7 @@ impl Ledger {
             approvals: Vec::new(),
             outside_receipts: Vec::new(),
             drills: Vec::new(),
+            halts: Vec::new(),
             damage: Vec::new(),
             audit: Audit::default(),
             verified: Verified::default(),

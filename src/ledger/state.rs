@@ -58,6 +58,7 @@ impl ObjectState {
                 | (Discovered, UnreferencedEligible)
                 | (UnreferencedEligible, Quarantined)
                 | (Quarantined, RestoreVerified)
+                | (RestoreVerified, Quarantined)
                 | (RestoreVerified, DeleteApproved)
                 | (DeleteApproved, Deleted)
                 | (DeleteApproved, DeleteUnknown)

@@ -37,6 +37,8 @@ struct Head {
     drills: Vec<Drill>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     damage: Vec<Damage>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    halts: Vec<super::HaltSeen>,
     previous_integrity: Option<String>,
     integrity: String,
 }
@@ -246,6 +248,7 @@ impl Ledger {
         l.outside_receipts = head.outside_receipts;
         l.drills = head.drills;
         l.damage = head.damage;
+        l.halts = head.halts;
         l.audit = head.audit;
         l.verified = head.verified;
         let in_flight: u64 = head.objects.iter().map(|f| f.count).sum();
@@ -500,6 +503,7 @@ impl Ledger {
             outside_receipts: self.outside_receipts.clone(),
             drills: self.drills.clone(),
             damage: self.damage.clone(),
+            halts: self.halts.clone(),
             previous_integrity: self.previous_integrity.clone(),
             integrity: String::new(),
         }
