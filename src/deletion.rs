@@ -1411,21 +1411,20 @@ mod tests {
     #[test]
     fn a_switch_set_unread_or_unreadable_stops_from_the_first_batch() {
         let set = crate::stop::halt_document(None, "drill", "me", 1).unwrap();
-        let answers: Vec<Box<dyn Fn(&String) -> Option<crate::stop::SwitchAnswer>>> = vec![
-            Box::new(move |_| Some(crate::stop::SwitchAnswer::Present(set.clone()))),
-            Box::new(|_| None),
-            Box::new(|_| Some(crate::stop::SwitchAnswer::Failed("503 Slow Down".into()))),
-            Box::new(|_| {
-                Some(crate::stop::SwitchAnswer::Present(
-                    "{\"halted\":false}".into(),
-                ))
-            }),
+        // None: the switch is not read at all.
+        let answers = [
+            Some(crate::stop::SwitchAnswer::Present(set)),
+            None,
+            Some(crate::stop::SwitchAnswer::Failed("503 Slow Down".into())),
+            Some(crate::stop::SwitchAnswer::Present(
+                "{\"halted\":false}".into(),
+            )),
         ];
         for answer in answers {
             let (results, outcome) = run_with_switch(3, vec![], |_, uris| {
                 uris.iter()
                     .filter_map(|u| {
-                        answer(u).map(|a| crate::stop::SwitchReading {
+                        answer.clone().map(|a| crate::stop::SwitchReading {
                             uri: u.clone(),
                             answer: a,
                         })

@@ -114,10 +114,14 @@ pub struct SwitchReading {
     pub answer: SwitchAnswer,
 }
 
-/// The URI of the switch of the table at `table_location` (canonical, no
-/// trailing slash).
-pub fn table_switch(table_location: &str) -> String {
-    format!("{}/{TABLE_SWITCH}", table_location.trim_end_matches('/'))
+/// The URI of the switch of the table at `table_location`, under its
+/// canonical spelling (`s3a://` is `s3://`, `/x` is `file:///x`): every
+/// spelling of a table names one switch. Fails for a location that is no
+/// table's (a bucket's root).
+pub fn table_switch(table_location: &str) -> Result<String> {
+    let l = crate::path::TableLocation::parse(table_location)
+        .map_err(|e| Error::invalid("table", e))?;
+    Ok(format!("{}/{TABLE_SWITCH}", l.as_uri()))
 }
 
 /// The switches a deleter of the tables at `locations` reads before each
@@ -126,7 +130,7 @@ pub fn table_switch(table_location: &str) -> String {
 pub fn switches_for(locations: &[String], extra: &[String]) -> Result<Vec<String>> {
     let mut out: Vec<String> = Vec::new();
     for l in locations {
-        let s = table_switch(l);
+        let s = table_switch(l)?;
         if !out.contains(&s) {
             out.push(s);
         }
@@ -310,7 +314,7 @@ mod tests {
     #[test]
     fn switches_are_the_tables_then_the_fleets_each_once() {
         let s = switches_for(
-            &["s3://b/t".into(), "s3://b/t/".into()],
+            &["s3://b/t".into(), "s3a://b/t/".into()],
             &["s3://ops/stop.json".into(), "s3://ops/stop.json".into()],
         )
         .unwrap();
@@ -364,7 +368,7 @@ mod tests {
         ];
         let ok = read(&asked[1], SwitchAnswer::Absent);
         // Not read at all.
-        assert!(stopped_by(&asked, &[ok.clone()]).is_some());
+        assert!(stopped_by(&asked, std::slice::from_ref(&ok)).is_some());
         // Unreadable.
         let failed = read(&asked[0], SwitchAnswer::Failed("503".into()));
         assert!(stopped_by(&asked, &[failed, ok.clone()]).is_some());

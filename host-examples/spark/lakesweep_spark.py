@@ -241,6 +241,9 @@ def main(argv=None):
                     "(used for the whole run: a commit during it is not seen)")
     ap.add_argument("--receipts", help="receipts file (JSON Lines); default PLAN.receipts.jsonl")
     ap.add_argument("--dry-run", action="store_true", help="check everything, delete nothing")
+    ap.add_argument("--stop-switch", action="append", default=[], metavar="URI",
+                    help="a fleet's stop switch, read with the table's own (TABLE/_lakesweep/stop.json) "
+                         "before every batch; while one is set nothing is deleted (repeatable)")
     ap.add_argument("--allow-future-now", action="store_true",
                     help="accept a plan judged at a time ahead of this machine's clock (what-if runs, tests)")
     for x in (p, ap):
@@ -289,7 +292,7 @@ def main(argv=None):
 
             done = apply(spark, document, store_spec=spec, pointer=lambda: metadata, location_map=maps,
                          dry_run=args.dry_run, sink=sink, keep_receipts=False,
-                         allow_future_now=args.allow_future_now)
+                         allow_future_now=args.allow_future_now, stop_switches=args.stop_switch)
         counts = {k: done.count(k) for k in ("deleted", "would-delete", "already-absent", "skipped-changed",
                                              "skipped-protected", "skipped-stopped", "failed", "unknown")}
         print("lakesweep: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + f"; receipts in {path}")

@@ -168,6 +168,34 @@ def test_apply_on_the_executors_deletes_the_plan_with_a_receipt_per_key(spark, t
                              "deleteMarker", "detail"}
 
 
+def test_a_halt_set_between_two_batches_stops_the_spark_apply_before_the_next(spark, tmp_path):
+    expect = json.loads((REPO / "tests/fixtures/generated/expect.json").read_text())
+    t = expect["events"]
+    rel = t["location"][len(VROOT) + 1:]
+    root = stage(REPO / "tests/fixtures/generated", tmp_path / "gen", {rel: t["mtimes"]})
+    spec = {"local": [[VROOT, str(root)]]}
+    p, _ = plan(spark, t["location"], t["metadata_location"], t["now_ms"] + 365 * DAY, store_spec=spec,
+                retention_ms=t["file_retention_ms"])
+    assert len(p.delete) >= 3
+    fleet = tmp_path / "ops" / "stop.json"
+    halt = json.dumps({"schema": "lakesweepStop.v1", "halted": True,
+                       "halt": {"generation": 1, "reason": "listing looks wrong", "by": "oncall", "atMs": 1}})
+    lines = []
+
+    def sink(r):
+        # Batch 1's receipt is written: an operator halts the fleet.
+        lines.append(r)
+        fleet.parent.mkdir(parents=True, exist_ok=True)
+        fleet.write_text(halt)
+
+    done = apply(spark, p.document, store_spec=spec, pointer=lambda: t["metadata_location"], batch=1,
+                 allow_future_now=True, sink=sink, stop_switches=[f"file://{fleet}"])
+    results = [r["result"] for r in lines]
+    assert results[0] == "deleted" and set(results[1:]) == {"skipped-stopped"}, results
+    assert "listing looks wrong" in lines[1]["detail"] and done.exit == 1
+    assert all((root / rel / k).exists() for k, _ in p.delete[1:])
+
+
 def test_the_spark_submit_apply_entry_point(tmp_path):
     import subprocess
 
@@ -186,7 +214,9 @@ def test_the_spark_submit_apply_entry_point(tmp_path):
     # Judged at a time ahead of this machine's clock: refused unless asked.
     assert r.returncode == 2 and "refused, nothing deleted" in r.stdout, r.stdout + r.stderr[-2000:]
     Path(f"{plan_file}.receipts.jsonl").unlink(missing_ok=True)
-    r = subprocess.run(base + ["--metadata", t["metadata_location"], "--allow-future-now"], capture_output=True, text=True)
+    # A fleet's stop switch, read before every batch (not set: the run goes on).
+    r = subprocess.run(base + ["--metadata", t["metadata_location"], "--allow-future-now",
+                               "--stop-switch", f"file://{tmp_path}/ops/stop.json"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
     lines = [json.loads(x) for x in Path(f"{plan_file}.receipts.jsonl").read_text().splitlines()]
     planned = json.loads(golden("iceberg-events"))["delete"]

@@ -11,7 +11,10 @@ import { call, planner, referencedWith } from './planner.js';
 /// head, delete). Options: `locationMap` ([[from, to]]), `context` (async
 /// () => the context document now), `clock` (() => epoch ms, bigint),
 /// `allowFutureNow`, `batch` (none: the planner's), `dryRun`, `keys` (a
-/// share of the plan), `concurrency`, `sink(receipt)`. Returns {receipts,
+/// share of the plan), `concurrency`, `sink(receipt)`, `stopSwitches` (a
+/// fleet's stop switches, URIs, read with the table's own before every
+/// batch) and `switchStore(uri)` (the store that reads one; default
+/// `store`). Returns {receipts,
 /// outcome}; `outcome.exit` is the status every host gives.
 export async function apply(document, store, o = {}) {
   const concurrency = o.concurrency ?? 16;
@@ -25,6 +28,7 @@ export async function apply(document, store, o = {}) {
       allowFutureNow: !!o.allowFutureNow,
       storeGivesEtags: !!store.givesEtags,
       keys: o.keys,
+      stopSwitches: o.stopSwitches || [],
     }),
   );
   const receipts = [];
@@ -39,8 +43,24 @@ export async function apply(document, store, o = {}) {
       }
     }
   };
-  const facts = async (logPrefix) => {
-    const f = { log: [] };
+  // Each switch read as the store answers it; the planner decides what it means.
+  const switches = async (uris) => {
+    const out = [];
+    for (const uri of uris) {
+      let answer;
+      try {
+        const bytes = await (o.switchStore ? o.switchStore(uri) : store).read(uri);
+        answer = bytes == null ? { tag: 'absent' } : { tag: 'present', val: new TextDecoder().decode(bytes) };
+      } catch (e) {
+        answer = { tag: 'failed', val: String(e.message || e) };
+      }
+      out.push({ uri, answer });
+    }
+    return out;
+  };
+  const facts = async (logPrefix, switchUris) => {
+    // The switches first: a halt set before the facts are read is seen.
+    const f = { log: [], switches: await switches(switchUris) };
     if (logPrefix) {
       for await (const page of store.list(logPrefix)) f.log.push(...page);
     } else {
@@ -59,7 +79,7 @@ export async function apply(document, store, o = {}) {
       if (r.tag === 'read-facts') {
         let f;
         try {
-          f = await facts(r.val.logPrefix);
+          f = await facts(r.val.logPrefix, r.val.switches);
         } catch (e) {
           call(() => d.handleFactsFailed(String(e.message || e)));
           continue;

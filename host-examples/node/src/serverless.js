@@ -233,7 +233,10 @@ export async function coordinate(options) {
 /// keys), for a serverless deployment. `event`: {plan: the sealed plan
 /// document, or planUri: where it is stored; keys: the plan's keys this
 /// call deletes (none: all)}; `options.store` (an S3Store whose `pointer`
-/// reads the catalog), `options.context` (async () => the context now).
+/// reads the catalog), `options.context` (async () => the context now),
+/// `options.stopSwitches` (a fleet's stop switches, URIs: read with the
+/// table's own before every batch; the deployment's setting, never the
+/// event's, so a caller cannot skip one).
 /// Each call is a whole run of the planner's deletion session over its
 /// keys (the facts accepted before each batch, each key HEADed and deleted
 /// only while it is the planned version, the damage check after): returns
@@ -266,6 +269,8 @@ export async function deleteHandler(event, _context, options = {}) {
     context: options.context,
     allowFutureNow: !!event.allowFutureNow,
     batch: event.batch,
+    stopSwitches: options.stopSwitches,
+    switchStore: (uri) => storeFor(uri, options),
   });
   return json(done);
 }

@@ -6,10 +6,11 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { promises as fs } from 'node:fs';
+import { mkdirSync, promises as fs, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { LocalStore } from '../src/local.js';
+import { apply } from '../src/apply.js';
 import { plan } from '../src/planner.js';
 import { checkPageEvent, coordinate, deleteHandler, handler } from '../src/serverless.js';
 import { readJson, repo, stage, VROOT } from './fixtures.js';
@@ -96,4 +97,46 @@ test('a malformed event is refused naming what is missing, before anything is li
   }
   await assert.rejects(deleteHandler({}, {}), /names no plan/);
   await assert.rejects(deleteHandler(null, {}), /must be an object/);
+});
+
+test('a halt set between two batches stops the delete handler and apply before the next batch', async () => {
+  const { dir, t, store, options } = await staged('halt');
+  try {
+    const whole = await plan({ ...options, nowMs: options.nowMs + 365 * 86400000 }, store);
+    const keys = JSON.parse(whole.document).delete.map((d) => d.key);
+    assert.ok(keys.length >= 3);
+    const halt = JSON.stringify({
+      schema: 'lakesweepStop.v1',
+      halted: true,
+      halt: { generation: 1, reason: 'listing looks wrong', by: 'oncall', atMs: 1 },
+    });
+    // The fleet's switch, named by the deployment: set once the first
+    // receipt is written (after batch 1, before batch 2).
+    const fleetFile = path.join(dir, 'ops', 'stop.json');
+    const fleet = `file://${fleetFile}`;
+    const done = await apply(whole.document, store, {
+      batch: 1,
+      allowFutureNow: true,
+      stopSwitches: [fleet],
+      switchStore: () => new LocalStore(),
+      sink: () => {
+        mkdirSync(path.dirname(fleetFile), { recursive: true });
+        writeFileSync(fleetFile, halt);
+      },
+    });
+    const results = done.receipts.map((r) => r.receipt.result);
+    assert.equal(results[0], 'deleted');
+    assert.deepEqual([...new Set(results.slice(1))], ['skipped-stopped']);
+    assert.match(done.receipts[1].receipt.detail, /listing looks wrong/);
+    assert.equal(done.outcome.exit, 1);
+    // The table's own switch stops the delete handler as well.
+    const own = path.join(dir, t.location.slice(VROOT.length + 1), '_lakesweep', 'stop.json');
+    await fs.mkdir(path.dirname(own), { recursive: true });
+    await fs.writeFile(own, halt);
+    const rest = await deleteHandler({ plan: whole.document, keys: keys.slice(1), allowFutureNow: true }, {}, { store });
+    assert.deepEqual([...new Set(rest.receipts.map((r) => r.receipt.result))], ['skipped-stopped']);
+    for (const k of keys.slice(1)) await fs.access(path.join(dir, t.location.slice(VROOT.length + 1), k));
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
 });

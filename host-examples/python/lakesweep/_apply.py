@@ -128,10 +128,14 @@ class Deletion:
     now; ``list()`` of a Delta table's log); ``context`` is a function
     returning the context document now (or ``None``), read again before
     every batch; ``clock`` the host's clock. ``batch`` (keys per batch)
-    and ``keys`` (a share of the plan) are passed on; none: the planner's."""
+    and ``keys`` (a share of the plan) are passed on; none: the planner's.
+    ``stop_switches``: a fleet's stop switches (URIs), read with the
+    table's own before every batch; ``switch_store`` reads them (default:
+    ``store``). While one is set, nothing is deleted."""
 
     def __init__(self, document, store, *, location_map=(), context=None, clock=clock_ms,
-                 allow_future_now=False, wasm=None, batch=None, dry_run=False, keys=None):
+                 allow_future_now=False, wasm=None, batch=None, dry_run=False, keys=None,
+                 stop_switches=(), switch_store=None):
         self.c = Component(wasm)
         self.wasm = wasm
         self.document = document
@@ -139,6 +143,7 @@ class Deletion:
         self.location_map = [tuple(m) for m in location_map]
         self.context = context or (lambda: None)
         self.clock = clock
+        self.switch_store = switch_store or store
         # Checked by the planner (schema, digest); only its header crosses
         # back (a plan of a million deletes is larger than one call may carry).
         plan = self.c.call("[static]plan.load", document)
@@ -152,16 +157,32 @@ class Deletion:
             allow_future_now=bool(allow_future_now),
             store_gives_etags=bool(getattr(store, "gives_etags", False)),
             keys=None if keys is None else list(keys),
+            stop_switches=list(stop_switches),
         )
         self.session = self.c.call("[static]deletion.start", cfg)
 
     def _call(self, name, *args):
         return self.c.call(f"[method]deletion.{name}", self.session, *args)
 
-    def _facts(self, log_prefix):
+    def _switches(self, uris):
+        # Each read as the store answers it; the planner decides what it means.
+        out = []
+        for uri in uris:
+            try:
+                data = self.switch_store.read(uri)
+                answer = ({"kind": "absent"} if data is None else
+                          {"kind": "present", "value": bytes(data).decode("utf-8", "replace")})
+            except Exception as e:  # noqa: BLE001: an unreadable switch stops the run
+                answer = {"kind": "failed", "value": str(e)}
+            out.append({"uri": uri, "answer": answer})
+        return out
+
+    def _facts(self, log_prefix, switches=()):
         from . import _listed_json
 
         try:
+            # The switches first: a halt set before the facts are read is seen.
+            read_switches = self._switches(switches)
             if log_prefix:
                 log = [_listed_json(o) for page in self.store.list(log_prefix) for o in page]
                 facts = {"pointer": None, "log": log}
@@ -169,6 +190,7 @@ class Deletion:
                 facts = {"pointer": self.store.pointer(), "log": []}
             facts["context"] = self.context()
             facts["clockMs"] = int(self.clock())
+            facts["switches"] = read_switches
             return {"facts": facts}
         except Exception as e:  # noqa: BLE001: the session stops (or cannot check damage), never guesses
             return {"factsFailed": str(e)}
@@ -227,7 +249,7 @@ class Deletion:
                 req = json.loads(text)
                 kind = req["kind"]
                 if kind == "read-facts":
-                    answers.append(self._facts(req.get("logPrefix")))
+                    answers.append(self._facts(req.get("logPrefix"), req.get("switches") or ()))
                 elif kind == "head":
                     heads.extend(req["objects"])
                 elif kind == "delete":

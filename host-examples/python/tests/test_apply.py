@@ -206,3 +206,51 @@ def test_a_delta_commit_landing_during_the_run_stops_it_and_names_the_damage(tmp
     assert done.damage_unchecked is None and done.exit == 3
     assert [r["key"] for r in done.damage] == [first], done.damage
     assert "the live table needs it" in done.damage[0]["detail"]
+
+
+HALT = json.dumps({"schema": "lakesweepStop.v1", "halted": True,
+                   "halt": {"generation": 1, "reason": "listing looks wrong", "by": "oncall", "atMs": 1}})
+
+
+@pytest.mark.parametrize("where", ["table", "fleet"])
+def test_a_halt_set_between_two_batches_stops_the_run_before_the_next(events, tmp_path, where):
+    t, root = events
+    store = LocalStore(roots=[(VROOT, str(root))], pointer=lambda: t["metadata_location"])
+    p = plan_later(t, store)
+    assert len(p.delete) >= 3
+    fleet = tmp_path / "ops" / "stop.json"
+    switch = on_disk(root, t, "_lakesweep/stop.json") if where == "table" else fleet
+    lines = []
+
+    def sink(r):
+        # The first receipt is written: an operator halts before batch 2.
+        lines.append(r)
+        switch.parent.mkdir(parents=True, exist_ok=True)
+        switch.write_text(HALT)
+
+    done = lakesweep.apply(p.document, store, batch=1, sink=sink, allow_future_now=True, check=False,
+                           stop_switches=[f"file://{fleet}"])
+    results = [r["result"] for r in done.receipts]
+    assert results[0] == "deleted" and set(results[1:]) == {"skipped-stopped"}, results
+    assert "listing looks wrong" in done.receipts[1]["detail"]
+    assert done.exit == 1 and done.stopped
+    for k, _ in p.delete[1:]:
+        assert on_disk(root, t, k).exists()
+
+
+def test_a_switch_the_store_cannot_read_stops_every_delete(events):
+    t, root = events
+
+    class Unreadable(LocalStore):
+        def read(self, uri):
+            if uri.endswith("/_lakesweep/stop.json"):
+                raise OSError("503 Slow Down")
+            return super().read(uri)
+
+    store = Unreadable(roots=[(VROOT, str(root))], pointer=lambda: t["metadata_location"])
+    p = plan_later(t, store)
+    done = lakesweep.apply(p.document, store, allow_future_now=True, check=False)
+    assert {r["result"] for r in done.receipts} == {"skipped-stopped"}
+    assert "503 Slow Down" in " ".join(done.stopped)
+    for k, _ in p.delete:
+        assert on_disk(root, t, k).exists()

@@ -63,6 +63,11 @@ pub enum Command {
     Pinot(PinotCmd),
     /// One two-phase deletion step (run it on a schedule).
     Sweep(SweepCmd),
+    /// Stops every deleter: sets the stop switches every `apply`, `sweep`,
+    /// Spark, Python, Node and `pinot apply` run reads before each batch.
+    Halt(SwitchCmd),
+    /// Clears stop switches set by `halt`.
+    Resume(SwitchCmd),
     /// HEADs every unconfirmed delete of the ledger and records the answers.
     Reconcile(LedgerTarget),
     /// Proves that a seeded sample of quarantine bundles would restore.
@@ -343,6 +348,8 @@ pub struct PinotApplyCmd {
     #[arg(long, value_name = "FILE")]
     pub receipts: Option<String>,
     #[command(flatten)]
+    pub stop: StopOpts,
+    #[command(flatten)]
     pub planner: PlannerOpts,
 }
 
@@ -561,6 +568,48 @@ pub struct DeleteOpts {
     /// context are read again and the planner asked again before each.
     #[arg(long, value_parser = positive_u32)]
     pub batch: Option<u32>,
+    #[command(flatten)]
+    pub stop: StopOpts,
+}
+
+/// The stop switches a deleter reads before each batch.
+#[derive(Args, Debug, Clone, Default)]
+pub struct StopOpts {
+    /// A stop switch to read before each batch besides the table's own
+    /// (TABLE/_lakesweep/stop.json): a fleet's, one object every deleter
+    /// of the fleet reads (repeatable). While one is set, nothing is
+    /// deleted.
+    #[arg(long = "stop-switch", value_name = "URI")]
+    pub stop_switches: Vec<String>,
+}
+
+/// `halt` and `resume`: set or clear stop switches.
+#[derive(Args, Debug, Clone)]
+pub struct SwitchCmd {
+    /// Tables whose own switch (TABLE/_lakesweep/stop.json) is set or
+    /// cleared; on a halt each one's ledger lengthens the quarantine of
+    /// every waiting object.
+    #[arg(value_name = "TABLE", required_unless_present = "stop_switches")]
+    pub tables: Vec<String>,
+    #[command(flatten)]
+    pub stop: StopOpts,
+    /// Why (recorded in the switch, shown by every stopped run).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: String,
+    /// Who (recorded in the switch).
+    #[arg(long, value_name = "NAME")]
+    pub by: String,
+    /// On a halt: how much longer every waiting object of each TABLE's
+    /// ledger stays in quarantine (default: the ledger's quarantine).
+    #[arg(long, value_name = "DURATION", value_parser = duration_ms)]
+    pub extend: Option<i64>,
+    #[command(flatten)]
+    pub now: NowOpts,
+    /// Prints one JSON object instead of the report.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub planner: PlannerOpts,
 }
 
 /// The ledger's location.
@@ -812,6 +861,8 @@ fn check(command: &Command) -> Result<(), HostError> {
         | Command::Pinot(_)
         | Command::Reconcile(_)
         | Command::Drill(_)
+        | Command::Halt(_)
+        | Command::Resume(_)
         | Command::Ledger(_) => {}
     }
     Ok(())

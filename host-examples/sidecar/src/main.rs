@@ -27,7 +27,9 @@ mod wit;
 use std::process::ExitCode;
 
 use cli::{Command, LedgerCmd, PinotCmd, PolicyCmd};
-use commands::{apply, bundle, compare, drill, expire, ledger, pinot, plan, policy, status, sweep};
+use commands::{
+    apply, bundle, compare, drill, expire, halt, ledger, pinot, plan, policy, status, sweep,
+};
 use error::{HostError, EXIT_REFUSED, EXIT_USAGE};
 
 /// Runs one command: each command's module takes its own options.
@@ -57,6 +59,8 @@ async fn run(command: Command) -> Result<ExitCode, HostError> {
         Command::Pinot(PinotCmd::Plan(p)) => Ok(ExitCode::from(pinot::run_plan(&p).await?)),
         Command::Pinot(PinotCmd::Apply(a)) => Ok(ExitCode::from(pinot::run_apply(&a).await?)),
         Command::Compare(c) => compare::command(&c).await,
+        Command::Halt(h) => halt::command(&h, true).await,
+        Command::Resume(r) => halt::command(&r, false).await,
     }
 }
 

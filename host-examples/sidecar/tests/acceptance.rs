@@ -1167,3 +1167,138 @@ fn the_ledgers_files_are_checked_and_verified_objects_are_archived() {
         out_text(&o)
     );
 }
+
+/// The shell line that runs `lakesweep ARGS` (the same binary and planner).
+fn lakesweep_line(args: &[&str]) -> String {
+    let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+    format!(
+        "LAKESWEEP_WASM='{}' '{}' {} >/dev/null",
+        repo().join("target/lakesweep.wasm").display(),
+        env!("CARGO_BIN_EXE_lakesweep"),
+        quoted.join(" ")
+    )
+}
+
+#[test]
+fn a_fleet_halt_between_batches_stops_apply_before_its_next_batch() {
+    let s = Setup::new("acc-halt", 8, &[]);
+    let fleet = format!("file://{}", s.t.dir.join("ops/stop.json").display());
+    // Batch 2 was accepted; before its deletes an operator halts the fleet.
+    let halt = lakesweep_line(&[
+        "halt",
+        "--stop-switch",
+        &fleet,
+        "--reason",
+        "listing looks wrong",
+        "--by",
+        "oncall",
+    ]);
+    let hook = s.hook("2", &halt);
+    let o = s.apply(&["--batch", "2", "--stop-switch", &fleet], Some(&hook));
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    let rs = s.receipts();
+    // Batch 2 was already accepted: it goes; nothing after it does.
+    assert_eq!(
+        results(&rs, "deleted"),
+        s.orphans[..4].iter().cloned().collect(),
+        "{rs:?}"
+    );
+    assert_eq!(
+        results(&rs, "skipped-stopped"),
+        s.orphans[4..].iter().cloned().collect()
+    );
+    let stopped = rs
+        .iter()
+        .find(|r| r["result"] == "skipped-stopped")
+        .unwrap();
+    assert!(
+        stopped["detail"]
+            .as_str()
+            .unwrap()
+            .contains("listing looks wrong"),
+        "{stopped}"
+    );
+    assert!(s.orphans[4..].iter().all(|k| s.exists(k)));
+    // While it is set, a new run deletes nothing, and its receipts say why.
+    let o = s.apply(&["--stop-switch", &fleet], None);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    assert!(s.orphans[4..].iter().all(|k| s.exists(k)));
+    // A resume needs who and why; a second resume has nothing to clear.
+    let resume = |by: &str| {
+        lakesweep(&[
+            "resume",
+            "--stop-switch",
+            &fleet,
+            "--reason",
+            "checked",
+            "--by",
+            by,
+        ])
+    };
+    let o = resume("oncall");
+    assert!(o.status.success(), "{}", out_text(&o));
+    let o = resume("oncall");
+    assert!(!o.status.success(), "{}", out_text(&o));
+    // Cleared: the rest goes.
+    let o = s.apply(&["--stop-switch", &fleet], None);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert!(s.orphans.iter().all(|k| !s.exists(k)));
+}
+
+#[test]
+fn a_switch_that_cannot_be_read_as_one_stops_every_delete() {
+    let s = Setup::new("acc-halt-garbage", 2, &[]);
+    // The table's own switch, half written: nothing is deleted.
+    let sw = s.t.root().join("_lakesweep/stop.json");
+    std::fs::create_dir_all(sw.parent().unwrap()).unwrap();
+    std::fs::write(&sw, "{\"schema\":\"lakesweepStop.v1\",\"hal").unwrap();
+    let o = s.apply(&[], None);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    assert!(s.orphans.iter().all(|k| s.exists(k)));
+    assert!(
+        results(&s.receipts(), "skipped-stopped").len() == 2,
+        "{:?}",
+        s.receipts()
+    );
+}
+
+#[test]
+fn a_halt_stops_sweep_and_lengthens_the_quarantine_of_what_waits() {
+    let s = Setup::new("acc-halt-sweep", 4, &[]);
+    let sweep = |extra: &[&str]| s.sweep(extra, None);
+    // Discovered, eligible, quarantined, restore-verified: nothing deleted yet.
+    for _ in 0..4 {
+        let o = sweep(&[]);
+        assert!(o.status.success(), "{}", out_text(&o));
+    }
+    let table = s.t.location();
+    let o = lakesweep(&[
+        "halt", &table, "--reason", "audit", "--by", "sre", "--extend", "3d", "--json",
+    ]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let v = json(&o);
+    assert_eq!(v["ledgers"][0]["objects"], 4, "{v}");
+    let objects = ledger_objects(&table);
+    for k in &s.orphans {
+        assert_eq!(objects[k]["state"], "QUARANTINED", "{objects}");
+    }
+    // Status shows the halt and the switch.
+    let o = lakesweep(&["status", &table, "--json"]);
+    let st = json(&o);
+    assert!(st[0]["halted"].as_str().unwrap().contains("audit"), "{st}");
+    assert_eq!(st[0]["halts"][0]["by"], "sre", "{st}");
+    // Resumed at once: the lengthened quarantine still holds every object.
+    let o = lakesweep(&["resume", &table, "--reason", "ok", "--by", "sre"]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let o = sweep(&[]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    assert!(s.orphans.iter().all(|k| s.exists(k)), "{}", out_text(&o));
+    // Three days on, they pass their restore check again and go; the
+    // cleared switch's halt is not counted twice.
+    let later = (lakesweep_now_ms() + 3 * 86_400_000 + 60_000).to_string();
+    for _ in 0..2 {
+        let o = sweep(&["--now", &later, "--allow-future-now"]);
+        assert!(o.status.success(), "{}", out_text(&o));
+    }
+    assert!(s.orphans.iter().all(|k| !s.exists(k)));
+}

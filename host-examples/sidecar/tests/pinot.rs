@@ -115,12 +115,19 @@ struct Controller {
 
 impl Controller {
     fn start(docs: PathBuf, absent: &[&str]) -> Controller {
-        Self::start_with(docs, absent, &[])
+        Self::start_with(docs, absent, &[], None)
     }
 
     /// Also answers a DELETE of each `redirect.0` with a 307 to the
-    /// DELETE of `redirect.1` (a proxy or load balancer re-aiming it).
-    fn start_with(docs: PathBuf, absent: &[&str], redirect: &[(&str, &str)]) -> Controller {
+    /// DELETE of `redirect.1` (a proxy or load balancer re-aiming it);
+    /// `halt`: a file written (path, content) as the first segment DELETE
+    /// is answered (an operator halting the run between two deletes).
+    fn start_with(
+        docs: PathBuf,
+        absent: &[&str],
+        redirect: &[(&str, &str)],
+        mut halt: Option<(PathBuf, String)>,
+    ) -> Controller {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let redirect: BTreeMap<String, String> = redirect
             .iter()
@@ -156,6 +163,10 @@ impl Controller {
                 let (status, body) = match (method, file) {
                     ("GET", Some(f)) => ("200 OK", std::fs::read_to_string(docs.join(f)).unwrap()),
                     ("DELETE", _) if path.starts_with("/segments/") => {
+                        if let Some((f, text)) = halt.take() {
+                            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+                            std::fs::write(f, text).unwrap();
+                        }
                         let seg = path
                             .split('/')
                             .nth(3)
@@ -587,7 +598,7 @@ fn three_roots_on_an_s3_server() {
 #[test]
 fn a_segment_delete_answered_with_a_redirect_is_unknown_and_never_followed() {
     let lay = Layout::new("redirect");
-    let ctl = Controller::start_with(lay.root.clone(), &[], &[("events_2", "events_5")]);
+    let ctl = Controller::start_with(lay.root.clone(), &[], &[("events_2", "events_5")], None);
     let out = lay.root.join("plan.json");
     let mut a = lay.plan_args();
     a.extend(["--out".into(), out.display().to_string()]);
@@ -662,4 +673,67 @@ fn a_run_without_the_root_holding_the_in_progress_batches_is_retry() {
     let o = lakesweep(&ap);
     assert_ne!(o.status.code(), Some(0), "{}", out_text(&o));
     assert!(ctl.deletes().is_empty());
+}
+
+/// A fleet halt set while `pinot apply` runs (as its first segment DELETE
+/// is answered) stops it before its next DELETE: the rest are
+/// `skipped-stopped`, no other request changes anything, every artifact
+/// stays; a switch at a deep-store root stops it from the start.
+#[test]
+fn a_halt_between_two_deletes_stops_pinot_apply_before_the_next() {
+    let lay = Layout::new("halt");
+    let fleet = lay.root.join("ops/stop.json");
+    let doc = r#"{"schema":"lakesweepStop.v1","halted":true,"halt":{"generation":1,"reason":"segments look wrong","by":"oncall","atMs":1}}"#;
+    let ctl = Controller::start_with(
+        lay.root.clone(),
+        &[],
+        &[],
+        Some((fleet.clone(), doc.to_owned())),
+    );
+    let out = lay.root.join("plan.json");
+    let mut a = lay.plan_args();
+    a.extend(["--out".into(), out.display().to_string()]);
+    assert!(lakesweep(&a).status.success());
+    let receipts = lay.root.join("receipts.jsonl");
+    let mut ap = vec![
+        "pinot".to_owned(),
+        "apply".into(),
+        out.display().to_string(),
+        "--controller".into(),
+        ctl.url.clone(),
+        "--receipts".into(),
+        receipts.display().to_string(),
+        "--stop-switch".into(),
+        format!("file://{}", fleet.display()),
+    ];
+    ap.extend(ctl.state_args());
+    ap.extend(lay.roots());
+    let o = lakesweep(&ap);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    assert_eq!(ctl.deletes().len(), 1, "{:?}", ctl.deletes());
+    let lines: Vec<Value> = std::fs::read_to_string(&receipts)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["result"], "deleted", "{lines:?}");
+    assert!(
+        lines[1..].iter().all(|l| l["result"] == "skipped-stopped"),
+        "{lines:?}"
+    );
+    assert!(lines[1]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("segments look wrong"));
+    for r in ROOTS {
+        assert!(!files_under(&lay.folder(r, &lay.id(0))).is_empty(), "{r}");
+    }
+    // A half-written switch at a deep-store root stops a run from its start.
+    std::fs::remove_file(&fleet).unwrap();
+    let root = lay.root.join("deepstore/server/_lakesweep/stop.json");
+    std::fs::create_dir_all(root.parent().unwrap()).unwrap();
+    std::fs::write(&root, "{\"schema\":").unwrap();
+    let o = lakesweep(&ap);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    assert_eq!(ctl.deletes().len(), 1, "{:?}", ctl.deletes());
 }

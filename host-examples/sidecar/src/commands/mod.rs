@@ -8,6 +8,7 @@ pub mod compare;
 pub mod drill;
 pub mod estate;
 pub mod expire;
+pub mod halt;
 pub mod ledger;
 pub mod pinot;
 pub mod plan;

@@ -363,7 +363,19 @@ pub async fn run_apply(a: &PinotApplyCmd) -> Result<u8, crate::error::HostError>
     // Location names (another segment, another table).
     let client = crate::stores::http::mutating_client()?;
     let mut failed = 0;
+    // The stop switches (each deep-store root's own, then the fleet's) are
+    // read before every DELETE: once one is set, what is left is
+    // `skipped-stopped` (the planner judges the readings).
+    let switches = planner.stop_switches(&a.layout.roots, &a.stop.stop_switches)?;
+    let mut halted: Option<String> = None;
     for s in &approval.segments {
+        if let Some(why) = halted_by(&mut planner, &switches, &mut halted).await {
+            write(
+                serde_json::json!({"segment": s, "result": "skipped-stopped", "retention": approval.segment_retention, "detail": why}),
+            )?;
+            failed += 1;
+            continue;
+        }
         let url = format!(
             "{controller}/segments/{}/{}?type={}&retention={}",
             enc(&raw),
@@ -403,6 +415,13 @@ pub async fn run_apply(a: &PinotApplyCmd) -> Result<u8, crate::error::HostError>
         }
     }
     for o in &approval.objects {
+        if let Some(why) = halted_by(&mut planner, &switches, &mut halted).await {
+            write(
+                serde_json::json!({"key": o.key, "result": "skipped-stopped", "size": o.version.size, "detail": why}),
+            )?;
+            failed += 1;
+            continue;
+        }
         let st = Store::for_uri(&o.key)?;
         let seen = st
             .head(&o.key)
@@ -438,14 +457,33 @@ pub async fn run_apply(a: &PinotApplyCmd) -> Result<u8, crate::error::HostError>
             failed += 1;
         }
     }
+    if let Some(why) = &halted {
+        outln!("stopped: {why}");
+    }
     outln!(
-        "applied: {} segments and {} objects approved, {} withheld, {} failed",
+        "applied: {} segments and {} objects approved, {} withheld, {} failed or stopped",
         approval.segments.len(),
         approval.objects.len(),
         approval.withheld.len(),
         failed
     );
     Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// Why nothing more may be deleted, once a stop switch of `switches` is
+/// read set (or unreadable): read again before every DELETE until then.
+async fn halted_by(
+    planner: &mut Planner,
+    switches: &[String],
+    halted: &mut Option<String>,
+) -> Option<String> {
+    if halted.is_none() {
+        let readings = crate::session::switch::read_switches(switches).await;
+        if let Err(e) = planner.check_stop_switches(switches, &readings) {
+            *halted = Some(e.to_string());
+        }
+    }
+    halted.clone()
 }
 
 /// Everything but RFC 3986's unreserved characters is escaped.

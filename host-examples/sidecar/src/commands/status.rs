@@ -43,6 +43,10 @@ pub struct LedgerStatus {
     pub outlook: Vec<wt::Waiting>,
     /// Its gates.
     pub gates: wt::Gates,
+    /// The halts it lengthened its quarantine for.
+    pub halts: Vec<wt::HaltSeen>,
+    /// The table's own stop switch as read now: set (why), or not.
+    pub halted: Option<String>,
 }
 
 /// The status of one table: its ledger read and judged by the planner.
@@ -94,6 +98,16 @@ async fn table_status(
             states,
             outlook: planner.ledger_outlook(l, now_ms)?,
             gates: planner.ledger_gates(l)?,
+            halts: planner.ledger_halts(l)?,
+            halted: {
+                let loc = planner.ledger_table_location(l)?;
+                let sw = planner.stop_switches(&[loc], &[])?;
+                let readings = crate::session::switch::read_switches(&sw).await;
+                planner
+                    .check_stop_switches(&sw, &readings)
+                    .err()
+                    .map(|e| e.to_string())
+            },
         };
         Ok((Ok(status), f))
     };
@@ -173,6 +187,20 @@ pub fn human(all: &[TableStatus], now_ms: i64) -> String {
                         "  last step     not recorded (a ledger saved before steps were dated), revision {}\n",
                         l.revision
                     )),
+                }
+                match &l.halted {
+                    Some(why) => out.push_str(&format!("  HALTED        {}\n", esc(why))),
+                    None => out.push_str("  stop switch   not set\n"),
+                }
+                for h in &l.halts {
+                    out.push_str(&format!(
+                        "  halt          {} by {} ({}): quarantine of {} objects {} longer\n",
+                        time(h.at_ms),
+                        esc(&h.by),
+                        esc(&h.reason),
+                        h.objects,
+                        duration(h.extension_ms)
+                    ));
                 }
                 for (state, (n, b)) in &l.states {
                     out.push_str(&format!("  {state:<22} {n:>6}  {:>10}\n", bytes(*b)));
@@ -353,7 +381,9 @@ pub async fn command(a: &StatusCmd) -> Result<ExitCode, HostError> {
                     "revision": l.revision,
                     "states": l.states.iter().map(|(k, (n, b))| (k.to_string(), serde_json::json!({"count": n, "bytes": b}))).collect::<serde_json::Map<_, _>>(),
                     "outlook": crate::commands::sweep::outlook_json(&l.outlook),
-                    "gates": crate::commands::sweep::gates_json(&l.gates)}),
+                    "gates": crate::commands::sweep::gates_json(&l.gates),
+                    "halted": l.halted,
+                    "halts": l.halts.iter().map(|h| serde_json::json!({"switch": h.switch, "generation": h.generation, "reason": h.reason, "by": h.by, "atMs": h.at_ms, "seenMs": h.seen_ms, "extensionMs": h.extension_ms, "objects": h.objects})).collect::<Vec<_>>()}),
                 Err(why) => serde_json::json!({"table": s.table, "stale": s.stale, "why": s.why, "error": why.to_string()}),
             })
             .collect();

@@ -212,6 +212,25 @@ async fn run_locked(a: &SweepCmd, plan: &PlanInput, ledger_uri: &str) -> Result<
         );
     }
 
+    // A halt set (or cleared) since this ledger last looked lengthens the
+    // quarantine of every waiting object first, once per halt.
+    let switches = planner.stop_switches(
+        std::slice::from_ref(&sealed.header.table_location),
+        &a.deletes.stop.stop_switches,
+    )?;
+    let readings = crate::session::switch::read_switches(&switches).await;
+    for h in planner.ledger_observe_halts(ledger, &readings, None, now)? {
+        eprintln!(
+            "lakesweep: halt {} of {} ({}: {}): the quarantine of {} waiting objects is {} longer",
+            h.generation,
+            h.switch,
+            h.by,
+            h.reason,
+            h.objects,
+            report::duration(h.extension_ms)
+        );
+    }
+
     // 2. Fold it into the ledger (the archives it asks for name damage);
     // 3. HEAD the probes.
     let step = planner.ledger_begin(ledger, sealed.plan, now)?;
@@ -252,7 +271,9 @@ async fn run_locked(a: &SweepCmd, plan: &PlanInput, ledger_uri: &str) -> Result<
     };
     let canonical = sealed.header.table_location.clone();
     let log_prefix = delta.then(|| format!("{canonical}/_delta_log/"));
-    let facts = source.facts(&mut planner, log_prefix.as_deref()).await?;
+    let facts = source
+        .facts(&mut planner, log_prefix.as_deref(), &[])
+        .await?;
     // The pointer in the planner's terms: mapped and canonical, or the
     // Delta log's head (the planner's, from the listing).
     let (metadata_location, head) = match &facts.pointer {
@@ -294,6 +315,7 @@ async fn run_locked(a: &SweepCmd, plan: &PlanInput, ledger_uri: &str) -> Result<
                 batch_size: a.deletes.batch,
                 allow_future_now: a.future.allow_future_now,
                 store_gives_etags: true,
+                stop_switches: a.deletes.stop.stop_switches.clone(),
             },
         )?;
         let out = crate::session::deletion::run(

@@ -554,6 +554,47 @@ impl Planner {
         ))
     }
 
+    /// `stop-switches`: the switches a deleter of the tables at
+    /// `locations` reads before each batch (each table's own, then `extra`).
+    pub fn stop_switches(
+        &mut self,
+        locations: &[String],
+        extra: &[String],
+    ) -> Result<Vec<String>, HostError> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_stop_switches(&mut self.store, locations, extra))
+    }
+
+    /// `check-stop-switches`: fails (halted) unless every switch of `asked`
+    /// was read once and none is set.
+    pub fn check_stop_switches(
+        &mut self,
+        asked: &[String],
+        readings: &[wt::SwitchReading],
+    ) -> Result<(), HostError> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_check_stop_switches(&mut self.store, asked, readings))
+    }
+
+    /// `halt-document` (`set`) or `resume-document`: what `halt` or
+    /// `resume` writes over a switch's `previous` content.
+    pub fn switch_document(
+        &mut self,
+        set: bool,
+        previous: Option<&str>,
+        reason: &str,
+        by: &str,
+        now_ms: i64,
+    ) -> Result<String, HostError> {
+        let api = self.api.lakesweep_planner_planner();
+        let previous = previous.map(str::to_owned);
+        done(if set {
+            api.call_halt_document(&mut self.store, previous.as_deref(), reason, by, now_ms)
+        } else {
+            api.call_resume_document(&mut self.store, previous.as_deref(), reason, by, now_ms)
+        })
+    }
+
     /// `merge-context`: one validated context document from its parts.
     pub fn merge_context(&mut self, parts: &wt::ContextParts) -> Result<Option<String>, HostError> {
         let api = self.api.lakesweep_planner_planner();
@@ -935,6 +976,26 @@ impl Planner {
     pub fn ledger_quarantine_ms(&mut self, l: LedgerHandle) -> Result<i64, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         api.call_quarantine_ms(&mut self.store, l.0).map_err(trap)
+    }
+
+    /// `ledger.observe-halts`: lengthens the quarantine of every waiting
+    /// object once per halt the switches' readings name that the ledger
+    /// has not seen.
+    pub fn ledger_observe_halts(
+        &mut self,
+        l: LedgerHandle,
+        readings: &[wt::SwitchReading],
+        extension_ms: Option<i64>,
+        now_ms: i64,
+    ) -> Result<Vec<wt::HaltSeen>, HostError> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        done(api.call_observe_halts(&mut self.store, l.0, readings, extension_ms, now_ms))
+    }
+
+    /// `ledger.halts`.
+    pub fn ledger_halts(&mut self, l: LedgerHandle) -> Result<Vec<wt::HaltSeen>, HostError> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_halts(&mut self.store, l.0).map_err(trap)
     }
 
     /// `ledger.table-location`.

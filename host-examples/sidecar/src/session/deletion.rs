@@ -57,13 +57,17 @@ pub struct LiveSource {
 }
 
 impl LiveSource {
-    /// The live facts, read now: the pointer as the source answers it, or
-    /// (Delta) the listing of `log_prefix`; the context; the clock.
+    /// The live facts, read now: the stop `switches` named (first, so a
+    /// halt set before the facts are read is seen), the pointer as the
+    /// source answers it, or (Delta) the listing of `log_prefix`; the
+    /// context; the clock.
     pub async fn facts(
         &self,
         planner: &mut Planner,
         log_prefix: Option<&str>,
+        switches: &[String],
     ) -> Result<wt::Facts, HostError> {
+        let switches = crate::session::switch::read_switches(switches).await;
         let (pointer, log) = match log_prefix {
             Some(prefix) => (
                 None,
@@ -83,6 +87,7 @@ impl LiveSource {
             log,
             context: self.context.context_json(planner)?,
             clock_ms: clock_ms(),
+            switches,
         })
     }
 }
@@ -245,7 +250,9 @@ pub async fn run(
                     if matches!(f.purpose, wt::FactsPurpose::Final) {
                         hook("final")?;
                     }
-                    let facts = source.facts(planner, f.log_prefix.as_deref()).await;
+                    let facts = source
+                        .facts(planner, f.log_prefix.as_deref(), &f.switches)
+                        .await;
                     planner.deletion_facts(d, facts)?;
                 }
                 wt::DeletionRequest::Head(b) => {
