@@ -530,3 +530,21 @@ pub fn restore_metadata(
     TableMetadata::parse(current_uri, &out)?;
     Ok(out)
 }
+
+/// The candidate ids of `bundles` (stored documents), newest sealed first
+/// (ties: the greater id first): the order in which `restore --newest`
+/// tries them, restoring the first that verifies. Fails for a document
+/// that does not load (an edited or damaged bundle names no time to
+/// order by).
+pub fn newest_first(bundles: &[String]) -> Result<Vec<String>> {
+    let mut loaded = bundles
+        .iter()
+        .map(|b| Bundle::parse(b))
+        .collect::<Result<Vec<Bundle>>>()?;
+    loaded.sort_by(|a, b| {
+        b.created_ms
+            .cmp(&a.created_ms)
+            .then_with(|| b.candidate_id.cmp(&a.candidate_id))
+    });
+    Ok(loaded.into_iter().map(|b| b.candidate_id).collect())
+}

@@ -47,9 +47,11 @@
 // The nouns a host names by path: the stored documents' types, the errors
 // and the reference host loop.
 pub mod bundle;
+pub mod comparison;
 pub mod context;
 pub mod error;
 pub mod estate;
+pub mod fleet;
 pub mod host;
 pub mod ledger;
 pub mod pinot;

@@ -616,3 +616,33 @@ pub(super) fn halt_seen_out(h: crate::ledger::HaltSeen) -> wt::HaltSeen {
         objects: h.objects,
     }
 }
+
+pub(super) fn mode_in(m: wt::Mode) -> crate::fleet::Mode {
+    match m {
+        wt::Mode::Shadow => crate::fleet::Mode::Shadow,
+        wt::Mode::Enforce => crate::fleet::Mode::Enforce,
+    }
+}
+
+pub(super) fn mode_out(m: crate::fleet::Mode) -> wt::Mode {
+    match m {
+        crate::fleet::Mode::Shadow => wt::Mode::Shadow,
+        crate::fleet::Mode::Enforce => wt::Mode::Enforce,
+    }
+}
+
+pub(super) fn mode_decision_out(d: crate::ledger::ModeDecision) -> wt::ModeDecision {
+    wt::ModeDecision {
+        cohort: d.cohort,
+        mode: mode_out(d.mode),
+        wanted: mode_out(d.wanted),
+        why: d.why,
+        stop_switch: d.stop_switch,
+        halt_extension_ms: d.halt_extension_ms,
+        existing_job: wt::ExistingJob {
+            tool: d.existing_job.tool,
+            older_than_ms: d.existing_job.older_than.map(|o| o.0),
+            removes_log_files: d.existing_job.removes_log_files,
+        },
+    }
+}

@@ -239,6 +239,74 @@ impl wp::GuestLedger for Ledger {
         Ok(seen.into_iter().map(halt_seen_out).collect())
     }
 
+    fn enter_fleet(&self, fleet: String, now_ms: i64) -> Result<wt::ModeDecision, wt::Error> {
+        let d = self
+            .0
+            .borrow_mut()
+            .enter_fleet(&fleet, now_ms)
+            .map_err(err)?;
+        Ok(mode_decision_out(d))
+    }
+
+    fn record_comparison(
+        &self,
+        plan: wp::PlanBorrow<'_>,
+        their: wt::TheirList,
+        decisions: Vec<wt::Decision>,
+    ) -> Result<String, wt::Error> {
+        let plan = &plan.get::<Plan>().plan;
+        let their = core::comparison::TheirList {
+            keys: their.keys,
+            outside: their.outside,
+        };
+        let decisions: Vec<_> = decisions.into_iter().map(decision_in).collect();
+        let c = self
+            .0
+            .borrow_mut()
+            .record_comparison(plan, &their, &decisions)
+            .map_err(err)?;
+        Ok(serde_json::to_string(&c).unwrap_or_default())
+    }
+
+    fn rollout_gate(&self, now_ms: i64) -> wt::RolloutGate {
+        let g = self.0.borrow().gate(now_ms);
+        wt::RolloutGate {
+            passed: g.passed,
+            shadow_days: g.shadow_days,
+            shadow_since_ms: g.shadow_since_ms,
+            runs: g.runs,
+            days_covered: g.days_covered,
+            days_with_runs: g.days_with_runs,
+            open_differences: g.open_differences,
+            why: g.why,
+        }
+    }
+
+    fn move_mode(
+        &self,
+        to: wt::Mode,
+        by: String,
+        why: String,
+        now_ms: i64,
+    ) -> Result<wt::ModeMove, wt::Error> {
+        let m = self
+            .0
+            .borrow_mut()
+            .move_mode(mode_in(to), &by, &why, now_ms)
+            .map_err(err)?;
+        Ok(wt::ModeMove {
+            at_ms: m.at_ms,
+            from: m.from.map(mode_out),
+            to: mode_out(m.to),
+            by: m.by,
+            why: m.why,
+        })
+    }
+
+    fn rollout_document(&self, now_ms: i64) -> Option<String> {
+        self.0.borrow().rollout_document(now_ms)
+    }
+
     fn halts(&self) -> Vec<wt::HaltSeen> {
         self.0
             .borrow()

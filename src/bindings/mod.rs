@@ -197,6 +197,28 @@ impl wp::Guest for Component {
             .collect()
     }
 
+    fn their_keys(
+        table_location: String,
+        location_map: Vec<wt::PathMapping>,
+        text: String,
+    ) -> Result<wt::TheirList, wt::Error> {
+        let l = core::comparison::their_keys(&table_location, &maps(location_map), &text)
+            .map_err(err)?;
+        Ok(wt::TheirList {
+            keys: l.keys,
+            outside: l.outside,
+        })
+    }
+
+    fn fleet_tables(fleet: String, cohort: String) -> Result<Vec<String>, wt::Error> {
+        let f = core::fleet::Fleet::parse(&fleet).map_err(err)?;
+        Ok(f.cohort(&cohort).map_err(err)?.tables.clone())
+    }
+
+    fn fleet_with_mode(fleet: String, cohort: String, mode: wt::Mode) -> Result<String, wt::Error> {
+        core::fleet::Fleet::with_mode(&fleet, &cohort, mode_in(mode)).map_err(err)
+    }
+
     fn stop_switches(locations: Vec<String>, extra: Vec<String>) -> Result<Vec<String>, wt::Error> {
         crate::stop::switches_for(&locations, &extra).map_err(err)
     }
@@ -417,6 +439,10 @@ impl wp::Guest for Component {
         core::bundle::seal(&req, &metadata, &blobs(blobs_read))
             .map(bundle_out)
             .map_err(err)
+    }
+
+    fn bundles_newest_first(bundles: Vec<String>) -> Result<Vec<String>, wt::Error> {
+        core::bundle::newest_first(&bundles).map_err(err)
     }
 
     fn bundle_load(document: String) -> Result<wt::Bundle, wt::Error> {

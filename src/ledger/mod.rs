@@ -54,6 +54,7 @@ mod halts;
 mod legacy;
 mod objects;
 mod outlook;
+mod rollout;
 mod state;
 mod steps;
 mod store;
@@ -81,6 +82,7 @@ use store::{Read, Save};
 pub use gates::Gates;
 pub use halts::HaltSeen;
 pub use outlook::Waiting;
+pub use rollout::{Gate, ModeDecision, ModeMove, Rollout, GATE_FRESHNESS_MS, MAX_COMPARISONS};
 use state::state_name;
 pub use state::ObjectState;
 pub use steps::{quarantine_root, QuarantineRoot};
@@ -144,6 +146,10 @@ pub struct Ledger {
     outside_receipts: Vec<Receipt>,
     drills: Vec<Drill>,
     halts: Vec<HaltSeen>,
+    /// The table's rollout over a fleet, if it is in one.
+    rollout: Option<Rollout>,
+    /// This run's mode, once it entered its fleet (never stored).
+    mode_now: Option<ModeDecision>,
     damage: Vec<Damage>,
     audit: Audit,
     verified: Verified,
@@ -220,6 +226,8 @@ impl Ledger {
             outside_receipts: Vec::new(),
             drills: Vec::new(),
             halts: Vec::new(),
+            rollout: None,
+            mode_now: None,
             damage: Vec::new(),
             audit: Audit::default(),
             verified: Verified::default(),

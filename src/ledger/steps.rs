@@ -380,6 +380,9 @@ impl Ledger {
         )?;
         let (live_holds, live_leases) = (acc.live_hold_generation, acc.live_lease_watermark);
         let mut differences = acc.differences.clone();
+        if let Some(why) = self.rollout_refusal() {
+            differences.push(why);
+        }
         if let Some(rule) = &t.restore_drill {
             // Age by the host's clock, not the plan's `now` (which may be
             // set in the past to make an old drill look recent).

@@ -39,6 +39,8 @@ struct Head {
     damage: Vec<Damage>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     halts: Vec<super::HaltSeen>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rollout: Option<super::Rollout>,
     previous_integrity: Option<String>,
     integrity: String,
 }
@@ -249,6 +251,7 @@ impl Ledger {
         l.drills = head.drills;
         l.damage = head.damage;
         l.halts = head.halts;
+        l.rollout = head.rollout;
         l.audit = head.audit;
         l.verified = head.verified;
         let in_flight: u64 = head.objects.iter().map(|f| f.count).sum();
@@ -504,6 +507,7 @@ impl Ledger {
             drills: self.drills.clone(),
             damage: self.damage.clone(),
             halts: self.halts.clone(),
+            rollout: self.rollout.clone(),
             previous_integrity: self.previous_integrity.clone(),
             integrity: String::new(),
         }

@@ -272,8 +272,12 @@ pub struct RestoreCmd {
     pub table: String,
     /// The quarantine bundle `expire --commit` sealed
     /// (TABLE/_lakesweep/bundles/ID).
-    #[arg(long, value_name = "ID")]
-    pub bundle: String,
+    #[arg(long, value_name = "ID", required_unless_present = "newest", conflicts_with = "newest")]
+    pub bundle: Option<String>,
+    /// The newest bundle that verifies (newest sealed first; one that
+    /// would not restore is named and passed over).
+    #[arg(long)]
+    pub newest: bool,
     #[command(flatten)]
     pub pointer: PointerOpts,
     #[command(flatten)]

@@ -373,12 +373,16 @@ async fn put_back_and_commit(
 pub async fn restore_command(a: &RestoreCmd) -> Result<ExitCode, HostError> {
     let table = crate::stores::table_uri(&a.table)?;
     let mut planner = Planner::load(&crate::component::wasm_path(a.planner.wasm.as_deref()))?;
+    let id = match &a.bundle {
+        Some(id) => id.clone(),
+        None => newest_verified(&mut planner, &table, &a.map.location_map).await?,
+    };
     let msg = restore(
         &mut planner,
         &table,
         &a.pointer.pointer()?,
         &a.map.location_map,
-        &a.bundle,
+        &id,
         a.when.now_ms(),
         a.future.allow_future_now,
         a.commit,
@@ -386,4 +390,49 @@ pub async fn restore_command(a: &RestoreCmd) -> Result<ExitCode, HostError> {
     .await?;
     outln!("{msg}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The newest of the table's bundles that verifies, in the planner's
+/// order (newest sealed first); each one passed over is named on standard
+/// error. A bundle that does not load refuses: it cannot be ordered, and
+/// it may be the newest.
+async fn newest_verified(
+    planner: &mut Planner,
+    table: &str,
+    location_map: &[(String, String)],
+) -> Result<String, HostError> {
+    let store = Store::for_uri(table)?;
+    let mut texts = Vec::new();
+    for (dir, has) in dirs(&store, table).await? {
+        if !has {
+            eprintln!("lakesweep: {dir} holds no bundle.json (a seal that never finished): passed over");
+            continue;
+        }
+        let bytes = store
+            .read(&format!("{dir}/bundle.json"))
+            .await?
+            .ok_or_else(|| refused!("{dir}/bundle.json vanished"))?;
+        texts.push(
+            String::from_utf8(bytes).map_err(|_| refused!("{dir}/bundle.json is not UTF-8"))?,
+        );
+    }
+    let order = crate::component::done(
+        planner
+            .api
+            .lakesweep_planner_planner()
+            .call_bundles_newest_first(&mut planner.store, &texts),
+    )
+    .map_err(|e| refused!("nothing restored: {e} (name one with --bundle)"))?;
+    for id in order {
+        let dir = format!("{}/{id}", root(table));
+        let c = check(planner, &store, table, location_map, &dir, None).await?;
+        if c.verification.complete {
+            return Ok(id);
+        }
+        eprintln!(
+            "lakesweep: bundle {id} would not restore ({}): passed over",
+            serde_json::json!(c.verification.problems)
+        );
+    }
+    Err(refused!("nothing restored: no bundle of {table} verifies"))
 }
