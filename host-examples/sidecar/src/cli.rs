@@ -68,6 +68,8 @@ pub enum Command {
     Halt(SwitchCmd),
     /// Clears stop switches set by `halt`.
     Resume(SwitchCmd),
+    /// Moves a fleet's cohort between shadow and enforce, through the gate.
+    Move(MoveCmd),
     /// HEADs every unconfirmed delete of the ledger and records the answers.
     Reconcile(LedgerTarget),
     /// Proves that a seeded sample of quarantine bundles would restore.
@@ -241,6 +243,45 @@ pub struct SweepCmd {
     /// remain (a missing ledger is otherwise refused).
     #[arg(long)]
     pub new_ledger: bool,
+    /// The fleet document (`lakesweepFleet.v1`) whose cohort holds the
+    /// table: the table's mode (shadow: nothing is deleted), the fleet's
+    /// stop switch and halt extension come from it and the ledger.
+    #[arg(long, value_name = "URI")]
+    pub fleet: Option<String>,
+    /// The existing job's candidate list for this same run (one key or URI
+    /// per line: `remove_orphan_files`, `VACUUM ... DRY RUN`): compared
+    /// with this run's plan and recorded in the ledger (needs --fleet).
+    #[arg(long, value_name = "FILE", requires = "fleet")]
+    pub compare_with: Option<String>,
+}
+
+/// `move`: a cohort's tables from one mode to the other.
+#[derive(Args, Debug, Clone)]
+pub struct MoveCmd {
+    /// The fleet document (rewritten with the cohort's new mode once every
+    /// table's ledger recorded the move).
+    #[arg(long, value_name = "URI")]
+    pub fleet: String,
+    /// The cohort to move: every table in it, or none.
+    #[arg(long, value_name = "NAME")]
+    pub cohort: String,
+    /// The mode to move to: `enforce` (each table's gate must be open) or
+    /// `shadow` (always).
+    #[arg(long, value_name = "MODE", value_parser = ["shadow", "enforce"])]
+    pub to: String,
+    /// Who moves it (recorded).
+    #[arg(long, value_name = "NAME")]
+    pub by: String,
+    /// Why (recorded).
+    #[arg(long, value_name = "TEXT")]
+    pub why: String,
+    #[command(flatten)]
+    pub now: NowOpts,
+    /// Prints one JSON object instead of the report.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub planner: PlannerOpts,
 }
 
 /// Proves that a seeded sample of quarantine bundles would restore.
@@ -272,7 +313,12 @@ pub struct RestoreCmd {
     pub table: String,
     /// The quarantine bundle `expire --commit` sealed
     /// (TABLE/_lakesweep/bundles/ID).
-    #[arg(long, value_name = "ID", required_unless_present = "newest", conflicts_with = "newest")]
+    #[arg(
+        long,
+        value_name = "ID",
+        required_unless_present = "newest",
+        conflicts_with = "newest"
+    )]
     pub bundle: Option<String>,
     /// The newest bundle that verifies (newest sealed first; one that
     /// would not restore is named and passed over).
@@ -867,6 +913,7 @@ fn check(command: &Command) -> Result<(), HostError> {
         | Command::Drill(_)
         | Command::Halt(_)
         | Command::Resume(_)
+        | Command::Move(_)
         | Command::Ledger(_) => {}
     }
     Ok(())

@@ -28,7 +28,8 @@ use std::process::ExitCode;
 
 use cli::{Command, LedgerCmd, PinotCmd, PolicyCmd};
 use commands::{
-    apply, bundle, compare, drill, expire, halt, ledger, pinot, plan, policy, status, sweep,
+    apply, bundle, compare, drill, expire, halt, ledger, pinot, plan, policy, rollout, status,
+    sweep,
 };
 use error::{HostError, EXIT_REFUSED, EXIT_USAGE};
 
@@ -61,6 +62,7 @@ async fn run(command: Command) -> Result<ExitCode, HostError> {
         Command::Compare(c) => compare::command(&c).await,
         Command::Halt(h) => halt::command(&h, true).await,
         Command::Resume(r) => halt::command(&r, false).await,
+        Command::Move(m) => rollout::command(&m).await,
     }
 }
 

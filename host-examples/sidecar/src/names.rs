@@ -167,3 +167,11 @@ pub fn option_words(text: &str) -> String {
     }
     out
 }
+
+/// A rollout mode's name (`shadow`, `enforce`).
+pub fn mode_name(m: wt::Mode) -> &'static str {
+    match m {
+        wt::Mode::Shadow => "shadow",
+        wt::Mode::Enforce => "enforce",
+    }
+}

@@ -515,13 +515,20 @@ fn restore_refuses_a_rewritten_layer_and_puts_back_a_missing_one() {
     let o = run("restore", &["--newest", "--commit"]);
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("passed over") && err.contains("no bundle"), "{err}");
+    assert!(
+        err.contains("passed over") && err.contains("no bundle"),
+        "{err}"
+    );
     // Gone instead: restore puts the bundle's copy back and time travel to
     // every restored snapshot reads its own rows again.
     std::fs::remove_file(&list).unwrap();
     let o = run("restore", &["--newest", "--commit"]);
     assert!(o.status.success(), "{}", out_text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains(&id), "{}", out_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(&id),
+        "{}",
+        out_text(&o)
+    );
     assert_eq!(std::fs::read(&list).unwrap(), original);
     let after = py(&["check", t.dir.to_str().unwrap()])["travel"].clone();
     assert_eq!(after, before, "every snapshot reads what it read before");

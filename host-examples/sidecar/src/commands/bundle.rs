@@ -405,7 +405,9 @@ async fn newest_verified(
     let mut texts = Vec::new();
     for (dir, has) in dirs(&store, table).await? {
         if !has {
-            eprintln!("lakesweep: {dir} holds no bundle.json (a seal that never finished): passed over");
+            eprintln!(
+                "lakesweep: {dir} holds no bundle.json (a seal that never finished): passed over"
+            );
             continue;
         }
         let bytes = store

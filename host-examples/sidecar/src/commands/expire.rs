@@ -70,6 +70,7 @@ async fn frees(
         foreign_roots: Vec::new(),
         prior_pointers: Vec::new(),
         deleted_index: None,
+        compare_keys: None,
     };
     let before = crate::session::plan::run(&input).await?;
     let after = crate::session::plan::run(&crate::session::plan::PlanInput {

@@ -14,5 +14,6 @@ pub mod pinot;
 pub mod plan;
 pub mod policy;
 pub mod report;
+pub mod rollout;
 pub mod status;
 pub mod sweep;

@@ -72,6 +72,7 @@ fn plan_input_for(
         foreign_roots: Vec::new(),
         prior_pointers: Vec::new(),
         deleted_index: None,
+        compare_keys: None,
     })
 }
 

@@ -47,6 +47,8 @@ pub struct LedgerStatus {
     pub halts: Vec<wt::HaltSeen>,
     /// The table's own stop switch as read now: set (why), or not.
     pub halted: Option<String>,
+    /// The table's rollout over a fleet (the planner's document), if any.
+    pub rollout: Option<serde_json::Value>,
 }
 
 /// The status of one table: its ledger read and judged by the planner.
@@ -99,6 +101,9 @@ async fn table_status(
             outlook: planner.ledger_outlook(l, now_ms)?,
             gates: planner.ledger_gates(l)?,
             halts: planner.ledger_halts(l)?,
+            rollout: planner
+                .ledger_rollout_document(l, now_ms)?
+                .and_then(|d| serde_json::from_str(&d).ok()),
             halted: {
                 let loc = planner.ledger_table_location(l)?;
                 let sw = planner.stop_switches(&[loc], &[])?;
@@ -192,6 +197,9 @@ pub fn human(all: &[TableStatus], now_ms: i64) -> String {
                     Some(why) => out.push_str(&format!("  HALTED        {}\n", esc(why))),
                     None => out.push_str("  stop switch   not set\n"),
                 }
+                if let Some(r) = &l.rollout {
+                    out.push_str(&rollout_text(r, now_ms));
+                }
                 for h in &l.halts {
                     out.push_str(&format!(
                         "  halt          {} by {} ({}): quarantine of {} objects {} longer\n",
@@ -226,6 +234,64 @@ pub fn human(all: &[TableStatus], now_ms: i64) -> String {
         }
         for why in &s.why {
             out.push_str(&format!("  STALE: {}\n", esc(&why.to_string())));
+        }
+    }
+    out
+}
+
+/// A table's rollout in words: its cohort and mode, how long it has run in
+/// shadow, the latest comparison's agreement, the open differences, and
+/// the gate.
+fn rollout_text(r: &serde_json::Value, now_ms: i64) -> String {
+    let mut out = String::new();
+    let mode = r["mode"].as_str().unwrap_or("?");
+    out.push_str(&format!(
+        "  rollout       cohort {}, {mode}",
+        esc(r["cohort"].as_str().unwrap_or(""))
+    ));
+    if let (Some(since), "shadow") = (r["shadowSinceMs"].as_i64(), mode) {
+        out.push_str(&format!(
+            " for {} ({} comparisons on {} days)",
+            duration(now_ms.saturating_sub(since)),
+            r["gate"]["runs"],
+            r["gate"]["daysWithRuns"]
+        ));
+    }
+    out.push('\n');
+    if let Some(c) = r["comparisons"].as_array().and_then(|c| c.last()) {
+        out.push_str(&format!(
+            "  latest        {}: agreement {:.1}% (we {}, they {}, both {}), {} unexplained\n",
+            time(c["atMs"].as_i64().unwrap_or(0)),
+            r["agreement"].as_f64().unwrap_or(0.0) * 100.0,
+            c["ours"],
+            c["theirs"],
+            c["both"],
+            c["unexplained"]
+        ));
+        for d in c["differences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|d| d["rule"].is_null())
+            .take(20)
+        {
+            out.push_str(&format!(
+                "  OPEN          {} ({}): {}\n",
+                esc(d["key"].as_str().unwrap_or("")),
+                d["side"].as_str().unwrap_or(""),
+                esc(d["why"].as_str().unwrap_or(""))
+            ));
+        }
+    }
+    let g = &r["gate"];
+    if g["passed"] == true {
+        out.push_str("  gate          open: the cohort may move to enforce\n");
+    } else if mode == "shadow" {
+        for w in g["why"].as_array().into_iter().flatten() {
+            out.push_str(&format!(
+                "  GATE closed   {}\n",
+                esc(w.as_str().unwrap_or(""))
+            ));
         }
     }
     out
@@ -383,6 +449,7 @@ pub async fn command(a: &StatusCmd) -> Result<ExitCode, HostError> {
                     "outlook": crate::commands::sweep::outlook_json(&l.outlook),
                     "gates": crate::commands::sweep::gates_json(&l.gates),
                     "halted": l.halted,
+                    "rollout": l.rollout,
                     "halts": l.halts.iter().map(|h| serde_json::json!({"switch": h.switch, "generation": h.generation, "reason": h.reason, "by": h.by, "atMs": h.at_ms, "seenMs": h.seen_ms, "extensionMs": h.extension_ms, "objects": h.objects})).collect::<Vec<_>>()}),
                 Err(why) => serde_json::json!({"table": s.table, "stale": s.stale, "why": s.why, "error": why.to_string()}),
             })

@@ -95,6 +95,10 @@ pub struct Swept {
     /// The ledger's open damage after the run: keys it deleted that the
     /// table references now, with how to restore each.
     pub open_damage: Vec<wt::Damage>,
+    /// The table's mode in its fleet, when the run was given one.
+    pub mode: Option<wt::ModeDecision>,
+    /// This run's comparison with the existing job (as recorded), if any.
+    pub comparison: Option<Value>,
 }
 
 /// HEADs a probe the ledger wants at a time.
@@ -189,7 +193,21 @@ async fn run_locked(a: &SweepCmd, plan: &PlanInput, ledger_uri: &str) -> Result<
     // refuses a plan made without its index).
     let mut planner = Planner::load(&wasm_path(plan.wasm.as_deref()))?;
     let loaded = crate::session::ledger::open(&mut planner, &lstore, &ledger_uri).await?;
+    // The fleet document, and the existing job's list for this same run
+    // (its keys, in the planner's terms: their verdicts are kept).
+    let fleet = match &a.fleet {
+        Some(u) => Some(crate::stores::read_document(u).await?),
+        None => None,
+    };
+    let their = match &a.compare_with {
+        Some(f) => {
+            let text = crate::stores::read_document(f).await?;
+            Some(planner.their_keys(&table, &plan.location_map, &text)?)
+        }
+        None => None,
+    };
     let mut plan_input = plan.clone();
+    plan_input.compare_keys = their.as_ref().map(|t| t.keys.iter().cloned().collect());
     if let Some(l) = loaded {
         plan_input.deleted_index = Some(planner.ledger_deleted_index(l)?);
     }
@@ -212,14 +230,30 @@ async fn run_locked(a: &SweepCmd, plan: &PlanInput, ledger_uri: &str) -> Result<
         );
     }
 
+    // The table's mode in its fleet (shadow deletes nothing), and this
+    // run's comparison with the existing job.
+    let mode = match &fleet {
+        Some(text) => Some(planner.ledger_enter_fleet(ledger, text, now)?),
+        None => None,
+    };
+    let comparison = match &their {
+        Some(t) => {
+            let c = planner.ledger_record_comparison(ledger, sealed.plan, t, &sealed.decisions)?;
+            Some(serde_json::from_str::<Value>(&c).unwrap_or(Value::Null))
+        }
+        None => None,
+    };
+    let mut stop_switches = a.deletes.stop.stop_switches.clone();
+    stop_switches.extend(mode.as_ref().and_then(|m| m.stop_switch.clone()));
     // A halt set (or cleared) since this ledger last looked lengthens the
     // quarantine of every waiting object first, once per halt.
     let switches = planner.stop_switches(
         std::slice::from_ref(&sealed.header.table_location),
-        &a.deletes.stop.stop_switches,
+        &stop_switches,
     )?;
     let readings = crate::session::switch::read_switches(&switches).await;
-    for h in planner.ledger_observe_halts(ledger, &readings, None, now)? {
+    let extension = mode.as_ref().and_then(|m| m.halt_extension_ms);
+    for h in planner.ledger_observe_halts(ledger, &readings, extension, now)? {
         eprintln!(
             "lakesweep: halt {} of {} ({}: {}): the quarantine of {} waiting objects is {} longer",
             h.generation,
@@ -315,7 +349,7 @@ async fn run_locked(a: &SweepCmd, plan: &PlanInput, ledger_uri: &str) -> Result<
                 batch_size: a.deletes.batch,
                 allow_future_now: a.future.allow_future_now,
                 store_gives_etags: true,
-                stop_switches: a.deletes.stop.stop_switches.clone(),
+                stop_switches: stop_switches.clone(),
             },
         )?;
         let out = crate::session::deletion::run(
@@ -345,6 +379,8 @@ async fn run_locked(a: &SweepCmd, plan: &PlanInput, ledger_uri: &str) -> Result<
     let open_damage = planner.ledger_open_damage(ledger)?;
     gates = planner.ledger_gates(ledger).unwrap_or(gates);
     Ok(Swept {
+        mode,
+        comparison,
         outlook,
         now_ms: now,
         warnings: sealed.header.warnings.clone(),
@@ -426,6 +462,8 @@ async fn reconcile_locked(
     let outlook = planner.ledger_outlook(ledger, now)?;
     let open_damage = planner.ledger_open_damage(ledger)?;
     Ok(Swept {
+        mode: None,
+        comparison: None,
         outlook,
         now_ms: now,
         warnings: Vec::new(),
@@ -479,10 +517,61 @@ pub fn gates_json(g: &wt::Gates) -> Value {
            "states": states_json(g)})
 }
 
+/// A run's mode in its fleet as the run report's JSON writes it.
+pub fn mode_json(m: &wt::ModeDecision) -> Value {
+    json!({"cohort": m.cohort, "mode": crate::names::mode_name(m.mode),
+           "wanted": crate::names::mode_name(m.wanted), "why": m.why,
+           "stopSwitch": m.stop_switch, "haltExtensionMs": m.halt_extension_ms})
+}
+
+/// The human lines of a run's mode and comparison.
+fn rollout_text(s: &Swept) -> String {
+    let mut out = String::new();
+    if let Some(m) = &s.mode {
+        out.push_str(&format!(
+            "mode: {} (cohort {}){}\n",
+            crate::names::mode_name(m.mode),
+            crate::commands::report::esc(&m.cohort),
+            if m.mode == wt::Mode::Shadow {
+                ": plans and compares, deletes nothing"
+            } else {
+                ""
+            }
+        ));
+        for w in &m.why {
+            out.push_str(&format!("  {}\n", crate::commands::report::esc(w)));
+        }
+    }
+    if let Some(c) = &s.comparison {
+        out.push_str(&format!(
+            "compared with {}: we would delete {}, they {}, both {}; {} differences explained {}, {} unexplained\n",
+            c["tool"].as_str().unwrap_or(""),
+            c["ours"], c["theirs"], c["both"],
+            c["explained"].as_object().map_or(0, |e| e.values().filter_map(Value::as_u64).sum::<u64>()),
+            c["explained"],
+            c["unexplained"]
+        ));
+        for d in c["differences"].as_array().into_iter().flatten().take(20) {
+            out.push_str(&format!(
+                "  {} {} [{}] {}\n",
+                if d["side"] == "ours" {
+                    "ours  "
+                } else {
+                    "theirs"
+                },
+                crate::commands::report::esc(d["key"].as_str().unwrap_or("")),
+                d["rule"].as_str().unwrap_or("UNEXPLAINED"),
+                crate::commands::report::esc(d["why"].as_str().unwrap_or(""))
+            ));
+        }
+    }
+    out
+}
+
 /// The human report of a run: moves grouped by the state they reached, the
 /// approval, and the gates.
 pub fn human(s: &Swept) -> String {
-    let mut out = String::new();
+    let mut out = rollout_text(s);
     for n in &s.notes {
         out.push_str(&format!("store: {}\n", crate::commands::report::esc(n)));
     }
@@ -546,6 +635,8 @@ pub fn human(s: &Swept) -> String {
                 "approval granted for {} objects (quarantine root {})\n",
                 a.approved, a.quarantine_root
             ));
+        } else if s.mode.as_ref().is_some_and(|m| m.mode == wt::Mode::Shadow) {
+            out.push_str("shadow mode: nothing approved, nothing deleted\n");
         } else if !a.differences.is_empty() {
             out.push_str("approval refused, the plan must be recomputed (next run):\n");
             for d in &a.differences {
@@ -683,7 +774,9 @@ fn print_swept(s: &Swept, json: bool) -> Result<ExitCode, HostError> {
                 "foundMs": d.found_ms, "why": d.why, "restore": d.restore})).collect::<Vec<_>>(),
             "warnings": s.warnings,
             "damageUnchecked": s.damage_unchecked,
-            "notes": s.notes, "outlook": outlook_json(&s.outlook)});
+            "notes": s.notes, "outlook": outlook_json(&s.outlook),
+            "mode": s.mode.as_ref().map(mode_json),
+            "comparison": s.comparison});
         outln!(
             "{}",
             serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?

@@ -554,6 +554,39 @@ impl Planner {
         ))
     }
 
+    /// `their-keys`: the existing job's list as the table's keys.
+    pub fn their_keys(
+        &mut self,
+        table: &str,
+        location_map: &[(String, String)],
+        text: &str,
+    ) -> Result<wt::TheirList, HostError> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_their_keys(
+            &mut self.store,
+            &table.to_owned(),
+            &mappings(location_map),
+            text,
+        ))
+    }
+
+    /// `fleet-tables`: a cohort's tables.
+    pub fn fleet_tables(&mut self, fleet: &str, cohort: &str) -> Result<Vec<String>, HostError> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_fleet_tables(&mut self.store, fleet, cohort))
+    }
+
+    /// `fleet-with-mode`: the fleet document with a cohort in `mode`.
+    pub fn fleet_with_mode(
+        &mut self,
+        fleet: &str,
+        cohort: &str,
+        mode: wt::Mode,
+    ) -> Result<String, HostError> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_fleet_with_mode(&mut self.store, fleet, cohort, mode))
+    }
+
     /// `stop-switches`: the switches a deleter of the tables at
     /// `locations` reads before each batch (each table's own, then `extra`).
     pub fn stop_switches(
@@ -990,6 +1023,65 @@ impl Planner {
     ) -> Result<Vec<wt::HaltSeen>, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
         done(api.call_observe_halts(&mut self.store, l.0, readings, extension_ms, now_ms))
+    }
+
+    /// `ledger.enter-fleet`: the run's mode in the fleet `fleet` (its
+    /// document).
+    pub fn ledger_enter_fleet(
+        &mut self,
+        l: LedgerHandle,
+        fleet: &str,
+        now_ms: i64,
+    ) -> Result<wt::ModeDecision, HostError> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        done(api.call_enter_fleet(&mut self.store, l.0, fleet, now_ms))
+    }
+
+    /// `ledger.record-comparison`: the comparison recorded (JSON).
+    pub fn ledger_record_comparison(
+        &mut self,
+        l: LedgerHandle,
+        p: PlanHandle,
+        their: &wt::TheirList,
+        decisions: &[wt::Decision],
+    ) -> Result<String, HostError> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        done(api.call_record_comparison(&mut self.store, l.0, p.0, their, decisions))
+    }
+
+    /// `ledger.rollout-gate`.
+    pub fn ledger_rollout_gate(
+        &mut self,
+        l: LedgerHandle,
+        now_ms: i64,
+    ) -> Result<wt::RolloutGate, HostError> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_rollout_gate(&mut self.store, l.0, now_ms)
+            .map_err(trap)
+    }
+
+    /// `ledger.move-mode`.
+    pub fn ledger_move_mode(
+        &mut self,
+        l: LedgerHandle,
+        to: wt::Mode,
+        by: &str,
+        why: &str,
+        now_ms: i64,
+    ) -> Result<wt::ModeMove, HostError> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        done(api.call_move_mode(&mut self.store, l.0, to, by, why, now_ms))
+    }
+
+    /// `ledger.rollout-document` (JSON), none outside a fleet.
+    pub fn ledger_rollout_document(
+        &mut self,
+        l: LedgerHandle,
+        now_ms: i64,
+    ) -> Result<Option<String>, HostError> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_rollout_document(&mut self.store, l.0, now_ms)
+            .map_err(trap)
     }
 
     /// `ledger.halts`.

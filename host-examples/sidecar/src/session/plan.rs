@@ -112,6 +112,9 @@ pub struct PlanInput {
     /// The keys a sweep's ledger deleted (its `deleted-index`): the plan
     /// names those the table references and the listing lacks.
     pub deleted_index: Option<Vec<u8>>,
+    /// Keys whose last verdict a sealed plan keeps for the host (a shadow
+    /// run's comparison asks for the existing job's keys), whatever it is.
+    pub compare_keys: Option<std::collections::BTreeSet<String>>,
 }
 
 /// A metadata document a plan is made on without it being committed: its
@@ -191,6 +194,9 @@ pub struct Sealed {
     pub store_notes: Vec<String>,
     /// Names the listing found that this host cannot represent (kept).
     pub unrepresentable: Vec<String>,
+    /// The last verdict of each key of [`PlanInput::compare_keys`] the
+    /// listing held.
+    pub decisions: Vec<wt::Decision>,
 }
 
 /// Plans `input` in `planner` and seals the plan there: for a ledger in
@@ -252,6 +258,7 @@ pub async fn referenced_with(
         foreign_roots: Vec::new(),
         prior_pointers: Vec::new(),
         deleted_index: None,
+        compare_keys: None,
     };
     let mut planner = Planner::load(&wasm_path(input.wasm.as_deref()))?;
     match drive(
@@ -353,7 +360,7 @@ async fn drive(
     planner: &mut Planner,
     finish: Finish,
 ) -> Result<Run, HostError> {
-    let keep_decisions = finish == Finish::Document;
+    let keep_decisions = finish == Finish::Document || input.compare_keys.is_some();
     let digests = Digests::new(
         wasm_path(input.wasm.as_deref()),
         input.manifest_cache,
@@ -395,6 +402,17 @@ async fn drive(
             .map_err(trap)?;
         for d in ds {
             if !keep_decisions {
+                continue;
+            }
+            if finish == Finish::Handle {
+                // Only the keys asked for, each with its last verdict.
+                if input
+                    .compare_keys
+                    .as_ref()
+                    .is_some_and(|k| k.contains(&d.relative_key))
+                {
+                    decisions.insert(d.relative_key.clone(), d);
+                }
                 continue;
             }
             if input.keep_all_decisions || d.verdict != wt::Verdict::Referenced {
@@ -651,6 +669,7 @@ async fn drive(
             header,
             store_notes,
             unrepresentable,
+            decisions: decisions.into_values().collect(),
         })));
     }
     // Sealed in the component, then read out in pieces.

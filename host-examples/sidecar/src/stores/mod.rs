@@ -157,6 +157,33 @@ pub fn table_uri(arg: &str) -> Result<String, HostError> {
     Ok(uri)
 }
 
+/// Reads a whole document (a fleet document, another job's list) named by
+/// a URI or a local path, as UTF-8 text; a missing one is an error naming it.
+pub async fn read_document(arg: &str) -> Result<String, HostError> {
+    let uri = document_uri(arg)?;
+    let bytes = Store::for_uri(&uri)?
+        .read(&uri)
+        .await?
+        .ok_or_else(|| store_err!("no document at {arg}"))?;
+    String::from_utf8(bytes).map_err(|_| store_err!("{arg} is not UTF-8 text"))
+}
+
+/// Writes a whole document over the one [`read_document`] reads at `arg`.
+pub async fn write_document(arg: &str, text: String) -> Result<(), HostError> {
+    let uri = document_uri(arg)?;
+    Store::for_uri(&uri)?
+        .overwrite(&uri, text.into_bytes())
+        .await
+}
+
+/// The URI of a document named by a URI or a local path.
+fn document_uri(arg: &str) -> Result<String, HostError> {
+    Ok(match split_uri(arg) {
+        Some(("file", _, _)) | None => local_uri(arg)?,
+        Some(_) => arg.to_owned(),
+    })
+}
+
 /// Refuses a table argument that names one of a table's files.
 fn not_a_table_file(arg: &str, uri: &str) -> Result<(), HostError> {
     let (parent, name) = uri.rsplit_once('/').unwrap_or(("", uri));
