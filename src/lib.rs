@@ -57,6 +57,7 @@ pub mod ledger;
 pub mod pinot;
 pub mod policy;
 pub mod reclaim;
+pub mod scratch;
 pub mod stop;
 
 // The core's own vocabulary: canonical paths, the containers and the

@@ -142,6 +142,17 @@ pub struct RestoreDrill {
     /// How long a passed drill counts (default 7 days).
     #[serde(default = "RestoreDrill::default_max_age")]
     pub max_age: DurationMs,
+    /// Recovery time objective: the longest a full restore into scratch
+    /// may take (`lakesweep drill --restore-into`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rto: Option<DurationMs>,
+    /// Recovery point objective: how far back a full restore's recovery
+    /// point may lie from the drill's start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpo: Option<DurationMs>,
+    /// How often a full restore drill is due (default: a quarter, 92 days).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_every: Option<DurationMs>,
 }
 
 impl RestoreDrill {
@@ -310,6 +321,14 @@ impl Policy {
             }
             if d.max_age.0 <= 0 {
                 errors.push(finding("restoreDrill.maxAge", "must be positive"));
+            }
+            for (field, v) in [("rto", d.rto), ("rpo", d.rpo), ("fullEvery", d.full_every)] {
+                if v.is_some_and(|v| v.0 <= 0) {
+                    errors.push(finding(
+                        &format!("restoreDrill.{field}"),
+                        "must be positive",
+                    ));
+                }
             }
         }
         if f.orphan_safety_interval.0 < crate::duration::MIN_FILE_RETENTION_MS {

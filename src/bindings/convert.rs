@@ -646,3 +646,36 @@ pub(super) fn mode_decision_out(d: crate::ledger::ModeDecision) -> wt::ModeDecis
         },
     }
 }
+
+pub(super) fn restore_run_in(r: wt::RestoreRun) -> crate::ledger::RestoreRun {
+    crate::ledger::RestoreRun {
+        bundle_id: r.bundle_id,
+        scratch: r.scratch,
+        snapshot_id: r.snapshot_id,
+        recovery_point_ms: r.recovery_point_ms,
+        objects: r.objects,
+        bytes: r.bytes,
+        started_ms: r.started_ms,
+        finished_ms: r.finished_ms,
+    }
+}
+
+pub(super) fn full_drill_out(d: crate::ledger::FullDrill) -> wt::FullDrill {
+    wt::FullDrill {
+        run: wt::RestoreRun {
+            bundle_id: d.bundle_id,
+            scratch: d.scratch,
+            snapshot_id: d.snapshot_id,
+            recovery_point_ms: d.recovery_point_ms,
+            objects: d.objects,
+            bytes: d.bytes,
+            started_ms: d.started_ms,
+            finished_ms: d.finished_ms,
+        },
+        rto_target_ms: d.rto_target_ms,
+        rpo_target_ms: d.rpo_target_ms,
+        every_ms: d.every_ms,
+        passed: d.passed,
+        why: d.why,
+    }
+}

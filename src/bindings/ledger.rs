@@ -307,6 +307,37 @@ impl wp::GuestLedger for Ledger {
         self.0.borrow().rollout_document(now_ms)
     }
 
+    fn record_full_drill(
+        &self,
+        run: wt::RestoreRun,
+        policy: Option<String>,
+    ) -> Result<wt::FullDrill, wt::Error> {
+        let rule = match policy {
+            Some(p) => core::Policy::parse_checked(&p).map_err(err)?.restore_drill,
+            None => None,
+        };
+        let d = self
+            .0
+            .borrow_mut()
+            .record_full_drill(&restore_run_in(run), rule.as_ref())
+            .map_err(err)?;
+        Ok(full_drill_out(d))
+    }
+
+    fn full_drills(&self) -> Vec<wt::FullDrill> {
+        self.0
+            .borrow()
+            .full_drills()
+            .iter()
+            .cloned()
+            .map(full_drill_out)
+            .collect()
+    }
+
+    fn full_drill_missing(&self, now_ms: i64, required: bool) -> Option<String> {
+        self.0.borrow().full_drill_missing(now_ms, required)
+    }
+
     fn halts(&self) -> Vec<wt::HaltSeen> {
         self.0
             .borrow()

@@ -472,6 +472,42 @@ impl wp::Guest for Component {
         })
     }
 
+    fn restore_into_scratch(
+        bundle: String,
+        location_map: Vec<wt::PathMapping>,
+        copies: Vec<wt::Blob>,
+        head_answers: Vec<wt::HeadAnswer>,
+        scratch: String,
+        snapshot: Option<i64>,
+        now_ms: i64,
+    ) -> Result<wt::ScratchRestore, wt::Error> {
+        let r = core::scratch::scratch_restore(
+            &bundle,
+            &maps(location_map),
+            &blobs(copies),
+            &heads(head_answers),
+            &scratch,
+            snapshot,
+            now_ms,
+        )
+        .map_err(err)?;
+        Ok(wt::ScratchRestore {
+            files: r
+                .files
+                .into_iter()
+                .map(|f| wt::ScratchFile {
+                    key: f.key,
+                    bytes: f.bytes,
+                })
+                .collect(),
+            metadata_uri: r.metadata_uri,
+            snapshot_id: r.snapshot_id,
+            recovery_point_ms: r.recovery_point_ms,
+            renamed: r.renamed,
+            read_in_place: r.read_in_place,
+        })
+    }
+
     fn bundle_restore(
         current_uri: String,
         current: Vec<u8>,

@@ -54,6 +54,7 @@ mod halts;
 mod legacy;
 mod objects;
 mod outlook;
+mod recovery;
 mod rollout;
 mod state;
 mod steps;
@@ -82,6 +83,7 @@ use store::{Read, Save};
 pub use gates::Gates;
 pub use halts::HaltSeen;
 pub use outlook::Waiting;
+pub use recovery::{FullDrill, RestoreRun, DEFAULT_FULL_DRILL_EVERY_MS};
 pub use rollout::{Gate, ModeDecision, ModeMove, Rollout, GATE_FRESHNESS_MS, MAX_COMPARISONS};
 use state::state_name;
 pub use state::ObjectState;
@@ -146,6 +148,8 @@ pub struct Ledger {
     outside_receipts: Vec<Receipt>,
     drills: Vec<Drill>,
     halts: Vec<HaltSeen>,
+    /// Full restore drills into scratch.
+    full_drills: Vec<FullDrill>,
     /// The table's rollout over a fleet, if it is in one.
     rollout: Option<Rollout>,
     /// This run's mode, once it entered its fleet (never stored).
@@ -226,6 +230,7 @@ impl Ledger {
             outside_receipts: Vec::new(),
             drills: Vec::new(),
             halts: Vec::new(),
+            full_drills: Vec::new(),
             rollout: None,
             mode_now: None,
             damage: Vec::new(),

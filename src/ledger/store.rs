@@ -41,6 +41,8 @@ struct Head {
     halts: Vec<super::HaltSeen>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     rollout: Option<super::Rollout>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    full_drills: Vec<super::FullDrill>,
     previous_integrity: Option<String>,
     integrity: String,
 }
@@ -252,6 +254,7 @@ impl Ledger {
         l.damage = head.damage;
         l.halts = head.halts;
         l.rollout = head.rollout;
+        l.full_drills = head.full_drills;
         l.audit = head.audit;
         l.verified = head.verified;
         let in_flight: u64 = head.objects.iter().map(|f| f.count).sum();
@@ -508,6 +511,7 @@ impl Ledger {
             damage: self.damage.clone(),
             halts: self.halts.clone(),
             rollout: self.rollout.clone(),
+            full_drills: self.full_drills.clone(),
             previous_integrity: self.previous_integrity.clone(),
             integrity: String::new(),
         }

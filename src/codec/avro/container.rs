@@ -32,6 +32,8 @@ pub struct Container<'a> {
     pub codec: Codec,
     /// Header metadata other than `avro.schema` / `avro.codec` (e.g. Iceberg's `format-version`).
     pub meta: BTreeMap<String, Vec<u8>>,
+    /// The writer schema's JSON text, as the header holds it.
+    pub schema_json: Vec<u8>,
     sync: [u8; 16],
     body: &'a [u8],
 }
@@ -94,6 +96,7 @@ impl<'a> Container<'a> {
             schema,
             codec,
             meta,
+            schema_json,
             sync,
             body,
         })

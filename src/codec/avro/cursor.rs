@@ -22,6 +22,11 @@ impl<'a> Cursor<'a> {
         Cursor { buf, pos: 0 }
     }
 
+    /// The bytes read since offset `start`.
+    pub(super) fn since(&self, start: usize) -> &'a [u8] {
+        &self.buf[start.min(self.pos)..self.pos]
+    }
+
     /// Bytes left to read.
     pub(super) fn remaining(&self) -> usize {
         self.buf.len() - self.pos

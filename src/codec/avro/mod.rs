@@ -19,16 +19,19 @@
 //! schema       the writer schema as an arena of nodes, with exact sizes
 //! projection   the compiled projection: the fields wanted, the rest skipped
 //! container    the object container file: header, codec, blocks
+//! rewrite      a container copied with some string fields renamed
 //! ```
 
 mod container;
 mod cursor;
 mod projection;
+mod rewrite;
 mod schema;
 
 pub use container::{Codec, Container};
 pub use cursor::Cursor;
 pub use projection::{decode_record, skip, Projection, Value};
+pub use rewrite::{rewrite, Rename};
 pub use schema::{Node, Schema};
 
 /// Largest decompressed block accepted (a guard against decompression bombs), in bytes.

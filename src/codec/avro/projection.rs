@@ -386,7 +386,7 @@ fn optional_branch(cur: &mut Cursor<'_>, null: u8) -> AResult<bool> {
 }
 
 #[inline(always)]
-fn union_branch(branches: &[usize], cur: &mut Cursor<'_>) -> AResult<usize> {
+pub(super) fn union_branch(branches: &[usize], cur: &mut Cursor<'_>) -> AResult<usize> {
     let i = cur.long()?;
     match usize::try_from(i).ok().and_then(|i| branches.get(i)) {
         Some(&b) => Ok(b),

@@ -30,7 +30,7 @@ use crate::error::MalformedReason;
 use crate::error::{Error, Result};
 
 /// An Avro container's error as the core's, naming `uri`.
-fn avro_err(uri: &str, e: AvroError) -> Error {
+pub(crate) fn avro_err(uri: &str, e: AvroError) -> Error {
     match e {
         AvroError::Corrupt(d) => Error::malformed(MalformedReason::Encoding, uri, d),
         AvroError::Unsupported(f) => Error::unsupported(f, uri),
