@@ -299,6 +299,22 @@ pub struct DrillCmd {
     /// The sample's seed (default: drawn from the clock, reported).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// A full restore drill instead: one bundle restored into this empty
+    /// scratch location (never the table's), timed, its recovery point
+    /// judged against the policy's RTO and RPO, recorded in the ledger.
+    #[arg(long, value_name = "URI", conflicts_with_all = ["sample", "seed"])]
+    pub restore_into: Option<String>,
+    /// With --restore-into: the bundle (default: the newest that verifies).
+    #[arg(long, value_name = "ID", requires = "restore_into")]
+    pub bundle: Option<String>,
+    /// With --restore-into: the snapshot to make current (one of the
+    /// bundle's; default: its newest), e.g. the declared DR checkpoint.
+    #[arg(long, value_name = "ID", requires = "restore_into")]
+    pub snapshot: Option<i64>,
+    /// With --restore-into: the retention policy whose restoreDrill names
+    /// the targets (rto, rpo, fullEvery).
+    #[arg(long, value_name = "FILE", requires = "restore_into")]
+    pub policy: Option<String>,
     /// Prints one JSON object instead of the report.
     #[arg(long)]
     pub json: bool,

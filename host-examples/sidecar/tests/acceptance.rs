@@ -1316,3 +1316,89 @@ fn a_halt_stops_sweep_and_lengthens_the_quarantine_of_what_waits() {
     }
     assert!(s.orphans.iter().all(|k| !s.exists(k)));
 }
+
+#[test]
+fn a_full_restore_drill_into_scratch_reads_the_bundles_rows_and_gates_status() {
+    let t = PyTable::new("acc-scratch");
+    let before = py(&["check", t.dir.to_str().unwrap()])["travel"].clone();
+    // A first sweep makes the ledger the drill is recorded in.
+    let mut a = vec!["sweep".to_owned(), t.location()];
+    a.extend(t.pointer());
+    assert!(lakesweep(&a).status.success());
+    let (_, id, bundle) = expire_into_bundle(&t);
+    let scratch = format!("file://{}", t.dir.join("scratch/t").display());
+    let policy = t.dir.join("policy.json");
+    let write_policy = |rpo: &str| {
+        let p = format!(
+            r#"{{"schema":"lakehouseRetentionPolicy.v1","binding":{{"tableUuid":"{}","format":"iceberg"}},
+                "fileRetention":{{"orphanSafetyInterval":"3d"}},
+                "restoreDrill":{{"minBundles":1,"rto":"1h","rpo":"{rpo}","fullEvery":"92d"}}}}"#,
+            t.uuid()
+        );
+        std::fs::write(&policy, p).unwrap();
+    };
+    write_policy("30d");
+    let drill = |into: &str| {
+        lakesweep(&[
+            "drill",
+            &t.location(),
+            "--restore-into",
+            into,
+            "--policy",
+            policy.to_str().unwrap(),
+            "--json",
+        ])
+    };
+    // Never into the table itself.
+    let inside = format!("{}/scratch", t.location());
+    let o = drill(&inside);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("overlap"),
+        "{}",
+        out_text(&o)
+    );
+    let v = json(&drill(&scratch));
+    assert_eq!(v["bundle"], id.as_str(), "{v}");
+    assert_eq!(v["passed"], true, "{v}");
+    assert!(v["rtoMs"].as_i64().unwrap() >= 0 && v["objects"].as_u64().unwrap() > 2);
+    // The scratch table reads the bundle's snapshots' rows, with the table
+    // itself out of reach.
+    let hidden = t.dir.join("hidden-while-reading");
+    std::fs::rename(t.root(), &hidden).unwrap();
+    let read = std::panic::catch_unwind(|| py(&["static", v["metadata"].as_str().unwrap()]));
+    std::fs::rename(&hidden, t.root()).unwrap();
+    let read = read.unwrap();
+    let ids: Vec<String> = bundle["snapshotIds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.to_string())
+        .collect();
+    assert!(!ids.is_empty());
+    for i in &ids {
+        assert_eq!(
+            read["travel"][i], before[i],
+            "snapshot {i}: {read} {before}"
+        );
+    }
+    assert_eq!(read["current"], v["snapshotId"]);
+    assert_eq!(read["location"], scratch.as_str());
+    // A scratch location that holds objects is refused.
+    let o = drill(&scratch);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    // Status shows the drill; one that misses its RPO is a stale gate.
+    let st = json(&lakesweep(&["status", &t.location(), "--json"]));
+    assert_eq!(st[0]["fullDrill"]["passed"], true, "{st}");
+    write_policy("1ms");
+    let again = format!("file://{}", t.dir.join("scratch2/t").display());
+    let o = drill(&again);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    let o = lakesweep(&["status", &t.location()]);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("missed its targets"),
+        "{}",
+        out_text(&o)
+    );
+}

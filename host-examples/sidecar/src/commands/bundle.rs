@@ -126,6 +126,10 @@ pub struct Checked {
     pub verification: wt::Verification,
     /// The copies read.
     pub copies: Vec<wt::Blob>,
+    /// The store's answers for every entry (as the planner was given them).
+    pub heads: Vec<wt::HeadAnswer>,
+    /// The bundle document, as stored.
+    pub text: String,
 }
 
 /// Reads bundle `dir` (its `bundle.json` and copies), HEADs its content
@@ -197,6 +201,8 @@ pub async fn check(
         bundle,
         verification,
         copies,
+        heads,
+        text,
     })
 }
 
@@ -396,7 +402,7 @@ pub async fn restore_command(a: &RestoreCmd) -> Result<ExitCode, HostError> {
 /// order (newest sealed first); each one passed over is named on standard
 /// error. A bundle that does not load refuses: it cannot be ordered, and
 /// it may be the newest.
-async fn newest_verified(
+pub async fn newest_verified(
     planner: &mut Planner,
     table: &str,
     location_map: &[(String, String)],

@@ -145,6 +145,9 @@ pub fn human(d: &Drilled) -> String {
 /// `drill TABLE`: a restore drill over a seeded sample of the bundles,
 /// printed; a bundle that would not restore is a finding (exit 1).
 pub async fn command(a: &DrillCmd) -> Result<ExitCode, HostError> {
+    if let Some(scratch) = &a.restore_into {
+        return crate::commands::recovery::command(a, scratch).await;
+    }
     let table = crate::stores::table_uri(&a.table)?;
     let d = run(
         &table,

@@ -13,6 +13,7 @@ pub mod ledger;
 pub mod pinot;
 pub mod plan;
 pub mod policy;
+pub mod recovery;
 pub mod report;
 pub mod rollout;
 pub mod status;

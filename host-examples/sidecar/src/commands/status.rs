@@ -49,6 +49,10 @@ pub struct LedgerStatus {
     pub halted: Option<String>,
     /// The table's rollout over a fleet (the planner's document), if any.
     pub rollout: Option<serde_json::Value>,
+    /// The last full restore drill, if any.
+    pub full_drill: Option<wt::FullDrill>,
+    /// Why the full-restore-drill gate is not met (the planner's words).
+    pub full_drill_missing: Option<String>,
 }
 
 /// The status of one table: its ledger read and judged by the planner.
@@ -69,9 +73,16 @@ async fn table_status(
             return Ok::<_, HostError>((Err(refused!("no ledger at {uri}: never swept")), f));
         };
         // A ledger of another table is refused here: it says nothing of this one.
-        let f = planner
+        let mut f = planner
             .sweep_freshness(Some(l), table, now_ms, max_age_ms)
             .map_err(|e| refused!("the ledger at {uri} is refused: {e}"))?;
+        // The full restore drill is a gate once one was ever run: a missed
+        // target or an overdue drill is stale.
+        let full_drill_missing = planner.ledger_full_drill_missing(l, now_ms, false)?;
+        if let Some(why) = &full_drill_missing {
+            f.stale = true;
+            f.why.push(why.clone());
+        }
         let mut states: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
         let mut read = 0u64;
         loop {
@@ -101,6 +112,8 @@ async fn table_status(
             outlook: planner.ledger_outlook(l, now_ms)?,
             gates: planner.ledger_gates(l)?,
             halts: planner.ledger_halts(l)?,
+            full_drill: planner.ledger_full_drills(l)?.pop(),
+            full_drill_missing,
             rollout: planner
                 .ledger_rollout_document(l, now_ms)?
                 .and_then(|d| serde_json::from_str(&d).ok()),
@@ -196,6 +209,17 @@ pub fn human(all: &[TableStatus], now_ms: i64) -> String {
                 match &l.halted {
                     Some(why) => out.push_str(&format!("  HALTED        {}\n", esc(why))),
                     None => out.push_str("  stop switch   not set\n"),
+                }
+                if let Some(d) = &l.full_drill {
+                    out.push_str(&format!(
+                        "  full drill    {}: bundle {} into {}, took {}, recovery point {} back: {}\n",
+                        time(d.run.started_ms),
+                        esc(&d.run.bundle_id),
+                        esc(&d.run.scratch),
+                        duration(d.run.finished_ms - d.run.started_ms),
+                        duration(d.run.started_ms - d.run.recovery_point_ms),
+                        if d.passed { "passed" } else { "FAILED" }
+                    ));
                 }
                 if let Some(r) = &l.rollout {
                     out.push_str(&rollout_text(r, now_ms));
@@ -450,6 +474,13 @@ pub async fn command(a: &StatusCmd) -> Result<ExitCode, HostError> {
                     "gates": crate::commands::sweep::gates_json(&l.gates),
                     "halted": l.halted,
                     "rollout": l.rollout,
+                    "fullDrill": l.full_drill.as_ref().map(|d| serde_json::json!({
+                        "startedMs": d.run.started_ms, "finishedMs": d.run.finished_ms,
+                        "bundle": d.run.bundle_id, "scratch": d.run.scratch,
+                        "snapshotId": d.run.snapshot_id, "recoveryPointMs": d.run.recovery_point_ms,
+                        "rtoTargetMs": d.rto_target_ms, "rpoTargetMs": d.rpo_target_ms,
+                        "everyMs": d.every_ms, "passed": d.passed, "why": d.why})),
+                    "fullDrillGate": l.full_drill_missing,
                     "halts": l.halts.iter().map(|h| serde_json::json!({"switch": h.switch, "generation": h.generation, "reason": h.reason, "by": h.by, "atMs": h.at_ms, "seenMs": h.seen_ms, "extensionMs": h.extension_ms, "objects": h.objects})).collect::<Vec<_>>()}),
                 Err(why) => serde_json::json!({"table": s.table, "stale": s.stale, "why": s.why, "error": why.to_string()}),
             })

@@ -1084,6 +1084,62 @@ impl Planner {
             .map_err(trap)
     }
 
+    /// `ledger.record-full-drill`.
+    pub fn ledger_record_full_drill(
+        &mut self,
+        l: LedgerHandle,
+        run: &wt::RestoreRun,
+        policy: Option<&str>,
+    ) -> Result<wt::FullDrill, HostError> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        let policy = policy.map(str::to_owned);
+        done(api.call_record_full_drill(&mut self.store, l.0, run, policy.as_ref()))
+    }
+
+    /// `ledger.full-drills`.
+    pub fn ledger_full_drills(&mut self, l: LedgerHandle) -> Result<Vec<wt::FullDrill>, HostError> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_full_drills(&mut self.store, l.0).map_err(trap)
+    }
+
+    /// `ledger.full-drill-missing`.
+    pub fn ledger_full_drill_missing(
+        &mut self,
+        l: LedgerHandle,
+        now_ms: i64,
+        required: bool,
+    ) -> Result<Option<String>, HostError> {
+        let api = self.api.lakesweep_planner_planner().ledger();
+        api.call_full_drill_missing(&mut self.store, l.0, now_ms, required)
+            .map_err(trap)
+    }
+
+    /// `restore-into-scratch`: what a full restore of a bundle into
+    /// `scratch` writes.
+    #[allow(clippy::too_many_arguments)]
+    pub fn restore_into_scratch(
+        &mut self,
+        bundle: &str,
+        location_map: &[(String, String)],
+        copies: &[wt::Blob],
+        heads: &[wt::HeadAnswer],
+        scratch: &str,
+        snapshot: Option<i64>,
+        now_ms: i64,
+    ) -> Result<wt::ScratchRestore, HostError> {
+        let api = self.api.lakesweep_planner_planner();
+        done(api.call_restore_into_scratch(
+            &mut self.store,
+            &bundle.to_owned(),
+            &mappings(location_map),
+            copies,
+            heads,
+            &scratch.to_owned(),
+            snapshot,
+            now_ms,
+        ))
+    }
+
     /// `ledger.halts`.
     pub fn ledger_halts(&mut self, l: LedgerHandle) -> Result<Vec<wt::HaltSeen>, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();

@@ -21,6 +21,10 @@ or Glue at LAKESWEEP_TEST_GLUE):
                                create the table inside table OUTER's location
   iceberg_table.py add DIR KEY register an existing data file (add_files), the way
                                writers adopt files they did not write
+  iceberg_table.py static METADATA_URI
+                               read a table from its metadata document alone
+                               (a restore into scratch): its current snapshot's
+                               rows, and every snapshot's; prints JSON
   iceberg_table.py hive DIR OUTER SUBDIR N AGE_DAYS
                                in Glue (LAKESWEEP_TEST_GLUE), a Hive (Parquet) table
                                TABLE located at SUBDIR inside table OUTER's location,
@@ -224,7 +228,16 @@ def hive(d, outer, subdir, n, age_days):
     print(json.dumps(uris))
 
 
+def static(uri):
+    from pyiceberg.table import StaticTable
+
+    t = StaticTable.from_metadata(uri)
+    travel = {str(s.snapshot_id): t.scan(snapshot_id=s.snapshot_id).to_arrow().num_rows for s in t.snapshots()}
+    print(json.dumps({"current": t.current_snapshot().snapshot_id, "rows": t.scan().to_arrow().num_rows,
+                      "travel": travel, "location": t.location()}))
+
+
 if __name__ == "__main__":
-    {"hive": hive, "write": write, "write-info": write_info, "refs": refs, "check": check, "orphans": orphans, "add": add, "nest": nest}[
+    {"static": static, "hive": hive, "write": write, "write-info": write_info, "refs": refs, "check": check, "orphans": orphans, "add": add, "nest": nest}[
         sys.argv[1]
     ](*sys.argv[2:])
