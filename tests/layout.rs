@@ -7,8 +7,10 @@
 //! ledger                        two-phase deletion
 //! acceptance                    the one acceptance path
 //! reclaim                       what-if retention (the simulator's engine)
-//! plan (+ plan/delta), expire, bundle, pinot (snapshot artifacts)
-//! policy, page, estate         (estate: the ownership map of many tables)
+//! comparison, scratch           a shadow run's comparison; a restore into scratch
+//! plan (+ plan/delta), expire, bundle, pinot (snapshot artifacts), fleet
+//! policy, page, estate, stop   (estate: the ownership map of many tables;
+//!                               stop: the stop switch)
 //! verdict, context
 //! reach, delta_log
 //! spec (iceberg, delta)         the formats' nouns
@@ -41,12 +43,16 @@ const LAYERS: &[(&str, u32)] = &[
     ("policy", 5),
     ("page", 5),
     ("estate", 5),
+    ("stop", 5),
+    ("fleet", 6),
     ("plan", 6),
     ("expire", 6),
     ("bundle", 6),
     ("pinot", 6),
     ("acceptance", 7),
     ("reclaim", 7),
+    ("comparison", 7),
+    ("scratch", 7),
     ("ledger", 8),
     ("deletion", 9),
     ("bindings", 10),
