@@ -131,6 +131,9 @@ pub struct Comparison {
     pub explained: BTreeMap<String, u64>,
     /// Differences no rule explains.
     pub unexplained: u64,
+    /// This machine's clock when it was recorded, ms since the epoch.
+    #[serde(default)]
+    pub recorded_ms: i64,
     /// The differences, the unexplained first, at most
     /// [`MAX_KEPT_DIFFERENCES`] (a ledger keeps them for its latest
     /// comparison only).
@@ -286,6 +289,7 @@ pub fn compare(
         both,
         explained,
         unexplained,
+        recorded_ms: 0,
         differences: diffs,
     }
 }

@@ -449,6 +449,11 @@ impl Deletion {
         mut options: DeletionOptions,
     ) -> Result<Deletion> {
         ledger.ensure_table(&plan)?;
+        // Shadow (or a table of a fleet run without it) deletes nothing,
+        // whatever was approved before the run's mode was decided.
+        if let Some(why) = ledger.rollout_refusal() {
+            return Err(Error::invalid("fleet", why));
+        }
         let Some(digest) = ledger.approved_now() else {
             return Err(Error::protocol(
                 ProtocolReason::OutOfOrder,

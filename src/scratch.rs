@@ -8,9 +8,10 @@
 //! location, its snapshots reduced to the bundle's, the newest of them
 //! current, each manifest list renamed), the manifest lists and manifests
 //! rewritten (their `manifest_path`, `file_path` and `referenced_data_file`
-//! renamed), the content files copied as they are. A reader of the scratch
-//! table reads nothing of the table itself (files under another write root
-//! excepted, which are read where they are and named).
+//! renamed), the content files copied as they are (those of another write
+//! root under `_elsewhere/`). A reader of the scratch table reads nothing
+//! of the table's, and dropping it (even with its files) touches nothing
+//! of the table's.
 
 use std::collections::BTreeMap;
 
@@ -31,11 +32,15 @@ pub const SCRATCH_METADATA: &str = "metadata/v1.metadata.json";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScratchFile {
-    /// Its key relative to the scratch location (the same as in the table).
+    /// Its key relative to the scratch location: the same as in the table,
+    /// or `_elsewhere/<scheme>/<authority><path>` for a file of another
+    /// write root.
     pub key: String,
-    /// Its bytes; none: a copy of the table's object at the same key, as
-    /// it is (a content file, its version verified).
+    /// Its bytes; none: a copy of the object at `from`, as it is (a
+    /// content file, its version verified).
     pub bytes: Option<Vec<u8>>,
+    /// For a copy: the URI it is copied from.
+    pub from: Option<String>,
 }
 
 /// What a scratch restore writes, and what it reaches.
@@ -54,8 +59,8 @@ pub struct ScratchRestore {
     pub recovery_point_ms: i64,
     /// Paths renamed into the scratch location.
     pub renamed: u64,
-    /// Content files under another root, read where they are.
-    pub read_in_place: Vec<String>,
+    /// Content files of another write root, copied under `_elsewhere/`.
+    pub elsewhere: u64,
 }
 
 /// Plans the restore of `bundle_text` into `scratch` (an empty location
@@ -95,56 +100,124 @@ pub fn scratch_restore(
             format!("the scratch location {s} and the table {t} overlap: a drill never writes into the table"),
         ));
     }
-    let rename = |p: &str| -> Option<String> {
+    // Nothing of another write root may lie under the scratch location
+    // either: the drill writes there.
+    for e in bundle.entries.iter().filter(|e| e.key.contains("://")) {
+        if CanonicalUri::parse(&e.key)
+            .ok()
+            .is_some_and(|u| target.relative(&u).is_some())
+        {
+            return Err(Error::unsafe_(
+                UnsafeReason::SharedLocation,
+                format!("{} of the table lies under the scratch location {s}: a drill never writes over the table's files", e.key),
+            ));
+        }
+    }
+    // A path of the table, as the key it names (any spelling, mapped).
+    let key_of = |p: &str| -> Option<String> {
         let mapped = apply_mappings(p, mappings);
         let spelled = match mapped.strip_prefix("file:") {
             Some(rest) if !rest.starts_with("//") => format!("file://{rest}"),
             _ => mapped,
         };
         let u = CanonicalUri::parse(&spelled).ok()?;
-        table.relative(&u).map(|k| format!("{s}/{k}"))
+        table.relative(&u).map(str::to_owned)
     };
+    // Where a path of the table (or of another of its roots) goes.
+    let place = |p: &str| -> Option<String> {
+        key_of(p).or_else(|| {
+            let u = CanonicalUri::parse(&apply_mappings(p, mappings)).ok()?;
+            Some(format!("_elsewhere/{}/{}{}", u.scheme, u.authority, u.path))
+        })
+    };
+    let rename = |p: &str| -> Option<String> { place(p).map(|k| format!("{s}/{k}")) };
     let mut files = Vec::new();
     let mut renamed = 0u64;
-    let mut read_in_place = Vec::new();
+    let mut elsewhere = 0u64;
+    // Manifests first: a manifest list records each manifest's length.
+    let mut lengths: BTreeMap<String, i64> = BTreeMap::new();
+    let mut lists = Vec::new();
     for e in &bundle.entries {
-        let fields: &[&str] = match e.layer {
+        match e.layer {
             Layer::Metadata => continue,
-            Layer::ManifestList => &["manifest_path"],
-            Layer::Manifest => &["file_path", "referenced_data_file"],
             Layer::Content => {
-                if e.key.contains("://") {
-                    read_in_place.push(e.key.clone());
+                let (key, from) = if e.key.contains("://") {
+                    elsewhere += 1;
+                    let key = place(&e.key).ok_or_else(|| {
+                        Error::invalid("bundle", format!("`{}` is not a URI", e.key))
+                    })?;
+                    (key, e.key.clone())
                 } else {
-                    files.push(ScratchFile {
-                        key: e.key.clone(),
-                        bytes: None,
-                    });
-                }
+                    (e.key.clone(), format!("{t}/{}", e.key))
+                };
+                files.push(ScratchFile {
+                    key,
+                    bytes: None,
+                    from: Some(from),
+                });
                 continue;
             }
-        };
-        if e.key.contains("://") {
+            Layer::ManifestList | Layer::Manifest if e.key.contains("://") => {
+                return Err(Error::unsupported(
+                    "a restore drill of a bundle whose manifests lie under another root",
+                    &e.key,
+                ));
+            }
+            Layer::ManifestList => {
+                lists.push(e);
+                continue;
+            }
+            Layer::Manifest => {}
+        }
+        let b = copy_of(copies, &e.key)?;
+        // Position deletes (and deletion vectors) name the data files they
+        // delete from by path, inside the delete file: a copy would delete
+        // nothing in the scratch table, and deleted rows would come back.
+        let uri = format!("{t}/{}", e.key);
+        let mut positional = false;
+        crate::spec::iceberg::for_each_manifest_entry(&uri, b, |_, c, _| {
+            positional |= c == crate::spec::iceberg::ContentType::PositionDeletes;
+        })?;
+        if positional {
             return Err(Error::unsupported(
-                format!(
-                    "a drill of a bundle whose {:?} layer lies under another root",
-                    e.layer
-                ),
-                &e.key,
+                "a restore drill into scratch of position delete files (they name the table's own data files)",
+                &uri,
             ));
         }
-        let Some(b) = copies.get(&e.key) else {
-            return Err(Error::invalid(
-                "bundle",
-                format!("the copy of `{}` is gone", e.key),
-            ));
-        };
-        let (out, n) = rewrite(b, &Rename { fields, f: &rename })
-            .map_err(|err| crate::spec::iceberg::avro_err(&e.key, *err))?;
+        let (out, n) = rewrite(
+            b,
+            &Rename {
+                fields: &["file_path", "referenced_data_file"],
+                f: &rename,
+                length: None,
+            },
+        )
+        .map_err(|err| crate::spec::iceberg::avro_err(&e.key, *err))?;
+        renamed += n;
+        lengths.insert(e.key.clone(), out.len() as i64);
+        files.push(ScratchFile {
+            key: e.key.clone(),
+            bytes: Some(out),
+            from: None,
+        });
+    }
+    let length_of = |p: &str| key_of(p).and_then(|k| lengths.get(&k).copied());
+    for e in lists {
+        let b = copy_of(copies, &e.key)?;
+        let (out, n) = rewrite(
+            b,
+            &Rename {
+                fields: &["manifest_path"],
+                f: &rename,
+                length: Some(("manifest_length", &length_of)),
+            },
+        )
+        .map_err(|err| crate::spec::iceberg::avro_err(&e.key, *err))?;
         renamed += n;
         files.push(ScratchFile {
             key: e.key.clone(),
             bytes: Some(out),
+            from: None,
         });
     }
     let md_bytes = copies.get(&bundle.metadata_key).ok_or_else(|| {
@@ -161,10 +234,12 @@ pub fn scratch_restore(
     files.push(ScratchFile {
         key: SCRATCH_METADATA.into(),
         bytes: Some(md),
+        from: None,
     });
     files.push(ScratchFile {
         key: "metadata/version-hint.text".into(),
         bytes: Some(b"1".to_vec()),
+        from: None,
     });
     Ok(ScratchRestore {
         files,
@@ -172,8 +247,15 @@ pub fn scratch_restore(
         snapshot_id,
         recovery_point_ms,
         renamed,
-        read_in_place,
+        elsewhere,
     })
+}
+
+/// The bundle's verified copy of `key`.
+fn copy_of<'c>(copies: &'c BTreeMap<String, Vec<u8>>, key: &str) -> Result<&'c Vec<u8>> {
+    copies
+        .get(key)
+        .ok_or_else(|| Error::invalid("bundle", format!("the copy of `{key}` is gone")))
 }
 
 /// The restored metadata document: the bundle's copy with its location,
@@ -253,6 +335,13 @@ fn scratch_metadata(
     if let Some(o) = md.as_object_mut() {
         o.remove("statistics");
         o.remove("partition-statistics");
+    }
+    // A writer to the scratch table must write under the scratch location,
+    // never into the table's own roots.
+    if let Some(p) = md["properties"].as_object_mut() {
+        for k in crate::spec::iceberg::WRITE_ROOT_PROPERTIES {
+            p.remove(k);
+        }
     }
     md["last-updated-ms"] = md["last-updated-ms"]
         .as_i64()

@@ -137,14 +137,23 @@ pub fn switches_for(locations: &[String], extra: &[String]) -> Result<Vec<String
     }
     for e in extra {
         let e = e.trim();
-        if !e.contains("://") {
+        // One spelling per switch (`s3a://` is `s3://`): a halt read under
+        // two spellings would count twice.
+        let canon = if e.contains("://") {
+            crate::path::CanonicalUri::parse(e)
+                .ok()
+                .map(|u| u.to_uri_string())
+        } else {
+            None
+        };
+        let Some(canon) = canon else {
             return Err(Error::invalid(
                 "stop-switch",
                 format!("`{e}` is not an absolute URI (scheme://…): a switch must name one object"),
             ));
-        }
-        if !out.iter().any(|s| s == e) {
-            out.push(e.to_owned());
+        };
+        if !out.contains(&canon) {
+            out.push(canon);
         }
     }
     Ok(out)
@@ -206,17 +215,18 @@ pub fn ensure_running(asked: &[String], readings: &[SwitchReading]) -> Result<()
     }
 }
 
-/// Every halt the readings name, set or cleared, with the switch's URI:
-/// what a ledger that has not seen them yet lengthens its quarantine for.
-/// Unreadable switches name none (they stop the run instead).
-pub fn halts_named(readings: &[SwitchReading]) -> Vec<(String, Halt)> {
+/// Every halt the readings name, set or cleared, with the switch's URI
+/// and, once cleared, its resume: what a ledger that has not seen them yet
+/// lengthens its quarantine for. Unreadable switches name none (they stop
+/// the run instead).
+pub fn halts_named(readings: &[SwitchReading]) -> Vec<(String, Halt, Option<Resume>)> {
     readings
         .iter()
         .filter_map(|r| match &r.answer {
-            SwitchAnswer::Present(t) => StopDocument::parse(t)
-                .ok()
-                .and_then(|d| d.halt)
-                .map(|h| (r.uri.clone(), h)),
+            SwitchAnswer::Present(t) => StopDocument::parse(t).ok().and_then(|d| {
+                let resumed = if d.halted { None } else { d.resumed };
+                d.halt.map(|h| (r.uri.clone(), h, resumed))
+            }),
             _ => None,
         })
         .collect()
@@ -233,10 +243,12 @@ fn ensure_words(field: &str, text: &str) -> Result<()> {
 }
 
 /// The document `halt` writes over the switch's `previous` content (none:
-/// the switch does not exist yet): halted, with the next generation. A
-/// switch already set is set again (a new generation, the new reason).
-/// Refuses a `previous` that is not a valid document: put it right (or
-/// remove it) first, so no halt's history is overwritten unseen.
+/// the switch does not exist, or could not be read): halted, with the next
+/// generation. A switch already set is set again (a new generation, the
+/// new reason). A halt is never held up: a `previous` that is no valid
+/// document is written over, counting from 1 again (a halt is known by
+/// its switch, generation and time, so no ledger mistakes it for one it
+/// saw).
 pub fn halt_document(
     previous: Option<&str>,
     reason: &str,
@@ -245,15 +257,15 @@ pub fn halt_document(
 ) -> Result<String> {
     ensure_words("reason", reason)?;
     ensure_words("by", by)?;
-    let last = match previous {
-        Some(p) => StopDocument::parse(p)?.halt.map_or(0, |h| h.generation),
-        None => 0,
-    };
+    let last = previous
+        .and_then(|p| StopDocument::parse(p).ok())
+        .and_then(|d| d.halt)
+        .map_or(0, |h| h.generation);
     Ok(StopDocument {
         schema: STOP_SCHEMA.into(),
         halted: true,
         halt: Some(Halt {
-            generation: last + 1,
+            generation: last.saturating_add(1),
             reason: reason.trim().into(),
             by: by.trim().into(),
             at_ms: now_ms,
@@ -315,7 +327,7 @@ mod tests {
     fn switches_are_the_tables_then_the_fleets_each_once() {
         let s = switches_for(
             &["s3://b/t".into(), "s3a://b/t/".into()],
-            &["s3://ops/stop.json".into(), "s3://ops/stop.json".into()],
+            &["s3://ops/stop.json".into(), "s3a://ops/stop.json".into()],
         )
         .unwrap();
         assert_eq!(
@@ -403,6 +415,11 @@ mod tests {
         assert!(resume_document(Some(&cleared), "ok", "me", 4).is_err());
         assert!(halt_document(None, " ", "me", 1).is_err());
         assert!(halt_document(None, "r", "", 1).is_err());
-        assert!(halt_document(Some("not json"), "r", "me", 1).is_err());
+        // A halt is never held up by a damaged switch: it starts over.
+        let over = halt_document(Some("not json"), "r", "me", 1).unwrap();
+        assert_eq!(
+            StopDocument::parse(&over).unwrap().halt.unwrap().generation,
+            1
+        );
     }
 }

@@ -102,6 +102,7 @@ fn parse_all(uri: &str, bytes: &[u8]) -> bool {
     let r = Rename {
         fields: &["manifest_path", "file_path"],
         f: &rename,
+        length: None,
     };
     if let Ok((out, _)) = rewrite(bytes, &r) {
         // What the rewriter writes, any reader reads.
@@ -129,6 +130,7 @@ fn every_real_manifest_rewritten_reads_the_same_entries_renamed() {
     let r = Rename {
         fields: &["manifest_path", "file_path", "referenced_data_file"],
         f: &rename,
+        length: None,
     };
     let mut lists = 0;
     let mut manifests = 0;

@@ -10,6 +10,7 @@ fuzz_target!(|data: &[u8]| {
     let r = Rename {
         fields: &["manifest_path", "file_path", "referenced_data_file"],
         f: &f,
+        length: None,
     };
     if let Ok((out, _)) = rewrite(data, &r) {
         assert!(Container::open(&out).is_ok());

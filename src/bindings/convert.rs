@@ -614,6 +614,7 @@ pub(super) fn halt_seen_out(h: crate::ledger::HaltSeen) -> wt::HaltSeen {
         seen_ms: h.seen_ms,
         extension_ms: h.extension_ms,
         objects: h.objects,
+        resumed_ms: h.resumed_ms,
     }
 }
 

@@ -253,6 +253,7 @@ impl wp::GuestLedger for Ledger {
         plan: wp::PlanBorrow<'_>,
         their: wt::TheirList,
         decisions: Vec<wt::Decision>,
+        clock_ms: i64,
     ) -> Result<String, wt::Error> {
         let plan = &plan.get::<Plan>().plan;
         let their = core::comparison::TheirList {
@@ -263,7 +264,7 @@ impl wp::GuestLedger for Ledger {
         let c = self
             .0
             .borrow_mut()
-            .record_comparison(plan, &their, &decisions)
+            .record_comparison(plan, &their, &decisions, clock_ms)
             .map_err(err)?;
         Ok(serde_json::to_string(&c).unwrap_or_default())
     }
@@ -288,11 +289,13 @@ impl wp::GuestLedger for Ledger {
         by: String,
         why: String,
         now_ms: i64,
+        clock_ms: i64,
+        allow_future_now: bool,
     ) -> Result<wt::ModeMove, wt::Error> {
         let m = self
             .0
             .borrow_mut()
-            .move_mode(mode_in(to), &by, &why, now_ms)
+            .move_mode(mode_in(to), &by, &why, now_ms, clock_ms, allow_future_now)
             .map_err(err)?;
         Ok(wt::ModeMove {
             at_ms: m.at_ms,

@@ -498,13 +498,14 @@ impl wp::Guest for Component {
                 .map(|f| wt::ScratchFile {
                     key: f.key,
                     bytes: f.bytes,
+                    from: f.from,
                 })
                 .collect(),
             metadata_uri: r.metadata_uri,
             snapshot_id: r.snapshot_id,
             recovery_point_ms: r.recovery_point_ms,
             renamed: r.renamed,
-            read_in_place: r.read_in_place,
+            elsewhere: r.elsewhere,
         })
     }
 

@@ -26,6 +26,10 @@ pub struct HaltSeen {
     pub extension_ms: i64,
     /// Objects whose quarantine was lengthened.
     pub objects: u64,
+    /// When the halt was cleared, once this ledger saw it cleared: from
+    /// then on every waiting object waited at least the extension more.
+    #[serde(default)]
+    pub resumed_ms: Option<i64>,
 }
 
 impl Ledger {
@@ -40,7 +44,10 @@ impl Ledger {
     /// quarantine interval). A `QUARANTINED` object's interval runs that
     /// much longer; a `RESTORE_VERIFIED` one goes back to `QUARANTINED`
     /// until its verification time plus the extension. Each halt counts
-    /// once, however often it is read. Returns the halts newly seen.
+    /// once, however often it is read. Once a halt is seen cleared, every
+    /// waiting object (those quarantined during the halt too) waits at
+    /// least until the resume plus the extension: a long halt does not
+    /// release everything the moment it ends. Returns the halts newly seen.
     pub fn observe_halts(
         &mut self,
         readings: &[crate::stop::SwitchReading],
@@ -63,12 +70,19 @@ impl Ledger {
             return Err(Error::invalid("halt-extension", "must not be negative"));
         }
         let mut seen = Vec::new();
-        for (switch, h) in crate::stop::halts_named(readings) {
-            let known = self
-                .halts
-                .iter()
-                .any(|s| s.switch == switch && s.generation >= h.generation);
-            if known {
+        for (switch, h, resumed) in crate::stop::halts_named(readings) {
+            // A halt is its switch, generation and time: a switch written
+            // over counts from 1 again, and its halts are new ones.
+            let known = self.halts.iter().position(|s| {
+                s.switch == switch && s.generation == h.generation && s.at_ms == h.at_ms
+            });
+            if let Some(i) = known {
+                if let (Some(r), None) = (&resumed, self.halts[i].resumed_ms) {
+                    let ext = self.halts[i].extension_ms;
+                    self.hold_until(r.at_ms.saturating_add(ext), &switch, now_ms)?;
+                    self.halts[i].resumed_ms = Some(r.at_ms);
+                    self.revision += 1;
+                }
                 continue;
             }
             let why = self.whys.intern(&format!(
@@ -100,8 +114,12 @@ impl Ledger {
                     _ => {}
                 }
             }
+            if let Some(r) = &resumed {
+                self.hold_until(r.at_ms.saturating_add(extension), &switch, now_ms)?;
+            }
             self.revision += 1;
             let s = HaltSeen {
+                resumed_ms: resumed.map(|r| r.at_ms),
                 switch,
                 generation: h.generation,
                 reason: h.reason,
@@ -115,6 +133,36 @@ impl Ledger {
             seen.push(s);
         }
         Ok(seen)
+    }
+}
+
+impl Ledger {
+    /// Every waiting object waits at least until `until_ms` (a resume plus
+    /// the extension): a `QUARANTINED` one's interval ends no earlier, a
+    /// `RESTORE_VERIFIED` one goes back to `QUARANTINED` until then.
+    fn hold_until(&mut self, until_ms: i64, switch: &str, now_ms: i64) -> Result<()> {
+        use ObjectState::*;
+        let since = until_ms.saturating_sub(self.quarantine_ms);
+        let why = self.whys.intern(&format!(
+            "resumed after a halt by {switch}: waits until {until_ms} ms at least"
+        ));
+        let mut moves = Moves::default();
+        for i in 0..self.objects.len() {
+            let Some((_, e)) = self.objects.at_mut(i) else {
+                break;
+            };
+            match e.state {
+                Quarantined if e.since_ms < since => {
+                    e.since_ms = since;
+                    e.why = why;
+                }
+                RestoreVerified if until_ms > now_ms => {
+                    self.move_at(i, Quarantined, None, since, why, &mut moves)?;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 }
 
@@ -171,5 +219,29 @@ mod tests {
             .unwrap();
         assert_eq!(seen[0].extension_ms, day);
         assert_eq!(l.halts().len(), 2);
+    }
+
+    #[test]
+    fn a_long_halt_keeps_everything_waiting_past_its_resume() {
+        let day = 86_400_000;
+        let plan = crate::plan::plan_for_tests(&[("data/a.parquet", 1)], None);
+        let mut l = Ledger::new(&plan, day).unwrap();
+        let set = halt_document(None, "audit", "sre", 0).unwrap();
+        // Seen set on day 0 (nothing waits yet)...
+        l.observe_halts(&reading(&set), Some(2 * day), 0).unwrap();
+        // ...the object is quarantined during the halt, on day 2...
+        for t in [day, 2 * day, 2 * day + 1] {
+            l.begin_step(&plan, t).unwrap();
+        }
+        assert_eq!(l.state_of("data/a.parquet"), Some(ObjectState::Quarantined));
+        // ...and the halt ends on day 30: it waits until day 32 at least.
+        let cleared = resume_document(Some(&set), "done", "sre", 30 * day).unwrap();
+        assert!(l
+            .observe_halts(&reading(&cleared), None, 30 * day + 5)
+            .unwrap()
+            .is_empty());
+        let w = l.outlook(30 * day + 5);
+        assert_eq!(w[0].earliest_ms, 32 * day, "{w:?}");
+        assert_eq!(l.halts()[0].resumed_ms, Some(30 * day));
     }
 }

@@ -21,6 +21,10 @@ use crate::fleet::{ExistingJob, Fleet, Mode};
 /// differences too): a year of daily runs.
 pub const MAX_COMPARISONS: usize = 400;
 
+/// How far before this machine's clock a shadow run's plan may be judged,
+/// ms.
+pub const BACKDATE_LIMIT_MS: i64 = 86_400_000;
+
 /// How old the latest comparison may be for the gate, ms: a gate judged
 /// on last month's runs says nothing about today's table.
 pub const GATE_FRESHNESS_MS: i64 = 2 * 86_400_000;
@@ -214,15 +218,40 @@ impl Ledger {
 
     /// Records a shadow run's comparison of `plan` with the existing job's
     /// list `their_list` (see [`crate::comparison::their_keys`]);
-    /// `decisions`: our verdicts for their keys. The run must have entered
-    /// its fleet. The latest comparison keeps its differences; earlier
-    /// ones their counts.
+    /// `decisions`: our verdicts for their keys; `clock_ms`: this
+    /// machine's clock. The run must have entered its fleet. Runs go
+    /// forward in time: a plan dated at or before the last comparison, or
+    /// more than a day before the clock, is refused (days of shadow runs
+    /// cannot be made up in an afternoon). The latest comparison keeps its
+    /// differences; earlier ones their counts.
     pub fn record_comparison(
         &mut self,
         plan: &SealedPlan,
         their_list: &crate::comparison::TheirList,
         decisions: &[crate::verdict::Decision],
+        clock_ms: i64,
     ) -> Result<Comparison> {
+        let now = plan.tokens.now_ms;
+        if let Some(last) = self.rollout.as_ref().and_then(|r| r.comparisons.last()) {
+            if now <= last.at_ms {
+                return Err(Error::invalid(
+                    "comparison",
+                    format!(
+                        "shadow runs go forward in time: this plan is judged at {now} ms, the last comparison at {} ms",
+                        last.at_ms
+                    ),
+                ));
+            }
+        }
+        if now < clock_ms.saturating_sub(BACKDATE_LIMIT_MS) {
+            return Err(Error::invalid(
+                "comparison",
+                format!(
+                    "a shadow run is compared when it runs: this plan is judged {} before this machine's clock",
+                    crate::duration::human_ms(clock_ms - now)
+                ),
+            ));
+        }
         self.guarded(|l| {
             l.ensure_table(plan)?;
             let Some(d) = &l.mode_now else {
@@ -231,7 +260,8 @@ impl Ledger {
                     "a comparison is recorded in a run that entered its fleet (enter_fleet first)",
                 ));
             };
-            let c = crate::comparison::compare(plan, their_list, decisions, &d.existing_job);
+            let mut c = crate::comparison::compare(plan, their_list, decisions, &d.existing_job);
+            c.recorded_ms = clock_ms;
             let r = l.rollout.as_mut().ok_or_else(|| {
                 Error::protocol(ProtocolReason::OutOfOrder, "no rollout recorded")
             })?;
@@ -320,11 +350,21 @@ impl Ledger {
 
     /// Records a move of the table to `to`, by `by`, because `why`: to
     /// `enforce` only through a passed [`Ledger::gate`]; back to `shadow`
-    /// at any time. The run must have entered its fleet. Fails (and
-    /// records nothing) when the gate is not passed, the table is in `to`
-    /// already, or who or why is missing.
-    pub fn move_mode(&mut self, to: Mode, by: &str, why: &str, now_ms: i64) -> Result<ModeMove> {
+    /// at any time. The run must have entered its fleet. `now_ms` ahead of
+    /// this machine's clock `clock_ms` is refused unless `allow_future_now`
+    /// (what-if runs, tests). Fails (and records nothing) when the gate is
+    /// not passed, the table is in `to` already, or who or why is missing.
+    pub fn move_mode(
+        &mut self,
+        to: Mode,
+        by: &str,
+        why: &str,
+        now_ms: i64,
+        clock_ms: i64,
+        allow_future_now: bool,
+    ) -> Result<ModeMove> {
         // A refused move changes nothing, and leaves the ledger usable.
+        crate::acceptance::check_clock(now_ms, clock_ms, allow_future_now)?;
         self.check_move(to, by, why, now_ms)?;
         self.guarded(|l| {
             let from = l.rollout.as_ref().map_or(Mode::Shadow, Rollout::mode);
@@ -408,7 +448,7 @@ impl Ledger {
 
     /// Why this run's approval grants nothing because of the rollout: the
     /// table is in a fleet the run did not enter, or in shadow.
-    pub(super) fn rollout_refusal(&self) -> Option<String> {
+    pub(crate) fn rollout_refusal(&self) -> Option<String> {
         match (&self.rollout, &self.mode_now) {
             (Some(r), None) => Some(format!(
                 "this table is rolled out in cohort `{}` of a fleet: give the fleet document (--fleet); without it nothing is deleted",
@@ -464,7 +504,9 @@ mod tests {
         assert_eq!(d.mode, Mode::Shadow);
         assert!(l.rollout_refusal().unwrap().contains("shadow mode"));
         assert!(!l.gate(t0).passed);
-        assert!(l.move_mode(Mode::Enforce, "me", "try", t0).is_err());
+        assert!(l
+            .move_mode(Mode::Enforce, "me", "try", t0, t0, false)
+            .is_err());
         // Daily runs; on day 7 they list a file we never listed.
         for day in 0..=14 {
             let now = t0 + day * DAY + 3_600_000;
@@ -474,7 +516,7 @@ mod tests {
             } else {
                 theirs(&["data/a.parquet"])
             };
-            let c = l.record_comparison(&plan_at(now), &list, &[]).unwrap();
+            let c = l.record_comparison(&plan_at(now), &list, &[], now).unwrap();
             assert_eq!(c.unexplained, u64::from(day == 7));
             if day == 7 {
                 let g = l.gate(now);
@@ -493,8 +535,20 @@ mod tests {
         let d = l.enter_fleet(&fleet("enforce"), now).unwrap();
         assert_eq!(d.mode, Mode::Shadow);
         assert!(d.why[0].contains("no gated move"));
+        // Not ahead of the clock without saying so.
+        let earlier = now - 3_600_000;
+        assert!(l
+            .move_mode(
+                Mode::Enforce,
+                "alice",
+                "two clean weeks",
+                now,
+                earlier,
+                false
+            )
+            .is_err());
         let m = l
-            .move_mode(Mode::Enforce, "alice", "two clean weeks", now)
+            .move_mode(Mode::Enforce, "alice", "two clean weeks", now, now, false)
             .unwrap();
         assert_eq!(m.from, Some(Mode::Shadow));
         assert_eq!(
@@ -520,9 +574,22 @@ mod tests {
         let mut l = Ledger::new(&plan_at(0), DAY).unwrap();
         l.enter_fleet(&fleet("shadow"), 0).unwrap();
         for day in 0..=14 {
-            l.record_comparison(&plan_at(day * DAY), &theirs(&["data/a.parquet"]), &[])
-                .unwrap();
+            l.record_comparison(
+                &plan_at(day * DAY),
+                &theirs(&["data/a.parquet"]),
+                &[],
+                day * DAY,
+            )
+            .unwrap();
         }
+        // Runs go forward in time, and are not backdated.
+        let list = theirs(&["data/a.parquet"]);
+        assert!(l
+            .record_comparison(&plan_at(14 * DAY), &list, &[], 14 * DAY)
+            .is_err());
+        assert!(l
+            .record_comparison(&plan_at(15 * DAY), &list, &[], 17 * DAY)
+            .is_err());
         assert!(l.gate(14 * DAY).passed);
         let g = l.gate(20 * DAY);
         assert!(!g.passed && g.why[0].contains("old"), "{g:?}");

@@ -139,15 +139,22 @@ class ArrowStore:
             )
         return path
 
+    #: The URI schemes each ``pyarrow.fs`` file system serves.
+    SCHEMES = {"s3": ("s3", "s3a", "s3n"), "gcs": ("gs", "gcs"), "hdfs": ("hdfs",)}
+
     def __init__(self, filesystem, pointer=None):
         self.fs = filesystem
         self._pointer = pointer or (lambda: None)
+        self._schemes = self.SCHEMES.get(getattr(filesystem, "type_name", ""), ())
 
-    @staticmethod
-    def _split(uri):
+    def _split(self, uri):
         scheme, sep, rest = uri.partition("://")
         if not sep:
             raise ValueError(f"{uri}: not a URI")
+        # A URI of another store is never looked up here: `gs://b/k` read
+        # through S3 would find nothing and look absent.
+        if scheme not in self._schemes:
+            raise ValueError(f"{uri}: this store serves {', '.join(self._schemes) or 'no'} URIs")
         return scheme, rest
 
     def read(self, uri):

@@ -254,3 +254,14 @@ def test_a_switch_the_store_cannot_read_stops_every_delete(events):
     assert "503 Slow Down" in " ".join(done.stopped)
     for k, _ in p.delete:
         assert on_disk(root, t, k).exists()
+
+
+def test_an_arrow_store_never_reads_a_uri_of_another_store():
+    import pyarrow.fs as pafs
+
+    from lakesweep import ArrowStore
+
+    s3 = ArrowStore(pafs.S3FileSystem(region="us-east-1", endpoint_override="http://127.0.0.1:9"))
+    # A switch on GCS read through S3 would look absent: refused instead.
+    with pytest.raises(ValueError, match="serves s3"):
+        s3.read("gs://ops/stop.json")

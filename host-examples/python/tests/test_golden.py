@@ -197,6 +197,8 @@ def test_pyarrow_keys_that_cannot_be_spelled_exactly_refuse():
     import pyarrow.fs as pafs
 
     class Listing:
+        type_name = "s3"
+
         def __init__(self, paths):
             self.paths = paths
 

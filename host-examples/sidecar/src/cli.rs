@@ -277,6 +277,8 @@ pub struct MoveCmd {
     pub why: String,
     #[command(flatten)]
     pub now: NowOpts,
+    #[command(flatten)]
+    pub future: FutureOpt,
     /// Prints one JSON object instead of the report.
     #[arg(long)]
     pub json: bool,

@@ -1384,6 +1384,7 @@ fn a_full_restore_drill_into_scratch_reads_the_bundles_rows_and_gates_status() {
     }
     assert_eq!(read["current"], v["snapshotId"]);
     assert_eq!(read["location"], scratch.as_str());
+    assert_eq!(read["lengths_ok"], true, "{read}");
     // A scratch location that holds objects is refused.
     let o = drill(&scratch);
     assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));

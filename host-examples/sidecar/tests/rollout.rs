@@ -154,6 +154,7 @@ impl Fleet {
             "two clean weeks beside VACUUM",
             "--now",
             &now.to_string(),
+            "--allow-future-now",
         ])
     }
 }
@@ -239,6 +240,24 @@ fn two_weeks_of_shadow_runs_against_vacuum_gate_the_move_to_enforce() {
         }
     }
     assert!(f.exists(&hidden) && f.exists(&mid));
+    // Shadow runs go forward in time: a run dated back is refused.
+    let o = lakesweep(&[
+        "sweep",
+        f.table.to_str().unwrap(),
+        "--fleet",
+        &f.fleet(),
+        "--compare-with",
+        f.dir.join("their-list.txt").to_str().unwrap(),
+        "--now",
+        &day(3).to_string(),
+        "--allow-future-now",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("forward in time"),
+        "{}",
+        out_text(&o)
+    );
     let o = f.move_to("enforce", day(14) + 1000);
     assert!(o.status.success(), "{}", out_text(&o));
     let fleet: Value = serde_json::from_str(&std::fs::read_to_string(f.fleet()).unwrap()).unwrap();

@@ -28,13 +28,23 @@ fn string(v: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(v);
 }
 
+/// A record's length field, and its new value by the original path of the
+/// record's renamed field before it.
+pub type LengthOf<'r> = (&'r str, &'r dyn Fn(&str) -> Option<i64>);
+
 /// What a rewrite changes: the string values of record fields named
-/// `fields`, each through `f` (none: kept as it is).
+/// `fields`, each through `f` (none: kept as it is); and, with `length`,
+/// the `long` field it names in the record of a renamed path, set to what
+/// the function says for the path as it was (a manifest list's
+/// `manifest_length` after its manifests were rewritten).
 pub struct Rename<'r> {
     /// Field names whose strings are renamed (at any depth).
     pub fields: &'r [&'r str],
     /// The new value of a string, if it changes.
     pub f: &'r dyn Fn(&str) -> Option<String>,
+    /// The length field, and its new value by the original path of the
+    /// record's renamed field before it.
+    pub length: Option<LengthOf<'r>>,
 }
 
 /// `bytes` (an Avro object container file) with the renames applied, and
@@ -63,9 +73,10 @@ pub fn rewrite(bytes: &[u8], rename: &Rename<'_>) -> AResult<(Vec<u8>, u64)> {
                 c.schema.root,
                 &mut cur,
                 &mut body,
-                false,
+                Field::Plain,
                 rename,
                 &mut changed,
+                &mut None,
                 0,
             )?;
         }
@@ -81,15 +92,27 @@ pub fn rewrite(bytes: &[u8], rename: &Rename<'_>) -> AResult<(Vec<u8>, u64)> {
     Ok((out, changed))
 }
 
+/// What a value is to the rewrite.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Field {
+    /// Copied as it is.
+    Plain,
+    /// A string renamed (its original kept for the length after it).
+    Renamed,
+    /// The length of the record's renamed path.
+    Length,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn copy(
     schema: &Schema,
     node: usize,
     cur: &mut Cursor<'_>,
     out: &mut Vec<u8>,
-    renamed: bool,
+    field: Field,
     rename: &Rename<'_>,
     changed: &mut u64,
+    last: &mut Option<String>,
     depth: usize,
 ) -> AResult<()> {
     if depth > MAX_DEPTH {
@@ -101,6 +124,20 @@ fn copy(
         Node::Boolean => {
             cur.take(1)?;
             out.extend_from_slice(cur.since(start));
+        }
+        Node::Long if field == Field::Length => {
+            let v = cur.long()?;
+            let new = match (rename.length, last.as_deref()) {
+                (Some((_, f)), Some(path)) => f(path),
+                _ => None,
+            };
+            match new {
+                Some(n) if n != v => {
+                    *changed += 1;
+                    zz(n, out);
+                }
+                _ => out.extend_from_slice(cur.since(start)),
+            }
         }
         Node::Int | Node::Long | Node::Enum(_) => {
             cur.long()?;
@@ -124,8 +161,10 @@ fn copy(
         }
         Node::String => {
             let b = cur.bytes()?;
-            let new = if renamed {
-                std::str::from_utf8(b).ok().and_then(|s| (rename.f)(s))
+            let new = if field == Field::Renamed {
+                let text = std::str::from_utf8(b).ok();
+                *last = text.map(str::to_owned);
+                text.and_then(|s| (rename.f)(s))
             } else {
                 None
             };
@@ -140,12 +179,30 @@ fn copy(
         Node::Union(branches) => {
             let b = union_branch(branches, cur)?;
             out.extend_from_slice(cur.since(start));
-            copy(schema, b, cur, out, renamed, rename, changed, depth + 1)?;
+            copy(schema, b, cur, out, field, rename, changed, last, depth + 1)?;
         }
         Node::Record(fields) => {
+            // The renamed path a length after it belongs to: this record's.
+            let mut mine = None;
             for (name, f) in fields {
-                let r = rename.fields.contains(&name.as_str());
-                copy(schema, *f, cur, out, r, rename, changed, depth + 1)?;
+                let kind = if rename.fields.contains(&name.as_str()) {
+                    Field::Renamed
+                } else if rename.length.is_some_and(|(l, _)| l == name) {
+                    Field::Length
+                } else {
+                    Field::Plain
+                };
+                copy(
+                    schema,
+                    *f,
+                    cur,
+                    out,
+                    kind,
+                    rename,
+                    changed,
+                    &mut mine,
+                    depth + 1,
+                )?;
             }
         }
         Node::Array(item) => blocks(schema, None, *item, cur, out, rename, changed, depth)?,
@@ -189,7 +246,17 @@ fn blocks(
             if keyed.is_some() {
                 string(cur.bytes()?, out);
             }
-            copy(schema, item, cur, out, false, rename, changed, depth + 1)?;
+            copy(
+                schema,
+                item,
+                cur,
+                out,
+                Field::Plain,
+                rename,
+                changed,
+                &mut None,
+                depth + 1,
+            )?;
         }
     }
 }
@@ -242,6 +309,7 @@ mod tests {
             &Rename {
                 fields: &["file_path"],
                 f: &f,
+                length: None,
             },
         )
         .unwrap();
@@ -294,6 +362,7 @@ mod tests {
         let r = Rename {
             fields: &["file_path"],
             f: &f,
+            length: None,
         };
         for cut in [10, file.len() - 20, file.len() - 1] {
             assert!(rewrite(&file[..cut], &r).is_err(), "{cut}");

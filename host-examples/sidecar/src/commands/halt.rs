@@ -21,16 +21,29 @@ use crate::stores::Store;
 pub async fn command(a: &SwitchCmd, set: bool) -> Result<ExitCode, HostError> {
     let now = a.now.now_ms();
     let mut planner = Planner::load(&wasm_path(a.planner.wasm.as_deref()))?;
-    let switches = planner.stop_switches(&a.tables, &a.stop.stop_switches)?;
+    let tables = a
+        .tables
+        .iter()
+        .map(|t| crate::stores::table_uri(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let switches = planner.stop_switches(&tables, &a.stop.stop_switches)?;
     // Every document first (a resume of a switch that is not set is
     // refused before any is cleared), then every write.
     let mut docs = Vec::new();
     for uri in &switches {
         let store = Store::for_uri(uri)?;
-        let previous = store
-            .read(uri)
-            .await?
-            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        // A halt is never held up by a switch it cannot read: the planner
+        // writes a new one over it.
+        let previous = match store.read(uri).await {
+            Ok(b) => b.map(|b| String::from_utf8_lossy(&b).into_owned()),
+            Err(e) if set => {
+                eprintln!(
+                    "lakesweep: {uri} could not be read ({e}): a new halt is written over it"
+                );
+                None
+            }
+            Err(e) => return Err(e),
+        };
         let doc = planner
             .switch_document(set, previous.as_deref(), &a.reason, &a.by, now)
             .map_err(|e| refused!("{uri}: {e}"))?;
@@ -60,7 +73,7 @@ pub async fn command(a: &SwitchCmd, set: bool) -> Result<ExitCode, HostError> {
     let mut lengthened = Vec::new();
     if set {
         let readings = crate::session::switch::read_switches(&switches).await;
-        for table in &a.tables {
+        for table in &tables {
             let ledger_uri = default_ledger(table);
             match lengthen(&mut planner, &ledger_uri, &readings, a.extend, now).await {
                 Ok(Some(n)) => {

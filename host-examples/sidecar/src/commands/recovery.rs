@@ -132,14 +132,15 @@ async fn restore(
     )?;
     let (mut objects, mut total) = (0u64, 0u64);
     for f in plan.files {
-        let data = match f.bytes {
-            Some(b) => b,
-            None => {
-                let from = crate::stores::object_uri(table, &f.key);
-                store.read(&from).await?.ok_or_else(|| {
+        let data = match (f.bytes, f.from) {
+            (Some(b), _) => b,
+            (None, Some(from)) => Store::for_uri(&from)?
+                .read(&from)
+                .await?
+                .ok_or_else(|| {
                     refused!("{from} is gone: the bundle's content file cannot be copied (deleted since the bundle was verified?)")
-                })?
-            }
+                })?,
+            (None, None) => return Err(refused!("the planner named no source for {}", f.key)),
         };
         total += data.len() as u64;
         objects += 1;
@@ -147,8 +148,11 @@ async fn restore(
             .overwrite(&format!("{scratch}/{}", f.key), data)
             .await?;
     }
-    for k in &plan.read_in_place {
-        eprintln!("lakesweep: {k} lies under another root: the scratch table reads it where it is");
+    if plan.elsewhere > 0 {
+        eprintln!(
+            "lakesweep: {} content files of other write roots copied under {scratch}/_elsewhere/",
+            plan.elsewhere
+        );
     }
     let run = wt::RestoreRun {
         bundle_id: id,

@@ -103,7 +103,14 @@ async fn locked(a: &MoveCmd, locks: &mut Vec<Lock>) -> Result<Vec<String>, HostE
     let mut moved = Vec::new();
     for o in &opened {
         if o.mode != to {
-            planner.ledger_move_mode(o.ledger, to, &a.by, &a.why, now)?;
+            planner.ledger_move_mode(
+                o.ledger,
+                to,
+                &a.by,
+                &a.why,
+                now,
+                a.future.allow_future_now,
+            )?;
             moved.push(o.table.clone());
         }
         // Saved either way: entering the fleet may have recorded a move.

@@ -1046,7 +1046,14 @@ impl Planner {
         decisions: &[wt::Decision],
     ) -> Result<String, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
-        done(api.call_record_comparison(&mut self.store, l.0, p.0, their, decisions))
+        done(api.call_record_comparison(
+            &mut self.store,
+            l.0,
+            p.0,
+            their,
+            decisions,
+            crate::clock::clock_ms(),
+        ))
     }
 
     /// `ledger.rollout-gate`.
@@ -1060,7 +1067,8 @@ impl Planner {
             .map_err(trap)
     }
 
-    /// `ledger.move-mode`.
+    /// `ledger.move-mode`, against this machine's clock.
+    #[allow(clippy::too_many_arguments)]
     pub fn ledger_move_mode(
         &mut self,
         l: LedgerHandle,
@@ -1068,9 +1076,19 @@ impl Planner {
         by: &str,
         why: &str,
         now_ms: i64,
+        allow_future_now: bool,
     ) -> Result<wt::ModeMove, HostError> {
         let api = self.api.lakesweep_planner_planner().ledger();
-        done(api.call_move_mode(&mut self.store, l.0, to, by, why, now_ms))
+        done(api.call_move_mode(
+            &mut self.store,
+            l.0,
+            to,
+            by,
+            why,
+            now_ms,
+            crate::clock::clock_ms(),
+            allow_future_now,
+        ))
     }
 
     /// `ledger.rollout-document` (JSON), none outside a fleet.

@@ -233,8 +233,15 @@ def static(uri):
 
     t = StaticTable.from_metadata(uri)
     travel = {str(s.snapshot_id): t.scan(snapshot_id=s.snapshot_id).to_arrow().num_rows for s in t.snapshots()}
+    # Every manifest list's recorded manifest length is the manifest's size
+    # (Java readers open manifests by that length).
+    lengths_ok = all(
+        m.manifest_length == os.path.getsize(m.manifest_path.removeprefix("file://"))
+        for s in t.snapshots()
+        for m in s.manifests(t.io)
+    )
     print(json.dumps({"current": t.current_snapshot().snapshot_id, "rows": t.scan().to_arrow().num_rows,
-                      "travel": travel, "location": t.location()}))
+                      "travel": travel, "location": t.location(), "lengths_ok": lengths_ok}))
 
 
 if __name__ == "__main__":
