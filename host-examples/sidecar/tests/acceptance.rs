@@ -1403,3 +1403,35 @@ fn a_full_restore_drill_into_scratch_reads_the_bundles_rows_and_gates_status() {
         out_text(&o)
     );
 }
+
+#[test]
+fn a_halt_between_sweep_batches_stops_the_deletes_before_the_next_batch() {
+    let s = Setup::new("acc-halt-sweep-race", 6, &[]);
+    let fleet = format!("file://{}", s.t.dir.join("ops/stop.json").display());
+    let sweep = |hook: Option<&Path>| s.sweep(&["--batch", "2", "--stop-switch", &fleet], hook);
+    // Discovered, eligible, quarantined, restore-verified: nothing deleted yet.
+    for _ in 0..4 {
+        let o = sweep(None);
+        assert!(o.status.success(), "{}", out_text(&o));
+    }
+    // The approving run: batch 2 is accepted, then the fleet is halted.
+    let halt = lakesweep_line(&[
+        "halt",
+        "--stop-switch",
+        &fleet,
+        "--reason",
+        "canary looks wrong",
+        "--by",
+        "oncall",
+    ]);
+    let hook = s.hook("2", &halt);
+    let o = sweep(Some(&hook));
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        v["stopped"].to_string().contains("canary looks wrong"),
+        "{v}"
+    );
+    let gone = s.orphans.iter().filter(|k| !s.exists(k)).count();
+    assert_eq!(gone, 4, "batches 1 and 2 deleted, nothing after: {v}");
+}
