@@ -37,9 +37,12 @@ pub struct TheirList {
 }
 
 /// Reads the existing job's list: one key or URI per line; blank lines and
-/// `#` comments are skipped. URIs and absolute paths are mapped by
-/// `location_map` and made relative to the table; bare lines are relative
-/// keys already. Keys are compared exactly after that (no decoding).
+/// `#` comments are skipped, and so are a CSV export's quotes around a
+/// line and its header (a first line that names no key: no `/`, no `.`,
+/// as Spark's `orphan_file_location`). URIs and absolute paths are mapped
+/// by `location_map` and made relative to the table; bare lines are
+/// relative keys already. Keys are compared exactly after that (no
+/// decoding).
 pub fn their_keys(
     table_location: &str,
     location_map: &[PathMapping],
@@ -48,9 +51,16 @@ pub fn their_keys(
     let table = TableLocation::parse(table_location).map_err(|e| Error::invalid("table", e))?;
     let mut keys = BTreeSet::new();
     let mut outside = BTreeSet::new();
+    let mut first = true;
     for line in text.lines() {
-        let l = line.trim();
+        let mut l = line.trim();
         if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        if let Some(q) = l.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+            l = q;
+        }
+        if std::mem::take(&mut first) && !l.contains('/') && !l.contains('.') {
             continue;
         }
         let absolute = l.starts_with('/') || l.contains("://") || l.starts_with("file:");
@@ -343,6 +353,13 @@ mod tests {
         );
         let f = their_keys("file:///w/t", &[], "/w/t/a\nfile:/w/t/b\nfile:///w/t/c\n").unwrap();
         assert_eq!(f.keys, vec!["a", "b", "c"]);
+        // A CSV export: its header and quotes; only a first line is a header.
+        let csv = "orphan_file_location\n\"s3://b/t/data/a.parquet\"\nheaderish\n";
+        let c = their_keys("s3://b/t", &[], csv).unwrap();
+        assert_eq!(c.keys, vec!["data/a.parquet", "headerish"]);
+        // Names are never decoded: `a%20b` and `a b` are two keys.
+        let e = their_keys("file:///w/t", &[], "/w/t/data/a b\n").unwrap();
+        assert_eq!(e.keys, vec!["data/a b"]);
     }
 
     #[test]

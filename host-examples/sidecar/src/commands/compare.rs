@@ -1,11 +1,15 @@
 //! `lakesweep compare PLAN.json OTHER.txt`: diffs a plan's delete list with
 //! another tool's candidate list (one key or URI per line: the output of
 //! Iceberg's `remove_orphan_files`, `VACUUM ... DRY RUN`, a script). This is
-//! how a team runs lakesweep in report-only mode beside its old job.
+//! how a team runs lakesweep in report-only mode beside its old job. The
+//! planner reads the list (`their-keys`: any spelling made the table's key);
+//! `sweep --fleet --compare-with` records the same comparison, explained, in
+//! the ledger.
 
 use std::process::ExitCode;
 
 use crate::cli::CompareCmd;
+use crate::component::wt;
 use crate::error::HostError;
 use std::collections::BTreeSet;
 
@@ -24,71 +28,21 @@ pub struct Diff {
     pub outside: BTreeSet<String>,
 }
 
-/// One spelling for a location or URI: `s3a`/`s3n` are `s3`, `file:/x` and
-/// `/x` are `file:///x`, no trailing slash.
-fn canonical(uri: &str) -> String {
-    let u = uri.trim().trim_end_matches('/');
-    for alias in ["s3a://", "s3n://"] {
-        if let Some(rest) = u.strip_prefix(alias) {
-            return format!("s3://{rest}");
-        }
-    }
-    if let Some(rest) = u.strip_prefix("file://") {
-        return format!("file:///{}", rest.trim_start_matches('/'));
-    }
-    if let Some(rest) = u.strip_prefix("file:") {
-        return format!("file:///{}", rest.trim_start_matches('/'));
-    }
-    if u.starts_with('/') {
-        return format!("file:///{}", u.trim_start_matches('/'));
-    }
-    u.to_owned()
-}
-
-/// Compares the plan's delete keys (`ours`, relative, or absolute for the
-/// table's other write roots) under `table_location` with `other` (the
-/// other tool's lines).
-/// Lines that are URIs or absolute paths are made relative to the table;
-/// bare lines are taken as relative keys. Blank lines and `#` comments are
-/// skipped. Keys are compared exactly (no decoding).
-pub fn diff(table_location: &str, ours: BTreeSet<String>, other: &str) -> Diff {
-    let table = canonical(table_location);
+/// The three-way split of the plan's delete keys (`ours`) and the other
+/// tool's list as the planner read it (`their-keys`: every spelling made
+/// the table's key, or an absolute URI under another root). An absolute
+/// key the plan does not delete names something outside the table.
+pub fn diff(ours: BTreeSet<String>, their: wt::TheirList) -> Diff {
     let mut d = Diff::default();
     let mut theirs = BTreeSet::new();
-    let mut first = true;
-    for line in other.lines() {
-        let mut l = line.trim();
-        if l.is_empty() || l.starts_with('#') {
-            continue;
-        }
-        // A CSV export's quoting (`"s3://b/t/x"`).
-        if let Some(q) = l.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
-            l = q;
-        }
-        // A CSV export's header line (Spark's `orphan_file_location`): a
-        // first line that names no key (no `/`, no `.`).
-        if std::mem::take(&mut first) && !l.contains('/') && !l.contains('.') {
-            continue;
-        }
-        if l.contains("://") || l.starts_with('/') || l.starts_with("file:") {
-            let c = canonical(l);
-            match c.strip_prefix(&format!("{table}/")) {
-                Some(rel) => {
-                    theirs.insert(rel.to_owned());
-                }
-                // A key under one of the table's other write roots: the
-                // plan names those by their absolute URI.
-                None if ours.contains(&c) => {
-                    theirs.insert(c);
-                }
-                None => {
-                    d.outside.insert(l.to_owned());
-                }
-            }
+    for k in their.keys {
+        if k.contains("://") && !ours.contains(&k) {
+            d.outside.insert(k);
         } else {
-            theirs.insert(l.to_owned());
+            theirs.insert(k);
         }
     }
+    d.outside.extend(their.outside);
     for k in &ours {
         if theirs.contains(k) {
             d.both.insert(k.clone());
@@ -150,7 +104,8 @@ pub async fn command(a: &CompareCmd) -> Result<ExitCode, HostError> {
         .map_err(|e| refused!("{plan}: {e}"))?;
     let theirs = std::fs::read_to_string(other).map_err(|e| refused!("read {other}: {e}"))?;
     let ours = sealed.delete.into_iter().map(|d| d.key).collect();
-    let d = diff(&sealed.table_location, ours, &theirs);
+    let their = planner.their_keys(&sealed.table_location, &[], &theirs)?;
+    let d = diff(ours, their);
     if a.json {
         outln!("{}", d.to_json());
     } else {
@@ -168,40 +123,21 @@ mod tests {
     }
 
     #[test]
-    fn three_way_split_with_scheme_aliases() {
-        let ours = keys(&["data/a.parquet", "data/b.parquet"]);
-        let other = "# orphan files\ns3a://b/t/data/a.parquet\ndata/c.parquet\n\ns3://b/other/x\n";
-        let d = diff("s3://b/t", ours, other);
-        assert_eq!(d.both, BTreeSet::from(["data/a.parquet".to_owned()]));
-        assert_eq!(d.only_ours, BTreeSet::from(["data/b.parquet".to_owned()]));
-        assert_eq!(d.only_theirs, BTreeSet::from(["data/c.parquet".to_owned()]));
-        assert_eq!(d.outside, BTreeSet::from(["s3://b/other/x".to_owned()]));
-    }
-
-    #[test]
-    fn a_csv_export_with_a_header_and_quotes_compares_like_a_list() {
-        let ours = keys(&["data/a.parquet", "data/b.parquet"]);
-        let csv = "orphan_file_location\n\"s3://b/t/data/a.parquet\"\ns3://b/t/data/c.parquet\n";
-        let d = diff("s3://b/t", ours.clone(), csv);
-        assert_eq!(d.both, keys(&["data/a.parquet"]));
+    fn three_way_split_with_other_roots_and_lines_outside() {
+        let ours = keys(&["data/a.parquet", "data/b.parquet", "s3://b/ext/o.parquet"]);
+        let their = wt::TheirList {
+            keys: vec![
+                "data/a.parquet".into(),
+                "data/c.parquet".into(),
+                "s3://b/ext/o.parquet".into(),
+                "s3://b/other/x".into(),
+            ],
+            outside: vec!["://bad".into()],
+        };
+        let d = diff(ours, their);
+        assert_eq!(d.both, keys(&["data/a.parquet", "s3://b/ext/o.parquet"]));
+        assert_eq!(d.only_ours, keys(&["data/b.parquet"]));
         assert_eq!(d.only_theirs, keys(&["data/c.parquet"]));
-        assert!(d.outside.is_empty(), "{:?}", d.outside);
-        // Only a first line can be a header; a key is never one.
-        let d = diff("s3://b/t", ours, "data/a.parquet\nheaderish\n");
-        assert_eq!(d.only_theirs, keys(&["headerish"]));
-    }
-
-    #[test]
-    fn encoded_keys_are_not_decoded() {
-        // A key under another write root is compared by its absolute URI.
-        let e = diff(
-            "s3://b/t",
-            keys(&["s3://b/ext/data/o.parquet"]),
-            "s3a://b/ext/data/o.parquet\n",
-        );
-        assert_eq!(e.both.len(), 1, "{:?}", e.outside);
-        let d = diff("file:///w/t", keys(&["data/a%20b"]), "/w/t/data/a b\n");
-        assert_eq!(d.only_theirs.len(), 1);
-        assert_eq!(d.only_ours.len(), 1);
+        assert_eq!(d.outside, keys(&["s3://b/other/x", "://bad"]));
     }
 }
