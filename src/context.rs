@@ -123,6 +123,27 @@ pub fn loosely_under(rel: &str, prefix: &str) -> bool {
 }
 
 impl Context {
+    /// Counts the listed key `rel` against every path-prefix legal hold:
+    /// `hits[prefix]` is (keys under it exactly, keys under it only up to
+    /// spelling, see [`loosely_under`]). A plan warns of a hold that
+    /// matched nothing exactly.
+    pub(crate) fn count_hold_hits(
+        &self,
+        rel: &str,
+        hits: &mut std::collections::BTreeMap<String, (u64, u64)>,
+    ) {
+        for h in &self.holds {
+            if let HoldScope::PathPrefix(p) = &h.scope {
+                let n = hits.entry(p.clone()).or_default();
+                if rel.starts_with(p.as_str()) {
+                    n.0 += 1;
+                } else if loosely_under(rel, p) {
+                    n.1 += 1;
+                }
+            }
+        }
+    }
+
     /// Parses a context document; unknown fields are refused.
     pub fn parse(json: &str) -> Result<Context> {
         let c: Context = serde_json::from_str(json)

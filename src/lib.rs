@@ -58,6 +58,7 @@ pub mod pinot;
 pub mod policy;
 pub mod reclaim;
 pub mod scratch;
+pub mod split;
 pub mod stop;
 
 // The core's own vocabulary: canonical paths, the containers and the

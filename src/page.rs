@@ -19,9 +19,10 @@ pub use columns::{PageColumns, PageVerdicts};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result, UnsafeReason};
+use crate::error::{Error, ProtocolReason, Result, UnsafeReason};
 use crate::path::{PathMapping, TableLocation};
 use crate::reach::KeepSet;
+use crate::split::{ListingSplit, SplitTally};
 use crate::verdict::{Classifier, Decision, Judged, ListedObject, Verdict};
 
 #[derive(Serialize, Deserialize)]
@@ -45,6 +46,15 @@ struct Header {
     reserved: Vec<(String, String)>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     owners: Vec<crate::verdict::OwnedPrefix>,
+    /// The write roots outside the location, listed and judged too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    roots: Vec<String>,
+    /// Keys kept only as one reading of an ambiguous reference.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    alt_only: Vec<String>,
+    /// Every key of an ambiguous reference.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    group_members: Vec<String>,
 }
 
 fn iceberg() -> crate::format::TableFormat {
@@ -53,7 +63,15 @@ fn iceberg() -> crate::format::TableFormat {
 
 const KEEPSET_SCHEMA: &str = "lakesweep.keepset.v2";
 
-pub(crate) fn export(c: &Classifier, metadata_location: &str) -> Result<Vec<u8>> {
+/// The keep set of `c`, built from `metadata_location`, with the options
+/// its verdicts depend on and the keys of its ambiguous references
+/// (`ambiguous`: those kept only as one reading, and every member), for
+/// [`PageClassifier::load`].
+pub(crate) fn export(
+    c: &Classifier,
+    metadata_location: &str,
+    ambiguous: (Vec<String>, Vec<String>),
+) -> Result<Vec<u8>> {
     let header = Header {
         schema: KEEPSET_SCHEMA.into(),
         table_location: c.location.as_uri(),
@@ -68,6 +86,9 @@ pub(crate) fn export(c: &Classifier, metadata_location: &str) -> Result<Vec<u8>>
         expired_log: c.expired_log.clone(),
         reserved: c.reserved.clone(),
         owners: c.owners.clone(),
+        roots: c.roots.iter().map(TableLocation::as_uri).collect(),
+        alt_only: ambiguous.0,
+        group_members: ambiguous.1,
     };
     let h = serde_json::to_vec(&header).unwrap_or_default();
     let mut out = Vec::new();
@@ -75,17 +96,32 @@ pub(crate) fn export(c: &Classifier, metadata_location: &str) -> Result<Vec<u8>>
     Ok(out)
 }
 
-/// A loaded keep set that classifies listing pages without a session.
+/// A loaded keep set that classifies listing pages without a session, and
+/// lists one [`ListingSplit`] at a time for a session elsewhere (see
+/// [`crate::split`]).
 #[derive(Debug, Clone)]
 pub struct PageClassifier {
     classifier: Classifier,
     metadata_location: String,
+    /// XXH3-128 of the loaded bytes, lowercase hex.
+    keep_set_digest: String,
+    alt_only: crate::hashing::Set<String>,
+    group_members: crate::hashing::Set<String>,
+    /// The split being listed, if one is.
+    split: Option<SplitTally>,
+}
+
+/// XXH3-128 of an exported keep set, lowercase hex: what a split's partial
+/// result names its keep set by.
+pub(crate) fn keep_set_digest(bytes: &[u8]) -> String {
+    format!("{:032x}", xxhash_rust::xxh3::xxh3_128(bytes))
 }
 
 impl PageClassifier {
     /// Loads bytes made by [`crate::Session::export_keep_set`]; damaged or
     /// foreign bytes are refused.
     pub fn load(keep_set: Vec<u8>) -> Result<PageClassifier> {
+        let keep_set_digest = keep_set_digest(&keep_set);
         let (keep, header) = KeepSet::decode(&keep_set)?;
         let v: serde_json::Value = serde_json::from_slice(&header)
             .map_err(|e| Error::invalid("keep-set", format!("bad keep set header: {e}")))?;
@@ -108,6 +144,11 @@ impl PageClassifier {
             .map_err(|e| Error::invalid("keep-set", format!("bad keep set header: {e}")))?;
         let location =
             TableLocation::parse(&h.table_location).map_err(|e| Error::invalid("keep-set", e))?;
+        let roots = h
+            .roots
+            .iter()
+            .map(|r| TableLocation::parse(r).map_err(|e| Error::invalid("keep-set", e)))
+            .collect::<Result<Vec<_>>>()?;
         Ok(PageClassifier {
             classifier: Classifier {
                 location,
@@ -121,11 +162,14 @@ impl PageClassifier {
                 format: h.format,
                 expired_log: h.expired_log,
                 reserved: h.reserved,
-                // Page mode serves the table's own prefix.
-                roots: Vec::new(),
+                roots,
                 owners: h.owners,
             },
             metadata_location: h.metadata_location,
+            keep_set_digest,
+            alt_only: h.alt_only.into_iter().collect(),
+            group_members: h.group_members.into_iter().collect(),
+            split: None,
         })
     }
 
@@ -192,18 +236,145 @@ impl PageClassifier {
 
     /// Settles an [`Verdict::OwnerCheck`] with the file's bytes (`None` when
     /// it no longer exists). A file of another table is an `Unsafe` error:
-    /// the whole sweep must stop.
+    /// the whole sweep must stop. While a split is open, the object must be
+    /// one of its owner checks not yet settled (protocol otherwise), and
+    /// the settled decision is tallied into it.
     pub fn settle_metadata_file(
-        &self,
+        &mut self,
         object: ListedObject,
         bytes: Option<Vec<u8>>,
     ) -> Result<Decision> {
         let (_, rel) = self.classifier.relative_key(&object.key)?;
+        if let Some(t) = &self.split {
+            if !t.pending.contains_key(&object.key) {
+                return Err(Error::protocol(
+                    ProtocolReason::UnexpectedAnswer,
+                    format!(
+                        "`{}` is no owner check of the open split {} (or was settled already)",
+                        object.key, t.result.split.index
+                    ),
+                ));
+            }
+        }
         let d = self
             .classifier
             .settle_owner(&object, &rel, bytes.as_deref())?;
         debug_assert_ne!(d.verdict, Verdict::OwnerCheck);
+        if let Some(t) = &mut self.split {
+            t.pending.remove(&object.key);
+            t.tally(
+                &d,
+                &self.classifier.protections,
+                &self.alt_only,
+                &self.group_members,
+            );
+            if let Some(doc) = bytes.as_deref().and_then(|b| {
+                crate::plan::stray_document(
+                    &object.key,
+                    &rel,
+                    b,
+                    self.classifier.table_uuid.as_deref(),
+                    &self.classifier.mappings,
+                )
+            }) {
+                t.result.stray_documents.push(doc);
+            }
+        }
         Ok(d)
+    }
+
+    /// Opens `split` (cut by [`crate::Session::split_listing`]) for listing:
+    /// its keys go through [`PageClassifier::split_page`] in ascending byte
+    /// order, and [`PageClassifier::end_split`] gives the partial result.
+    /// Fails (protocol) while another split is open, or for a split of a
+    /// prefix this keep set does not list (the location or a write root).
+    pub fn begin_split(&mut self, split: ListingSplit) -> Result<()> {
+        if let Some(t) = &self.split {
+            return Err(Error::protocol(
+                ProtocolReason::OutOfOrder,
+                format!(
+                    "split {} is open: end it before beginning another",
+                    t.result.split.index
+                ),
+            ));
+        }
+        let listed = std::iter::once(&self.classifier.location)
+            .chain(&self.classifier.roots)
+            .any(|l| l.prefix() == split.prefix);
+        if !listed {
+            return Err(Error::protocol(
+                ProtocolReason::BadKey,
+                format!(
+                    "split of `{}`: this keep set lists `{}` and its write roots only",
+                    split.prefix,
+                    self.classifier.location.prefix()
+                ),
+            ));
+        }
+        self.split = Some(SplitTally::new(
+            split,
+            self.keep_set_digest.clone(),
+            self.metadata_location.clone(),
+        ));
+        Ok(())
+    }
+
+    /// Classifies one page of the open split (keys ascending, after the
+    /// previous page's) and tallies it. Answers every decision but
+    /// `referenced` ones (those are counted only), owner checks included:
+    /// settle each with [`PageClassifier::settle_metadata_file`]. Fails
+    /// (protocol) with no split open, or for a key outside it, out of order
+    /// or listed twice; the split is then closed.
+    pub fn split_page(&mut self, objects: Vec<ListedObject>) -> Result<Vec<Decision>> {
+        let Some(mut t) = self.split.take() else {
+            return Err(Error::protocol(
+                ProtocolReason::OutOfOrder,
+                "no split is open: begin one first",
+            ));
+        };
+        let mut out = Vec::new();
+        for o in objects {
+            t.check_in(&o.key, o.size)?;
+            match self.classifier.judge(o)? {
+                Judged::Final(d) => {
+                    t.tally(
+                        &d,
+                        &self.classifier.protections,
+                        &self.alt_only,
+                        &self.group_members,
+                    );
+                    if d.verdict != Verdict::Referenced {
+                        out.push(d);
+                    }
+                }
+                Judged::NeedsOwner { decision } => {
+                    t.pending.insert(decision.key.clone(), ());
+                    out.push(decision);
+                }
+            }
+        }
+        self.split = Some(t);
+        Ok(out)
+    }
+
+    /// [`PageClassifier::split_page`] with the page and the decisions in
+    /// JSON ([`ListedObject::page_from_json`], [`Decision::list_to_json`]).
+    pub fn split_page_json(&mut self, page: &[u8]) -> Result<Vec<u8>> {
+        let objects = ListedObject::page_from_json(page)?;
+        Ok(Decision::list_to_json(&self.split_page(objects)?))
+    }
+
+    /// Ends the open split: its partial result, as JSON text, for
+    /// [`crate::Session::handle_split_result`]. Fails (protocol) with no
+    /// split open, or while an owner check of it is unsettled.
+    pub fn end_split(&mut self) -> Result<String> {
+        match self.split.take() {
+            Some(t) => t.finish(),
+            None => Err(Error::protocol(
+                ProtocolReason::OutOfOrder,
+                "no split is open",
+            )),
+        }
     }
 }
 

@@ -510,7 +510,7 @@ fn page_mode_gives_the_session_verdicts() {
 /// statelessly page by page, and compares with the session's verdicts.
 fn assert_page_mode_matches(cfg: SessionConfig, o: &HostOptions, location: &str, name: &str) {
     let run = run_native(cfg.clone(), o).unwrap();
-    let pc = page_classifier(&cfg);
+    let mut pc = page_classifier(&cfg);
     assert_eq!(pc.metadata_location(), cfg.metadata_location);
     let listing = list(location, o);
     let mut got = BTreeMap::new();

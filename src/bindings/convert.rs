@@ -680,3 +680,25 @@ pub(super) fn full_drill_out(d: crate::ledger::FullDrill) -> wt::FullDrill {
         why: d.why,
     }
 }
+
+/// A listing split as the WIT record spells it.
+pub(super) fn listing_split_out(s: crate::split::ListingSplit) -> wt::ListingSplit {
+    wt::ListingSplit {
+        index: s.index,
+        of: s.of,
+        prefix: s.prefix,
+        after: s.after,
+        through: s.through,
+    }
+}
+
+/// A listing split from the WIT record.
+pub(super) fn listing_split_in(s: wt::ListingSplit) -> crate::split::ListingSplit {
+    crate::split::ListingSplit {
+        index: s.index,
+        of: s.of,
+        prefix: s.prefix,
+        after: s.after,
+        through: s.through,
+    }
+}

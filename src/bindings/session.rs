@@ -12,7 +12,7 @@ pub(super) struct Session(RefCell<core::Session>);
 /// A Pinot planning session, held for the host.
 pub(super) struct PinotSession(RefCell<core::PinotSession>);
 /// A stateless page classifier over an exported keep set.
-pub(super) struct PageClassifier(core::PageClassifier);
+pub(super) struct PageClassifier(RefCell<core::PageClassifier>);
 
 impl wp::GuestPinotSession for PinotSession {
     fn start(c: wt::PinotConfig) -> Result<wp::PinotSession, wt::Error> {
@@ -233,6 +233,22 @@ impl wp::GuestSession for Session {
         self.0.borrow().keep_set_complete()
     }
 
+    fn split_listing(&self, boundaries: Vec<String>) -> Result<Vec<wt::ListingSplit>, wt::Error> {
+        let splits = self.0.borrow_mut().split_listing(boundaries).map_err(err)?;
+        Ok(splits.into_iter().map(listing_split_out).collect())
+    }
+
+    fn handle_split_result(&self, partial: String) -> Result<(), wt::Error> {
+        self.0
+            .borrow_mut()
+            .handle_split_result(partial)
+            .map_err(err)
+    }
+
+    fn splits_outstanding(&self) -> Vec<u32> {
+        self.0.borrow().splits_outstanding()
+    }
+
     fn referenced(&self, keys: Vec<String>) -> Result<Vec<(String, String)>, wt::Error> {
         self.0.borrow().referenced(keys).map_err(err)
     }
@@ -241,20 +257,21 @@ impl wp::GuestSession for Session {
 impl wp::GuestPageClassifier for PageClassifier {
     fn load(keep_set: Vec<u8>) -> Result<wp::PageClassifier, wt::Error> {
         let c = core::PageClassifier::load(keep_set).map_err(err)?;
-        Ok(wp::PageClassifier::new(PageClassifier(c)))
+        Ok(wp::PageClassifier::new(PageClassifier(RefCell::new(c))))
     }
 
     fn metadata_location(&self) -> String {
-        self.0.metadata_location()
+        self.0.borrow().metadata_location()
     }
 
     fn check_pointer(&self, live: Option<String>) -> Result<(), wt::Error> {
-        self.0.check_pointer(live.as_deref()).map_err(err)
+        self.0.borrow().check_pointer(live.as_deref()).map_err(err)
     }
 
     fn classify(&self, objects: Vec<wt::ListedObject>) -> Result<Vec<wt::Decision>, wt::Error> {
         let ds = self
             .0
+            .borrow()
             .classify(objects.into_iter().map(obj).collect())
             .map_err(err)?;
         Ok(ds.into_iter().map(decision).collect())
@@ -262,6 +279,7 @@ impl wp::GuestPageClassifier for PageClassifier {
 
     fn classify_json(&self, page: String) -> Result<String, wt::Error> {
         self.0
+            .borrow()
             .classify_json(page.as_bytes())
             .map(json_text)
             .map_err(err)
@@ -270,6 +288,7 @@ impl wp::GuestPageClassifier for PageClassifier {
     fn classify_columns(&self, page: wt::PageColumns) -> Result<wt::PageVerdicts, wt::Error> {
         let v = self
             .0
+            .borrow()
             .classify_columns(core::PageColumns {
                 keys: page.keys,
                 key_ends: page.key_ends,
@@ -290,8 +309,28 @@ impl wp::GuestPageClassifier for PageClassifier {
         bytes: Option<Vec<u8>>,
     ) -> Result<wt::Decision, wt::Error> {
         self.0
+            .borrow_mut()
             .settle_metadata_file(obj(object), bytes)
             .map(decision)
             .map_err(err)
+    }
+
+    fn begin_split(&self, split: wt::ListingSplit) -> Result<(), wt::Error> {
+        self.0
+            .borrow_mut()
+            .begin_split(listing_split_in(split))
+            .map_err(err)
+    }
+
+    fn split_page_json(&self, page: String) -> Result<String, wt::Error> {
+        self.0
+            .borrow_mut()
+            .split_page_json(page.as_bytes())
+            .map(json_text)
+            .map_err(err)
+    }
+
+    fn end_split(&self) -> Result<String, wt::Error> {
+        self.0.borrow_mut().end_split().map_err(err)
     }
 }

@@ -28,7 +28,7 @@ pub struct Tally {
 
 impl Tally {
     /// Counts one more object of `size` bytes.
-    pub(super) fn add(&mut self, size: u64) {
+    pub(crate) fn add(&mut self, size: u64) {
         self.count = self.count.saturating_add(1);
         self.bytes = self.bytes.saturating_add(size);
     }

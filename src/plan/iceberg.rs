@@ -157,14 +157,49 @@ pub(super) struct SummaryCheck {
 
 /// An unreferenced `*.metadata.json` of this table (same `table-uuid`) and
 /// where it stands in the table's history.
-#[derive(Debug, Clone)]
-pub(super) struct StrayDocument {
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct StrayDocument {
     /// Key relative to the table location.
-    pub(super) rel: String,
+    pub(crate) rel: String,
     /// Its `metadata-log` entries, mapped and canonical.
-    pub(super) log: BTreeSet<String>,
+    pub(crate) log: BTreeSet<String>,
     /// Its `last-sequence-number`.
-    pub(super) sequence: Option<i64>,
+    pub(crate) sequence: Option<i64>,
+}
+
+/// The unreferenced metadata document `uri` (`rel` relative to the table)
+/// whose owner check passed, with its place in the table's history (its
+/// log mapped by `maps`), when it is of table `table_uuid`. Worked out
+/// wherever the owner check ran (the session, or a listing split's
+/// worker), and judged by the session against its final pointer.
+pub(crate) fn stray_document(
+    uri: &str,
+    rel: &str,
+    bytes: &[u8],
+    table_uuid: Option<&str>,
+    maps: &[PathMapping],
+) -> Option<StrayDocument> {
+    // A document that does not parse was kept as `unverified` already.
+    let l = TableMetadata::probe_lineage(uri, bytes).ok()?;
+    // The owner check passed: the same `table-uuid`, or (v1 documents
+    // without one, on both sides) the same location.
+    if l.table_uuid.as_deref() != table_uuid {
+        return None;
+    }
+    let log = l
+        .metadata_log
+        .iter()
+        .filter_map(|f| {
+            CanonicalUri::parse(&apply_mappings(f, maps))
+                .ok()
+                .map(|c| c.to_uri_string())
+        })
+        .collect();
+    Some(StrayDocument {
+        rel: rel.to_owned(),
+        log,
+        sequence: l.last_sequence_number,
+    })
 }
 
 /// What one manifest holds: its entry counts, and the files to keep with
@@ -485,41 +520,9 @@ impl IcebergSweep {
         Ok(warnings)
     }
 
-    /// Records an unreferenced metadata document (`uri`, `rel` relative to
-    /// the table) whose owner check passed, when it is of table
-    /// `table_uuid`, with its place in the table's history (its log mapped
-    /// by `maps`).
-    pub(super) fn note_stray_document(
-        &mut self,
-        uri: &str,
-        rel: &str,
-        bytes: &[u8],
-        table_uuid: Option<&str>,
-        maps: &[PathMapping],
-    ) {
-        // A document that does not parse was kept as `unverified` already.
-        let Ok(l) = TableMetadata::probe_lineage(uri, bytes) else {
-            return;
-        };
-        // The owner check passed: the same `table-uuid`, or (v1 documents
-        // without one, on both sides) the same location.
-        if l.table_uuid.as_deref() != table_uuid {
-            return;
-        }
-        let log = l
-            .metadata_log
-            .iter()
-            .filter_map(|f| {
-                CanonicalUri::parse(&apply_mappings(f, maps))
-                    .ok()
-                    .map(|c| c.to_uri_string())
-            })
-            .collect();
-        self.stray_documents.push(StrayDocument {
-            rel: rel.to_owned(),
-            log,
-            sequence: l.last_sequence_number,
-        });
+    /// Records a stray document of this table (see [`stray_document`]).
+    pub(super) fn note_stray_document(&mut self, doc: StrayDocument) {
+        self.stray_documents.push(doc);
     }
 
     /// A same-table document that descends from the final `pointer` (its

@@ -387,6 +387,29 @@ impl References {
         }
     }
 
+    /// The keys of ambiguous references, sorted: those kept only as one
+    /// reading, and every member (what a split's worker needs to count
+    /// listed references as [`References::listed`] does).
+    pub(super) fn ambiguous_keys(&self) -> (Vec<String>, Vec<String>) {
+        let mut alt: Vec<String> = self.alt_only.iter().cloned().collect();
+        let mut members: Vec<String> = self.group_members.iter().cloned().collect();
+        alt.sort_unstable();
+        members.sort_unstable();
+        (alt, members)
+    }
+
+    /// Adds what a listing split counted of the referenced keys it listed
+    /// (see [`References::listed`]).
+    pub(super) fn listed_in_split(&mut self, r: crate::split::ListedReferences) {
+        self.matched += r.matched;
+        self.matched_alt += r.matched_alt;
+        for k in r.members {
+            if self.group_members.contains(&k) {
+                self.listed_members.insert(k);
+            }
+        }
+    }
+
     /// Whether no referenced key was listed at all (not even an
     /// alternative reading of an ambiguous reference).
     pub(super) fn none_listed(&self) -> bool {

@@ -211,14 +211,15 @@ impl Session {
     /// See [`IcebergSweep::note_stray_document`](crate::plan::iceberg::IcebergSweep::note_stray_document) (only an Iceberg session
     /// judges stray documents against its pointer).
     pub(super) fn note_stray_document(&mut self, uri: &str, rel: &str, bytes: &[u8]) {
-        if let Machine::Iceberg(i) = &mut self.machine {
-            i.note_stray_document(
-                uri,
-                rel,
-                bytes,
-                self.classifier.table_uuid.as_deref(),
-                &self.config.location_map,
-            );
+        let doc = crate::plan::iceberg::stray_document(
+            uri,
+            rel,
+            bytes,
+            self.classifier.table_uuid.as_deref(),
+            &self.config.location_map,
+        );
+        if let (Machine::Iceberg(i), Some(doc)) = (&mut self.machine, doc) {
+            i.note_stray_document(doc);
         }
     }
 

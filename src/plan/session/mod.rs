@@ -32,6 +32,7 @@ mod delta;
 mod iceberg;
 mod progress;
 mod seal;
+mod split;
 
 /// How many times the pointer may move during one session before it gives up.
 pub const MAX_RECHECKS: u32 = 8;
@@ -101,6 +102,12 @@ pub struct Session {
     foreign: Vec<(TableLocation, String)>,
     /// Pointer reads of the run so far, prior ones included.
     pointer_reads: u32,
+    /// The prefix being listed (the table's, then each write root's).
+    listing_prefix: Option<String>,
+    /// Whether pages or names of that listing were handed over.
+    listing_fed: bool,
+    /// The splits that listing was cut into, while any is outstanding.
+    splits: Option<Box<split::SplitLedger>>,
 }
 
 /// The format's own half of a session: Iceberg's snapshot walk or Delta's
@@ -258,6 +265,9 @@ impl Session {
             deleted_listed: Default::default(),
             foreign,
             pointer_reads: u32::try_from(config_priors).unwrap_or(u32::MAX),
+            listing_prefix: None,
+            listing_fed: false,
+            splits: None,
         };
         s.check_foreign_roots()?;
         if s.config.format == TableFormat::Delta {
@@ -437,6 +447,7 @@ impl Session {
                     "listing page sent when no listing was requested (or after the last page)",
                 ));
             }
+            s.feed_listing()?;
             for obj in objects {
                 s.summary.listed.add(obj.size);
                 match s.classifier.judge(obj)? {
@@ -510,6 +521,7 @@ impl Session {
                     "listed names sent when no table listing was requested (or after its last page)",
                 ));
             }
+            s.feed_listing()?;
             for (i, key) in keys.iter().enumerate() {
                 // Only `Referenced` is taken from this finding: no size or
                 // time enters that verdict (a keep-set hit or the version
@@ -592,7 +604,11 @@ impl Session {
                 "the keep set is not complete yet",
             ));
         }
-        crate::page::export(&self.classifier, &self.metadata_location)
+        crate::page::export(
+            &self.classifier,
+            &self.metadata_location,
+            self.references.ambiguous_keys(),
+        )
     }
 
     /// Runs `f` on the session unless it failed already; an error fails
@@ -678,16 +694,9 @@ impl Session {
     /// Counts a listed key's verdict (`size` bytes): hold hits, the
     /// verdict's tally, and which referenced keys were listed.
     fn count(&mut self, rel: &str, verdict: Verdict, size: u64) {
-        for h in &self.classifier.protections.holds {
-            if let crate::context::HoldScope::PathPrefix(p) = &h.scope {
-                let hits = self.hold_hits.entry(p.clone()).or_default();
-                if rel.starts_with(p.as_str()) {
-                    hits.0 += 1;
-                } else if crate::context::loosely_under(rel, p) {
-                    hits.1 += 1;
-                }
-            }
-        }
+        self.classifier
+            .protections
+            .count_hold_hits(rel, &mut self.hold_hits);
         match self.summary.verdicts.get_mut(verdict.as_str()) {
             Some(t) => t.add(size),
             None => self

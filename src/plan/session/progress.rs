@@ -99,7 +99,7 @@ impl Session {
         self.check_protections()?;
         self.classifier.keep.freeze()?;
         self.state.start_listing()?;
-        self.requests.list(self.classifier.location.prefix());
+        self.ask_listing(self.classifier.location.prefix());
         Ok(())
     }
 
@@ -140,7 +140,7 @@ impl Session {
                 let prefix = self.classifier.roots[self.roots_listed].prefix();
                 self.roots_listed += 1;
                 self.state.list_next_root()?;
-                self.requests.list(prefix);
+                self.ask_listing(prefix);
             }
             Phase::Listing {
                 last_page_seen: true,

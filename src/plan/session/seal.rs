@@ -13,6 +13,7 @@ impl Session {
     /// Seals the plan. Fails unless the session is done (or once
     /// [`Session::seal`] took its candidates).
     pub fn finish(&self) -> Result<SealedPlan> {
+        self.check_splits_back()?;
         self.state.ready_to_seal()?;
         let delete = self
             .candidates
@@ -26,6 +27,7 @@ impl Session {
     /// them (a plan of a million deletes is held once): the session seals
     /// nothing after this. Fails like [`Session::finish`].
     pub fn seal(&mut self) -> Result<SealedPlan> {
+        self.check_splits_back()?;
         self.state.seal()?;
         let delete = std::mem::take(&mut self.candidates)
             .into_iter()
