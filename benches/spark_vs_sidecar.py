@@ -1,20 +1,26 @@
 #!/usr/bin/env python3
-"""Time a sweep plan of one Iceberg table on Spark (local[N]) against the
-sidecar (release build) on the same table, in the same run, and check that
-both make the same plan to the digest.
+"""Time a sweep plan of one generated Iceberg table on Spark with one and
+with two executors (local[1], local[2]) against the sidecar (release
+build) on the same table, in the same run, and check that all make the
+same plan.
 
     python3 benches/iceberg_table.py /tmp/lsice-1m > /tmp/lsice-1m.json
     bash scripts/build-component.sh && (cd host-examples/sidecar && cargo build --release)
-    python3 benches/spark_vs_sidecar.py /tmp/lsice-1m.json [--runs 3] [--master local[2]]
+    python3 benches/spark_vs_sidecar.py /tmp/lsice-1m.json [--runs 3] [--masters 'local[1],local[2]']
 
-Needs pyspark and the lakesweep Python package (scripts/test.sh installs
-both into .venv). The sidecar runs under /usr/bin/time for its peak memory.
-Spark's time is the plan call on a started session (its JVM start is
-printed apart); the Spark plan is sealed with the sidecar's origin, so the
-two documents must be equal byte for byte (the sidecar's report for people
-lies outside the seal and is dropped).
+Each Spark plan runs in a process of its own (``--one MASTER``), so its
+figures are its own: the session's start (the JVM, apart), the plan call,
+and the peak memory of the driver's Python process (the planner session,
+the keep set, the candidates) and of the JVM (on a local master it is the
+driver and the executors at once). The sidecar runs under /usr/bin/time
+for its peak memory, with its default listing (names first); once more
+with a stat of every file, whose plan the Spark plan must equal to the
+digest once sealed with the sidecar's origin (the sidecar's report for
+people lies outside the seal and is dropped). Every plan must delete the
+same keys.
 """
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -28,13 +34,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "host-examples/spark"))
 
 
-def sidecar_plan(binary, t, wasm):
+def sidecar_plan(binary, t, wasm, listing="names"):
     with tempfile.NamedTemporaryFile(suffix=".txt") as timing:
         started = time.monotonic()
         r = subprocess.run(
             ["/usr/bin/time", "-f", "%M", "-o", timing.name, str(binary), "plan", t["location"][len("file://"):],
              "--metadata", t["metadata_location"], "--now", str(t["now_ms"]), "--json"],
-            capture_output=True, text=True, env={**os.environ, "LAKESWEEP_WASM": str(wasm)},
+            capture_output=True, text=True,
+            env={**os.environ, "LAKESWEEP_WASM": str(wasm), "LAKESWEEP_LOCAL_LISTING": listing},
         )
         wall = time.monotonic() - started
         if r.returncode != 0:
@@ -43,45 +50,118 @@ def sidecar_plan(binary, t, wasm):
     return wall, peak_kib, json.loads(r.stdout)
 
 
+def deletes_digest(keys):
+    return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
+
+
+def _hwm_kib(pid):
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _java_pids():
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if (p / "comm").read_text().strip() == "java" and os.getppid() != int(p.name):
+                    out.append(int(p.name))
+            except OSError:
+                pass
+    return out
+
+
+def one(master, table, origin, split_size):
+    """One Spark plan in this process: prints its figures as JSON."""
+    from lakesweep_spark import plan, session
+
+    t = json.loads(Path(table).read_text())
+    before = set(_java_pids())
+    started = time.monotonic()
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--master {master} pyspark-shell")
+    spark = session("lakesweep-bench")
+    assert spark.sparkContext.master == master, spark.sparkContext.master
+    spark.sparkContext.addPyFile(str(REPO / "host-examples/spark/lakesweep_spark.py"))
+    jvm = time.monotonic() - started
+    with tempfile.TemporaryDirectory() as d:
+        started = time.monotonic()
+        p, decided = plan(spark, t["location"], t["metadata_location"], t["now_ms"], store_spec={"local": []},
+                          origin=origin, split_size=split_size, decisions=d)
+        took = time.monotonic() - started
+        files = len(os.listdir(d))
+    java = [pid for pid in _java_pids() if pid not in before]
+    jvm_peak = max((_hwm_kib(pid) for pid in java), default=0)
+    py_peak = _hwm_kib(os.getpid())
+    spark.stop()
+    print(json.dumps({
+        "master": master, "session_s": jvm, "plan_s": took, "python_peak_kib": py_peak, "jvm_peak_kib": jvm_peak,
+        "deletes": len(p.delete), "deletes_digest": deletes_digest(k for k, _ in p.delete), "splits": files,
+        "listed": p.summary["listed"]["count"], "document": p.document,
+    }))
+
+
 def main():
     a = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     a.add_argument("table", help="the JSON benches/iceberg_table.py printed")
     a.add_argument("--runs", type=int, default=3)
-    a.add_argument("--master", default="local[2]")
+    a.add_argument("--masters", default="local[1],local[2]")
+    a.add_argument("--split-size", type=int, default=50_000)
+    a.add_argument("--one", metavar="MASTER", help="(internal) one Spark plan in this process")
+    a.add_argument("--origin", help="(internal) the origin to seal with")
     a.add_argument("--sidecar", default=str(REPO / "host-examples/sidecar/target/release/lakesweep"))
     a.add_argument("--wasm", default=str(REPO / "target/lakesweep.wasm"))
     args = a.parse_args()
+    if args.one:
+        return one(args.one, args.table, args.origin, args.split_size)
     t = json.loads(Path(args.table).read_text())
-    from pyspark.sql import SparkSession
-
-    from lakesweep_spark import plan
-
-    started = time.monotonic()
-    spark = (SparkSession.builder.master(args.master).appName("lakesweep-bench")
-             .config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.driver.host", "127.0.0.1").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.sparkContext.addPyFile(str(REPO / "host-examples/spark/lakesweep_spark.py"))
-    jvm = time.monotonic() - started
-    side_times, spark_times, peaks = [], [], []
+    # The plan the Spark plans must equal: the sidecar listing with a stat
+    # of every file, as the executors do.
+    _, _, stat = sidecar_plan(args.sidecar, t, args.wasm, "stat")
+    del stat["report"]
+    want = deletes_digest(d["key"] for d in stat["delete"])
+    masters = args.masters.split(",")
+    side, spark = [], {m: [] for m in masters}
     for run in range(args.runs):
-        wall, peak, side = sidecar_plan(args.sidecar, t, args.wasm)
-        side_times.append(wall)
-        peaks.append(peak)
-        started = time.monotonic()
-        p, decided = plan(spark, t["location"], t["metadata_location"], t["now_ms"], store_spec={"local": []},
-                          origin=side["origin"])
-        spark_times.append(time.monotonic() - started)
-        del side["report"]
-        if json.loads(p.document) != side:
-            sys.exit("the plans differ")
-        print(f"run {run + 1}: sidecar {wall:.2f} s ({peak / 1024:.0f} MiB peak), Spark {spark_times[-1]:.2f} s; "
-              f"{side['summary']['listed']['count']} objects listed, {len(p.delete)} to delete, same plan "
-              f"{p.digest[:12]}", flush=True)
-    spark.stop()
-    s, k = statistics.median(side_times), statistics.median(spark_times)
-    print(f"median of {args.runs}: sidecar {s:.2f} s, {statistics.median(peaks) / 1024:.0f} MiB peak; "
-          f"Spark {args.master} {k:.2f} s ({k / s:.2f}x the sidecar's time; session start {jvm:.1f} s apart)")
+        wall, peak, plan = sidecar_plan(args.sidecar, t, args.wasm)
+        if deletes_digest(d["key"] for d in plan["delete"]) != want:
+            sys.exit("the sidecar's delete lists differ between its listings")
+        side.append((wall, peak))
+        line = [f"run {run + 1}: sidecar {wall:.2f} s ({peak / 1024:.0f} MiB)"]
+        for m in masters:
+            r = subprocess.run(
+                [sys.executable, __file__, args.table, "--one", m, "--origin", stat["origin"],
+                 "--split-size", str(args.split_size)],
+                capture_output=True, text=True, env={**os.environ, "LAKESWEEP_WASM": str(args.wasm)},
+            )
+            if r.returncode != 0:
+                sys.exit(f"Spark {m} failed: {r.stderr[-3000:]}")
+            f = json.loads(r.stdout.strip().splitlines()[-1])
+            if json.loads(f.pop("document")) != stat:
+                sys.exit(f"Spark {m}: the plan differs from the sidecar's")
+            if f["deletes_digest"] != want:
+                sys.exit(f"Spark {m}: the delete list differs")
+            spark[m].append(f)
+            line.append(f"{m} {f['plan_s']:.2f} s (session start {f['session_s']:.1f} s; driver Python "
+                        f"{f['python_peak_kib'] / 1024:.0f} MiB, JVM {f['jvm_peak_kib'] / 1024:.0f} MiB; "
+                        f"{f['splits']} splits)")
+        print("; ".join(line) + f"; {stat['summary']['listed']['count']} objects listed, "
+              f"{len(stat['delete'])} to delete, the same plan", flush=True)
+    s = statistics.median(w for w, _ in side)
+    out = [f"median of {args.runs}: sidecar {s:.2f} s, {statistics.median(p for _, p in side) / 1024:.0f} MiB peak"]
+    med = {}
+    for m in masters:
+        med[m] = statistics.median(f["plan_s"] for f in spark[m])
+        out.append(f"Spark {m} {med[m]:.2f} s ({med[m] / s:.2f}x the sidecar's time; session start "
+                   f"{statistics.median(f['session_s'] for f in spark[m]):.1f} s apart; driver Python peak "
+                   f"{max(f['python_peak_kib'] for f in spark[m]) / 1024:.0f} MiB)")
+    if len(masters) == 2:
+        out.append(f"{masters[0]} / {masters[1]}: {med[masters[0]] / med[masters[1]]:.2f}x")
+    print("; ".join(out))
 
 
 if __name__ == "__main__":

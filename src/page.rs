@@ -269,7 +269,7 @@ impl PageClassifier {
                 &self.group_members,
             );
             if let Some(doc) = bytes.as_deref().and_then(|b| {
-                crate::plan::stray_document(
+                crate::verdict::stray_document(
                     &object.key,
                     &rel,
                     b,

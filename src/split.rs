@@ -40,8 +40,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ProtocolReason, Result};
-use crate::plan::{StrayDocument, Tally};
 use crate::verdict::{Decision, Verdict};
+use crate::verdict::{StrayDocument, Tally};
 
 /// The schema of a split's partial result.
 pub const SPLIT_RESULT_SCHEMA: &str = "lakesweep.split-result.v1";

@@ -738,6 +738,77 @@ pub fn object_kind(rel: &str) -> &'static str {
     }
 }
 
+/// Count and bytes of a class of objects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tally {
+    /// Number of objects.
+    pub count: u64,
+    /// Their total size in bytes.
+    pub bytes: u64,
+}
+
+impl Tally {
+    /// Counts one more object of `size` bytes.
+    pub(crate) fn add(&mut self, size: u64) {
+        self.count = self.count.saturating_add(1);
+        self.bytes = self.bytes.saturating_add(size);
+    }
+
+    /// Takes back one object of `size` bytes.
+    pub(crate) fn sub(&mut self, size: u64) {
+        self.count = self.count.saturating_sub(1);
+        self.bytes = self.bytes.saturating_sub(size);
+    }
+}
+
+/// An unreferenced `*.metadata.json` of this table (same `table-uuid`) and
+/// where it stands in the table's history.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct StrayDocument {
+    /// Key relative to the table location.
+    pub(crate) rel: String,
+    /// Its `metadata-log` entries, mapped and canonical.
+    pub(crate) log: BTreeSet<String>,
+    /// Its `last-sequence-number`.
+    pub(crate) sequence: Option<i64>,
+}
+
+/// The unreferenced metadata document `uri` (`rel` relative to the table)
+/// whose owner check passed, with its place in the table's history (its
+/// log mapped by `maps`), when it is of table `table_uuid`. Worked out
+/// wherever the owner check ran (the session, or a listing split's
+/// worker), and judged by the session against its final pointer.
+pub(crate) fn stray_document(
+    uri: &str,
+    rel: &str,
+    bytes: &[u8],
+    table_uuid: Option<&str>,
+    maps: &[PathMapping],
+) -> Option<StrayDocument> {
+    // A document that does not parse was kept as `unverified` already.
+    let l = crate::spec::iceberg::TableMetadata::probe_lineage(uri, bytes).ok()?;
+    // The owner check passed: the same `table-uuid`, or (v1 documents
+    // without one, on both sides) the same location.
+    if l.table_uuid.as_deref() != table_uuid {
+        return None;
+    }
+    let log = l
+        .metadata_log
+        .iter()
+        .filter_map(|f| {
+            CanonicalUri::parse(&apply_mappings(f, maps))
+                .ok()
+                .map(|c| c.to_uri_string())
+        })
+        .collect();
+    Some(StrayDocument {
+        rel: rel.to_owned(),
+        log,
+        sequence: l.last_sequence_number,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

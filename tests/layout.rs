@@ -9,8 +9,10 @@
 //! reclaim                       what-if retention (the simulator's engine)
 //! comparison, scratch           a shadow run's comparison; a restore into scratch
 //! plan (+ plan/delta), expire, bundle, pinot (snapshot artifacts), fleet
-//! policy, page, estate, stop   (estate: the ownership map of many tables;
-//!                               stop: the stop switch)
+//! page                          the stateless page mode
+//! policy, estate, stop, split   (estate: the ownership map of many tables;
+//!                               stop: the stop switch; split: a listing cut
+//!                               into splits and its partial results)
 //! verdict, context
 //! reach, delta_log
 //! spec (iceberg, delta)         the formats' nouns
@@ -41,23 +43,24 @@ const LAYERS: &[(&str, u32)] = &[
     ("verdict", 4),
     ("context", 4),
     ("policy", 5),
-    ("page", 5),
+    ("page", 6),
     ("estate", 5),
     ("stop", 5),
-    ("fleet", 6),
-    ("plan", 6),
-    ("expire", 6),
-    ("bundle", 6),
-    ("pinot", 6),
-    ("acceptance", 7),
-    ("reclaim", 7),
-    ("comparison", 7),
-    ("scratch", 7),
-    ("ledger", 8),
-    ("deletion", 9),
-    ("bindings", 10),
-    ("web", 10),
-    ("host", 10),
+    ("split", 5),
+    ("fleet", 7),
+    ("plan", 7),
+    ("expire", 7),
+    ("bundle", 7),
+    ("pinot", 7),
+    ("acceptance", 8),
+    ("reclaim", 8),
+    ("comparison", 8),
+    ("scratch", 8),
+    ("ledger", 9),
+    ("deletion", 10),
+    ("bindings", 11),
+    ("web", 11),
+    ("host", 11),
 ];
 
 /// The top-level module a source file belongs to

@@ -8,12 +8,18 @@ reads the table's metadata and manifest lists, and the executors read the
 manifests, a slice each, and send back each manifest's digest (what the
 session needs of it: entries and paths, not the column statistics), which
 the session checks as it would the bytes. The driver exports the keep set
-and broadcasts its bytes. The table's folders are listed by the executors, a slice each; each
-executor loads the keep set once, checks it against the pointer the driver
-read, classifies its pages and settles owner checks (another table's
-metadata stops the job). The driver hands every page to its session, which
+and broadcasts its bytes, and its session cuts the table's listing (and
+each write root's) into splits of bounded size where the keys are
+(boundaries sampled from the store, not folders). Each executor loads the
+keep set once, checks it against the pointer the driver read, lists its
+splits, classifies them and settles their owner checks (another table's
+metadata stops the job), writes its decisions to files, and sends back
+only each split's partial result: its candidates and counts. The driver's
+session proves the splits cover the listing exactly once (a split
+missing, or answered twice, plans nothing), judges every candidate again,
 re-reads the pointer and seals the plan: byte for byte the plan one
-machine makes.
+machine makes, with the driver holding the keep set and the candidates,
+never the listing.
 
 Applying a sealed plan (:func:`apply`): the driver reads the live facts
 and asks the planner before every batch; the executors HEAD and delete the
@@ -57,35 +63,54 @@ def executor_store(spec, pointer=None):
     return LocalStore(roots=[tuple(r) for r in spec.get("local", [])], pointer=pointer)
 
 
-def _classify_partition(keep_set, digest, pointer, spec):
-    def run(folders):
+def _split_partition(keep_set, digest, pointer, spec, decisions, root):
+    """Lists, classifies and tallies each split of a partition on its
+    executor; yields each split's partial result. The decisions on every
+    object that is not referenced go to ``decisions``/``root``-``index``.jsonl
+    (written whole, then renamed: a task run again writes it again)."""
+    def run(splits):
+        import json
+
         store = executor_store(spec)
         c = _CLASSIFIER.get(digest)
         if c is None:
             c = _CLASSIFIER.setdefault(digest, PageClassifier(keep_set.value))
         try:
             c.check_pointer(pointer)
-            for folder in folders:
-                for page in store.list(folder):
-                    # Referenced objects (nearly all of a table) travel as
-                    # their listing only: the driver's session judges every
-                    # page again, and the plan is its.
-                    yield page, [d for d in c.classify(page, store.read) if d[1] != "referenced"]
+            for split in splits:
+                c.begin_split(split)
+                out, path = None, None
+                if decisions:
+                    path = os.path.join(decisions, f"{root:03d}-{split['index']:07d}.jsonl")
+                    out = open(path + ".part", "w")
+                try:
+                    for page in store.list_split(split):
+                        for rel, verdict, why in c.split_page(page, store.read):
+                            if out:
+                                out.write(json.dumps({"relativeKey": rel, "verdict": verdict, "detail": why}) + "\n")
+                    result = c.end_split()
+                finally:
+                    if out:
+                        out.close()
+                if path:
+                    os.replace(path + ".part", path)
+                yield result
         except BaseException:
-            # An instance that failed (or trapped) is not reused by later tasks.
+            # An instance that failed (or trapped) is not reused by later
+            # tasks; its open split is dropped with it.
             _CLASSIFIER.pop(digest, None)
             raise
 
     return run
 
 
-def _gathered(sc, rdd, n):
+def _gathered(sc, rdd, n, width=None):
     """The results of the ``n`` partitions of ``rdd``, group by group: each
-    group of twice as many partitions as the cluster runs at once is one
-    job, so the executors work in parallel (``toLocalIterator`` runs one
-    job per partition, one after another) while the driver holds one
-    group's results at a time."""
-    width = max(1, 2 * sc.defaultParallelism)
+    group of ``width`` partitions (default: twice as many as the cluster
+    runs at once) is one job, so the executors work in parallel
+    (``toLocalIterator`` runs one job per partition, one after another)
+    while the driver holds one group's results at a time."""
+    width = width or max(1, 2 * sc.defaultParallelism)
     for start in range(0, n, width):
         yield from sc.runJob(rdd, list, list(range(start, min(n, start + width))))
 
@@ -107,14 +132,22 @@ def _io_partition(spec, kind):
     return run
 
 
-def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, partitions=None, **options):
+def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size=50_000, decisions=None,
+         **options):
     """Plans ``table`` with the listing spread over Spark's executors.
     ``store_spec`` (see :func:`executor_store`) says how every process
-    reaches the table; ``pointer`` reads the metadata location now (default:
-    ``metadata``). Returns ``(plan, executor_decisions)``: the sealed
-    :class:`lakesweep.Plan` and the executors' decisions on every object
-    they did not find referenced (candidates and every kept-but-unreferenced
-    object, with why)."""
+    reaches the table; ``pointer`` reads the metadata location now
+    (default: ``metadata``; a Delta table's: its newest log entry).
+
+    The driver's session builds the keep set (the executors decode the
+    manifests) and cuts each listing it asks for into splits of about
+    ``split_size`` keys (boundaries sampled by the store); each executor
+    lists its splits, classifies them against the broadcast keep set and
+    sends back only each split's partial result (its candidates and
+    counts); the session proves the splits cover the listing exactly once
+    and seals. ``decisions``, a folder every executor can write to, gets
+    each split's decisions on the objects that are not referenced (JSON
+    lines; :func:`read_decisions`). Returns ``(plan, decisions)``."""
     import hashlib
 
     if pointer is None and options.get("format") == "delta":
@@ -125,39 +158,54 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, partitions
     sc = spark.sparkContext
 
     def manifests(uris):
-        n = partitions or max(1, min(len(uris), sc.defaultParallelism * 4))
+        n = partitions_for(len(uris))
         return _gathered(sc, sc.parallelize(uris, n).mapPartitions(_digest_partition(store_spec)), n)
 
+    def partitions_for(n):
+        return max(1, min(n, sc.defaultParallelism * 4))
+
+    if decisions:
+        os.makedirs(decisions, exist_ok=True)
+        if any(n.endswith(".jsonl") for n in os.listdir(decisions)):
+            # Another run's files would read as this one's.
+            raise ValueError(f"{decisions}: holds decisions of another run already (give an empty folder)")
     s = Sweep(table, metadata, now_ms, store=store, manifests=manifests, **options)
-    decided = []
+    root = 0
     while True:
         # A listing the keep set needs first (a Delta log) is the driver's.
         prefixes = s.until_keep_set()
         if not prefixes:
-            return s.finish(), decided
+            return s.finish(), decisions
         keep_set = s.export_keep_set()
         digest = hashlib.sha256(keep_set).hexdigest()
         shipped = sc.broadcast(keep_set)
+        del keep_set
         live = pointer()
         for prefix in prefixes:
-            folders, beside = store.children(prefix)
-            # Small tasks: each task's pages travel to the driver as one result.
-            n = partitions or max(1, min(len(folders), max(sc.defaultParallelism * 4, len(folders) // 16)))
-            # Pages reach the driver a group of partitions at a time (the
-            # whole listing is never held at once); the page before is held
-            # back until the next arrives, so the last is flagged.
-            held = beside
-            if folders:
-                rdd = sc.parallelize(folders, n).mapPartitions(
-                    _classify_partition(shipped, digest, live, store_spec)
-                )
-                for page, ds in _gathered(sc, rdd, n):
-                    decided.extend(ds)
-                    if held:
-                        s.feed(held, False)
-                    held = page
-            s.feed(held or [], True)
+            splits = s.split_listing(store.sample_boundaries(prefix, split_size))
+            # One split a partition: Spark hands the next to whichever
+            # executor is free.
+            rdd = sc.parallelize(splits, len(splits)).mapPartitions(
+                _split_partition(shipped, digest, live, store_spec, decisions, root)
+            )
+            # Groups of eight splits a core: a partial result is small.
+            for result in _gathered(sc, rdd, len(splits), 8 * sc.defaultParallelism):
+                s.feed_split(result)
+            root += 1
         shipped.unpersist()
+
+
+def read_decisions(folder):
+    """The decisions :func:`plan` wrote to ``folder``: ``(relative key,
+    verdict, detail)`` for every listed object that is not referenced."""
+    import json
+
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".jsonl"):
+            with open(os.path.join(folder, name)) as f:
+                for line in f:
+                    d = json.loads(line)
+                    yield d["relativeKey"], d["verdict"], d["detail"]
 
 
 def apply(spark, document, *, store_spec, pointer=None, batch=None, partitions=None,
@@ -235,6 +283,11 @@ def main(argv=None):
     p.add_argument("--policy", help="a retention policy document (JSON file)")
     p.add_argument("--context", help="a context document (holds, leases; JSON file)")
     p.add_argument("--out", help="write the sealed plan here")
+    p.add_argument("--decisions", metavar="DIR",
+                   help="a folder every executor can write: each split's decisions on the objects not referenced "
+                        "(JSON lines)")
+    p.add_argument("--split-size", type=int, default=50_000, metavar="N",
+                   help="keys per listing split, about (default 50000)")
     ap = sub.add_parser("apply", help="apply a sealed plan, the deletes spread over the executors")
     ap.add_argument("plan", help="the sealed plan file")
     ap.add_argument("--metadata", help="Iceberg: the table's current metadata location, as its catalog names it now "
@@ -277,7 +330,8 @@ def main(argv=None):
     try:
         if args.command == "plan":
             print(f"lakesweep: planning {args.table} on Spark ({spark.sparkContext.master})", file=sys.stderr)
-            pl, _ = plan(spark, args.table, args.metadata, now, store_spec=spec, location_map=maps, **extra)
+            pl, _ = plan(spark, args.table, args.metadata, now, store_spec=spec, location_map=maps,
+                         split_size=args.split_size, decisions=args.decisions, **extra)
             if args.out:
                 with open(args.out, "w") as f:
                     f.write(pl.document)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import lakesweep_spark
-from lakesweep_spark import apply, plan
+from lakesweep_spark import apply, plan, read_decisions
 
 REPO = Path(__file__).resolve().parents[2]
 VROOT = "file:///lakesweep-fixtures"
@@ -60,18 +60,22 @@ def test_iceberg_and_delta_plans_on_spark_equal_the_native_pins(spark, tmp_path)
     )
     for name, t in expect.items():
         for suffix, now in (("", t["now_ms"]), ("-later", t["now_ms"] + 365 * DAY)):
+            # Splits of five keys: several a table, over both executors.
             p, decided = plan(
                 spark, t["location"], t["metadata_location"], now,
                 store_spec={"local": [[VROOT, str(root)]]}, retention_ms=t["file_retention_ms"],
+                split_size=5, decisions=str(tmp_path / f"decisions-{name}{suffix}"),
             )
             assert p.document == golden(f"iceberg-{name}{suffix}"), f"iceberg-{name}{suffix}"
-            # What the executors decided is what the plan deletes.
-            assert sorted(k for k, v, _ in decided if v == "candidate") == sorted(k for k, _ in p.delete)
+            # What the executors decided (in their files) is what the plan deletes.
+            assert len(os.listdir(decided)) >= 2
+            assert sorted(k for k, v, _ in read_decisions(decided) if v == "candidate") == sorted(
+                k for k, _ in p.delete)
     dexpect = json.loads((REPO / "tests/fixtures/delta/expect.json").read_text())
     droot = stage(REPO / "tests/fixtures/delta", tmp_path / "delta", {n: t["mtimes"] for n, t in dexpect.items()})
     p, _ = plan(
         spark, f"{VDELTA}/events", None, dexpect["events"]["generated_at_ms"] + 40 * DAY,
-        store_spec={"local": [[VDELTA, str(droot)]]}, format="delta", log_cleanup=True,
+        store_spec={"local": [[VDELTA, str(droot)]]}, format="delta", log_cleanup=True, split_size=4,
     )
     assert p.document == golden("delta-events-40d-log-cleanup")
 
@@ -88,24 +92,32 @@ def test_a_foreign_table_found_by_an_executor_stops_the_job(spark, tmp_path):
     with pytest.raises(Exception) as e:
         plan(spark, t["location"], t["metadata_location"], t["now_ms"], store_spec={"local": [[VROOT, str(root)]]})
     assert "foreign-table" in str(e.value)
-    # The executors' own classification refuses it (not only the driver's
-    # session): their partition function, run here on the data folder.
+    # The executors' own classification refuses it: their partition
+    # function, run here on the split that holds the data folder.
     import hashlib
 
     from lakesweep import PlanRefused, Sweep
-    from lakesweep_spark import _classify_partition
+    from lakesweep_spark import _split_partition
 
     spec = {"local": [[VROOT, str(root)]]}
     s = Sweep(t["location"], t["metadata_location"], t["now_ms"], store=__import__("lakesweep_spark").executor_store(spec))
-    assert s.until_listing()
+    (prefix,) = s.until_listing()
     keep = s.export_keep_set()
+    splits = s.split_listing([f"{prefix}data/", f"{prefix}data/\uffff"])
 
     class Shipped:
         value = keep
 
-    run = _classify_partition(Shipped, hashlib.sha256(keep).hexdigest(), t["metadata_location"], spec)
+    run = _split_partition(Shipped, hashlib.sha256(keep).hexdigest(), t["metadata_location"], spec, None, 0)
     with pytest.raises(PlanRefused, match="foreign-table"):
-        list(run([f"{t['location']}/data/"]))
+        list(run([splits[1]]))
+    # The other splits pass, and the session refuses to seal without the
+    # one that failed.
+    for i in (0, 2):
+        s.feed_split(next(run([splits[i]])))
+    assert s.splits_outstanding() == [1]
+    with pytest.raises(PlanRefused, match="never came back"):
+        s.finish()
 
 
 def test_the_spark_submit_entry_point_writes_the_plan(tmp_path):
@@ -230,15 +242,25 @@ def test_a_generated_table_plans_on_spark_to_the_sidecars_digest(spark, tmp_path
     snapshots and 100 partitions, 500 old orphans; LAKESWEEP_SPARK_FILES
     scales it): planned on Spark and by the sidecar at the same time, the
     same plan to the digest once sealed with the sidecar's origin."""
+    files = int(os.environ.get("LAKESWEEP_SPARK_FILES", "20000"))
+    _generated_against_the_sidecar(spark, tmp_path, files, 100, max(100, files // 16))
+
+
+def test_a_flat_folder_spreads_over_splits(spark, tmp_path):
+    """Every data file in one folder: cut where the keys are (splits of 250
+    of 4,000 files), not by folders, and the same plan as the sidecar."""
+    _generated_against_the_sidecar(spark, tmp_path, 4000, 1, 250, at_least=15)
+
+
+def _generated_against_the_sidecar(spark, tmp_path, files, partitions, split_size, at_least=1):
     import subprocess
     import sys
     import time
 
-    files = int(os.environ.get("LAKESWEEP_SPARK_FILES", "20000"))
     out = tmp_path / "table"
     gen = subprocess.run(
         [sys.executable, str(REPO / "benches/iceberg_table.py"), str(out), "--files", str(files),
-         "--snapshots", "20", "--partitions", "100", "--orphans", str(max(1, files // 40))],
+         "--snapshots", "20", "--partitions", str(partitions), "--orphans", str(max(1, files // 40))],
         capture_output=True, text=True, check=True,
     )
     t = json.loads(gen.stdout)
@@ -256,10 +278,11 @@ def test_a_generated_table_plans_on_spark_to_the_sidecars_digest(spark, tmp_path
     side = json.loads(r.stdout)
     started = time.monotonic()
     p, decided = plan(spark, t["location"], t["metadata_location"], t["now_ms"], store_spec={"local": []},
-                      origin=side["origin"])
+                      origin=side["origin"], split_size=split_size, decisions=str(tmp_path / "decisions"))
     spark_s = time.monotonic() - started
     del side["report"]
     assert json.loads(p.document) == side
     assert len(p.delete) == max(1, files // 40)
-    assert sorted(k for k, v, _ in decided if v == "candidate") == sorted(k for k, _ in p.delete)
+    assert sorted(k for k, v, _ in read_decisions(decided) if v == "candidate") == sorted(k for k, _ in p.delete)
+    assert len(os.listdir(decided)) >= at_least
     print(f"\n{files} data files: sidecar (debug) {side_s:.1f} s, Spark local[2] {spark_s:.1f} s")

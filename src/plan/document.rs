@@ -16,29 +16,7 @@ use crate::verdict::{Decision, Verdict};
 /// Schema name of sealed plan documents.
 pub const PLAN_SCHEMA: &str = "lakesweep.plan.v3";
 
-/// Count and bytes of a class of objects.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Tally {
-    /// Number of objects.
-    pub count: u64,
-    /// Their total size in bytes.
-    pub bytes: u64,
-}
-
-impl Tally {
-    /// Counts one more object of `size` bytes.
-    pub(crate) fn add(&mut self, size: u64) {
-        self.count = self.count.saturating_add(1);
-        self.bytes = self.bytes.saturating_add(size);
-    }
-
-    /// Takes back one object of `size` bytes.
-    pub(super) fn sub(&mut self, size: u64) {
-        self.count = self.count.saturating_sub(1);
-        self.bytes = self.bytes.saturating_sub(size);
-    }
-}
+pub use crate::verdict::Tally;
 
 /// What the session saw and decided, in numbers.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -8,7 +8,7 @@
 //! document, the table's location, the mappings) and return what to keep,
 //! read and warn; the session's side (`session::iceberg`) applies it.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use super::manifest_digest::ManifestDigest;
 use super::requests::Purpose;
@@ -155,52 +155,7 @@ pub(super) struct SummaryCheck {
     pub(super) totals: SummaryTotals,
 }
 
-/// An unreferenced `*.metadata.json` of this table (same `table-uuid`) and
-/// where it stands in the table's history.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct StrayDocument {
-    /// Key relative to the table location.
-    pub(crate) rel: String,
-    /// Its `metadata-log` entries, mapped and canonical.
-    pub(crate) log: BTreeSet<String>,
-    /// Its `last-sequence-number`.
-    pub(crate) sequence: Option<i64>,
-}
-
-/// The unreferenced metadata document `uri` (`rel` relative to the table)
-/// whose owner check passed, with its place in the table's history (its
-/// log mapped by `maps`), when it is of table `table_uuid`. Worked out
-/// wherever the owner check ran (the session, or a listing split's
-/// worker), and judged by the session against its final pointer.
-pub(crate) fn stray_document(
-    uri: &str,
-    rel: &str,
-    bytes: &[u8],
-    table_uuid: Option<&str>,
-    maps: &[PathMapping],
-) -> Option<StrayDocument> {
-    // A document that does not parse was kept as `unverified` already.
-    let l = TableMetadata::probe_lineage(uri, bytes).ok()?;
-    // The owner check passed: the same `table-uuid`, or (v1 documents
-    // without one, on both sides) the same location.
-    if l.table_uuid.as_deref() != table_uuid {
-        return None;
-    }
-    let log = l
-        .metadata_log
-        .iter()
-        .filter_map(|f| {
-            CanonicalUri::parse(&apply_mappings(f, maps))
-                .ok()
-                .map(|c| c.to_uri_string())
-        })
-        .collect();
-    Some(StrayDocument {
-        rel: rel.to_owned(),
-        log,
-        sequence: l.last_sequence_number,
-    })
-}
+pub(crate) use crate::verdict::StrayDocument;
 
 /// What one manifest holds: its entry counts, and the files to keep with
 /// their status and content (DELETED entries only when they are kept).

@@ -47,7 +47,6 @@ pub use document::{
     DamagedReference, KeptObject, PlanReport, PlanTokens, PlannedDelete, SealedPlan, Summary,
     Tally, PLAN_SCHEMA,
 };
-pub(crate) use iceberg::{stray_document, StrayDocument};
 pub use manifest_digest::digest_manifest;
 pub use requests::Request;
 pub use session::Session;

@@ -271,6 +271,30 @@ class Sweep:
         self._call("handle-page-json", _page_json(objects), bool(last))
         self._drain()
 
+    def split_listing(self, boundaries):
+        """Cuts the table listing asked for now (one prefix
+        :meth:`until_keep_set` returned) into splits at ``boundaries`` (keys
+        under the prefix, any order, e.g. from a store's
+        ``sample_boundaries``): a list of splits, each a dict ``{index, of,
+        prefix, after, through}`` to list and classify elsewhere
+        (:meth:`PageClassifier.begin_split`) and answer with
+        :meth:`feed_split`. The planner proves the answers cover the
+        listing exactly once."""
+        return [
+            {"index": x.index, "of": x.of, "prefix": x.prefix, "after": x.after, "through": x.through}
+            for x in self._call("split-listing", list(boundaries))
+        ]
+
+    def feed_split(self, result):
+        """One split's partial result (:meth:`PageClassifier.end_split`'s
+        text); after the last split the listing is over."""
+        self._call("handle-split-result", result)
+        self._drain()
+
+    def splits_outstanding(self):
+        """The indices of the splits not answered yet."""
+        return list(self._call("splits-outstanding"))
+
     def finish(self):
         """Answers what is left (the pointer re-read, reads a re-check asks
         for) and seals the plan."""
@@ -320,6 +344,41 @@ class PageClassifier:
             else:
                 out.append((d["relativeKey"], d["verdict"], d["detail"]))
         return out
+
+
+    def begin_split(self, split):
+        """Opens ``split`` (a dict from :meth:`Sweep.split_listing`) for
+        listing: its keys go through :meth:`split_page` in ascending
+        order, and :meth:`end_split` gives the partial result."""
+        self.c.call("[method]page-classifier.begin-split", self.handle, record(**split))
+
+    def split_page(self, objects, read):
+        """Classifies and tallies one page of the open split
+        (``[(uri, size, mtime_ms, etag), ...]``, ascending, after the
+        previous page's): ``[(relative key, verdict, detail), ...]`` for
+        every object that is not referenced (those are counted only);
+        owner checks are settled with ``read(uri)``."""
+        ds = json.loads(self.c.call("[method]page-classifier.split-page-json", self.handle, _page_json(objects)))
+        out = []
+        if any(d["verdict"] == "owner-check" for d in ds):
+            by_key = {o[0]: o for o in objects}
+        for d in ds:
+            if d["verdict"] == "owner-check":
+                o = by_key[d["key"]]
+                b = read(o[0])
+                s = self.c.call(
+                    "[method]page-classifier.settle-metadata-file", self.handle, _listed(o),
+                    None if b is None else bytes(b),
+                )
+                out.append((field(s, "relative_key"), s.verdict, s.detail))
+            else:
+                out.append((d["relativeKey"], d["verdict"], d["detail"]))
+        return out
+
+    def end_split(self):
+        """The open split's partial result (JSON text) for
+        :meth:`Sweep.feed_split`."""
+        return self.c.call("[method]page-classifier.end-split", self.handle)
 
 
 def plan(table: str, metadata: Optional[str] = None, now: Optional[Time] = None, *,

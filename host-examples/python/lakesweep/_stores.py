@@ -28,6 +28,55 @@ def _pages(objects):
         yield page
 
 
+def _split_walk(split, entries):
+    """The objects of ``split`` (a dict: ``prefix``, ``after``, ``through``)
+    in ascending key order, from ``entries(folder_uri)`` (one level under a
+    folder URI ending in ``/``: ``(folder URIs ending in /, [(uri,
+    version_of)])``, where ``version_of()`` gives ``(size, mtime_ms,
+    etag)``, or ``None`` for an object gone meanwhile). Folders wholly
+    before or after the split are not entered, and a version is asked for
+    only within it. Checking the order and the range is the planner's."""
+    after, through = split["after"], split["through"]
+
+    def enter(folder):
+        # Every key under `folder` starts with it: skip it when all of
+        # them lie before `after` or past `through`.
+        if through is not None and through < folder:
+            return False
+        return not (after is not None and after > folder and not after.startswith(folder))
+
+    def walk(folder):
+        folders, objects = entries(folder)
+        # A folder's keys sort where its name followed by `/` does.
+        for uri, version_of in sorted([(f, None) for f in folders] + list(objects), key=lambda i: i[0]):
+            if through is not None and uri > through:
+                return
+            if version_of is None:
+                if enter(uri):
+                    yield from walk(uri)
+            elif after is None or uri > after:
+                v = version_of()
+                if v is not None:
+                    yield (uri, *v)
+
+    yield from walk(split["prefix"])
+
+
+def _sample_every(keys, size, at_most=4096):
+    """Boundaries for splits of about ``size`` keys from ``keys`` (an
+    iterable of ``(key, nth)`` where ``nth`` counts keys seen): every
+    ``size``-th key; when there are more than ``at_most``, every other one
+    of them is dropped (the splits grow), so the driver holds a bounded
+    sample whatever the listing's size."""
+    out, every = [], max(1, int(size))
+    for key, nth in keys:
+        if nth % every == 0:
+            out.append(key)
+            if len(out) > at_most:
+                out, every = out[1::2], every * 2
+    return out
+
+
 class LocalStore:
     """A table on the local file system: ``file://`` plus the path, as is.
     ``roots`` serves a URI prefix from another folder (a staged or mounted
@@ -100,6 +149,60 @@ class LocalStore:
             return True
         except FileNotFoundError:
             return False
+
+    def _entries(self, folder):
+        """One level under the folder URI ``folder``, for :func:`_split_walk`."""
+        base = folder.rstrip("/")
+        root = self.path_of(base)
+        try:
+            found = list(os.scandir(root))
+        except FileNotFoundError:
+            return [], []
+        folders, objects = [], []
+        for e in found:
+            uri = f"{base}/{e.name}"
+            if e.is_dir(follow_symlinks=False):
+                folders.append(uri + "/")
+            elif e.is_file(follow_symlinks=False):
+                objects.append((uri, lambda p=e.path: self._version(p)))
+            else:
+                raise ValueError(f"{uri} is a symbolic link or special file: a table folder "
+                                 "holds only files and folders (nothing planned)")
+        return folders, objects
+
+    @staticmethod
+    def _version(path):
+        try:
+            st = os.stat(path, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        return (st.st_size, st.st_mtime_ns // 1_000_000, None)
+
+    def list_split(self, split):
+        """The pages of one listing split (a dict from
+        ``Sweep.split_listing``), its keys ascending."""
+        return _pages(_split_walk(split, self._entries))
+
+    def sample_boundaries(self, prefix, size):
+        """Keys under ``prefix`` to cut its listing at, about ``size`` keys
+        apart: the names are walked without a stat, in the file system's
+        order, and every ``size``-th is kept (a bounded sample)."""
+        def names():
+            n, stack = 0, [prefix.rstrip("/")]
+            while stack:
+                base = stack.pop()
+                try:
+                    found = os.scandir(self.path_of(base))
+                except FileNotFoundError:
+                    continue
+                with found:
+                    for e in found:
+                        if e.is_dir(follow_symlinks=False):
+                            stack.append(f"{base}/{e.name}")
+                        else:
+                            n += 1
+                            yield f"{base}/{e.name}", n
+        return _sample_every(names(), size)
 
     def children(self, prefix):
         """One level under ``prefix``: (folder URIs each ending in ``/``,
@@ -209,6 +312,32 @@ class ArrowStore:
             return False
         self.fs.delete_file(path)
         return True
+
+    def _entries(self, folder):
+        """One level under the folder URI ``folder``, for :func:`_split_walk`."""
+        folders, objects = self.children(folder)
+        return folders, [(o[0], lambda o=o: o[1:]) for o in objects]
+
+    def list_split(self, split):
+        """The pages of one listing split (a dict from
+        ``Sweep.split_listing``), its keys ascending. ``pyarrow.fs`` has no
+        start-after: a split reads the folders it overlaps whole."""
+        return _pages(_split_walk(split, self._entries))
+
+    def sample_boundaries(self, prefix, size, at_most=4096):
+        """Keys under ``prefix`` to cut its listing at: its folders, level
+        by level, up to ``at_most`` (``pyarrow.fs`` lists no key range, so
+        a folder is the finest cut; ``size`` is not known before
+        listing)."""
+        out, level = [], [prefix]
+        while level and len(out) < at_most:
+            nxt = []
+            for f in level:
+                folders, _ = self.children(f)
+                nxt.extend(folders)
+            out.extend(nxt)
+            level = nxt
+        return sorted(out)[:at_most]
 
     def children(self, prefix):
         """One level under ``prefix``: (folder URIs, the objects beside them)."""

@@ -211,7 +211,7 @@ impl Session {
     /// See [`IcebergSweep::note_stray_document`](crate::plan::iceberg::IcebergSweep::note_stray_document) (only an Iceberg session
     /// judges stray documents against its pointer).
     pub(super) fn note_stray_document(&mut self, uri: &str, rel: &str, bytes: &[u8]) {
-        let doc = crate::plan::iceberg::stray_document(
+        let doc = crate::verdict::stray_document(
             uri,
             rel,
             bytes,
