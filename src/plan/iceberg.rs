@@ -712,7 +712,7 @@ mod tests {
         i.pointer_sequence = Some(1);
         i.stray_documents.push(StrayDocument {
             rel: "metadata/v2.metadata.json".into(),
-            log: BTreeSet::from([pointer.to_owned()]),
+            log: std::collections::BTreeSet::from([pointer.to_owned()]),
             sequence: Some(2),
         });
         let e = i.judge_stray_documents(pointer, |_| false, false);
