@@ -357,6 +357,60 @@ impl PageClassifier {
         Ok(out)
     }
 
+    /// Takes part of the open split by name, for a host whose listing
+    /// gives names cheaply and versions at a cost (a local walk: a stat a
+    /// file), as [`crate::Session::handle_names`] does: `keys` ascending,
+    /// after the previous ones. Every key the keep set references is
+    /// settled and counted here by its name (kept whatever its size and
+    /// time). Answers the indices into `keys`, ascending, of every other
+    /// key: send those, with their versions, through
+    /// [`PageClassifier::split_page`] (leaving out any gone meanwhile).
+    /// Fails (protocol) like `split_page`.
+    pub fn split_names(&mut self, keys: Vec<String>) -> Result<Vec<u32>> {
+        let Some(mut t) = self.split.take() else {
+            return Err(Error::protocol(
+                ProtocolReason::OutOfOrder,
+                "no split is open: begin one first",
+            ));
+        };
+        let mut needed = Vec::new();
+        for (i, key) in keys.into_iter().enumerate() {
+            let i = u32::try_from(i).map_err(|_| {
+                Error::protocol(ProtocolReason::BadInput, "more than 2^32 names in one call")
+            })?;
+            t.order(&key)?;
+            let f = self.classifier.find(&key, 0, i64::MAX)?;
+            // Only `Referenced` is taken from this finding: no size or time
+            // enters that verdict. Every other is judged with the version.
+            if f.verdict == Verdict::Referenced {
+                let rel = f.rel.into_owned();
+                t.by_name(
+                    &rel,
+                    &self.classifier.protections,
+                    &self.alt_only,
+                    &self.group_members,
+                );
+            } else {
+                needed.push(i);
+                t.announced.push_back(key);
+            }
+        }
+        self.split = Some(t);
+        Ok(needed)
+    }
+
+    /// [`PageClassifier::split_names`] with the keys as a JSON array of
+    /// strings; fails (protocol: bad-input) for text that is not one.
+    pub fn split_names_json(&mut self, keys: &[u8]) -> Result<Vec<u32>> {
+        let keys: Vec<String> = serde_json::from_slice(keys).map_err(|e| {
+            Error::protocol(
+                ProtocolReason::BadInput,
+                format!("names are a JSON array of strings: {e}"),
+            )
+        })?;
+        self.split_names(keys)
+    }
+
     /// [`PageClassifier::split_page`] with the page and the decisions in
     /// JSON ([`ListedObject::page_from_json`], [`Decision::list_to_json`]).
     pub fn split_page_json(&mut self, page: &[u8]) -> Result<Vec<u8>> {

@@ -171,6 +171,9 @@ pub(crate) struct SplitResult {
     pub(crate) split: ListingSplit,
     /// Every listed object.
     pub(crate) listed: Tally,
+    /// Of those, referenced keys settled by name (no bytes counted).
+    #[serde(default)]
+    pub(crate) listed_by_name: u64,
     pub(crate) first_key: Option<String>,
     pub(crate) last_key: Option<String>,
     /// Per verdict, settled owner checks included.
@@ -213,6 +216,8 @@ pub(crate) struct SplitTally {
     pub(crate) result: SplitResult,
     /// Owner checks not yet settled, by key as listed.
     pub(crate) pending: BTreeMap<String, ()>,
+    /// Keys listed by name whose versions are to come in a page, in order.
+    pub(crate) announced: std::collections::VecDeque<String>,
 }
 
 impl SplitTally {
@@ -226,6 +231,7 @@ impl SplitTally {
                 metadata_location,
                 split,
                 listed: Tally::default(),
+                listed_by_name: 0,
                 first_key: None,
                 last_key: None,
                 verdicts: BTreeMap::new(),
@@ -236,13 +242,14 @@ impl SplitTally {
                 stray_documents: Vec::new(),
             },
             pending: BTreeMap::new(),
+            announced: std::collections::VecDeque::new(),
         }
     }
 
-    /// Checks in the listed key `key` of `size` bytes: inside the split,
-    /// and after the last one (a listing in ascending byte order lists a
-    /// key once). Fails (protocol: bad-key) otherwise.
-    pub(crate) fn check_in(&mut self, key: &str, size: u64) -> Result<()> {
+    /// Checks the listed key `key` in: inside the split, and after the
+    /// last one (a listing in ascending byte order lists a key once).
+    /// Fails (protocol: bad-key) otherwise.
+    pub(crate) fn order(&mut self, key: &str) -> Result<()> {
         let s = &self.result.split;
         if !s.contains(key) {
             return Err(Error::protocol(
@@ -268,8 +275,45 @@ impl SplitTally {
             self.result.first_key = Some(key.to_owned());
         }
         self.result.last_key = Some(key.to_owned());
+        Ok(())
+    }
+
+    /// Checks in the listed object `key` of `size` bytes: a key listed by
+    /// name before (those not sent are gone meanwhile, and left out), or
+    /// one after the last (see [`SplitTally::order`]).
+    pub(crate) fn check_in(&mut self, key: &str, size: u64) -> Result<()> {
+        let mut announced = false;
+        while let Some(front) = self.announced.front() {
+            match front.as_str().cmp(key) {
+                std::cmp::Ordering::Less => {
+                    self.announced.pop_front();
+                }
+                std::cmp::Ordering::Equal => {
+                    self.announced.pop_front();
+                    announced = true;
+                    break;
+                }
+                std::cmp::Ordering::Greater => break,
+            }
+        }
+        if !announced {
+            self.order(key)?;
+        }
         self.result.listed.add(size);
         Ok(())
+    }
+
+    /// Counts a referenced key settled by its name alone (no bytes).
+    pub(crate) fn by_name(
+        &mut self,
+        rel: &str,
+        protections: &crate::Context,
+        alt_only: &crate::hashing::Set<String>,
+        members: &crate::hashing::Set<String>,
+    ) {
+        self.result.listed.add(0);
+        self.result.listed_by_name += 1;
+        self.count(rel, Verdict::Referenced, 0, protections, alt_only, members);
     }
 
     /// Counts a final decision (`d`, not an owner check) as the session
@@ -282,12 +326,15 @@ impl SplitTally {
         alt_only: &crate::hashing::Set<String>,
         members: &crate::hashing::Set<String>,
     ) {
+        self.count(
+            &d.relative_key,
+            d.verdict,
+            d.size,
+            protections,
+            alt_only,
+            members,
+        );
         let r = &mut self.result;
-        protections.count_hold_hits(&d.relative_key, &mut r.hold_hits);
-        r.verdicts
-            .entry(d.verdict.as_str().to_owned())
-            .or_default()
-            .add(d.size);
         match d.verdict {
             Verdict::Candidate | Verdict::ExpiredLog => r.candidates.push(SplitCandidate {
                 key: d.key.clone(),
@@ -300,17 +347,38 @@ impl SplitTally {
             Verdict::NearMiss => r
                 .near_misses
                 .push((d.relative_key.clone(), d.detail.clone())),
-            Verdict::Referenced if d.relative_key != crate::verdict::VERSION_HINT => {
-                if alt_only.contains(&d.relative_key) {
-                    r.references.matched_alt += 1;
-                } else {
-                    r.references.matched += 1;
-                }
-                if members.contains(&d.relative_key) {
-                    r.references.members.push(d.relative_key.clone());
-                }
-            }
             _ => {}
+        }
+    }
+
+    /// Counts the listed key `rel`'s verdict (`size` bytes): its hold
+    /// hits, its verdict's tally, and a referenced key listed.
+    fn count(
+        &mut self,
+        rel: &str,
+        verdict: Verdict,
+        size: u64,
+        protections: &crate::Context,
+        alt_only: &crate::hashing::Set<String>,
+        members: &crate::hashing::Set<String>,
+    ) {
+        let r = &mut self.result;
+        protections.count_hold_hits(rel, &mut r.hold_hits);
+        r.verdicts
+            .entry(verdict.as_str().to_owned())
+            .or_default()
+            .add(size);
+        // The version hint is judged referenced by its name alone: it
+        // proves nothing about whether the listing is the table's.
+        if verdict == Verdict::Referenced && rel != crate::verdict::VERSION_HINT {
+            if alt_only.contains(rel) {
+                r.references.matched_alt += 1;
+            } else {
+                r.references.matched += 1;
+            }
+            if members.contains(rel) {
+                r.references.members.push(rel.to_owned());
+            }
         }
     }
 

@@ -31,6 +31,9 @@ struct Cutting {
     keep_set: Option<Vec<u8>>,
     /// Rewrite each partial result's text before handing it over.
     tamper: Option<fn(String) -> String>,
+    /// Take each page by name first (`split_names`), versions only for
+    /// the keys it does not settle.
+    by_name: bool,
 }
 
 fn key_of(o: &ListedObject) -> &str {
@@ -102,7 +105,14 @@ fn answer_in_splits(
             .cloned()
             .collect();
         for page in mine.chunks(7) {
-            for d in c.split_page(page.to_vec())? {
+            let page = if cut.by_name {
+                let names = page.iter().map(|o| o.key.clone()).collect();
+                let needed = c.split_names(names)?;
+                needed.iter().map(|&i| page[i as usize].clone()).collect()
+            } else {
+                page.to_vec()
+            };
+            for d in c.split_page(page.clone())? {
                 if d.verdict == lakesweep::Verdict::OwnerCheck {
                     let o = page.iter().find(|o| o.key == d.key).unwrap().clone();
                     let bytes = read(&o.key, opts);
@@ -174,6 +184,24 @@ fn splits_seal_the_plan_pages_seal_on_every_fixture() {
                 .unwrap_or_else(|e| panic!("{name}, every {}: {e}", cut.every));
             assert_eq!(split, pages, "{name}, every {}", cut.every);
         }
+    }
+}
+
+#[test]
+fn splits_by_name_seal_the_plan_a_listing_by_name_seals() {
+    for (name, cfg, opts) in every_table() {
+        let start = cfg.metadata_location.clone();
+        let mut s = ByName(Session::start(cfg.clone()).unwrap(), 0);
+        let by_name = drive(&mut s, &start, &opts).unwrap().plan_json;
+        assert!(s.1 > 0, "{name}: some keys settled by name");
+        let cut = Cutting {
+            every: 4,
+            by_name: true,
+            reverse: true,
+            ..Default::default()
+        };
+        let split = plan_in_splits(cfg, &opts, &cut).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(split, by_name, "{name}");
     }
 }
 
@@ -373,4 +401,38 @@ proptest! {
         let split = plan_in_splits(cfg, &opts, &Cutting { every, extra, reverse, ..Default::default() }).unwrap();
         prop_assert_eq!(split, pages);
     }
+}
+
+#[test]
+fn a_split_refuses_names_out_of_order_and_versions_it_never_named() {
+    let t = &tables()[0];
+    let (mut s, prefix) = at_listing(t);
+    let splits = s.split_listing(vec![format!("{prefix}data/")]).unwrap();
+    let keep_set = s.export_keep_set().unwrap();
+    let mut c = PageClassifier::load(keep_set.clone()).unwrap();
+    c.begin_split(splits[1].clone()).unwrap();
+    let e = c
+        .split_names(vec![format!("{prefix}data/b"), format!("{prefix}data/a")])
+        .unwrap_err();
+    assert!(e.to_string().contains("ascending byte order"), "{e}");
+    // The failed split is closed: nothing more is taken into it.
+    assert!(c.end_split().is_err());
+    // A version for a key before the last name: refused.
+    c.begin_split(splits[1].clone()).unwrap();
+    let needed = c
+        .split_names(vec![format!("{prefix}data/x"), format!("{prefix}data/y")])
+        .unwrap();
+    assert_eq!(needed, vec![0, 1], "unreferenced names need their versions");
+    let early = ListedObject {
+        key: format!("{prefix}data/w"),
+        size: 1,
+        last_modified_ms: 0,
+        etag: None,
+        version_id: None,
+    };
+    assert!(c.split_page(vec![early]).is_err());
+    // A key of the first split in the second: refused.
+    let mut c = PageClassifier::load(keep_set).unwrap();
+    c.begin_split(splits[1].clone()).unwrap();
+    assert!(c.split_names(vec![format!("{prefix}a")]).is_err());
 }

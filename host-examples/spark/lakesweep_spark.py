@@ -63,11 +63,29 @@ def executor_store(spec, pointer=None):
     return LocalStore(roots=[tuple(r) for r in spec.get("local", [])], pointer=pointer)
 
 
-def _split_partition(keep_set, digest, pointer, spec, decisions, root):
+def _split_pages(store, split, c, by_name):
+    """The pages of ``split`` to classify: with ``by_name`` (a store that
+    lists names without a stat), each page of names goes to the
+    classifier first, and only the keys it does not settle by name are
+    stat-ed."""
+    if not (by_name and hasattr(store, "split_name_pages")):
+        yield from store.list_split(split)
+        return
+    for names in store.split_name_pages(split):
+        page = []
+        for i in c.split_names(names):
+            v = store.version(names[i])
+            if v is not None:
+                page.append((names[i], *v))
+        yield page
+
+
+def _split_partition(keep_set, digest, pointer, spec, decisions, root, by_name=True):
     """Lists, classifies and tallies each split of a partition on its
     executor; yields each split's partial result. The decisions on every
     object that is not referenced go to ``decisions``/``root``-``index``.jsonl
-    (written whole, then renamed: a task run again writes it again)."""
+    (written whole, then renamed: a task run again writes it again).
+    ``by_name``: see :func:`_split_pages`."""
     def run(splits):
         import json
 
@@ -84,7 +102,7 @@ def _split_partition(keep_set, digest, pointer, spec, decisions, root):
                     path = os.path.join(decisions, f"{root:03d}-{split['index']:07d}.jsonl")
                     out = open(path + ".part", "w")
                 try:
-                    for page in store.list_split(split):
+                    for page in _split_pages(store, split, c, by_name):
                         for rel, verdict, why in c.split_page(page, store.read):
                             if out:
                                 out.write(json.dumps({"relativeKey": rel, "verdict": verdict, "detail": why}) + "\n")
@@ -133,7 +151,7 @@ def _io_partition(spec, kind):
 
 
 def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size=50_000, decisions=None,
-         **options):
+         listing="names", **options):
     """Plans ``table`` with the listing spread over Spark's executors.
     ``store_spec`` (see :func:`executor_store`) says how every process
     reaches the table; ``pointer`` reads the metadata location now
@@ -147,7 +165,13 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
     counts); the session proves the splits cover the listing exactly once
     and seals. ``decisions``, a folder every executor can write to, gets
     each split's decisions on the objects that are not referenced (JSON
-    lines; :func:`read_decisions`). Returns ``(plan, decisions)``."""
+    lines; :func:`read_decisions`). ``listing``: ``names`` (a local table's
+    keys are walked by name, and only those the keep set does not settle
+    by name are stat-ed, as the command line's default) or ``stat`` (every
+    object's version, as an object store lists). Returns ``(plan,
+    decisions)``."""
+    if listing not in ("names", "stat"):
+        raise ValueError(f"listing: {listing!r} is not names or stat")
     import hashlib
 
     if pointer is None and options.get("format") == "delta":
@@ -176,17 +200,19 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
         prefixes = s.until_keep_set()
         if not prefixes:
             return s.finish(), decisions
+        cut = [s.split_listing(store.sample_boundaries(p, split_size)) for p in prefixes[:1]]
         keep_set = s.export_keep_set()
         digest = hashlib.sha256(keep_set).hexdigest()
         shipped = sc.broadcast(keep_set)
         del keep_set
         live = pointer()
-        for prefix in prefixes:
-            splits = s.split_listing(store.sample_boundaries(prefix, split_size))
+        for k, prefix in enumerate(prefixes):
+            # The session asks for one listing at a time.
+            splits = cut[k] if k < len(cut) else s.split_listing(store.sample_boundaries(prefix, split_size))
             # One split a partition: Spark hands the next to whichever
             # executor is free.
             rdd = sc.parallelize(splits, len(splits)).mapPartitions(
-                _split_partition(shipped, digest, live, store_spec, decisions, root)
+                _split_partition(shipped, digest, live, store_spec, decisions, root, listing == "names")
             )
             # Groups of eight splits a core: a partial result is small.
             for result in _gathered(sc, rdd, len(splits), 8 * sc.defaultParallelism):

@@ -64,7 +64,7 @@ def test_iceberg_and_delta_plans_on_spark_equal_the_native_pins(spark, tmp_path)
             p, decided = plan(
                 spark, t["location"], t["metadata_location"], now,
                 store_spec={"local": [[VROOT, str(root)]]}, retention_ms=t["file_retention_ms"],
-                split_size=5, decisions=str(tmp_path / f"decisions-{name}{suffix}"),
+                split_size=5, decisions=str(tmp_path / f"decisions-{name}{suffix}"), listing="stat",
             )
             assert p.document == golden(f"iceberg-{name}{suffix}"), f"iceberg-{name}{suffix}"
             # What the executors decided (in their files) is what the plan deletes.
@@ -75,7 +75,7 @@ def test_iceberg_and_delta_plans_on_spark_equal_the_native_pins(spark, tmp_path)
     droot = stage(REPO / "tests/fixtures/delta", tmp_path / "delta", {n: t["mtimes"] for n, t in dexpect.items()})
     p, _ = plan(
         spark, f"{VDELTA}/events", None, dexpect["events"]["generated_at_ms"] + 40 * DAY,
-        store_spec={"local": [[VDELTA, str(droot)]]}, format="delta", log_cleanup=True, split_size=4,
+        store_spec={"local": [[VDELTA, str(droot)]]}, format="delta", log_cleanup=True, split_size=4, listing="stat",
     )
     assert p.document == golden("delta-events-40d-log-cleanup")
 
@@ -249,10 +249,10 @@ def test_a_generated_table_plans_on_spark_to_the_sidecars_digest(spark, tmp_path
 def test_a_flat_folder_spreads_over_splits(spark, tmp_path):
     """Every data file in one folder: cut where the keys are (splits of 250
     of 4,000 files), not by folders, and the same plan as the sidecar."""
-    _generated_against_the_sidecar(spark, tmp_path, 4000, 1, 250, at_least=15)
+    _generated_against_the_sidecar(spark, tmp_path, 4000, 1, 250, at_least=15, listing="stat")
 
 
-def _generated_against_the_sidecar(spark, tmp_path, files, partitions, split_size, at_least=1):
+def _generated_against_the_sidecar(spark, tmp_path, files, partitions, split_size, at_least=1, listing="names"):
     import subprocess
     import sys
     import time
@@ -268,17 +268,18 @@ def _generated_against_the_sidecar(spark, tmp_path, files, partitions, split_siz
     started = time.monotonic()
     r = subprocess.run(
         [str(sidecar), "plan", str(out), "--metadata", t["metadata_location"], "--now", str(t["now_ms"]), "--json"],
-        # Every file stat-ed, as the executors list: the summaries' byte
-        # tallies then count the referenced files too.
+        # Names first on both sides (the default): a stat only for the keys
+        # the keep set does not settle by name.
         capture_output=True, text=True,
-        env={**os.environ, "LAKESWEEP_WASM": str(REPO / "target/lakesweep.wasm"), "LAKESWEEP_LOCAL_LISTING": "stat"},
+        env={**os.environ, "LAKESWEEP_WASM": str(REPO / "target/lakesweep.wasm"), "LAKESWEEP_LOCAL_LISTING": listing},
     )
     side_s = time.monotonic() - started
     assert r.returncode == 0, r.stderr
     side = json.loads(r.stdout)
     started = time.monotonic()
     p, decided = plan(spark, t["location"], t["metadata_location"], t["now_ms"], store_spec={"local": []},
-                      origin=side["origin"], split_size=split_size, decisions=str(tmp_path / "decisions"))
+                      origin=side["origin"], split_size=split_size, decisions=str(tmp_path / "decisions"),
+                      listing=listing)
     spark_s = time.monotonic() - started
     del side["report"]
     assert json.loads(p.document) == side

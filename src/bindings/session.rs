@@ -330,6 +330,13 @@ impl wp::GuestPageClassifier for PageClassifier {
             .map_err(err)
     }
 
+    fn split_names_json(&self, names: String) -> Result<Vec<u32>, wt::Error> {
+        self.0
+            .borrow_mut()
+            .split_names_json(names.as_bytes())
+            .map_err(err)
+    }
+
     fn end_split(&self) -> Result<String, wt::Error> {
         self.0.borrow_mut().end_split().map_err(err)
     }

@@ -375,6 +375,13 @@ class PageClassifier:
                 out.append((d["relativeKey"], d["verdict"], d["detail"]))
         return out
 
+    def split_names(self, uris):
+        """Takes part of the open split by name (``uris`` ascending, after
+        the previous ones): every key the keep set references is settled
+        by its name; returns the indices of the others, whose versions go
+        to :meth:`split_page` (any gone meanwhile left out)."""
+        return list(self.c.call("[method]page-classifier.split-names-json", self.handle, json.dumps(uris)))
+
     def end_split(self):
         """The open split's partial result (JSON text) for
         :meth:`Sweep.feed_split`."""

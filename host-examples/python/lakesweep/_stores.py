@@ -62,21 +62,6 @@ def _split_walk(split, entries):
     yield from walk(split["prefix"])
 
 
-def _sample_every(keys, size, at_most=4096):
-    """Boundaries for splits of about ``size`` keys from ``keys`` (an
-    iterable of ``(key, nth)`` where ``nth`` counts keys seen): every
-    ``size``-th key; when there are more than ``at_most``, every other one
-    of them is dropped (the splits grow), so the driver holds a bounded
-    sample whatever the listing's size."""
-    out, every = [], max(1, int(size))
-    for key, nth in keys:
-        if nth % every == 0:
-            out.append(key)
-            if len(out) > at_most:
-                out, every = out[1::2], every * 2
-    return out
-
-
 class LocalStore:
     """A table on the local file system: ``file://`` plus the path, as is.
     ``roots`` serves a URI prefix from another folder (a staged or mounted
@@ -183,26 +168,84 @@ class LocalStore:
         ``Sweep.split_listing``), its keys ascending."""
         return _pages(_split_walk(split, self._entries))
 
-    def sample_boundaries(self, prefix, size):
+    def _level(self, base):
+        """The entries of the folder URI ``base`` (no trailing ``/``):
+        (sorted names of folders, sorted names of files), without a stat;
+        anything else refuses the listing."""
+        try:
+            with os.scandir(self.path_of(base)) as it:
+                found = list(it)
+        except FileNotFoundError:
+            return [], []
+        folders = [e.name for e in found if e.is_dir(follow_symlinks=False)]
+        files = [e.name for e in found if e.is_file(follow_symlinks=False)]
+        if len(folders) + len(files) != len(found):
+            odd = next(e.name for e in found if not (e.is_dir(follow_symlinks=False) or e.is_file(follow_symlinks=False)))
+            raise ValueError(f"{base}/{odd} is a symbolic link or special file: a table folder "
+                             "holds only files and folders (nothing planned)")
+        folders.sort()
+        files.sort()
+        return folders, files
+
+    def sample_boundaries(self, prefix, size, at_most=4096):
         """Keys under ``prefix`` to cut its listing at, about ``size`` keys
-        apart: the names are walked without a stat, in the file system's
-        order, and every ``size``-th is kept (a bounded sample)."""
-        def names():
-            n, stack = 0, [prefix.rstrip("/")]
-            while stack:
-                base = stack.pop()
-                try:
-                    found = os.scandir(self.path_of(base))
-                except FileNotFoundError:
-                    continue
-                with found:
-                    for e in found:
-                        if e.is_dir(follow_symlinks=False):
-                            stack.append(f"{base}/{e.name}")
-                        else:
-                            n += 1
-                            yield f"{base}/{e.name}", n
-        return _sample_every(names(), size)
+        apart: the names are walked without a stat, and every ``size``-th
+        of each folder is kept; past ``at_most`` every other one is
+        dropped (a bounded sample; boundaries decide the balance, never
+        what is listed)."""
+        out, every, stack = [], max(1, int(size)), [prefix.rstrip("/")]
+        seen = 0
+        while stack:
+            base = stack.pop()
+            folders, files = self._level(base)
+            stack.extend(f"{base}/{f}" for f in folders)
+            # The keys at every size-th place of the walk so far.
+            first = (-seen) % every
+            out.extend(f"{base}/{n}" for n in files[first::every])
+            seen += len(files)
+            while len(out) > at_most:
+                out, every = out[1::2], every * 2
+        return out
+
+    def split_name_pages(self, split):
+        """The names of one listing split's keys, ascending, in pages of
+        at most :data:`PAGE`, without a stat (see :meth:`version`)."""
+        after, through = split["after"], split["through"]
+
+        def walk(base):
+            folders, files = self._level(base)
+            # A folder's keys sort where its name followed by `/` does.
+            items = sorted([(f + "/", True) for f in folders] + [(n, False) for n in files])
+            run = []
+            for name, is_folder in items:
+                uri = f"{base}/{name}"
+                if through is not None and uri > through:
+                    break
+                if is_folder:
+                    if after is not None and after > uri and not after.startswith(uri):
+                        continue
+                    if run:
+                        yield run
+                        run = []
+                    yield from walk(uri[:-1])
+                elif after is None or uri > after:
+                    run.append(uri)
+            if run:
+                yield run
+
+        page = []
+        for run in walk(split["prefix"].rstrip("/")):
+            page.extend(run)
+            while len(page) >= PAGE:
+                yield page[:PAGE]
+                page = page[PAGE:]
+        if page:
+            yield page
+
+    def version(self, uri):
+        """``(size, mtime_ms, etag)`` of the object at ``uri``, or ``None``
+        when it is gone."""
+        return self._version(self.path_of(uri))
 
     def children(self, prefix):
         """One level under ``prefix``: (folder URIs each ending in ``/``,

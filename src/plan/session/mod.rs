@@ -108,6 +108,9 @@ pub struct Session {
     listing_fed: bool,
     /// The splits that listing was cut into, while any is outstanding.
     splits: Option<Box<split::SplitLedger>>,
+    /// The keep set as last exported (made once for the range reads of
+    /// one export); dropped by any call that may change it.
+    exported: std::cell::OnceCell<Vec<u8>>,
 }
 
 /// The format's own half of a session: Iceberg's snapshot walk or Delta's
@@ -268,6 +271,7 @@ impl Session {
             listing_prefix: None,
             listing_fed: false,
             splits: None,
+            exported: std::cell::OnceCell::new(),
         };
         s.check_foreign_roots()?;
         if s.config.format == TableFormat::Delta {
@@ -586,7 +590,11 @@ impl Session {
     /// cannot take a large list back in one call. Fails as
     /// `export_keep_set` does.
     pub fn export_keep_set_range(&self, offset: u64, length: u32) -> Result<Vec<u8>> {
-        let all = self.export_keep_set()?;
+        self.check_exportable()?;
+        if self.exported.get().is_none() {
+            let _ = self.exported.set(self.export_keep_set()?);
+        }
+        let all = self.exported.get().map_or(&[][..], Vec::as_slice);
         let start = usize::try_from(offset).unwrap_or(usize::MAX).min(all.len());
         let end = start.saturating_add(length as usize).min(all.len());
         Ok(all[start..end].to_vec())
@@ -595,6 +603,20 @@ impl Session {
     /// Exports the finished keep set (plus the options verdicts depend on) for
     /// the stateless page mode. Available once the listing was requested.
     pub fn export_keep_set(&self) -> Result<Vec<u8>> {
+        self.check_exportable()?;
+        if let Some(b) = self.exported.get() {
+            return Ok(b.clone());
+        }
+        crate::page::export(
+            &self.classifier,
+            &self.metadata_location,
+            self.references.ambiguous_keys(),
+        )
+    }
+
+    /// Fails unless the keep set can be exported: the session failed, or
+    /// its keep set is not complete (protocol).
+    fn check_exportable(&self) -> Result<()> {
         if let Some(e) = self.state.failed() {
             return Err(e.clone());
         }
@@ -604,11 +626,7 @@ impl Session {
                 "the keep set is not complete yet",
             ));
         }
-        crate::page::export(
-            &self.classifier,
-            &self.metadata_location,
-            self.references.ambiguous_keys(),
-        )
+        Ok(())
     }
 
     /// Runs `f` on the session unless it failed already; an error fails
@@ -617,6 +635,9 @@ impl Session {
         if let Some(e) = self.state.failed() {
             return Err(e.clone());
         }
+        // Any answer may change the keep set (a re-check reads new
+        // snapshots): the next export is made again.
+        self.exported = std::cell::OnceCell::new();
         let r = f(self);
         if let Err(e) = &r {
             self.state.fail(e.clone());

@@ -77,6 +77,8 @@ impl Session {
             }
             let splits = cut(&prefix, boundaries)?;
             let bytes = s.export_keep_set()?;
+            // Kept for the host's export that follows: the same bytes.
+            let _ = s.exported.set(bytes.clone());
             s.splits = Some(Box::new(SplitLedger {
                 back: vec![false; splits.len()],
                 left: splits.len(),
@@ -276,6 +278,7 @@ impl Session {
                 .or_default()
                 .add(d.size);
         }
+        self.summary.listed_by_name += r.listed_by_name;
         self.summary.listed.count += r.listed.count;
         self.summary.listed.bytes += r.listed.bytes;
         for (v, t) in r.verdicts {
