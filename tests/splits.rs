@@ -188,6 +188,34 @@ fn splits_seal_the_plan_pages_seal_on_every_fixture() {
 }
 
 #[test]
+fn a_write_root_outside_the_location_is_cut_and_sealed_too() {
+    let (opts, meta, ext) = common::synth::table_with_data_root();
+    let cfg = SessionConfig::new(
+        common::synth::LOC,
+        &meta,
+        common::synth::NOW,
+        common::synth::RETENTION,
+    );
+    let pages = run_native(cfg.clone(), &opts).unwrap().plan_json;
+    assert!(
+        pages.contains(&format!("{ext}/data/orphan.parquet")),
+        "{pages}"
+    );
+    for every in [0, 1, 2] {
+        let cut = Cutting {
+            every,
+            reverse: every == 2,
+            ..Default::default()
+        };
+        assert_eq!(
+            plan_in_splits(cfg.clone(), &opts, &cut).unwrap(),
+            pages,
+            "every {every}"
+        );
+    }
+}
+
+#[test]
 fn splits_by_name_seal_the_plan_a_listing_by_name_seals() {
     for (name, cfg, opts) in every_table() {
         let start = cfg.metadata_location.clone();

@@ -138,7 +138,7 @@ def _digest_partition(spec):
         store = executor_store(spec)
         for uri in uris:
             b = store.read(uri)
-            yield uri, None if b is None else lakesweep.digest_manifest(uri, b)
+            yield uri, None if b is None else lakesweep.digest_file(uri, b)
 
     return run
 

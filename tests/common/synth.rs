@@ -69,3 +69,46 @@ pub fn write_table(
     objects.insert(uri.clone(), (serde_json::to_vec(&md).unwrap(), mtime));
     uri
 }
+
+/// A table whose `write.data.path` lies outside its location: data file
+/// `ext/data/a.parquet` referenced there, an old orphan beside it, an old
+/// orphan in the table. Returns the options and the metadata URI.
+pub fn table_with_data_root() -> (super::HostOptions, String, String) {
+    table_with_data_root_at("file:///lakesweep-fixtures/synthetic/ext")
+}
+
+pub fn table_with_data_root_at(ext: &str) -> (super::HostOptions, String, String) {
+    let mut o = super::HostOptions::synthetic();
+    let meta = write_table(
+        &mut o.extra,
+        &[(1, vec![(1, 0, "data/b.parquet".to_owned())])],
+        1,
+        UUID,
+        OLD,
+    );
+    let m_uri = format!("{LOC}/metadata/m-1.avro");
+    let m = avro::manifest(
+        1,
+        &[
+            (1, 0, format!("{ext}/data/a.parquet")),
+            (1, 0, format!("{LOC}/data/b.parquet")),
+        ],
+    );
+    let l = avro::manifest_list(1, &[(m_uri.clone(), m.len() as u64, 0)]);
+    o.extra.insert(m_uri, (m, OLD));
+    o.extra
+        .insert(format!("{LOC}/metadata/snap-1.avro"), (l, OLD));
+    let mut md: serde_json::Value = serde_json::from_slice(&o.extra[&meta].0).unwrap();
+    md["properties"]["write.data.path"] = format!("{ext}/data").into();
+    o.extra
+        .insert(meta.clone(), (serde_json::to_vec(&md).unwrap(), OLD));
+    for k in [
+        format!("{ext}/data/a.parquet"),
+        format!("{ext}/data/orphan.parquet"),
+        format!("{ext}/data/_tmp/upload.parquet"),
+        format!("{LOC}/data/orphan2.parquet"),
+    ] {
+        o.extra.insert(k, (b"x".to_vec(), OLD));
+    }
+    (o, meta, ext.to_owned())
+}

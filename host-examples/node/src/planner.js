@@ -115,8 +115,9 @@ export async function plan(options, store, { concurrency = 16, onKeepSetComplete
         drain();
       });
     }
-    if (lists.length && onKeepSetComplete) {
-      if (!session.keepSetComplete()) throw new Error('the planner asked for a listing before its keep set was complete');
+    // A listing asked for before the keep set is complete is one the keep
+    // set needs (a Delta log): the hook waits for the table's own.
+    if (lists.length && onKeepSetComplete && session.keepSetComplete()) {
       const hook = onKeepSetComplete;
       onKeepSetComplete = undefined;
       await hook(session);
@@ -141,6 +142,18 @@ export async function plan(options, store, { concurrency = 16, onKeepSetComplete
   }
   const sealed = call(() => session.finish());
   return { plan: sealed, document: sealed.document, decisions };
+}
+
+/// The newest version of the Delta table at `table` as the planner names
+/// it (the URI of its newest commit, or a newer checkpoint of a
+/// checkpoint-only log), from `store`'s listing of its `_delta_log/`;
+/// null for an empty log. This is a Delta table's pointer.
+export async function deltaHead(table, store) {
+  const base = table.replace(/\/+$/, '');
+  const listed = [];
+  for await (const page of store.list(`${base}/_delta_log/`)) listed.push(...page);
+  const head = call(() => planner.deltaHead(base, listed));
+  return head ? head.uri : null;
 }
 
 /// Which of `keys` a planner session started from `config` (the planner's

@@ -18,7 +18,7 @@
 import { createHash } from 'node:crypto';
 
 import { apply } from './apply.js';
-import { call as wrap, plan, planner } from './planner.js';
+import { call as wrap, deltaHead, plan, planner } from './planner.js';
 import { LocalStore } from './local.js';
 import { S3Store } from './s3.js';
 
@@ -144,18 +144,28 @@ export async function coordinate(options) {
   if (typeof options.table !== 'string') throw new Error('coordinate: no `table` (the table location URI)');
   if (typeof keepSetUri !== 'string') throw new Error('coordinate: no `keepSetUri` (where the keep set is written for the page handlers)');
   if (typeof invoke !== 'function') throw new Error('coordinate: no `invoke` (runs one page handler)');
-  if (typeof options.pointer !== 'function') throw new Error('coordinate: no `pointer` (async () => the metadata location now)');
   const store = storeFor(options.table, options);
-  const pointer = await options.pointer();
+  // A Delta table's pointer is its newest log entry, as the planner names it.
+  const pointerOf =
+    options.pointer ?? (options.format === 'delta' ? () => deltaHead(options.table, store) : undefined);
+  if (typeof pointerOf !== 'function') throw new Error('coordinate: no `pointer` (async () => the metadata location now)');
+  const pointer = await pointerOf();
   const decisions = [];
   let keepSet = null;
   // The session's own store: reads and the pointer from S3; its listing is
   // the fan-out over the page handlers.
   const fanned = {
     read: (uri) => store.read(uri),
-    pointer: () => options.pointer(),
+    pointer: () => pointerOf(),
     list: async function* (prefix) {
-      // The folders under the table's prefix, and the objects beside them.
+      if (!keepSet) {
+        // A listing the keep set needs first (a Delta log) is the
+        // coordinator's own: there is no keep set to classify with yet.
+        yield* store.list(prefix);
+        return;
+      }
+      // The folders under the prefix (the table's, or a write root's),
+      // and the objects beside them.
       const top = await store.listPage(prefix, { delimiter: '/', maxKeys: 1000 });
       if (top.next) {
         // A table with over a thousand top-level names: list it whole.
@@ -218,7 +228,8 @@ export async function coordinate(options) {
       if (error) throw error;
     },
   };
-  const run = await plan({ ...options, metadata: options.metadata ?? pointer }, fanned, {
+  const metadata = options.format === 'delta' ? undefined : (options.metadata ?? pointer);
+  const run = await plan({ ...options, metadata }, fanned, {
     onKeepSetComplete: async (session) => {
       const bytes = wrap(() => session.exportKeepSet());
       const digest = sha256(bytes);

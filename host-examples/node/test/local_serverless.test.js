@@ -13,7 +13,7 @@ import { LocalStore } from '../src/local.js';
 import { apply } from '../src/apply.js';
 import { plan } from '../src/planner.js';
 import { checkPageEvent, coordinate, deleteHandler, handler } from '../src/serverless.js';
-import { readJson, repo, stage, VROOT } from './fixtures.js';
+import { DAY, readJson, repo, stage, VDELTA, VROOT } from './fixtures.js';
 
 async function staged(tag) {
   const expect = await readJson(path.join(repo, 'tests/fixtures/generated/expect.json'));
@@ -136,6 +136,81 @@ test('a halt set between two batches stops the delete handler and apply before t
     const rest = await deleteHandler({ plan: whole.document, keys: keys.slice(1), allowFutureNow: true }, {}, { store });
     assert.deepEqual([...new Set(rest.receipts.map((r) => r.receipt.result))], ['skipped-stopped']);
     for (const k of keys.slice(1)) await fs.access(path.join(dir, t.location.slice(VROOT.length + 1), k));
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('page mode plans a Delta table as one session does: the log is the coordinator\'s, the table\'s pages the handlers\'', async () => {
+  const expect = await readJson(path.join(repo, 'tests/fixtures/delta/expect.json'));
+  const tables = Object.fromEntries(Object.entries(expect).map(([n, t]) => [n, t.mtimes]));
+  const dir = await stage(path.join(repo, 'tests/fixtures/delta'), 'delta-pages', tables);
+  const store = new LocalStore({ roots: [[VDELTA, dir]] });
+  try {
+    for (const [days, extra] of [[1, {}], [40, { logCleanup: true }]]) {
+      const options = { table: `${VDELTA}/events`, format: 'delta', nowMs: expect.events.generated_at_ms + days * DAY, ...extra };
+      const whole = await plan(options, store);
+      const events = [];
+      const run = await coordinate({
+        ...options,
+        store,
+        keepSetUri: `${VDELTA}/keepsets/delta-${days}.bin`,
+        maxKeys: 3,
+        concurrency: 2,
+        invoke: (event) => {
+          events.push(event);
+          return handler(JSON.parse(JSON.stringify(event)), {}, { store });
+        },
+      });
+      assert.equal(run.document, whole.document, `${days} days`);
+      // Every page handler checked the keep set against the log's head.
+      assert.ok(events.length > 1 && events.every((e) => /_delta_log\/\d{20}\.(json|checkpoint\.parquet)$/.test(e.pointer)), events[0]?.pointer);
+      assert.ok(events.every((e) => !e.prefix.includes('_delta_log/') || e.prefix.endsWith('/events/_delta_log/')));
+    }
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('page mode lists a write root outside the table through the handlers too', async () => {
+  const { dir, t, store, options } = await staged('root');
+  try {
+    // The table writes its data under a second root: the metadata names it.
+    const metaPath = path.join(dir, t.metadata_location.slice(VROOT.length + 1));
+    // Edited as text: JSON.parse would round the 64-bit snapshot ids.
+    const text = await fs.readFile(metaPath, 'utf8');
+    const ext = `${VROOT}/elsewhere/events-data`;
+    const prop = `"write.data.path": ${JSON.stringify(`${ext}/data`)}`;
+    const edited = /"properties"\s*:\s*\{\s*\}/.test(text)
+      ? text.replace(/"properties"\s*:\s*\{\s*\}/, `"properties": {${prop}}`)
+      : text.replace(/"properties"\s*:\s*\{/, `"properties": {${prop}, `);
+    assert.notEqual(edited, text);
+    const stat = await fs.stat(metaPath);
+    await fs.writeFile(metaPath, edited);
+    await fs.utimes(metaPath, stat.atime, stat.mtime);
+    // In a folder of the root: a page handler lists it (objects at a
+    // prefix's top level are the coordinator's own listing).
+    mkdirSync(path.join(dir, 'elsewhere/events-data/data/p=1'), { recursive: true });
+    const orphan = path.join(dir, 'elsewhere/events-data/data/p=1/orphan.parquet');
+    writeFileSync(orphan, 'x');
+    const old = (t.now_ms - 30 * DAY) / 1000;
+    await fs.utimes(orphan, old, old);
+    const whole = await plan(options, store);
+    assert.ok(JSON.parse(whole.document).delete.some((d) => d.key === `${ext}/data/p=1/orphan.parquet`), whole.document);
+    const prefixes = new Set();
+    const run = await coordinate({
+      ...options,
+      pointer: async () => t.metadata_location,
+      store,
+      keepSetUri: `${VROOT}/keepsets/root.bin`,
+      maxKeys: 2,
+      invoke: (event) => {
+        prefixes.add(event.prefix);
+        return handler(JSON.parse(JSON.stringify(event)), {}, { store });
+      },
+    });
+    assert.equal(run.document, whole.document);
+    assert.ok([...prefixes].some((p) => p.startsWith(`${ext}/`)), [...prefixes]);
   } finally {
     await fs.rm(dir, { recursive: true, force: true });
   }

@@ -29,7 +29,8 @@ from ._stores import ArrowStore, LocalStore
 from ._values import Document, Duration, LocationMap, Time, document, duration_ms, epoch_ms, location_map
 
 __all__ = [
-    "plan", "plan_expiry", "check_policy", "parse_duration", "delta_head", "digest_manifest", "apply", "Plan",
+    "plan", "plan_expiry", "check_policy", "parse_duration", "delta_head", "digest_manifest", "digest_checkpoint",
+    "digest_file", "apply", "Plan",
     "ExpiryPlan", "PlanRefused", "ApplyFailed", "Sweep", "PageClassifier", "LocalStore", "ArrowStore", "Deletion",
     "Applied", "store_io", "__version__",
 ]
@@ -120,11 +121,12 @@ class Sweep:
     :meth:`feed` hands over listing pages (any order, any size),
     :meth:`finish` re-reads the pointer as the planner asks and seals.
 
-    ``manifests``, if given, reads and decodes Iceberg manifests elsewhere
-    (e.g. on a cluster's executors): called with the URIs of the manifest
-    reads the planner asked for at once, it yields ``(uri, digest)`` for
-    each (``digest`` from :func:`digest_manifest`; ``None``: the manifest
-    does not exist); the session checks each as it would the bytes."""
+    ``manifests``, if given, reads and decodes Iceberg manifests and Delta
+    checkpoint files elsewhere (e.g. on a cluster's executors): called
+    with the URIs of such reads the planner asked for at once, it yields
+    ``(uri, digest)`` for each (``digest`` from :func:`digest_file`;
+    ``None``: the file does not exist); the session checks each as it
+    would the bytes."""
 
     def __init__(self, table: str, metadata: Optional[str] = None, now: Optional[Time] = None, *,
                  now_ms: Optional[Time] = None, store=None, format: str = "iceberg",
@@ -197,17 +199,24 @@ class Sweep:
                 pointer = True
         asked_any = bool(reads) or pointer
         if self.manifests is not None:
-            digested = [u for u in reads if self._call("is-manifest-read", u)]
-            if digested:
-                asked = set(digested)
-                reads = [u for u in reads if u not in asked]
-                left = set(digested)
-                for uri, digest in self.manifests(digested):
+            # Iceberg manifests and Delta checkpoint files, digested elsewhere.
+            kinds = {}
+            for u in reads:
+                if self._call("is-manifest-read", u):
+                    kinds[u] = "handle-manifest-digest"
+                elif self._call("is-checkpoint-read", u):
+                    kinds[u] = "handle-checkpoint-digest"
+            if kinds:
+                reads = [u for u in reads if u not in kinds]
+                left = set(kinds)
+                for uri, digest in self.manifests(sorted(kinds)):
+                    if uri not in left:
+                        raise ValueError(f"the manifest reader answered {uri}, which was not asked for (or twice)")
                     left.discard(uri)
                     if digest is None:
                         self._call("handle-missing", uri)
                     else:
-                        self._call("handle-manifest-digest", uri, digest)
+                        self._call(kinds[uri], uri, digest)
                     self._drain()
                 if left:
                     raise ValueError(f"the manifest reader answered no digest for {sorted(left)[:3]}")
@@ -423,6 +432,27 @@ def plan(table: str, metadata: Optional[str] = None, now: Optional[Time] = None,
                     s.feed(held, False)
                 held = page
             s.feed(held or [], True)
+
+
+def digest_file(uri, data, *, wasm=None):
+    """What a session needs of the Iceberg manifest or Delta checkpoint
+    file ``data`` read at ``uri`` (the URI exactly as the session asked for
+    it; a Delta checkpoint's name ends ``.parquet`` or ``.json`` under
+    ``_delta_log/``): its sealed digest (:func:`digest_manifest` or
+    :func:`digest_checkpoint`)."""
+    if "/_delta_log/" in uri:
+        return digest_checkpoint(uri, data, wasm=wasm)
+    return digest_manifest(uri, data, wasm=wasm)
+
+
+def digest_checkpoint(uri, data, *, wasm=None):
+    """What a session needs of the Delta checkpoint file ``data`` (a part,
+    a V2 checkpoint, a sidecar) read at ``uri``: a sealed digest for
+    :class:`Sweep`'s ``manifests`` reader. Raises :class:`PlanRefused`
+    (malformed) for bytes that are not a readable checkpoint."""
+    from ._apply import _component
+
+    return _component(wasm).call("digest-checkpoint", uri, bytes(data))
 
 
 def digest_manifest(uri, data, *, wasm=None):
