@@ -314,6 +314,9 @@ def main(argv=None):
                         "(JSON lines)")
     p.add_argument("--split-size", type=int, default=50_000, metavar="N",
                    help="keys per listing split, about (default 50000)")
+    p.add_argument("--listing", choices=("names", "stat"), default="names",
+                   help="a local table: walk names and stat only what the keep set does not settle by name "
+                        "(default), or stat every file")
     ap = sub.add_parser("apply", help="apply a sealed plan, the deletes spread over the executors")
     ap.add_argument("plan", help="the sealed plan file")
     ap.add_argument("--metadata", help="Iceberg: the table's current metadata location, as its catalog names it now "
@@ -357,7 +360,7 @@ def main(argv=None):
         if args.command == "plan":
             print(f"lakesweep: planning {args.table} on Spark ({spark.sparkContext.master})", file=sys.stderr)
             pl, _ = plan(spark, args.table, args.metadata, now, store_spec=spec, location_map=maps,
-                         split_size=args.split_size, decisions=args.decisions, **extra)
+                         split_size=args.split_size, decisions=args.decisions, listing=args.listing, **extra)
             if args.out:
                 with open(args.out, "w") as f:
                     f.write(pl.document)

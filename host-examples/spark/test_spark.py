@@ -142,7 +142,14 @@ def test_the_spark_submit_entry_point_writes_the_plan(tmp_path):
         capture_output=True, text=True,
     )
     assert r.returncode == 0, r.stderr[-3000:]
-    assert out.read_text() == golden("iceberg-events")
+    # The pinned plan, listed names first (the command line's default): the
+    # same digest, deletes and tokens; the summary counts the referenced
+    # files by name, without their bytes.
+    got, want = json.loads(out.read_text()), json.loads(golden("iceberg-events"))
+    for k in ("digest", "delete", "tokens", "warnings"):
+        assert got[k] == want[k], k
+    referenced = want["summary"]["verdicts"]["referenced"]["count"]
+    assert got["summary"]["listedByName"] == referenced > 0
     assert "objects to delete" in r.stdout
     info = [line for line in r.stderr.splitlines() if " INFO " in line]
     assert len(info) == 0, info[:10]
@@ -156,7 +163,8 @@ def test_apply_on_the_executors_deletes_the_plan_with_a_receipt_per_key(spark, t
     root = stage(REPO / "tests/fixtures/generated", tmp_path / "gen", {rel: t["mtimes"]})
     spec = {"local": [[VROOT, str(root)]]}
     now = t["now_ms"] + 365 * DAY
-    p, _ = plan(spark, t["location"], t["metadata_location"], now, store_spec=spec, retention_ms=t["file_retention_ms"])
+    p, _ = plan(spark, t["location"], t["metadata_location"], now, store_spec=spec, retention_ms=t["file_retention_ms"],
+                listing="stat")
     assert p.document == golden("iceberg-events-later") and len(p.delete) >= 2
     # The table moved since the plan: nothing is deleted.
     moved = t["metadata_location"].replace(".metadata.json", "-moved.metadata.json")
