@@ -80,6 +80,29 @@ def _split_pages(store, split, c, by_name):
         yield page
 
 
+def store_spec_for(table, roots=(), s3_endpoint=None):
+    """The store spec (see :func:`executor_store`) for ``table``: S3 for
+    an ``s3://`` (``s3a://``, ``s3n://``) table, through ``s3_endpoint``
+    when given; else the local file system, ``roots`` (``URI=DIR``)
+    serving URI prefixes from folders."""
+    scheme = table.partition("://")[0] if "://" in table else "file"
+    if scheme in ("s3", "s3a", "s3n"):
+        if roots:
+            raise ValueError("--root serves local folders; an s3:// table is read from S3")
+        options = {}
+        if s3_endpoint:
+            endpoint_scheme, sep, host = s3_endpoint.partition("://")
+            if not sep or endpoint_scheme not in ("http", "https") or not host:
+                raise ValueError(f"--s3-endpoint {s3_endpoint}: give it as http://host:port or https://host:port")
+            options = {"endpoint_override": host.rstrip("/"), "scheme": endpoint_scheme}
+        return {"s3": options}
+    if scheme != "file":
+        raise ValueError(f"{table}: the job reads file:// and s3:// tables")
+    if s3_endpoint:
+        raise ValueError("--s3-endpoint is for s3:// tables")
+    return {"local": [r.split("=", 1) for r in roots]}
+
+
 def _split_partition(keep_set, digest, pointer, spec, decisions, root, by_name=True):
     """Lists, classifies and tallies each split of a partition on its
     executor; yields each split's partial result. The decisions on every
@@ -330,6 +353,9 @@ def main(argv=None):
                     help="accept a plan judged at a time ahead of this machine's clock (what-if runs, tests)")
     for x in (p, ap):
         x.add_argument("--root", action="append", default=[], help="URI=DIR: serve a URI prefix from a local folder")
+        x.add_argument("--s3-endpoint", metavar="URL",
+                       help="an S3-compatible endpoint (http://host:port) for s3:// tables; default: AWS, "
+                            "credentials and region as pyarrow finds them")
         x.add_argument("--location-map", action="append", default=[], help="FROM=TO")
         x.add_argument("--verbose", action="store_true", help="Spark's own INFO log too")
     args = a.parse_args(argv)
@@ -354,8 +380,12 @@ def main(argv=None):
         }
     except (ValueError, OSError) as e:
         a.error(str(e))
+    try:
+        spec = store_spec_for(args.table if args.command == "plan" else json.loads(document).get("tableLocation", ""),
+                              args.root, args.s3_endpoint)
+    except ValueError as e:
+        a.error(str(e))
     spark = session(f"lakesweep-{args.command}", args.verbose)
-    spec = {"local": [r.split("=", 1) for r in args.root]}
     try:
         if args.command == "plan":
             print(f"lakesweep: planning {args.table} on Spark ({spark.sparkContext.master})", file=sys.stderr)

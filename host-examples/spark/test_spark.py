@@ -156,6 +156,47 @@ def test_the_spark_submit_entry_point_writes_the_plan(tmp_path):
     assert len(r.stderr.splitlines()) < 15, r.stderr[-3000:]
 
 
+def test_the_cluster_recipe_runs_the_job_from_the_wheel(tmp_path):
+    """The README's cluster recipe on local[2]: the wheel built with the
+    component inside, installed where the driver and the executors import
+    it, and the job submitted; the component comes from the wheel."""
+    import subprocess
+    import sys
+    import zipfile
+
+    dist = tmp_path / "dist"
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(REPO / "host-examples/python"),
+                        "-w", str(dist)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    (wheel,) = dist.glob("lakesweep-*.whl")
+    assert "lakesweep/lakesweep.wasm" in zipfile.ZipFile(wheel).namelist()
+    node = tmp_path / "node"
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(node), str(wheel)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    expect = json.loads((REPO / "tests/fixtures/generated/expect.json").read_text())
+    t = expect["events"]
+    root = stage(REPO / "tests/fixtures/generated", tmp_path / "gen", {t["location"][len(VROOT) + 1:]: t["mtimes"]})
+    env = {k: v for k, v in os.environ.items() if k != "LAKESWEEP_WASM"}
+    env["PYTHONPATH"] = str(node)
+    probe = subprocess.run([sys.executable, "-c", "import lakesweep._component as c; print(c.default_wasm())"],
+                           capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert probe.stdout.strip() == str(node / "lakesweep/lakesweep.wasm"), probe
+    here = Path(__file__).parent
+    out = tmp_path / "plan.json"
+    r = subprocess.run(
+        ["spark-submit", "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+         "--conf", f"spark.executorEnv.PYTHONPATH={node}",
+         "--driver-java-options", f"-Dlog4j2.configurationFile={here / 'log4j2-quiet.properties'}",
+         str(here / "lakesweep_spark.py"), "plan", t["location"], "--metadata", t["metadata_location"],
+         "--now", str(t["now_ms"]), "--older-than", f"{t['file_retention_ms'] // 86_400_000}d",
+         "--root", f"{VROOT}={root}", "--listing", "stat", "--split-size", "10", "--out", str(out)],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert out.read_text() == golden("iceberg-events")
+
+
 def test_apply_on_the_executors_deletes_the_plan_with_a_receipt_per_key(spark, tmp_path):
     expect = json.loads((REPO / "tests/fixtures/generated/expect.json").read_text())
     t = expect["events"]
