@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO / "benches"))
 sys.path.insert(0, str(REPO / "host-examples/spark"))
 
 from latency_proxy import LatencyProxy  # noqa: E402
-from s3_listing import BUCKET, DAY_MS, fill, serve  # noqa: E402
+from s3_listing import BUCKET, DAY_MS, fill, generate, serve  # noqa: E402
 
 
 def line(who, proxy, objects, delay_s, wall):
@@ -65,13 +65,7 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="lakesweep-s3latency-") as base:
         table = Path(base) / "table"
-        gen = subprocess.run([sys.executable, str(REPO / "benches/iceberg_table.py"), str(table),
-                              "--files", str(args.files), "--partitions", str(args.partitions),
-                              "--snapshots", str(args.snapshots), "--orphans", str(args.orphans)],
-                             capture_output=True, text=True)
-        if gen.returncode != 0:
-            sys.exit(f"the generator failed:\n{gen.stderr}")
-        made = json.loads(gen.stdout.strip().splitlines()[-1])
+        made = generate(table, args)
         prefix = "warehouse/t"
         objects, newest = fill(table, prefix)
         server, upstream = serve(0)

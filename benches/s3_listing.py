@@ -100,6 +100,18 @@ def fill(table, prefix):
     return n, int(time.time() * 1000)
 
 
+def generate(table, args):
+    """Writes the table of `args` (files, partitions, snapshots, orphans)
+    with benches/iceberg_table.py; what the generator printed."""
+    gen = subprocess.run([sys.executable, str(REPO / "benches/iceberg_table.py"), str(table),
+                          "--files", str(args.files), "--partitions", str(args.partitions),
+                          "--snapshots", str(args.snapshots), "--orphans", str(args.orphans)],
+                         capture_output=True, text=True)
+    if gen.returncode != 0:
+        sys.exit(f"the generator failed:\n{gen.stderr}")
+    return json.loads(gen.stdout.strip().splitlines()[-1])
+
+
 def plan(cmd, env):
     """One plan: (wall seconds, the plan document)."""
     t = time.perf_counter()
@@ -126,13 +138,7 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="lakesweep-s3bench-") as base:
         table = Path(base) / "table"
-        gen = subprocess.run([sys.executable, str(REPO / "benches/iceberg_table.py"), str(table),
-                              "--files", str(args.files), "--partitions", str(args.partitions),
-                              "--snapshots", str(args.snapshots), "--orphans", str(args.orphans)],
-                             capture_output=True, text=True)
-        if gen.returncode != 0:
-            sys.exit(f"the generator failed:\n{gen.stderr}")
-        made = json.loads(gen.stdout.strip().splitlines()[-1])
+        made = generate(table, args)
         prefix = "warehouse/t"
         t = time.perf_counter()
         objects, newest = fill(table, prefix)

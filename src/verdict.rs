@@ -774,6 +774,20 @@ pub(crate) struct StrayDocument {
     pub(crate) sequence: Option<i64>,
 }
 
+/// A document's `metadata-log` entries, each mapped by `maps` and
+/// canonical (one that does not parse is left out: it names nothing this
+/// table reads).
+pub(crate) fn canonical_log<'a>(
+    log: &'a [String],
+    maps: &'a [PathMapping],
+) -> impl Iterator<Item = String> + 'a {
+    log.iter().filter_map(move |f| {
+        CanonicalUri::parse(&apply_mappings(f, maps))
+            .ok()
+            .map(|c| c.to_uri_string())
+    })
+}
+
 /// The unreferenced metadata document `uri` (`rel` relative to the table)
 /// whose owner check passed, with its place in the table's history (its
 /// log mapped by `maps`), when it is of table `table_uuid`. Worked out
@@ -793,15 +807,7 @@ pub(crate) fn stray_document(
     if l.table_uuid.as_deref() != table_uuid {
         return None;
     }
-    let log = l
-        .metadata_log
-        .iter()
-        .filter_map(|f| {
-            CanonicalUri::parse(&apply_mappings(f, maps))
-                .ok()
-                .map(|c| c.to_uri_string())
-        })
-        .collect();
+    let log = canonical_log(&l.metadata_log, maps).collect();
     Some(StrayDocument {
         rel: rel.to_owned(),
         log,

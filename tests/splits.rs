@@ -464,3 +464,45 @@ fn a_split_refuses_names_out_of_order_and_versions_it_never_named() {
     c.begin_split(splits[1].clone()).unwrap();
     assert!(c.split_names(vec![format!("{prefix}a")]).is_err());
 }
+
+#[test]
+fn a_newer_metadata_document_a_split_finds_refuses_the_plan_as_pages_do() {
+    use common::synth::{write_table, LOC, NOW, OLD, RETENTION, UUID};
+    let mut o = HostOptions::synthetic();
+    let meta = write_table(
+        &mut o.extra,
+        &[(1, vec![(1, 0, "data/a.parquet".to_owned())])],
+        1,
+        UUID,
+        OLD,
+    );
+    // A document of this table whose metadata-log names the pointer's: the
+    // pointer lags behind the table.
+    let mut mine = std::collections::BTreeMap::new();
+    let newer = write_table(&mut mine, &[], 42, UUID, OLD);
+    o.extra.insert(newer.clone(), mine[&newer].clone());
+    let cfg = SessionConfig::new(LOC, &meta, NOW, RETENTION);
+    let pages = run_native(cfg.clone(), &o).unwrap_err();
+    for every in [0, 1] {
+        let e = plan_in_splits(
+            cfg.clone(),
+            &o,
+            &Cutting {
+                every,
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e, pages, "every {every}");
+        assert!(
+            matches!(
+                e,
+                Error::Unsafe {
+                    reason: lakesweep::UnsafeReason::StalePointer,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+    }
+}

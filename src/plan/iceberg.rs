@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::manifest_digest::ManifestDigest;
 use super::requests::Purpose;
 use crate::error::{Error, MalformedReason, Result, UnsafeReason};
-use crate::path::{apply_mappings, CanonicalUri, PathMapping, TableLocation};
+use crate::path::{apply_mappings, PathMapping, TableLocation};
 use crate::reach::Source;
 use crate::spec::iceberg::{
     self as ispec, ContentType, ManifestStatus, SummaryTotals, TableMetadata,
@@ -64,15 +64,7 @@ pub(super) fn lineage(
     log: &[String],
     maps: &[PathMapping],
 ) -> (Option<i64>, Vec<String>) {
-    let log = log
-        .iter()
-        .filter_map(|f| {
-            CanonicalUri::parse(&apply_mappings(f, maps))
-                .ok()
-                .map(|c| c.to_uri_string())
-        })
-        .collect();
-    (sequence, log)
+    (sequence, crate::verdict::canonical_log(log, maps).collect())
 }
 
 /// Why `late` (named by a later read) is an older document than `early`

@@ -341,9 +341,19 @@ class PageClassifier:
         ``[(relative key, verdict, detail), ...]``; owner checks are settled
         with ``read(uri)`` (another table's metadata raises)."""
         ds = json.loads(self.c.call("[method]page-classifier.classify-json", self.handle, _page_json(objects)))
+        return self._settled(ds, objects, read)
+
+    def _settled(self, ds, objects, read):
+        """``ds`` (the component's decisions on some of ``objects``) as
+        ``(relative key, verdict, detail)``, each owner check settled with
+        the metadata file ``read(uri)`` gives."""
         out = []
-        for o, d in zip(objects, ds):
+        by_key = None
+        for d in ds:
             if d["verdict"] == "owner-check":
+                if by_key is None:
+                    by_key = {o[0]: o for o in objects}
+                o = by_key[d["key"]]
                 b = read(o[0])
                 s = self.c.call(
                     "[method]page-classifier.settle-metadata-file", self.handle, _listed(o),
@@ -368,21 +378,7 @@ class PageClassifier:
         every object that is not referenced (those are counted only);
         owner checks are settled with ``read(uri)``."""
         ds = json.loads(self.c.call("[method]page-classifier.split-page-json", self.handle, _page_json(objects)))
-        out = []
-        if any(d["verdict"] == "owner-check" for d in ds):
-            by_key = {o[0]: o for o in objects}
-        for d in ds:
-            if d["verdict"] == "owner-check":
-                o = by_key[d["key"]]
-                b = read(o[0])
-                s = self.c.call(
-                    "[method]page-classifier.settle-metadata-file", self.handle, _listed(o),
-                    None if b is None else bytes(b),
-                )
-                out.append((field(s, "relative_key"), s.verdict, s.detail))
-            else:
-                out.append((d["relativeKey"], d["verdict"], d["detail"]))
-        return out
+        return self._settled(ds, objects, read)
 
     def split_names(self, uris):
         """Takes part of the open split by name (``uris`` ascending, after
