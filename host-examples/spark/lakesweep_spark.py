@@ -10,7 +10,7 @@ session needs of it: entries and paths, not the column statistics), which
 the session checks as it would the bytes. The driver exports the keep set
 and broadcasts its bytes, and its session cuts the table's listing (and
 each write root's) into splits of bounded size where the keys are
-(boundaries sampled from the store, not folders). Each executor loads the
+(boundaries sampled on the executors, not folders). Each executor loads the
 keep set once, checks it against the pointer the driver read, lists its
 splits, classifies them and settles their owner checks (another table's
 metadata stops the job), writes its decisions to files, and sends back
@@ -61,6 +61,55 @@ def executor_store(spec, pointer=None):
 
         return lakesweep.ArrowStore(pafs.S3FileSystem(**spec["s3"]), pointer=pointer)
     return LocalStore(roots=[tuple(r) for r in spec.get("local", [])], pointer=pointer)
+
+
+def _sample_partition(spec, every):
+    def run(units):
+        store = executor_store(spec)
+        for base, whole in units:
+            yield store.sample_names(base, whole, every)
+
+    return run
+
+
+def _boundaries(sc, store, spec, prefix, split_size):
+    """Keys to cut the listing of ``prefix`` at, about ``split_size`` keys
+    apart. A store that samples names (a local table) is sampled on the
+    executors: the driver lists folder names a few levels down, until
+    there are enough folders to spread over the executors, and each
+    executor samples its share (one name in ``split_size // 16``, by a
+    hash of the name); the driver sorts the samples and cuts every
+    ``split_size`` keys. Other stores give their own boundaries. The
+    boundaries decide the balance only: the planner makes the splits and
+    proves they cover the listing."""
+    if not hasattr(store, "sample_names"):
+        return store.sample_boundaries(prefix, split_size)
+    every = max(1, split_size // 16)
+    want = 8 * sc.defaultParallelism
+    units = [(prefix.rstrip("/"), True)]
+    for _ in range(3):
+        if len(units) >= want:
+            break
+        deeper = []
+        for base, whole in units:
+            if not whole:
+                deeper.append((base, False))
+                continue
+            folders, files = store.folders_of(base)
+            if files:
+                deeper.append((base, False))
+            deeper.extend((f"{base}/{f}", True) for f in folders)
+        units = deeper
+    if not units:
+        return []
+    rdd = sc.parallelize(units, min(len(units), want)).mapPartitions(_sample_partition(spec, every))
+    out, held = [], 0
+    for key in sorted(k for part in rdd.collect() for k in part):
+        held += every
+        if held >= split_size:
+            out.append(key)
+            held = 0
+    return out
 
 
 def _split_pages(store, split, c, by_name):
@@ -182,7 +231,7 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
 
     The driver's session builds the keep set (the executors decode the
     manifests) and cuts each listing it asks for into splits of about
-    ``split_size`` keys (boundaries sampled by the store); each executor
+    ``split_size`` keys (boundaries sampled on the executors); each executor
     lists its splits, classifies them against the broadcast keep set and
     sends back only each split's partial result (its candidates and
     counts); the session proves the splits cover the listing exactly once
@@ -223,7 +272,7 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
         prefixes = s.until_keep_set()
         if not prefixes:
             return s.finish(), decisions
-        cut = [s.split_listing(store.sample_boundaries(p, split_size)) for p in prefixes[:1]]
+        cut = [s.split_listing(_boundaries(sc, store, store_spec, p, split_size)) for p in prefixes[:1]]
         keep_set = s.export_keep_set()
         digest = hashlib.sha256(keep_set).hexdigest()
         shipped = sc.broadcast(keep_set)
@@ -231,7 +280,8 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
         live = pointer()
         for k, prefix in enumerate(prefixes):
             # The session asks for one listing at a time.
-            splits = cut[k] if k < len(cut) else s.split_listing(store.sample_boundaries(prefix, split_size))
+            splits = cut[k] if k < len(cut) else s.split_listing(
+                _boundaries(sc, store, store_spec, prefix, split_size))
             # One split a partition: Spark hands the next to whichever
             # executor is free.
             rdd = sc.parallelize(splits, len(splits)).mapPartitions(

@@ -283,8 +283,8 @@ class Sweep:
     def split_listing(self, boundaries):
         """Cuts the table listing asked for now (one prefix
         :meth:`until_keep_set` returned) into splits at ``boundaries`` (keys
-        under the prefix, any order, e.g. from a store's
-        ``sample_boundaries``): a list of splits, each a dict ``{index, of,
+        under the prefix, any order, e.g. a sample of the listing's names):
+        a list of splits, each a dict ``{index, of,
         prefix, after, through}`` to list and classify elsewhere
         (:meth:`PageClassifier.begin_split`) and answer with
         :meth:`feed_split`. The planner proves the answers cover the

@@ -11,6 +11,7 @@ decoded or normalised: a file named ``category=100%25`` is that name.
 
 import os
 import stat
+import zlib
 
 #: Objects per listing page.
 PAGE = 1000
@@ -187,24 +188,42 @@ class LocalStore:
         files.sort()
         return folders, files
 
-    def sample_boundaries(self, prefix, size, at_most=4096):
-        """Keys under ``prefix`` to cut its listing at, about ``size`` keys
-        apart: the names are walked without a stat, and every ``size``-th
-        of each folder is kept; past ``at_most`` every other one is
-        dropped (a bounded sample; boundaries decide the balance, never
-        what is listed)."""
-        out, every, stack = [], max(1, int(size)), [prefix.rstrip("/")]
-        seen = 0
+    def folders_of(self, base):
+        """The folder URI ``base`` (no trailing ``/``), one level: (the
+        names of its folders, how many files beside them), the entries
+        counted as they come (a flat folder of millions is not held)."""
+        folders, files = [], 0
+        try:
+            with os.scandir(self.path_of(base)) as it:
+                for e in it:
+                    if e.is_dir(follow_symlinks=False):
+                        folders.append(e.name)
+                    else:
+                        files += 1
+        except FileNotFoundError:
+            pass
+        return sorted(folders), files
+
+    def sample_names(self, base, whole, every):
+        """Keys under the folder URI ``base`` (no trailing ``/``; its files
+        only, or with ``whole`` everything below it), each kept with odds
+        of one in ``every`` by a hash of its name: a sample that stands for
+        ``every`` keys a name, walked without a stat, held a sample's worth
+        at a time. For cutting a listing where its keys are (the cut
+        decides the balance, never what is listed)."""
+        out, stack = [], [base]
         while stack:
-            base = stack.pop()
-            folders, files = self._level(base)
-            stack.extend(f"{base}/{f}" for f in folders)
-            # The keys at every size-th place of the walk so far.
-            first = (-seen) % every
-            out.extend(f"{base}/{n}" for n in files[first::every])
-            seen += len(files)
-            while len(out) > at_most:
-                out, every = out[1::2], every * 2
+            folder = stack.pop()
+            try:
+                with os.scandir(self.path_of(folder)) as it:
+                    for e in it:
+                        if e.is_dir(follow_symlinks=False):
+                            if whole:
+                                stack.append(f"{folder}/{e.name}")
+                        elif zlib.crc32(e.name.encode()) % every == 0:
+                            out.append(f"{folder}/{e.name}")
+            except FileNotFoundError:
+                pass
         return out
 
     def split_name_pages(self, split):
