@@ -13,11 +13,10 @@ figures are its own: the session's start (the JVM, apart), the plan call,
 and the peak memory of the driver's Python process (the planner session,
 the keep set, the candidates) and of the JVM (on a local master it is the
 driver and the executors at once). The sidecar runs under /usr/bin/time
-for its peak memory, with its default listing (names first); once more
-with a stat of every file, whose plan the Spark plan must equal to the
-digest once sealed with the sidecar's origin (the sidecar's report for
-people lies outside the seal and is dropped). Every plan must delete the
-same keys.
+for its peak memory, with its default listing (names first, as the
+executors list); each Spark plan, sealed with the sidecar's origin, must
+equal the sidecar's (its report for people lies outside the seal and is
+dropped), and every plan must delete the same keys.
 """
 import argparse
 import hashlib
@@ -119,29 +118,29 @@ def main():
     if args.one:
         return one(args.one, args.table, args.origin, args.split_size)
     t = json.loads(Path(args.table).read_text())
-    # The plan the Spark plans must equal: the sidecar listing with a stat
-    # of every file, as the executors do.
-    _, _, stat = sidecar_plan(args.sidecar, t, args.wasm, "stat")
-    del stat["report"]
-    want = deletes_digest(d["key"] for d in stat["delete"])
+    # The plan the Spark plans must equal: the sidecar's, names first as
+    # the executors list (sealed with its origin).
+    _, _, ref = sidecar_plan(args.sidecar, t, args.wasm)
+    del ref["report"]
+    want = deletes_digest(d["key"] for d in ref["delete"])
     masters = args.masters.split(",")
     side, spark = [], {m: [] for m in masters}
     for run in range(args.runs):
         wall, peak, plan = sidecar_plan(args.sidecar, t, args.wasm)
         if deletes_digest(d["key"] for d in plan["delete"]) != want:
-            sys.exit("the sidecar's delete lists differ between its listings")
+            sys.exit("the sidecar's delete lists differ between its runs")
         side.append((wall, peak))
         line = [f"run {run + 1}: sidecar {wall:.2f} s ({peak / 1024:.0f} MiB)"]
         for m in masters:
             r = subprocess.run(
-                [sys.executable, __file__, args.table, "--one", m, "--origin", stat["origin"],
+                [sys.executable, __file__, args.table, "--one", m, "--origin", ref["origin"],
                  "--split-size", str(args.split_size)],
                 capture_output=True, text=True, env={**os.environ, "LAKESWEEP_WASM": str(args.wasm)},
             )
             if r.returncode != 0:
                 sys.exit(f"Spark {m} failed: {r.stderr[-3000:]}")
             f = json.loads(r.stdout.strip().splitlines()[-1])
-            if json.loads(f.pop("document")) != stat:
+            if json.loads(f.pop("document")) != ref:
                 sys.exit(f"Spark {m}: the plan differs from the sidecar's")
             if f["deletes_digest"] != want:
                 sys.exit(f"Spark {m}: the delete list differs")
@@ -149,8 +148,8 @@ def main():
             line.append(f"{m} {f['plan_s']:.2f} s (session start {f['session_s']:.1f} s; driver Python "
                         f"{f['python_peak_kib'] / 1024:.0f} MiB, JVM {f['jvm_peak_kib'] / 1024:.0f} MiB; "
                         f"{f['splits']} splits)")
-        print("; ".join(line) + f"; {stat['summary']['listed']['count']} objects listed, "
-              f"{len(stat['delete'])} to delete, the same plan", flush=True)
+        print("; ".join(line) + f"; {ref['summary']['listed']['count']} objects listed, "
+              f"{len(ref['delete'])} to delete, the same plan", flush=True)
     s = statistics.median(w for w, _ in side)
     out = [f"median of {args.runs}: sidecar {s:.2f} s, {statistics.median(p for _, p in side) / 1024:.0f} MiB peak"]
     med = {}

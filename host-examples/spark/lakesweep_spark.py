@@ -47,9 +47,7 @@ import os
 import sys
 
 import lakesweep
-from lakesweep import LocalStore, PageClassifier, Sweep
-
-_CLASSIFIER = {}
+from lakesweep import LocalStore, Sweep
 
 
 def executor_store(spec, pointer=None):
@@ -162,9 +160,9 @@ def _split_partition(keep_set, digest, pointer, spec, decisions, root, by_name=T
         import json
 
         store = executor_store(spec)
-        c = _CLASSIFIER.get(digest)
-        if c is None:
-            c = _CLASSIFIER.setdefault(digest, PageClassifier(keep_set.value))
+        # Once per Python worker (kept by the installed package: this
+        # closure's own globals are a copy in every task).
+        c = lakesweep.shared_classifier(digest, lambda: keep_set.value)
         try:
             c.check_pointer(pointer)
             for split in splits:
@@ -188,7 +186,7 @@ def _split_partition(keep_set, digest, pointer, spec, decisions, root, by_name=T
         except BaseException:
             # An instance that failed (or trapped) is not reused by later
             # tasks; its open split is dropped with it.
-            _CLASSIFIER.pop(digest, None)
+            lakesweep.drop_classifier(digest)
             raise
 
     return run

@@ -31,7 +31,8 @@ from ._values import Document, Duration, LocationMap, Time, document, duration_m
 __all__ = [
     "plan", "plan_expiry", "check_policy", "parse_duration", "delta_head", "digest_manifest", "digest_checkpoint",
     "digest_file", "apply", "Plan",
-    "ExpiryPlan", "PlanRefused", "ApplyFailed", "Sweep", "PageClassifier", "LocalStore", "ArrowStore", "Deletion",
+    "ExpiryPlan", "PlanRefused", "ApplyFailed", "Sweep", "PageClassifier", "shared_classifier", "drop_classifier",
+    "LocalStore", "ArrowStore", "Deletion",
     "Applied", "store_io", "__version__",
 ]
 
@@ -391,6 +392,29 @@ class PageClassifier:
         """The open split's partial result (JSON text) for
         :meth:`Sweep.feed_split`."""
         return self.c.call("[method]page-classifier.end-split", self.handle)
+
+
+#: Page classifiers of this process, by their keep set's digest.
+_CLASSIFIERS = {}
+
+
+def shared_classifier(digest, keep_set):
+    """The :class:`PageClassifier` of this process for the keep set whose
+    digest is ``digest`` (any stable name of its bytes): loaded once, from
+    ``keep_set()`` (a function: the bytes are fetched only to load), and
+    kept for the tasks that follow (a cluster's Python worker serves many).
+    Call :func:`drop_classifier` after a failure: an instance that failed
+    is not reused."""
+    c = _CLASSIFIERS.get(digest)
+    if c is None:
+        c = _CLASSIFIERS.setdefault(digest, PageClassifier(keep_set()))
+    return c
+
+
+def drop_classifier(digest):
+    """Forgets this process's classifier of ``digest`` (see
+    :func:`shared_classifier`)."""
+    _CLASSIFIERS.pop(digest, None)
 
 
 def plan(table: str, metadata: Optional[str] = None, now: Optional[Time] = None, *,
