@@ -124,6 +124,7 @@ def main():
                          .config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1")
                          .config("spark.driver.host", "127.0.0.1").getOrCreate())
                 spark.sparkContext.setLogLevel("ERROR")
+                spark.sparkContext.addPyFile(str(REPO / "host-examples/spark/lakesweep_spark.py"))
                 for _ in range(args.runs):
                     proxy.reset()
                     t = time.monotonic()
