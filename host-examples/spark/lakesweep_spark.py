@@ -252,7 +252,9 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
     sc = spark.sparkContext
 
     def manifests(uris):
-        n = partitions_for(len(uris))
+        # At most 16 files a task: a task's digests travel through the JVM
+        # as one result (a manifest of 10,000 files digests to about 0.7 MB).
+        n = max(partitions_for(len(uris)), -(-len(uris) // 16))
         return _gathered(sc, sc.parallelize(uris, n).mapPartitions(_digest_partition(store_spec)), n)
 
     def partitions_for(n):
@@ -270,16 +272,13 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
         prefixes = s.until_keep_set()
         if not prefixes:
             return s.finish(), decisions
-        cut = [s.split_listing(_boundaries(sc, store, store_spec, p, split_size)) for p in prefixes[:1]]
         keep_set = s.export_keep_set()
         digest = hashlib.sha256(keep_set).hexdigest()
         shipped = sc.broadcast(keep_set)
         del keep_set
         live = pointer()
-        for k, prefix in enumerate(prefixes):
-            # The session asks for one listing at a time.
-            splits = cut[k] if k < len(cut) else s.split_listing(
-                _boundaries(sc, store, store_spec, prefix, split_size))
+        for prefix in prefixes:
+            splits = s.split_listing(_boundaries(sc, store, store_spec, prefix, split_size))
             # One split a partition: Spark hands the next to whichever
             # executor is free.
             rdd = sc.parallelize(splits, len(splits)).mapPartitions(
