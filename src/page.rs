@@ -246,14 +246,27 @@ impl PageClassifier {
     ) -> Result<Decision> {
         let (_, rel) = self.classifier.relative_key(&object.key)?;
         if let Some(t) = &self.split {
-            if !t.pending.contains_key(&object.key) {
-                return Err(Error::protocol(
-                    ProtocolReason::UnexpectedAnswer,
-                    format!(
-                        "`{}` is no owner check of the open split {} (or was settled already)",
-                        object.key, t.result.split.index
-                    ),
-                ));
+            match t.pending.get(&object.key) {
+                None => {
+                    return Err(Error::protocol(
+                        ProtocolReason::UnexpectedAnswer,
+                        format!(
+                            "`{}` is no owner check of the open split {} (or was settled already)",
+                            object.key, t.result.split.index
+                        ),
+                    ))
+                }
+                // Judged on the version the listing gave, no other.
+                Some(listed) if *listed != object => {
+                    return Err(Error::protocol(
+                        ProtocolReason::UnexpectedAnswer,
+                        format!(
+                            "`{}` is settled with a version other than the one listed in split {}",
+                            object.key, t.result.split.index
+                        ),
+                    ))
+                }
+                Some(_) => {}
             }
         }
         let d = self
@@ -348,7 +361,14 @@ impl PageClassifier {
                     }
                 }
                 Judged::NeedsOwner { decision } => {
-                    t.pending.insert(decision.key.clone(), ());
+                    let listed = ListedObject {
+                        key: decision.key.clone(),
+                        size: decision.size,
+                        last_modified_ms: decision.last_modified_ms,
+                        etag: decision.etag.clone(),
+                        version_id: decision.version_id.clone(),
+                    };
+                    t.pending.insert(decision.key.clone(), listed);
                     out.push(decision);
                 }
             }

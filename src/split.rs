@@ -27,8 +27,9 @@
 //! (each judged again by the session against its own keep set), counts and
 //! bytes per verdict, near-misses, legal-hold hits, how many referenced keys
 //! were listed, and the stray metadata documents its owner checks found.
-//! No referenced key crosses: the driver's memory does not grow with the
-//! listing.
+//! No referenced key crosses (but the few that only an ambiguous
+//! reference names, bounded by the keep set): the driver's memory does not
+//! grow with the listing.
 //!
 //! Refused: a result for a split that was not cut, or answered twice; one
 //! made with another keep set or pointer; a key outside its split, or
@@ -214,8 +215,9 @@ impl SplitResult {
 #[derive(Debug, Clone)]
 pub(crate) struct SplitTally {
     pub(crate) result: SplitResult,
-    /// Owner checks not yet settled, by key as listed.
-    pub(crate) pending: BTreeMap<String, ()>,
+    /// Owner checks not yet settled, by key as listed, with the version
+    /// listed (a settlement is judged on that version, no other).
+    pub(crate) pending: BTreeMap<String, crate::verdict::ListedObject>,
     /// Keys listed by name whose versions are to come in a page, in order.
     pub(crate) announced: std::collections::VecDeque<String>,
 }
@@ -443,7 +445,16 @@ mod tests {
         assert!(t.check_in("s3://b/t/m0", 1).is_err(), "backwards");
         t.check_in("s3://b/t/z", 1).unwrap();
         assert_eq!(t.result.listed.count, 2);
-        t.pending.insert("s3://b/t/z".into(), ());
+        t.pending.insert(
+            "s3://b/t/z".into(),
+            crate::verdict::ListedObject {
+                key: "s3://b/t/z".into(),
+                size: 1,
+                last_modified_ms: 0,
+                etag: None,
+                version_id: None,
+            },
+        );
         assert!(t.clone().finish().is_err());
         t.pending.clear();
         let r = SplitResult::from_json(&t.finish().unwrap()).unwrap();

@@ -506,3 +506,37 @@ fn a_newer_metadata_document_a_split_finds_refuses_the_plan_as_pages_do() {
         );
     }
 }
+
+#[test]
+fn an_owner_check_is_settled_on_the_version_listed_and_no_other() {
+    let t = &tables()[0];
+    let opts = HostOptions::for_table(t);
+    let (mut s, prefix) = at_listing(t);
+    let splits = s.split_listing(vec![]).unwrap();
+    let mut c = PageClassifier::load(s.export_keep_set().unwrap()).unwrap();
+    c.begin_split(splits[0].clone()).unwrap();
+    let mut objects = list(prefix.trim_end_matches('/'), &opts);
+    objects.sort_by(|a, b| a.key.cmp(&b.key));
+    let checks: Vec<ListedObject> = c
+        .split_page(objects.clone())
+        .unwrap()
+        .into_iter()
+        .filter(|d| d.verdict == lakesweep::Verdict::OwnerCheck)
+        .map(|d| objects.iter().find(|o| o.key == d.key).unwrap().clone())
+        .collect();
+    let listed = checks
+        .first()
+        .expect("the fixture lists an unreferenced metadata document")
+        .clone();
+    let bytes = read(&listed.key, &opts);
+    // A later version (older, say: now a candidate) is not the one listed.
+    let mut other = listed.clone();
+    other.last_modified_ms -= 30 * 86_400_000;
+    let e = c.settle_metadata_file(other, bytes.clone()).unwrap_err();
+    assert!(e.to_string().contains("other than the one listed"), "{e}");
+    for o in checks {
+        let b = read(&o.key, &opts);
+        c.settle_metadata_file(o, b).unwrap();
+    }
+    assert!(c.end_split().is_ok());
+}

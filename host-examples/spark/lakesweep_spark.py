@@ -9,8 +9,11 @@ manifests, a slice each, and send back each manifest's digest (what the
 session needs of it: entries and paths, not the column statistics), which
 the session checks as it would the bytes. The driver exports the keep set
 and broadcasts its bytes, and its session cuts the table's listing (and
-each write root's) into splits of bounded size where the keys are
-(boundaries sampled on the executors, not folders). Each executor loads the
+each write root's) into splits of bounded size where the keys are (a
+local table: boundaries sampled on the executors, so one flat folder
+spreads too; an object store through ``pyarrow.fs``, which lists no key
+range: its folders, listed level by level on the driver, each level's
+entries passing through it). Each executor loads the
 keep set once, checks it against the pointer the driver read, lists its
 splits, classifies them and settles their owner checks (another table's
 metadata stops the job), writes its decisions to files, and sends back
@@ -19,7 +22,7 @@ session proves the splits cover the listing exactly once (a split
 missing, or answered twice, plans nothing), judges every candidate again,
 re-reads the pointer and seals the plan: byte for byte the plan one
 machine makes, with the driver holding the keep set and the candidates,
-never the listing.
+never the listing's objects.
 
 Applying a sealed plan (:func:`apply`): the driver reads the live facts
 and asks the planner before every batch; the executors HEAD and delete the

@@ -401,8 +401,8 @@ impl References {
     /// Adds what a listing split counted of the referenced keys it listed
     /// (see [`References::listed`]).
     pub(super) fn listed_in_split(&mut self, r: crate::split::ListedReferences) {
-        self.matched += r.matched;
-        self.matched_alt += r.matched_alt;
+        self.matched = self.matched.saturating_add(r.matched);
+        self.matched_alt = self.matched_alt.saturating_add(r.matched_alt);
         for k in r.members {
             if self.group_members.contains(&k) {
                 self.listed_members.insert(k);

@@ -388,9 +388,11 @@ class ArrowStore:
 
     def sample_boundaries(self, prefix, size, at_most=4096):
         """Keys under ``prefix`` to cut its listing at: its folders, level
-        by level, up to ``at_most`` (``pyarrow.fs`` lists no key range, so
-        a folder is the finest cut; ``size`` is not known before
-        listing)."""
+        by level, up to ``at_most``. ``pyarrow.fs`` lists no key range, so
+        a folder is the finest cut (a flat folder is one split) and
+        ``size``, the keys wanted a split, is not used: a folder's size is
+        not known before it is listed. Each level's entries pass through
+        this process; only the folders are kept."""
         out, level = [], [prefix]
         while level and len(out) < at_most:
             nxt = []

@@ -50,7 +50,8 @@ impl Session {
     /// listing is asked for, once pages were handed over or the listing was
     /// cut already, or for a boundary outside the prefix; (unsupported) in
     /// a session checking a ledger's deleted keys, which needs every
-    /// referenced key listed to pass through it.
+    /// referenced key listed to pass through it. Any failure fails the
+    /// session (fail closed): decide to cut before asking.
     pub fn split_listing(&mut self, boundaries: Vec<String>) -> Result<Vec<ListingSplit>> {
         let mut out = Vec::new();
         self.guard(|s| {
@@ -278,18 +279,20 @@ impl Session {
                 .or_default()
                 .add(d.size);
         }
-        self.summary.listed_by_name += r.listed_by_name;
-        self.summary.listed.count += r.listed.count;
-        self.summary.listed.bytes += r.listed.bytes;
+        // A worker's counts, added without overflow whatever they claim.
+        let add = |t: &mut crate::verdict::Tally, o: crate::verdict::Tally| {
+            t.count = t.count.saturating_add(o.count);
+            t.bytes = t.bytes.saturating_add(o.bytes);
+        };
+        self.summary.listed_by_name = self.summary.listed_by_name.saturating_add(r.listed_by_name);
+        add(&mut self.summary.listed, r.listed);
         for (v, t) in r.verdicts {
-            let e = self.summary.verdicts.entry(v).or_default();
-            e.count += t.count;
-            e.bytes += t.bytes;
+            add(self.summary.verdicts.entry(v).or_default(), t);
         }
         for (p, (exact, near)) in r.hold_hits {
             let e = self.hold_hits.entry(p).or_default();
-            e.0 += exact;
-            e.1 += near;
+            e.0 = e.0.saturating_add(exact);
+            e.1 = e.1.saturating_add(near);
         }
         for (rel, detail) in r.near_misses {
             self.warnings
