@@ -87,10 +87,11 @@ def one(master, table, origin, split_size):
     assert spark.sparkContext.master == master, spark.sparkContext.master
     spark.sparkContext.addPyFile(str(REPO / "host-examples/spark/lakesweep_spark.py"))
     jvm = time.monotonic() - started
+    stages = []
     with tempfile.TemporaryDirectory() as d:
         started = time.monotonic()
         p, decided = plan(spark, t["location"], t["metadata_location"], t["now_ms"], store_spec={"local": []},
-                          origin=origin, split_size=split_size, decisions=d)
+                          origin=origin, split_size=split_size, decisions=d, progress=stages.append)
         took = time.monotonic() - started
         files = len(os.listdir(d))
     java = [pid for pid in _java_pids() if pid not in before]
@@ -100,7 +101,7 @@ def one(master, table, origin, split_size):
     print(json.dumps({
         "master": master, "session_s": jvm, "plan_s": took, "python_peak_kib": py_peak, "jvm_peak_kib": jvm_peak,
         "deletes": len(p.delete), "deletes_digest": deletes_digest(k for k, _ in p.delete), "splits": files,
-        "listed": p.summary["listed"]["count"], "document": p.document,
+        "listed": p.summary["listed"]["count"], "stages": stages, "document": p.document,
     }))
 
 
@@ -148,6 +149,7 @@ def main():
             line.append(f"{m} {f['plan_s']:.2f} s (session start {f['session_s']:.1f} s; driver Python "
                         f"{f['python_peak_kib'] / 1024:.0f} MiB, JVM {f['jvm_peak_kib'] / 1024:.0f} MiB; "
                         f"{f['splits']} splits)")
+            print(f"  {m}: " + "; ".join(f["stages"]), flush=True)
         print("; ".join(line) + f"; {ref['summary']['listed']['count']} objects listed, "
               f"{len(ref['delete'])} to delete, the same plan", flush=True)
     s = statistics.median(w for w, _ in side)

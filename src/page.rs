@@ -118,6 +118,22 @@ pub(crate) fn keep_set_digest(bytes: &[u8]) -> String {
 }
 
 impl PageClassifier {
+    /// [`PageClassifier::load`] from the keep set as lowercase hex text
+    /// ([`crate::Session::export_keep_set_hex`]'s pieces joined); text that
+    /// is not such hex is refused, naming where.
+    pub fn load_hex(keep_set: &str) -> Result<PageClassifier> {
+        let bytes = crate::digest::unhex(keep_set).map_err(|at| {
+            Error::invalid(
+                "keep-set",
+                format!(
+                    "keep set text is not lowercase hex (at character {at} of {})",
+                    keep_set.len()
+                ),
+            )
+        })?;
+        Self::load(bytes)
+    }
+
     /// Loads bytes made by [`crate::Session::export_keep_set`]; damaged or
     /// foreign bytes are refused.
     pub fn load(keep_set: Vec<u8>) -> Result<PageClassifier> {

@@ -314,6 +314,10 @@ fn component_classifies_pages_in_columns_like_native() {
         let api = Lakesweep::instantiate(&mut store, &component, &Linker::new(&engine)).unwrap();
         let pc = api.lakesweep_planner_planner().page_classifier();
         let handle = pc.call_load(&mut store, &keep_set).unwrap().unwrap();
+        // The same keep set as hex text (the hosts that move text faster).
+        let text: String = keep_set.iter().map(|b| format!("{b:02x}")).collect();
+        let by_text = pc.call_load_hex(&mut store, &text).unwrap().unwrap();
+        assert!(pc.call_load_hex(&mut store, &text[1..]).unwrap().is_err());
         let listing = list(&t.location, &HostOptions::for_table(&t));
         for page in listing.chunks(7) {
             let rows = native.classify(page.to_vec()).unwrap();
@@ -328,6 +332,11 @@ fn component_classifies_pages_in_columns_like_native() {
                 .call_classify_columns(&mut store, handle, &cols)
                 .unwrap()
                 .unwrap();
+            let w = pc
+                .call_classify_columns(&mut store, by_text, &cols)
+                .unwrap()
+                .unwrap();
+            assert_eq!(format!("{v:?}"), format!("{w:?}"), "{}", t.name);
             assert_eq!(v.verdicts.len(), rows.len(), "{}", t.name);
             for (i, d) in rows.iter().enumerate() {
                 assert_eq!(verdict(v.verdicts[i]), d.verdict, "{}: {}", t.name, d.key);

@@ -486,4 +486,44 @@ fn the_keep_set_exported_in_ranges_is_the_keep_set() {
         assert_eq!(joined, all, "chunks of {chunk}");
     }
     assert!(s.export_keep_set_range(u64::MAX, 5).unwrap().is_empty());
+    // As hex text: the same bytes, and a classifier loaded from the text is
+    // the one loaded from the bytes.
+    let mut text = String::new();
+    loop {
+        let part = s.export_keep_set_hex(text.len() as u64 / 2, 333).unwrap();
+        if part.is_empty() {
+            break;
+        }
+        assert!(part.len() <= 666);
+        text.push_str(&part);
+    }
+    assert_eq!(text.len(), 2 * all.len());
+    let from_text = lakesweep::PageClassifier::load_hex(&text).unwrap();
+    let from_bytes = lakesweep::PageClassifier::load(all).unwrap();
+    assert_eq!(
+        from_text.metadata_location(),
+        from_bytes.metadata_location()
+    );
+    let page = list(&t.location, &opts);
+    assert_eq!(
+        from_text.classify(page.clone()).unwrap(),
+        from_bytes.classify(page).unwrap()
+    );
+    // Text that is not the keep set's hex is refused, naming where.
+    for (bad, at) in [
+        (format!("{}X", &text[..text.len() - 1]), text.len() - 1),
+        (
+            text.to_uppercase(),
+            text.find(|c: char| c.is_ascii_lowercase()).unwrap(),
+        ),
+        (text[1..].to_owned(), text.len() - 1),
+    ] {
+        let e = lakesweep::PageClassifier::load_hex(&bad)
+            .err()
+            .expect("refused");
+        assert!(
+            e.to_string().contains(&format!("at character {at} ")),
+            "{e}"
+        );
+    }
 }

@@ -224,7 +224,7 @@ def _io_partition(spec, kind):
 
 
 def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size=50_000, decisions=None,
-         listing="names", **options):
+         listing="names", progress=None, **options):
     """Plans ``table`` with the listing spread over Spark's executors.
     ``store_spec`` (see :func:`executor_store`) says how every process
     reaches the table; ``pointer`` reads the metadata location now
@@ -241,11 +241,22 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
     lines; :func:`read_decisions`). ``listing``: ``names`` (a local table's
     keys are walked by name, and only those the keep set does not settle
     by name are stat-ed, as the command line's default) or ``stat`` (every
-    object's version, as an object store lists). Returns ``(plan,
+    object's version, as an object store lists). ``progress``, if given,
+    is called with one line per stage (the keep set, each listing's cut,
+    its splits back, the seal), each with its time. Returns ``(plan,
     decisions)``."""
     if listing not in ("names", "stat"):
         raise ValueError(f"listing: {listing!r} is not names or stat")
     import hashlib
+    import time
+
+    clock = [time.monotonic()]
+
+    def stage(text):
+        if progress is not None:
+            now = time.monotonic()
+            progress(f"{text} ({now - clock[0]:.2f} s)")
+            clock[0] = now
 
     if pointer is None and options.get("format") == "delta":
         # A Delta table's pointer is its newest log entry, as the planner names it.
@@ -274,14 +285,19 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
         # A listing the keep set needs first (a Delta log) is the driver's.
         prefixes = s.until_keep_set()
         if not prefixes:
-            return s.finish(), decisions
+            done = s.finish()
+            stage(f"sealed: {len(done.delete)} objects to delete")
+            return done, decisions
+        stage("keep set built")
         keep_set = s.export_keep_set()
         digest = hashlib.sha256(keep_set).hexdigest()
         shipped = sc.broadcast(keep_set)
+        stage(f"keep set shipped ({len(keep_set)} bytes)")
         del keep_set
         live = pointer()
         for prefix in prefixes:
             splits = s.split_listing(_boundaries(sc, store, store_spec, prefix, split_size))
+            stage(f"{prefix}: cut into {len(splits)} splits")
             # One split a partition: Spark hands the next to whichever
             # executor is free.
             rdd = sc.parallelize(splits, len(splits)).mapPartitions(
@@ -290,6 +306,7 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
             # Groups of eight splits a core: a partial result is small.
             for result in _gathered(sc, rdd, len(splits), 8 * sc.defaultParallelism):
                 s.feed_split(result)
+            stage(f"{prefix}: {len(splits)} splits listed and classified")
             root += 1
         shipped.unpersist()
 
@@ -440,7 +457,8 @@ def main(argv=None):
         if args.command == "plan":
             print(f"lakesweep: planning {args.table} on Spark ({spark.sparkContext.master})", file=sys.stderr)
             pl, _ = plan(spark, args.table, args.metadata, now, store_spec=spec, location_map=maps,
-                         split_size=args.split_size, decisions=args.decisions, listing=args.listing, **extra)
+                         split_size=args.split_size, decisions=args.decisions, listing=args.listing,
+                         progress=lambda line: print(f"lakesweep: {line}", file=sys.stderr, flush=True), **extra)
             if args.out:
                 with open(args.out, "w") as f:
                     f.write(pl.document)

@@ -68,6 +68,10 @@ impl wp::GuestPlan for Plan {
             .len() as u64
     }
 
+    fn document_hex(&self, offset: u64, length: u32) -> String {
+        crate::digest::hex(&self.document(offset, length))
+    }
+
     fn document(&self, offset: u64, length: u32) -> Vec<u8> {
         let mut d = self.document.borrow_mut();
         let text = d.get_or_insert_with(|| self.plan.to_json()).as_bytes();

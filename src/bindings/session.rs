@@ -229,6 +229,13 @@ impl wp::GuestSession for Session {
             .map_err(err)
     }
 
+    fn export_keep_set_hex(&self, offset: u64, length: u32) -> Result<String, wt::Error> {
+        self.0
+            .borrow()
+            .export_keep_set_hex(offset, length)
+            .map_err(err)
+    }
+
     fn keep_set_complete(&self) -> bool {
         self.0.borrow().keep_set_complete()
     }
@@ -257,6 +264,11 @@ impl wp::GuestSession for Session {
 impl wp::GuestPageClassifier for PageClassifier {
     fn load(keep_set: Vec<u8>) -> Result<wp::PageClassifier, wt::Error> {
         let c = core::PageClassifier::load(keep_set).map_err(err)?;
+        Ok(wp::PageClassifier::new(PageClassifier(RefCell::new(c))))
+    }
+
+    fn load_hex(keep_set: String) -> Result<wp::PageClassifier, wt::Error> {
+        let c = core::PageClassifier::load_hex(&keep_set).map_err(err)?;
         Ok(wp::PageClassifier::new(PageClassifier(RefCell::new(c))))
     }
 

@@ -92,6 +92,23 @@ class Plan:
 _location_map = location_map
 
 
+#: Bytes a piece of a large value: its hex text is twice as long.
+_PIECE = 8 << 20
+
+
+def _pieces(read):
+    """The bytes ``read(offset)`` gives as hex text piece by piece (at
+    most :data:`_PIECE` bytes each; an empty piece ends them): large
+    values cross as text, which wasmtime-py moves in one copy (a list of
+    bytes crosses value by value, and one call carries only so much)."""
+    out = bytearray()
+    while True:
+        part = read(len(out))
+        if not part:
+            return bytes(out)
+        out += bytes.fromhex(part)
+
+
 def _listed(o):
     uri, size, mtime_ms, etag = o
     return record(
@@ -262,14 +279,7 @@ class Sweep:
 
     def export_keep_set(self):
         """The keep set's bytes, for :class:`PageClassifier` elsewhere."""
-        # In pieces: wasmtime-py refuses to take a list of more than a few
-        # MiB back from a component in one call (its host-call fuel).
-        parts = []
-        while True:
-            part = bytes(self._call("export-keep-set-range", sum(map(len, parts)), 1 << 20))
-            if not part:
-                return b"".join(parts)
-            parts.append(part)
+        return _pieces(lambda at: self._call("export-keep-set-hex", at, _PIECE))
 
     def referenced(self, keys):
         """Which of ``keys`` (relative to the table) the complete keep set
@@ -310,12 +320,23 @@ class Sweep:
         for) and seals the plan."""
         if self.until_listing():
             raise ValueError("the planner still asks for a listing: serve until_listing() first")
-        sealed = self._call("finish")
-        doc = sealed.document
+        # Sealed into a plan the component holds; its document crosses as
+        # hex text in pieces (a typed plan of many deletes crosses record
+        # by record, and may be larger than one call carries).
+        sealed = self._call("seal")
+        try:
+            digest = field(self.c.call("[method]plan.header", sealed), "digest")
+            n = self.c.call("[method]plan.document-length", sealed)
+            doc = _pieces(lambda at: self.c.call("[method]plan.document-hex", sealed, at, _PIECE))
+        finally:
+            sealed.drop(self.c.store)
+        if len(doc) != n:
+            raise ValueError(f"the plan's document is {len(doc)} bytes, not the {n} it says")
+        doc = doc.decode()
         v = json.loads(doc)
         return Plan(
             document=doc,
-            digest=sealed.digest,
+            digest=digest,
             delete=[(d["key"], d["size"]) for d in v["delete"]],
             summary=v["summary"],
             warnings=v["warnings"],
@@ -330,7 +351,8 @@ class PageClassifier:
 
     def __init__(self, keep_set, *, wasm=None):
         self.c = Component(wasm)
-        self.handle = self.c.call("[static]page-classifier.load", bytes(keep_set))
+        # As hex text: one copy into the component (see _pieces).
+        self.handle = self.c.call("[static]page-classifier.load-hex", bytes(keep_set).hex())
 
     def check_pointer(self, live):
         """Raises :class:`PlanRefused` unless the keep set was built on the

@@ -600,6 +600,15 @@ impl Session {
         Ok(all[start..end].to_vec())
     }
 
+    /// [`Session::export_keep_set_range`]'s bytes as lowercase hex text, two
+    /// characters a byte (at most `length` bytes, so `2 * length`
+    /// characters), for hosts whose runtime moves text in one copy and a
+    /// list of bytes value by value. Fails as `export_keep_set` does.
+    pub fn export_keep_set_hex(&self, offset: u64, length: u32) -> Result<String> {
+        self.export_keep_set_range(offset, length)
+            .map(|b| crate::digest::hex(&b))
+    }
+
     /// Exports the finished keep set (plus the options verdicts depend on) for
     /// the stateless page mode. Available once the listing was requested.
     pub fn export_keep_set(&self) -> Result<Vec<u8>> {
