@@ -92,6 +92,7 @@ fn parse_all(uri: &str, bytes: &[u8]) -> bool {
     }
     if let Ok(text) = std::str::from_utf8(bytes) {
         ok |= SealedPlan::from_json(text).is_ok();
+        ok |= PageClassifier::load_hex(text).is_ok();
     }
     ok |= PageClassifier::load(bytes.to_vec()).is_ok();
     ok |= delta::parse_json_actions(uri, bytes).is_ok();

@@ -207,13 +207,27 @@ def _gathered(sc, rdd, n, width=None):
 
 
 def _digest_partition(spec):
+    """Reads and digests each file of a partition on its executor; yields
+    ``(uri, digest)``, the digest's text deflated (it spells every path
+    of its manifest, and travels through the JVM to the driver: a tenth
+    of the bytes or less) or ``None`` for a missing file."""
     def run(uris):
+        import zlib
+
         store = executor_store(spec)
         for uri in uris:
             b = store.read(uri)
-            yield uri, None if b is None else lakesweep.digest_file(uri, b)
+            yield uri, None if b is None else zlib.compress(lakesweep.digest_file(uri, b).encode(), 1)
 
     return run
+
+
+def _inflated(pairs):
+    """:func:`_digest_partition`'s pairs with each digest's text again."""
+    import zlib
+
+    for uri, packed in pairs:
+        yield uri, None if packed is None else zlib.decompress(packed).decode()
 
 
 def _io_partition(spec, kind):
@@ -267,9 +281,10 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
 
     def manifests(uris):
         # At most 16 files a task: a task's digests travel through the JVM
-        # as one result (a manifest of 10,000 files digests to about 0.7 MB).
+        # as one result (a manifest of 10,000 files digests to about 0.7 MB
+        # of text, deflated before it travels).
         n = max(partitions_for(len(uris)), -(-len(uris) // 16))
-        return _gathered(sc, sc.parallelize(uris, n).mapPartitions(_digest_partition(store_spec)), n)
+        return _inflated(_gathered(sc, sc.parallelize(uris, n).mapPartitions(_digest_partition(store_spec)), n))
 
     def partitions_for(n):
         return max(1, min(n, sc.defaultParallelism * 4))
@@ -354,11 +369,38 @@ def apply(spark, document, *, store_spec, pointer=None, batch=None, partitions=N
 QUIET_LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-quiet.properties")
 
 
+def ready_executors(spark):
+    """Starts the executors' Python workers with the planner component
+    loaded, and checks that every one runs the driver's lakesweep (its
+    version and component, byte for byte): a cluster that cannot import
+    the package, or holds another build of it, fails here, before the
+    driver reads anything. Raises :class:`RuntimeError` naming the
+    difference."""
+    def ready(_):
+        # Only the installed package: this module may not be importable
+        # on the executors yet (a job adds it to the context after this).
+        import lakesweep as ls
+
+        yield ls.component_identity()
+
+    sc = spark.sparkContext
+    n = 2 * sc.defaultParallelism
+    mine = lakesweep.component_identity()
+    seen = set(sc.parallelize(range(n), n).mapPartitions(ready).collect())
+    other = sorted(seen - {mine})
+    if other:
+        raise RuntimeError(
+            f"the executors run another lakesweep ({', '.join(f'{v}, component {d[:12]}' for v, d in other)}) "
+            f"than the driver ({mine[0]}, component {mine[1][:12]}): install the same package everywhere"
+        )
+
+
 def session(name, verbose=False):
     """The job's Spark session: warnings only unless ``verbose`` (a driver
     already running keeps its log; its level is set here), and a local
     master (``local``, ``local[N]``, the default) bound to 127.0.0.1 so a
-    laptop's job is reachable from nowhere else."""
+    laptop's job is reachable from nowhere else. Its executors are ready
+    (:func:`ready_executors`) when it is returned."""
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
@@ -382,6 +424,11 @@ def session(name, verbose=False):
     spark = b.getOrCreate()
     if not verbose:
         spark.sparkContext.setLogLevel("WARN")
+    try:
+        ready_executors(spark)
+    except BaseException:
+        spark.stop()
+        raise
     return spark
 
 
@@ -452,7 +499,11 @@ def main(argv=None):
                               args.root, args.s3_endpoint)
     except ValueError as e:
         a.error(str(e))
-    spark = session(f"lakesweep-{args.command}", args.verbose)
+    try:
+        spark = session(f"lakesweep-{args.command}", args.verbose)
+    except RuntimeError as e:
+        print(f"lakesweep: refused, nothing read or deleted: {e}", file=sys.stderr)
+        return 2
     try:
         if args.command == "plan":
             print(f"lakesweep: planning {args.table} on Spark ({spark.sparkContext.master})", file=sys.stderr)

@@ -197,6 +197,34 @@ def test_the_cluster_recipe_runs_the_job_from_the_wheel(tmp_path):
     assert out.read_text() == golden("iceberg-events")
 
 
+def test_executors_with_another_component_are_refused_before_planning(tmp_path):
+    """An executor that loads another build of the component (here the
+    same one with a custom section added: other bytes, still a component)
+    stops the job before the driver reads the table, naming both."""
+    import subprocess
+
+    wasm = Path(os.environ.get("LAKESWEEP_WASM") or REPO / "target/lakesweep.wasm")
+    other = tmp_path / "other.wasm"
+    name, payload = b"lakesweep-test", b"another build"
+    body = bytes([len(name)]) + name + payload
+    other.write_bytes(wasm.read_bytes() + bytes([0, len(body)]) + body)
+    here = Path(__file__).parent
+    r = subprocess.run(
+        ["spark-submit", "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+         "--conf", f"spark.executorEnv.LAKESWEEP_WASM={other}",
+         "--driver-java-options", f"-Dlog4j2.configurationFile={here / 'log4j2-quiet.properties'}",
+         str(here / "lakesweep_spark.py"), "plan", "file:///nowhere/t", "--metadata",
+         "file:///nowhere/t/metadata/v1.metadata.json", "--now", "0", "--out", str(tmp_path / "plan.json")],
+        capture_output=True, text=True, env={**os.environ, "LAKESWEEP_WASM": str(wasm)},
+    )
+    # (spark-submit passes the Python driver's own stderr to its stdout.)
+    said = r.stdout + r.stderr
+    assert r.returncode == 2, said[-3000:]
+    assert "refused, nothing read or deleted: the executors run another lakesweep" in said, said[-3000:]
+    assert "Traceback" not in said, said[-3000:]
+    assert not (tmp_path / "plan.json").exists()
+
+
 def test_apply_on_the_executors_deletes_the_plan_with_a_receipt_per_key(spark, tmp_path):
     expect = json.loads((REPO / "tests/fixtures/generated/expect.json").read_text())
     t = expect["events"]

@@ -33,7 +33,7 @@ __all__ = [
     "digest_file", "apply", "Plan",
     "ExpiryPlan", "PlanRefused", "ApplyFailed", "Sweep", "PageClassifier", "shared_classifier", "drop_classifier",
     "LocalStore", "ArrowStore", "Deletion",
-    "Applied", "store_io", "__version__",
+    "Applied", "store_io", "component_identity", "__version__",
 ]
 
 try:
@@ -42,6 +42,20 @@ try:
     __version__ = _version("lakesweep")
 except Exception:  # noqa: BLE001: run from a checkout, not installed
     __version__ = "0.1.0"
+
+
+def component_identity(wasm=None):
+    """This process's lakesweep: ``(package version, SHA-256 of the
+    component it loads)``. The component is compiled (or taken from the
+    cache) and loaded here, once per process, so a worker that calls this
+    first plans without that wait."""
+    import hashlib
+    from pathlib import Path
+
+    from ._component import default_wasm
+
+    Component(wasm)
+    return __version__, hashlib.sha256(Path(wasm or default_wasm()).read_bytes()).hexdigest()
 
 
 def parse_duration(text: str, *, wasm=None) -> int:
