@@ -195,15 +195,34 @@ def _split_partition(keep_set, digest, pointer, spec, decisions, root, by_name=T
     return run
 
 
-def _gathered(sc, rdd, n, width=None):
+def _gathered(sc, rdd, n, width=None, ahead=False):
     """The results of the ``n`` partitions of ``rdd``, group by group: each
     group of ``width`` partitions (default: twice as many as the cluster
     runs at once) is one job, so the executors work in parallel
-    (``toLocalIterator`` runs one job per partition, one after another)
-    while the driver holds one group's results at a time."""
+    (``toLocalIterator`` runs one job per partition, one after another).
+    With ``ahead`` (jobs that delete nothing), the next group's job runs while
+    the driver takes in this one's results: the driver holds two groups'
+    results at most, and a job already started when the driver stops
+    taking results runs to its end. Never for jobs that change anything:
+    each of their groups starts only once the driver took the last."""
     width = width or max(1, 2 * sc.defaultParallelism)
-    for start in range(0, n, width):
-        yield from sc.runJob(rdd, list, list(range(start, min(n, start + width))))
+    groups = [list(range(start, min(n, start + width))) for start in range(0, n, width)]
+    if not ahead:
+        for g in groups:
+            yield from sc.runJob(rdd, list, g)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakesweep-gather")
+    try:
+        pending = pool.submit(sc.runJob, rdd, list, groups[0]) if groups else None
+        for later in groups[1:] + [None]:
+            done = pending.result()
+            if later is not None:
+                pending = pool.submit(sc.runJob, rdd, list, later)
+            yield from done
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _digest_partition(spec):
@@ -284,7 +303,8 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
         # as one result (a manifest of 10,000 files digests to about 0.7 MB
         # of text, deflated before it travels).
         n = max(partitions_for(len(uris)), -(-len(uris) // 16))
-        return _inflated(_gathered(sc, sc.parallelize(uris, n).mapPartitions(_digest_partition(store_spec)), n))
+        return _inflated(_gathered(sc, sc.parallelize(uris, n).mapPartitions(_digest_partition(store_spec)), n,
+                                   ahead=True))
 
     def partitions_for(n):
         return max(1, min(n, sc.defaultParallelism * 4))
@@ -295,6 +315,17 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
             # Another run's files would read as this one's.
             raise ValueError(f"{decisions}: holds decisions of another run already (give an empty folder)")
     s = Sweep(table, metadata, now_ms, store=store, manifests=manifests, **options)
+    # The table's own listing is sampled while the keep set is built (the
+    # executors are idle while the driver takes in manifest digests). The
+    # boundaries only balance the splits: the planner cuts the listing it
+    # asks for and proves the splits cover it, whatever was sampled; a
+    # prefix it asks for that was not guessed is sampled then.
+    from concurrent.futures import ThreadPoolExecutor
+
+    early = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakesweep-sample")
+    guessed = {table.rstrip("/") + "/": early.submit(_boundaries, sc, store, store_spec, table.rstrip("/") + "/",
+                                                     split_size)}
+    early.shutdown(wait=False)
     root = 0
     while True:
         # A listing the keep set needs first (a Delta log) is the driver's.
@@ -311,7 +342,9 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
         del keep_set
         live = pointer()
         for prefix in prefixes:
-            splits = s.split_listing(_boundaries(sc, store, store_spec, prefix, split_size))
+            sampled = guessed.pop(prefix, None)
+            boundaries = sampled.result() if sampled else _boundaries(sc, store, store_spec, prefix, split_size)
+            splits = s.split_listing(boundaries)
             stage(f"{prefix}: cut into {len(splits)} splits")
             # One split a partition: Spark hands the next to whichever
             # executor is free.
@@ -319,7 +352,7 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
                 _split_partition(shipped, digest, live, store_spec, decisions, root, listing == "names")
             )
             # Groups of eight splits a core: a partial result is small.
-            for result in _gathered(sc, rdd, len(splits), 8 * sc.defaultParallelism):
+            for result in _gathered(sc, rdd, len(splits), 8 * sc.defaultParallelism, ahead=True):
                 s.feed_split(result)
             stage(f"{prefix}: {len(splits)} splits listed and classified")
             root += 1
