@@ -225,6 +225,30 @@ def test_executors_with_another_component_are_refused_before_planning(tmp_path):
     assert not (tmp_path / "plan.json").exists()
 
 
+def test_a_job_that_may_delete_starts_each_group_only_once_the_last_was_taken(spark, tmp_path):
+    """Apply's jobs (HEADs, DELETEs) are gathered group by group, never
+    ahead: while the driver has not taken a group's answers, no task of
+    the next group has run. Jobs that delete nothing run one group ahead."""
+    import time
+
+    for ahead in (False, True):
+        marks = tmp_path / f"marks-{ahead}"
+        marks.mkdir()
+
+        def run(items, marks=marks):
+            for i in items:
+                (marks / str(i)).touch()
+                yield i
+
+        rdd = spark.sparkContext.parallelize(range(8), 8).mapPartitions(run)
+        g = lakesweep_spark._gathered(spark.sparkContext, rdd, 8, width=2, ahead=ahead)
+        assert [next(g), next(g)] == [0, 1]
+        time.sleep(1.5)
+        ran = sorted(int(p.name) for p in marks.iterdir())
+        assert ran == ([0, 1, 2, 3] if ahead else [0, 1]), ran
+        assert list(g) == list(range(2, 8))
+
+
 def test_apply_on_the_executors_deletes_the_plan_with_a_receipt_per_key(spark, tmp_path):
     expect = json.loads((REPO / "tests/fixtures/generated/expect.json").read_text())
     t = expect["events"]
