@@ -527,3 +527,50 @@ fn the_keep_set_exported_in_ranges_is_the_keep_set() {
         );
     }
 }
+
+/// Every read answered as hex text builds the keep set the bytes build;
+/// text that is not hex fails the session (protocol: bad input), and it
+/// stays failed.
+#[test]
+fn blobs_answered_as_hex_text_build_the_same_keep_set() {
+    let t = tables().into_iter().find(|t| t.name == "events").unwrap();
+    let opts = HostOptions::for_table(&t);
+    let keep_set = |as_text: bool| {
+        let mut s = lakesweep::Session::start(t.config()).unwrap();
+        while !s.keep_set_complete() {
+            match s.poll_request().expect("a request") {
+                lakesweep::Request::ReadBlob { uri } => {
+                    let b = read(&uri, &opts).unwrap();
+                    if as_text {
+                        let text: String = b.iter().map(|x| format!("{x:02x}")).collect();
+                        s.handle_blob_hex(uri, &text).unwrap()
+                    } else {
+                        s.handle_blob(uri, b).unwrap()
+                    }
+                }
+                r => panic!("{r:?}"),
+            }
+        }
+        s.export_keep_set().unwrap()
+    };
+    assert_eq!(keep_set(true), keep_set(false));
+
+    let mut s = lakesweep::Session::start(t.config()).unwrap();
+    let Some(lakesweep::Request::ReadBlob { uri }) = s.poll_request() else {
+        panic!("the first request reads the metadata")
+    };
+    let e = s.handle_blob_hex(uri.clone(), "7b0").unwrap_err();
+    assert!(
+        matches!(
+            e,
+            lakesweep::Error::Protocol {
+                reason: lakesweep::ProtocolReason::BadInput,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("at character 3 of 3"), "{e}");
+    let b = read(&uri, &opts).unwrap();
+    assert!(s.handle_blob(uri, b).is_err(), "the session stays failed");
+}

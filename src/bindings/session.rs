@@ -142,6 +142,13 @@ impl wp::GuestSession for Session {
         self.0.borrow_mut().handle_blob(uri, bytes).map_err(err)
     }
 
+    fn handle_blob_hex(&self, uri: String, bytes: String) -> Result<(), wt::Error> {
+        self.0
+            .borrow_mut()
+            .handle_blob_hex(uri, &bytes)
+            .map_err(err)
+    }
+
     fn handle_page_json(&self, page: String, is_last: bool) -> Result<(), wt::Error> {
         self.0
             .borrow_mut()

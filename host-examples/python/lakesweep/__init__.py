@@ -257,7 +257,8 @@ class Sweep:
             if b is None:
                 self._call("handle-missing", uri)
             else:
-                self._call("handle-blob", uri, bytes(b))
+                # As hex text: one copy into the component (see _pieces).
+                self._call("handle-blob-hex", uri, bytes(b).hex())
             self._drain()
         if pointer:
             self._call("handle-pointer", self.store.pointer())

@@ -323,6 +323,22 @@ impl Session {
         })
     }
 
+    /// [`Session::handle_blob`] with the bytes as lowercase hex text, two
+    /// characters a byte (for hosts whose runtime moves text in one copy
+    /// and a list of bytes value by value). Text that is not such hex
+    /// fails (protocol: bad input) as any other wrong answer does.
+    pub fn handle_blob_hex(&mut self, uri: String, text: &str) -> Result<()> {
+        match crate::digest::unhex(text) {
+            Ok(bytes) => self.handle_blob(uri, bytes),
+            Err(at) => self.guard(|_| {
+                Err(Error::protocol(
+                    ProtocolReason::BadInput,
+                    format!("the bytes of {uri} as text are not lowercase hex (at character {at} of {})", text.len()),
+                ))
+            }),
+        }
+    }
+
     /// Whether the read of `uri` asked for now is of an Iceberg manifest:
     /// such a read may be answered with [`Session::handle_manifest_digest`]
     /// (the manifest digested elsewhere by [`crate::digest_manifest`]) instead of
