@@ -518,9 +518,9 @@ fn the_keep_set_exported_in_ranges_is_the_keep_set() {
         ),
         (text[1..].to_owned(), text.len() - 1),
     ] {
-        let e = lakesweep::PageClassifier::load_hex(&bad)
-            .err()
-            .expect("refused");
+        let Err(e) = lakesweep::PageClassifier::load_hex(&bad) else {
+            panic!("not refused")
+        };
         assert!(
             e.to_string().contains(&format!("at character {at} ")),
             "{e}"
