@@ -6,7 +6,9 @@ use std::fmt;
 ///
 /// Each reason means "delete nothing for this table now"; none is a bug in
 /// the host or the table, they are states of the world that make a plan unsafe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum UnsafeReason {
     /// A blob needed for the keep set (metadata, manifest list, manifest) does not exist.
@@ -63,7 +65,9 @@ impl UnsafeReason {
 }
 
 /// What is wrong with a malformed file (who must act: the table's owner).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum MalformedReason {
     /// The bytes are not what the format says (JSON, Avro, Parquet, gzip,
@@ -99,7 +103,9 @@ impl MalformedReason {
 
 /// How the host broke the session protocol (who must act: the host's
 /// authors).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProtocolReason {
     /// An answer to a request never made, or made already.
@@ -130,7 +136,7 @@ impl ProtocolReason {
 ///
 /// The variants are grouped by who must act, and map one-to-one onto the
 /// WIT `error` variant.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(
     tag = "kind",
     rename_all = "kebab-case",
@@ -211,6 +217,38 @@ impl Error {
         Error::Unsafe {
             reason,
             detail: detail.into(),
+        }
+    }
+
+    /// The same error with `context` put before what it says (its detail;
+    /// an unsupported feature's place).
+    pub(crate) fn within(self, context: &str) -> Self {
+        match self {
+            Error::Malformed {
+                reason,
+                uri,
+                detail,
+            } => Error::Malformed {
+                reason,
+                uri,
+                detail: format!("{context}{detail}"),
+            },
+            Error::Unsupported { feature, uri } => Error::Unsupported {
+                feature,
+                uri: format!("{context}{uri}"),
+            },
+            Error::Protocol { reason, detail } => Error::Protocol {
+                reason,
+                detail: format!("{context}{detail}"),
+            },
+            Error::InvalidOptions { field, detail } => Error::InvalidOptions {
+                field,
+                detail: format!("{context}{detail}"),
+            },
+            Error::Unsafe { reason, detail } => Error::Unsafe {
+                reason,
+                detail: format!("{context}{detail}"),
+            },
         }
     }
 

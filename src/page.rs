@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, ProtocolReason, Result, UnsafeReason};
 use crate::path::{PathMapping, TableLocation};
 use crate::reach::KeepSet;
-use crate::split::{ListingSplit, SplitTally};
+use crate::split::{ListingSplit, SplitRefusal, SplitTally, SPLIT_REFUSAL_SCHEMA};
 use crate::verdict::{Classifier, Decision, Judged, ListedObject, Verdict};
 
 #[derive(Serialize, Deserialize)]
@@ -109,6 +109,8 @@ pub struct PageClassifier {
     group_members: crate::hashing::Set<String>,
     /// The split being listed, if one is.
     split: Option<SplitTally>,
+    /// The last split this classifier refused, until the host takes it.
+    refused: Option<SplitRefusal>,
 }
 
 /// XXH3-128 of an exported keep set, lowercase hex: what a split's partial
@@ -186,6 +188,7 @@ impl PageClassifier {
             alt_only: h.alt_only.into_iter().collect(),
             group_members: h.group_members.into_iter().collect(),
             split: None,
+            refused: None,
         })
     }
 
@@ -254,12 +257,19 @@ impl PageClassifier {
     /// it no longer exists). A file of another table is an `Unsafe` error:
     /// the whole sweep must stop. While a split is open, the object must be
     /// one of its owner checks not yet settled (protocol otherwise), and
-    /// the settled decision is tallied into it.
+    /// the settled decision is tallied into it; a failure refuses the
+    /// split ([`PageClassifier::split_refusal`]).
     pub fn settle_metadata_file(
         &mut self,
         object: ListedObject,
         bytes: Option<Vec<u8>>,
     ) -> Result<Decision> {
+        let open = self.open_split();
+        let r = self.settle(object, bytes);
+        self.refusing(open, r)
+    }
+
+    fn settle(&mut self, object: ListedObject, bytes: Option<Vec<u8>>) -> Result<Decision> {
         let (_, rel) = self.classifier.relative_key(&object.key)?;
         if let Some(t) = &self.split {
             match t.pending.get(&object.key) {
@@ -353,8 +363,15 @@ impl PageClassifier {
     /// `referenced` ones (those are counted only), owner checks included:
     /// settle each with [`PageClassifier::settle_metadata_file`]. Fails
     /// (protocol) with no split open, or for a key outside it, out of order
-    /// or listed twice; the split is then closed.
+    /// or listed twice; the split is then refused
+    /// ([`PageClassifier::split_refusal`]).
     pub fn split_page(&mut self, objects: Vec<ListedObject>) -> Result<Vec<Decision>> {
+        let open = self.open_split();
+        let r = self.classify_split_page(objects);
+        self.refusing(open, r)
+    }
+
+    fn classify_split_page(&mut self, objects: Vec<ListedObject>) -> Result<Vec<Decision>> {
         let Some(mut t) = self.split.take() else {
             return Err(Error::protocol(
                 ProtocolReason::OutOfOrder,
@@ -403,6 +420,12 @@ impl PageClassifier {
     /// [`PageClassifier::split_page`] (leaving out any gone meanwhile).
     /// Fails (protocol) like `split_page`.
     pub fn split_names(&mut self, keys: Vec<String>) -> Result<Vec<u32>> {
+        let open = self.open_split();
+        let r = self.take_split_names(keys);
+        self.refusing(open, r)
+    }
+
+    fn take_split_names(&mut self, keys: Vec<String>) -> Result<Vec<u32>> {
         let Some(mut t) = self.split.take() else {
             return Err(Error::protocol(
                 ProtocolReason::OutOfOrder,
@@ -438,33 +461,73 @@ impl PageClassifier {
     /// [`PageClassifier::split_names`] with the keys as a JSON array of
     /// strings; fails (protocol: bad-input) for text that is not one.
     pub fn split_names_json(&mut self, keys: &[u8]) -> Result<Vec<u32>> {
-        let keys: Vec<String> = serde_json::from_slice(keys).map_err(|e| {
-            Error::protocol(
-                ProtocolReason::BadInput,
-                format!("names are a JSON array of strings: {e}"),
-            )
-        })?;
-        self.split_names(keys)
+        let open = self.open_split();
+        let r = serde_json::from_slice(keys)
+            .map_err(|e| {
+                Error::protocol(
+                    ProtocolReason::BadInput,
+                    format!("names are a JSON array of strings: {e}"),
+                )
+            })
+            .and_then(|keys| self.take_split_names(keys));
+        self.refusing(open, r)
     }
 
     /// [`PageClassifier::split_page`] with the page and the decisions in
     /// JSON ([`ListedObject::page_from_json`], [`Decision::list_to_json`]).
     pub fn split_page_json(&mut self, page: &[u8]) -> Result<Vec<u8>> {
-        let objects = ListedObject::page_from_json(page)?;
-        Ok(Decision::list_to_json(&self.split_page(objects)?))
+        let open = self.open_split();
+        let r = ListedObject::page_from_json(page)
+            .and_then(|objects| self.classify_split_page(objects))
+            .map(|ds| Decision::list_to_json(&ds));
+        self.refusing(open, r)
     }
 
     /// Ends the open split: its partial result, as JSON text, for
     /// [`crate::Session::handle_split_result`]. Fails (protocol) with no
     /// split open, or while an owner check of it is unsettled.
     pub fn end_split(&mut self) -> Result<String> {
-        match self.split.take() {
+        let open = self.open_split();
+        let r = match self.split.take() {
             Some(t) => t.finish(),
             None => Err(Error::protocol(
                 ProtocolReason::OutOfOrder,
                 "no split is open",
             )),
+        };
+        self.refusing(open, r)
+    }
+
+    /// The refusal of the last split this classifier refused, as JSON text
+    /// for [`crate::Session::handle_split_result`], once (`None`: none
+    /// since the last call). A split is refused when any call on it fails
+    /// while it is open (the call's error is the refusal's, and the split
+    /// is closed): send the refusal in the split's place, so the session
+    /// fails with the worker's error and no later attempt at the split
+    /// can answer it instead.
+    pub fn split_refusal(&mut self) -> Option<String> {
+        self.refused.take().map(|r| r.to_json())
+    }
+
+    /// The open split, if any.
+    fn open_split(&self) -> Option<ListingSplit> {
+        self.split.as_ref().map(|t| t.result.split.clone())
+    }
+
+    /// Passes `r` through; an error while `open` was the open split closes
+    /// it and is kept as its refusal.
+    fn refusing<T>(&mut self, open: Option<ListingSplit>, r: Result<T>) -> Result<T> {
+        if let (Err(e), Some(split)) = (&r, open) {
+            self.split = None;
+            self.refused = Some(SplitRefusal {
+                schema: SPLIT_REFUSAL_SCHEMA.into(),
+                keep_set: self.keep_set_digest.clone(),
+                metadata_location: self.metadata_location.clone(),
+                split,
+                error: e.clone(),
+            });
         }
+        r
     }
 }
 

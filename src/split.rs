@@ -34,7 +34,10 @@
 //! Refused: a result for a split that was not cut, or answered twice; one
 //! made with another keep set or pointer; a key outside its split, or
 //! listed out of order or twice; owner checks left unsettled. A split that
-//! never came back leaves the listing open, and sealing names it.
+//! never came back leaves the listing open, and sealing names it. A worker
+//! whose classifier refused its split sends the refusal
+//! ([`crate::PageClassifier::split_refusal`]) in the split's place: the
+//! session fails with the worker's error, for good.
 
 use std::collections::BTreeMap;
 
@@ -46,6 +49,10 @@ use crate::verdict::{StrayDocument, Tally};
 
 /// The schema of a split's partial result.
 pub const SPLIT_RESULT_SCHEMA: &str = "lakesweep.split-result.v1";
+
+/// The schema of a split's refusal: what a worker sends back instead of a
+/// partial result when its classifier refused the split.
+pub const SPLIT_REFUSAL_SCHEMA: &str = "lakesweep.split-refusal.v1";
 
 /// The most splits one listing is cut into.
 pub const MAX_SPLITS: usize = 1 << 20;
@@ -208,6 +215,60 @@ impl SplitResult {
             ));
         }
         Ok(r)
+    }
+}
+
+/// What a split's worker sends back when its classifier refused the split
+/// (another table's metadata in it, a key outside it, an owner check
+/// left unsettled): the error, as the classifier raised it. Handed to the
+/// session like a partial result, it fails the session with that error,
+/// for good: a worker run again cannot answer the split instead.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct SplitRefusal {
+    pub(crate) schema: String,
+    /// XXH3-128 of the exported keep set the split was judged with.
+    pub(crate) keep_set: String,
+    /// The metadata location that keep set was built from.
+    pub(crate) metadata_location: String,
+    pub(crate) split: ListingSplit,
+    pub(crate) error: Error,
+}
+
+impl SplitRefusal {
+    /// The refusal as JSON text.
+    pub(crate) fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// What a worker sent back for a split: its partial result or its refusal.
+pub(crate) enum SplitAnswer {
+    Result(Box<SplitResult>),
+    Refusal(Box<SplitRefusal>),
+}
+
+impl SplitAnswer {
+    /// Parses a partial result or a refusal (by its schema); fails
+    /// (protocol: bad-input) for text that is neither, of this version.
+    pub(crate) fn from_json(text: &str) -> Result<SplitAnswer> {
+        #[derive(Deserialize)]
+        struct Schema {
+            schema: Option<String>,
+        }
+        let schema = serde_json::from_str::<Schema>(text)
+            .ok()
+            .and_then(|s| s.schema);
+        if schema.as_deref() == Some(SPLIT_REFUSAL_SCHEMA) {
+            let r: SplitRefusal = serde_json::from_str(text).map_err(|e| {
+                Error::protocol(
+                    ProtocolReason::BadInput,
+                    format!("not a split's refusal: {e}"),
+                )
+            })?;
+            return Ok(SplitAnswer::Refusal(Box::new(r)));
+        }
+        SplitResult::from_json(text).map(|r| SplitAnswer::Result(Box::new(r)))
     }
 }
 

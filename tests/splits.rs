@@ -534,9 +534,131 @@ fn an_owner_check_is_settled_on_the_version_listed_and_no_other() {
     other.last_modified_ms -= 30 * 86_400_000;
     let e = c.settle_metadata_file(other, bytes.clone()).unwrap_err();
     assert!(e.to_string().contains("other than the one listed"), "{e}");
+    // The failure refused the split: it is closed, its refusal waits.
+    assert!(c.split_refusal().is_some());
+    assert!(c.end_split().is_err());
+    c.begin_split(splits[0].clone()).unwrap();
+    c.split_page(objects).unwrap();
     for o in checks {
         let b = read(&o.key, &opts);
         c.settle_metadata_file(o, b).unwrap();
     }
     assert!(c.end_split().is_ok());
+}
+
+/// A worker whose classifier refused its split (here: another table's
+/// metadata document in it) sends the refusal in the split's place; the
+/// session fails with the worker's error, and stays failed: a worker run
+/// again after the document vanished cannot answer the split instead. A
+/// refusal naming a split never cut, or one that does not parse, fails it
+/// too.
+#[test]
+fn a_split_refused_on_its_worker_fails_the_session_for_good() {
+    let ts = tables();
+    let t = ts.iter().find(|t| t.name == "events").unwrap();
+    let other = ts.iter().find(|t| t.name == "simple_v1").unwrap();
+    let clean = HostOptions::for_table(t);
+    let mut opts = clean.clone();
+    let foreign = format!("{}/data/00000-foreign.metadata.json", t.location);
+    let doc = read(&other.metadata_location, &HostOptions::for_table(other)).unwrap();
+    opts.extra
+        .insert(foreign.clone(), (doc, t.now_ms - 10 * 86_400_000));
+    let listed = |o: &HostOptions, prefix: &str| {
+        let mut v = list(prefix.trim_end_matches('/'), o);
+        v.sort_by(|a, b| a.key.cmp(&b.key));
+        v
+    };
+    let refuse = |s: &mut Session, prefix: &str| {
+        let splits = s.split_listing(vec![]).unwrap();
+        let keep_set = s.export_keep_set().unwrap();
+        let mut c = PageClassifier::load(keep_set.clone()).unwrap();
+        c.begin_split(splits[0].clone()).unwrap();
+        let objects = listed(&opts, prefix);
+        for d in c.split_page(objects.clone()).unwrap() {
+            if d.verdict == lakesweep::Verdict::OwnerCheck {
+                let o = objects.iter().find(|o| o.key == d.key).unwrap().clone();
+                let bytes = read(&o.key, &opts);
+                if let Err(e) = c.settle_metadata_file(o, bytes) {
+                    assert!(
+                        matches!(
+                            e,
+                            Error::Unsafe {
+                                reason: lakesweep::UnsafeReason::ForeignTable,
+                                ..
+                            }
+                        ),
+                        "{e}"
+                    );
+                    break;
+                }
+            }
+        }
+        let refusal = c.split_refusal().expect("the split was refused");
+        assert!(c.split_refusal().is_none(), "a refusal is taken once");
+        (splits, keep_set, refusal)
+    };
+
+    let (mut s, prefix) = at_listing(t);
+    let (splits, keep_set, refusal) = refuse(&mut s, &prefix);
+    let e = s.handle_split_result(refusal).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Unsafe {
+                reason: lakesweep::UnsafeReason::ForeignTable,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains(&format!(
+            "split 0 of 1 under `{prefix}` was refused on its worker: "
+        )),
+        "{e}"
+    );
+    // The retry, the document gone: a clean result, and still no plan.
+    let mut c = PageClassifier::load(keep_set).unwrap();
+    c.begin_split(splits[0].clone()).unwrap();
+    let objects = listed(&clean, &prefix);
+    for d in c.split_page(objects.clone()).unwrap() {
+        if d.verdict == lakesweep::Verdict::OwnerCheck {
+            let o = objects.iter().find(|o| o.key == d.key).unwrap().clone();
+            let bytes = read(&o.key, &clean);
+            c.settle_metadata_file(o, bytes).unwrap();
+        }
+    }
+    let clean_result = c.end_split().unwrap();
+    assert_eq!(s.handle_split_result(clean_result).unwrap_err(), e);
+    assert_eq!(s.finish().unwrap_err(), e);
+
+    // A refusal of a split this session never cut fails it too.
+    let (mut s, prefix) = at_listing(t);
+    let (_, _, refusal) = refuse(&mut s, &prefix);
+    let forged = refusal.replace("\"index\":0", "\"index\":7");
+    assert_ne!(forged, refusal);
+    let e = s.handle_split_result(forged).unwrap_err();
+    assert!(
+        e.to_string().contains("(a split this session did not cut)"),
+        "{e}"
+    );
+    assert!(s.finish().is_err());
+
+    // So does a refusal that does not parse.
+    let (mut s, prefix) = at_listing(t);
+    let (_, _, refusal) = refuse(&mut s, &prefix);
+    let broken = refusal.replace("\"kind\":\"unsafe\"", "\"kind\":\"fine\"");
+    assert_ne!(broken, refusal);
+    let e = s.handle_split_result(broken).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Protocol {
+                reason: lakesweep::ProtocolReason::BadInput,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(s.finish().is_err());
 }

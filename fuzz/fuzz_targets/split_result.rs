@@ -1,4 +1,4 @@
-//! Any text as a listing split's partial result, handed to a session whose
+//! Any text as a listing split's partial result (or refusal), handed to a session whose
 //! table listing was cut into two splits (an empty table's): it must be
 //! taken or refused with a typed error, never a panic. And any text as a
 //! split, opened on the classifier of that session's keep set.
@@ -42,6 +42,9 @@ fuzz_target!(|data: &[u8]| {
                         if c.begin_split(split).is_ok() {
                             let _ = c.split_page_json(br#"[{"key":"s3://b/t/data/a","size":1,"lastModifiedMs":0}]"#);
                             let _ = c.end_split();
+                            if let Some(refusal) = c.split_refusal() {
+                                let _ = s.handle_split_result(refusal);
+                            }
                         }
                     }
                     if c.begin_split(splits[0].clone()).is_ok() {

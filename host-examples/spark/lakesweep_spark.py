@@ -180,6 +180,18 @@ def _split_partition(keep_set, digest, pointer, spec, decisions, root, by_name=T
                             if out:
                                 out.write(json.dumps({"relativeKey": rel, "verdict": verdict, "detail": why}) + "\n")
                     result = c.end_split()
+                except lakesweep.PlanRefused:
+                    # The classifier refused the split (another table's
+                    # metadata in it, say): its refusal goes back in the
+                    # split's place, so the driver's session fails with
+                    # it. A task that raised would be run again, and a
+                    # retry after the cause vanished would come back clean.
+                    refusal = c.split_refusal()
+                    if refusal is None:
+                        raise
+                    lakesweep.drop_classifier(digest)
+                    yield refusal
+                    return
                 finally:
                     if out:
                         out.close()

@@ -359,4 +359,8 @@ impl wp::GuestPageClassifier for PageClassifier {
     fn end_split(&self) -> Result<String, wt::Error> {
         self.0.borrow_mut().end_split().map_err(err)
     }
+
+    fn split_refusal(&self) -> Option<String> {
+        self.0.borrow_mut().split_refusal()
+    }
 }

@@ -322,7 +322,8 @@ class Sweep:
 
     def feed_split(self, result):
         """One split's partial result (:meth:`PageClassifier.end_split`'s
-        text); after the last split the listing is over."""
+        text), or its refusal (:meth:`PageClassifier.split_refusal`'s: the
+        session fails with it); after the last split the listing is over."""
         self._call("handle-split-result", result)
         self._drain()
 
@@ -429,6 +430,14 @@ class PageClassifier:
         """The open split's partial result (JSON text) for
         :meth:`Sweep.feed_split`."""
         return self.c.call("[method]page-classifier.end-split", self.handle)
+
+    def split_refusal(self):
+        """After a call on an open split raised :class:`PlanRefused`: the
+        split's refusal (JSON text), once, to send to :meth:`Sweep.feed_split`
+        in the split's place (the session then fails with this error, and no
+        later attempt at the split can answer it); ``None`` if no split was
+        refused since the last call."""
+        return self.c.call("[method]page-classifier.split-refusal", self.handle)
 
 
 #: Page classifiers of this process, by their keep set's digest.

@@ -5,7 +5,7 @@
 
 use super::{Pinned, Session};
 use crate::error::{Error, ProtocolReason, Result, UnsafeReason};
-use crate::split::{cut, ListingSplit, SplitResult};
+use crate::split::{cut, ListingSplit, SplitAnswer, SplitResult};
 use crate::verdict::{object_kind, Judged, ListedObject, Verdict};
 
 /// The splits of the listing under way and which came back.
@@ -100,9 +100,34 @@ impl Session {
     /// another keep set, with a key outside its split, or a candidate the
     /// session judges otherwise; (unsafe: table-changing) for a result
     /// judged on another pointer. A failure fails the session.
+    ///
+    /// A split's refusal ([`crate::PageClassifier::split_refusal`]'s text)
+    /// is taken in its place: the session fails with the worker's error,
+    /// named with the split, whichever split it names. A worker run again
+    /// cannot then answer the split instead (a foreign table's document
+    /// gone by the retry would otherwise leave that table's files to plan).
     pub fn handle_split_result(&mut self, result: String) -> Result<()> {
         self.guard(|s| {
-            let r = SplitResult::from_json(&result)?;
+            let r = match SplitAnswer::from_json(&result)? {
+                SplitAnswer::Result(r) => *r,
+                SplitAnswer::Refusal(r) => {
+                    let known = s
+                        .splits
+                        .as_deref()
+                        .is_some_and(|l| l.splits.get(r.split.index as usize) == Some(&r.split));
+                    return Err(r.error.within(&format!(
+                        "split {} of {} under `{}`{} was refused on its worker: ",
+                        r.split.index,
+                        r.split.of,
+                        r.split.prefix,
+                        if known {
+                            ""
+                        } else {
+                            " (a split this session did not cut)"
+                        }
+                    )));
+                }
+            };
             let Some(l) = s.splits.as_deref() else {
                 return Err(Error::protocol(
                     ProtocolReason::UnexpectedAnswer,
@@ -179,8 +204,12 @@ impl Session {
     }
 
     /// Fails (protocol) while a split has not come back: the listing is
-    /// not covered, nothing can be sealed.
+    /// not covered, nothing can be sealed. A failed session fails with
+    /// its own error first (what failed it, not what it left undone).
     pub(super) fn check_splits_back(&self) -> Result<()> {
+        if let Some(e) = self.state.failed() {
+            return Err(e.clone());
+        }
         let left = self.splits_outstanding();
         if left.is_empty() {
             return Ok(());
