@@ -40,9 +40,10 @@ warnings only (``log4j2-quiet.properties``; ``--verbose`` for Spark's INFO
 stream), and a local master binds the driver to 127.0.0.1.
 
 ``--metadata`` is the pointer for the whole run of the command: a commit
-landing during it is not seen. Call :func:`apply` with a ``pointer``
-function that asks the catalog to have the pointer read before every
-batch.
+landing during it is not seen. ``--catalog sqlite:PATH|rest:URL --table
+NS.NAME`` reads it from the catalog each time it is needed (the plan's
+start and seal, every batch of an apply); from a job, call :func:`apply`
+with a ``pointer`` function (``lakesweep.catalog_pointer``).
 """
 
 import argparse
@@ -484,7 +485,7 @@ def main(argv=None):
     sub = a.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plan", help="plan a sweep, the listing spread over the executors")
     p.add_argument("table")
-    p.add_argument("--metadata", help="the current metadata document (Iceberg)")
+    p.add_argument("--metadata", help="the current metadata document (Iceberg; or --catalog and --table)")
     p.add_argument("--format", choices=("iceberg", "delta"), default="iceberg")
     p.add_argument("--now", required=True, help="the time the plan is judged at: RFC 3339 or epoch milliseconds")
     p.add_argument("--older-than", help="the file-retention window (3d, 1h 30m; default: the policy's, else the format's)")
@@ -502,7 +503,7 @@ def main(argv=None):
     ap = sub.add_parser("apply", help="apply a sealed plan, the deletes spread over the executors")
     ap.add_argument("plan", help="the sealed plan file")
     ap.add_argument("--metadata", help="Iceberg: the table's current metadata location, as its catalog names it now "
-                    "(used for the whole run: a commit during it is not seen)")
+                    "(used for the whole run: a commit during it is not seen; --catalog reads it before every batch)")
     ap.add_argument("--receipts", help="receipts file (JSON Lines); default PLAN.receipts.jsonl")
     ap.add_argument("--dry-run", action="store_true", help="check everything, delete nothing")
     ap.add_argument("--stop-switch", action="append", default=[], metavar="URI",
@@ -511,6 +512,9 @@ def main(argv=None):
     ap.add_argument("--allow-future-now", action="store_true",
                     help="accept a plan judged at a time ahead of this machine's clock (what-if runs, tests)")
     for x in (p, ap):
+        x.add_argument("--catalog", help="read the pointer from a catalog, each time it is needed: sqlite:PATH (an "
+                       "Iceberg SQL catalog) or rest:URL[?warehouse=W] (token in LAKESWEEP_REST_TOKEN); with --table")
+        x.add_argument("--table", dest="catalog_table", metavar="NS.NAME", help="the table's name in --catalog")
         x.add_argument("--root", action="append", default=[], help="URI=DIR: serve a URI prefix from a local folder")
         x.add_argument("--s3-endpoint", metavar="URL",
                        help="an S3-compatible endpoint (http://host:port) for s3:// tables; default: AWS, "
@@ -518,15 +522,25 @@ def main(argv=None):
         x.add_argument("--location-map", action="append", default=[], help="FROM=TO")
         x.add_argument("--verbose", action="store_true", help="Spark's own INFO log too")
     args = a.parse_args(argv)
-    if args.command == "plan" and args.format == "iceberg" and not args.metadata:
-        a.error("plan of an Iceberg table needs --metadata: its current metadata location")
+    if bool(args.catalog) != bool(args.catalog_table):
+        a.error("--catalog and --table go together")
+    if args.catalog and args.metadata:
+        a.error("give --metadata or --catalog and --table, not both")
+    catalog = None
+    if args.catalog:
+        try:
+            catalog = lakesweep.catalog_pointer(args.catalog, args.catalog_table)
+        except ValueError as e:
+            a.error(str(e))
+    if args.command == "plan" and args.format == "iceberg" and not (args.metadata or catalog):
+        a.error("plan of an Iceberg table needs --metadata (its current metadata location) or --catalog and --table")
     if args.command == "apply":
         with open(args.plan) as f:
             document = f.read()
-        if json.loads(document).get("format") != "delta" and not args.metadata:
+        if json.loads(document).get("format") != "delta" and not (args.metadata or catalog):
             # The pointer is the catalog's answer now, never the plan's own.
-            a.error("apply of an Iceberg plan needs --metadata: the table's current metadata location, "
-                    "as its catalog names it now")
+            a.error("apply of an Iceberg plan needs --metadata (the table's current metadata location, as its "
+                    "catalog names it now) or --catalog and --table")
     from lakesweep._values import epoch_ms, location_map
 
     try:
@@ -552,7 +566,13 @@ def main(argv=None):
     try:
         if args.command == "plan":
             print(f"lakesweep: planning {args.table} on Spark ({spark.sparkContext.master})", file=sys.stderr)
-            pl, _ = plan(spark, args.table, args.metadata, now, store_spec=spec, location_map=maps,
+            if catalog:
+                # The catalog's pointer, read now and again before sealing;
+                # a catalog decides commits, so a newer document beside its
+                # pointer is a failed commit's (the planner's judgement).
+                extra.update(pointer=catalog, pointer_authoritative=True)
+            pl, _ = plan(spark, args.table, catalog() if catalog else args.metadata, now, store_spec=spec,
+                         location_map=maps,
                          split_size=args.split_size, decisions=args.decisions, listing=args.listing,
                          progress=lambda line: print(f"lakesweep: {line}", file=sys.stderr, flush=True), **extra)
             if args.out:
@@ -567,7 +587,7 @@ def main(argv=None):
                 out.write(json.dumps(r) + "\n")
                 out.flush()
 
-            done = apply(spark, document, store_spec=spec, pointer=lambda: metadata, location_map=maps,
+            done = apply(spark, document, store_spec=spec, pointer=catalog or (lambda: metadata), location_map=maps,
                          dry_run=args.dry_run, sink=sink, keep_receipts=False,
                          allow_future_now=args.allow_future_now, stop_switches=args.stop_switch)
         counts = {k: done.count(k) for k in ("deleted", "would-delete", "already-absent", "skipped-changed",
@@ -582,6 +602,9 @@ def main(argv=None):
             print("lakesweep: the run stopped: " + "; ".join(done.stopped))
         # The planner's outcome names the exit status.
         return done.exit
+    except (lakesweep.PlanRefused, lakesweep.CatalogError) as e:
+        print(f"lakesweep: refused, nothing deleted: {e}", file=sys.stderr)
+        return 2
     finally:
         spark.stop()
 

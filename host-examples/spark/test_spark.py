@@ -165,6 +165,52 @@ def test_the_spark_submit_entry_point_writes_the_plan(tmp_path):
     assert len(r.stderr.splitlines()) < 15, r.stderr[-3000:]
 
 
+def test_the_spark_submit_plan_reads_its_pointer_from_a_catalog(tmp_path):
+    """`--catalog sqlite:PATH --table NS.NAME`: the pointer is the
+    catalog's, read when the plan starts and again before it is sealed,
+    and authoritative as a catalog's is (the planner's judgement of a newer
+    document beside it): the plan the package makes in one process with
+    the catalog's pointer. A table the catalog does not hold is refused
+    (exit 2); a pointer given twice is a usage error."""
+    import subprocess
+
+    import lakesweep
+
+    expect = json.loads((REPO / "tests/fixtures/generated/expect.json").read_text())
+    t = expect["events"]
+    root = stage(REPO / "tests/fixtures/generated", tmp_path / "gen", {t["location"][len(VROOT) + 1:]: t["mtimes"]})
+    catalog = f"sqlite:{root}/catalog.db"
+    days = t["file_retention_ms"] // 86_400_000
+    here = Path(__file__).parent
+    out = tmp_path / "plan.json"
+
+    def submit(*extra):
+        return subprocess.run(
+            ["spark-submit", "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+             "--driver-java-options", f"-Dlog4j2.configurationFile={here / 'log4j2-quiet.properties'}",
+             str(here / "lakesweep_spark.py"), "plan", t["location"], "--now", str(t["now_ms"]),
+             "--older-than", f"{days}d", "--root", f"{VROOT}={root}", "--listing", "stat", *extra],
+            capture_output=True, text=True,
+        )
+
+    r = submit("--catalog", catalog, "--table", "demo.events", "--out", str(out))
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    pointer = lakesweep.catalog_pointer(catalog, "demo.events")()
+    assert pointer == t["metadata_location"]
+    want = lakesweep.plan(t["location"], pointer, t["now_ms"], retention=f"{days}d", pointer_authoritative=True,
+                          store=lakesweep.LocalStore(roots=[(VROOT, str(root))], pointer=lambda: pointer))
+    got = json.loads(out.read_text())
+    assert [d["key"] for d in got["delete"]] == [k for k, _ in want.delete]
+    assert got["tokens"] == json.loads(want.document)["tokens"]
+    assert got["digest"] == want.digest
+
+    r = submit("--catalog", catalog, "--table", "demo.nope")
+    said = r.stdout + r.stderr
+    assert r.returncode == 2 and "has no table demo.nope" in said, said[-3000:]
+    r = submit("--catalog", catalog, "--table", "demo.events", "--metadata", t["metadata_location"])
+    assert r.returncode == 2 and "not both" in r.stdout + r.stderr
+
+
 def test_the_cluster_recipe_runs_the_job_from_the_wheel(tmp_path):
     """The README's cluster recipe on local[2]: the wheel built with the
     component inside, installed where the driver and the executors import
