@@ -128,7 +128,7 @@ impl PageClassifier {
             Error::invalid(
                 "keep-set",
                 format!(
-                    "keep set text is not lowercase hex (at character {at} of {})",
+                    "keep set text is not lowercase hex (at byte {at} of {})",
                     keep_set.len()
                 ),
             )
@@ -325,9 +325,20 @@ impl PageClassifier {
     /// Opens `split` (cut by [`crate::Session::split_listing`]) for listing:
     /// its keys go through [`PageClassifier::split_page`] in ascending byte
     /// order, and [`PageClassifier::end_split`] gives the partial result.
-    /// Fails (protocol) while another split is open, or for a split of a
-    /// prefix this keep set does not list (the location or a write root).
+    /// Fails (protocol) while another split is open or a refusal waits to
+    /// be taken, or for a split of a prefix this keep set does not list
+    /// (the location or a write root).
     pub fn begin_split(&mut self, split: ListingSplit) -> Result<()> {
+        if let Some(r) = &self.refused {
+            // Taken first, so a second refusal cannot replace it.
+            return Err(Error::protocol(
+                ProtocolReason::OutOfOrder,
+                format!(
+                    "split {} was refused: take its refusal (split_refusal) before beginning another",
+                    r.split.index
+                ),
+            ));
+        }
         if let Some(t) = &self.split {
             return Err(Error::protocol(
                 ProtocolReason::OutOfOrder,
@@ -500,9 +511,11 @@ impl PageClassifier {
 
     /// The refusal of the last split this classifier refused, as JSON text
     /// for [`crate::Session::handle_split_result`], once (`None`: none
-    /// since the last call). A split is refused when any call on it fails
-    /// while it is open (the call's error is the refusal's, and the split
-    /// is closed): send the refusal in the split's place, so the session
+    /// since the last call). A split is refused when a call on it fails
+    /// while it is open (`split_page`, `split_names`, their JSON forms,
+    /// `settle_metadata_file`, `end_split`: the call's error is the
+    /// refusal's, and the split is closed; no split begins until the
+    /// refusal is taken): send the refusal in the split's place, so the session
     /// fails with the worker's error and no later attempt at the split
     /// can answer it instead.
     pub fn split_refusal(&mut self) -> Option<String> {

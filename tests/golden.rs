@@ -521,10 +521,7 @@ fn the_keep_set_exported_in_ranges_is_the_keep_set() {
         let Err(e) = lakesweep::PageClassifier::load_hex(&bad) else {
             panic!("not refused")
         };
-        assert!(
-            e.to_string().contains(&format!("at character {at} ")),
-            "{e}"
-        );
+        assert!(e.to_string().contains(&format!("at byte {at} ")), "{e}");
     }
 }
 
@@ -570,7 +567,7 @@ fn blobs_answered_as_hex_text_build_the_same_keep_set() {
         ),
         "{e}"
     );
-    assert!(e.to_string().contains("at character 3 of 3"), "{e}");
+    assert!(e.to_string().contains("at byte 3 of 3"), "{e}");
     let b = read(&uri, &opts).unwrap();
     assert!(s.handle_blob(uri, b).is_err(), "the session stays failed");
 }

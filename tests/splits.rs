@@ -443,8 +443,10 @@ fn a_split_refuses_names_out_of_order_and_versions_it_never_named() {
         .split_names(vec![format!("{prefix}data/b"), format!("{prefix}data/a")])
         .unwrap_err();
     assert!(e.to_string().contains("ascending byte order"), "{e}");
-    // The failed split is closed: nothing more is taken into it.
+    // The failed split is closed: nothing more is taken into it, and its
+    // refusal waits to be taken.
     assert!(c.end_split().is_err());
+    assert!(c.split_refusal().is_some());
     // A version for a key before the last name: refused.
     c.begin_split(splits[1].clone()).unwrap();
     let needed = c
@@ -593,6 +595,9 @@ fn a_split_refused_on_its_worker_fails_the_session_for_good() {
                 }
             }
         }
+        // No split begins while the refusal waits: a second could replace it.
+        let e = c.begin_split(splits[0].clone()).unwrap_err();
+        assert!(e.to_string().contains("take its refusal"), "{e}");
         let refusal = c.split_refusal().expect("the split was refused");
         assert!(c.split_refusal().is_none(), "a refusal is taken once");
         (splits, keep_set, refusal)

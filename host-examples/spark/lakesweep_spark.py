@@ -154,7 +154,18 @@ def store_spec_for(table, roots=(), s3_endpoint=None):
     return {"local": [r.split("=", 1) for r in roots]}
 
 
-def _split_partition(keep_set, digest, pointer, spec, decisions, root, by_name=True):
+def _same_build(driver):
+    """Raises unless this process runs the driver's lakesweep (``driver``:
+    the driver's :func:`lakesweep.component_identity`)."""
+    mine = lakesweep.component_identity()
+    if mine != tuple(driver):
+        raise ExecutorsNotReady(
+            f"this executor runs another lakesweep (component {mine[1][:12]}) than the driver "
+            f"(component {driver[1][:12]}): install the same package everywhere"
+        )
+
+
+def _split_partition(keep_set, digest, pointer, spec, decisions, root, by_name=True, driver=None):
     """Lists, classifies and tallies each split of a partition on its
     executor; yields each split's partial result. The decisions on every
     object that is not referenced go to ``decisions``/``root``-``index``.jsonl
@@ -163,6 +174,8 @@ def _split_partition(keep_set, digest, pointer, spec, decisions, root, by_name=T
     def run(splits):
         import json
 
+        if driver is not None:
+            _same_build(driver)
         store = executor_store(spec)
         # Once per Python worker (kept by the installed package: this
         # closure's own globals are a copy in every task).
@@ -175,6 +188,7 @@ def _split_partition(keep_set, digest, pointer, spec, decisions, root, by_name=T
                 if decisions:
                     path = os.path.join(decisions, f"{root:03d}-{split['index']:07d}.jsonl")
                     out = open(path + ".part", "w")
+                refusal = None
                 try:
                     for page in _split_pages(store, split, c, by_name):
                         for rel, verdict, why in c.split_page(page, store.read):
@@ -190,12 +204,18 @@ def _split_partition(keep_set, digest, pointer, spec, decisions, root, by_name=T
                     refusal = c.split_refusal()
                     if refusal is None:
                         raise
+                finally:
+                    if out:
+                        try:
+                            out.close()
+                        except OSError:
+                            if refusal is None:
+                                raise
+                if refusal is not None:
+                    # Yielded last: nothing of this task can fail after it.
                     lakesweep.drop_classifier(digest)
                     yield refusal
                     return
-                finally:
-                    if out:
-                        out.close()
                 if path:
                     os.replace(path + ".part", path)
                 yield result
@@ -224,11 +244,13 @@ def _gathered(sc, rdd, n, width=None, ahead=False):
         for g in groups:
             yield from sc.runJob(rdd, list, g)
         return
+    if not groups:
+        return
     from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakesweep-gather")
     try:
-        pending = pool.submit(sc.runJob, rdd, list, groups[0]) if groups else None
+        pending = pool.submit(sc.runJob, rdd, list, groups[0])
         for later in groups[1:] + [None]:
             done = pending.result()
             if later is not None:
@@ -238,7 +260,7 @@ def _gathered(sc, rdd, n, width=None, ahead=False):
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _digest_partition(spec):
+def _digest_partition(spec, driver=None):
     """Reads and digests each file of a partition on its executor; yields
     ``(uri, digest)``, the digest's text deflated (it spells every path
     of its manifest, and travels through the JVM to the driver: a tenth
@@ -246,6 +268,8 @@ def _digest_partition(spec):
     def run(uris):
         import zlib
 
+        if driver is not None:
+            _same_build(driver)
         store = executor_store(spec)
         for uri in uris:
             b = store.read(uri)
@@ -310,14 +334,21 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
     pointer = pointer or (lambda: metadata)
     store = executor_store(store_spec, pointer)
     sc = spark.sparkContext
+    if sc.getConf().get("spark.speculation", "false").strip().lower() == "true":
+        # Two attempts at one split: the one that finishes first answers it,
+        # and a clean attempt could answer a split another refused.
+        raise ValueError("spark.speculation is on: turn it off for lakesweep jobs (a speculative attempt could "
+                         "answer a split another attempt refused)")
+    # Every task that decides checks that it runs the driver's build.
+    driver = lakesweep.component_identity()
 
     def manifests(uris):
         # At most 16 files a task: a task's digests travel through the JVM
         # as one result (a manifest of 10,000 files digests to about 0.7 MB
         # of text, deflated before it travels).
         n = max(partitions_for(len(uris)), -(-len(uris) // 16))
-        return _inflated(_gathered(sc, sc.parallelize(uris, n).mapPartitions(_digest_partition(store_spec)), n,
-                                   ahead=True))
+        rdd = sc.parallelize(uris, n).mapPartitions(_digest_partition(store_spec, driver))
+        return _inflated(_gathered(sc, rdd, n, ahead=True))
 
     def partitions_for(n):
         return max(1, min(n, sc.defaultParallelism * 4))
@@ -362,7 +393,7 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
             # One split a partition: Spark hands the next to whichever
             # executor is free.
             rdd = sc.parallelize(splits, len(splits)).mapPartitions(
-                _split_partition(shipped, digest, live, store_spec, decisions, root, listing == "names")
+                _split_partition(shipped, digest, live, store_spec, decisions, root, listing == "names", driver)
             )
             # Groups of eight splits a core: a partial result is small.
             for result in _gathered(sc, rdd, len(splits), 8 * sc.defaultParallelism, ahead=True):
@@ -415,13 +446,19 @@ def apply(spark, document, *, store_spec, pointer=None, batch=None, partitions=N
 QUIET_LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-quiet.properties")
 
 
+class ExecutorsNotReady(RuntimeError):
+    """The executors cannot run the job: they cannot load the planner, or
+    run another build of it than the driver."""
+
+
 def ready_executors(spark):
     """Starts the executors' Python workers with the planner component
-    loaded, and checks that every one runs the driver's lakesweep (its
-    version and component, byte for byte): a cluster that cannot import
-    the package, or holds another build of it, fails here, before the
-    driver reads anything. Raises :class:`RuntimeError` naming the
-    difference."""
+    loaded, and checks that those this job reached run the driver's
+    lakesweep (its version and component, byte for byte): a cluster that
+    cannot import the package, or holds another build of it, fails here,
+    before the driver reads anything. Raises :class:`ExecutorsNotReady`
+    naming the difference. (An executor that joins later is checked by
+    the first task that decides anything on it.)"""
     def ready(_):
         # Only the installed package: this module may not be importable
         # on the executors yet (a job adds it to the context after this).
@@ -432,10 +469,15 @@ def ready_executors(spark):
     sc = spark.sparkContext
     n = 2 * sc.defaultParallelism
     mine = lakesweep.component_identity()
-    seen = set(sc.parallelize(range(n), n).mapPartitions(ready).collect())
+    try:
+        seen = set(sc.parallelize(range(n), n).mapPartitions(ready).collect())
+    except Exception as e:  # noqa: BLE001: whatever the executors raised, they are not ready
+        lines = [x for x in str(e).splitlines() if x.strip()]
+        why = next((x.strip() for x in reversed(lines) if "Error" in x), lines[-1] if lines else repr(e))
+        raise ExecutorsNotReady(f"the executors cannot load lakesweep: {why[:500]}") from None
     other = sorted(seen - {mine})
     if other:
-        raise RuntimeError(
+        raise ExecutorsNotReady(
             f"the executors run another lakesweep ({', '.join(f'{v}, component {d[:12]}' for v, d in other)}) "
             f"than the driver ({mine[0]}, component {mine[1][:12]}): install the same package everywhere"
         )
@@ -526,6 +568,8 @@ def main(argv=None):
         a.error("--catalog and --table go together")
     if args.catalog and args.metadata:
         a.error("give --metadata or --catalog and --table, not both")
+    if args.catalog and args.command == "plan" and args.format != "iceberg":
+        a.error("--catalog names an Iceberg table's pointer; a Delta table's is its log")
     catalog = None
     if args.catalog:
         try:
@@ -560,7 +604,7 @@ def main(argv=None):
         a.error(str(e))
     try:
         spark = session(f"lakesweep-{args.command}", args.verbose)
-    except RuntimeError as e:
+    except ExecutorsNotReady as e:
         print(f"lakesweep: refused, nothing read or deleted: {e}", file=sys.stderr)
         return 2
     try:
@@ -571,10 +615,17 @@ def main(argv=None):
                 # a catalog decides commits, so a newer document beside its
                 # pointer is a failed commit's (the planner's judgement).
                 extra.update(pointer=catalog, pointer_authoritative=True)
-            pl, _ = plan(spark, args.table, catalog() if catalog else args.metadata, now, store_spec=spec,
-                         location_map=maps,
-                         split_size=args.split_size, decisions=args.decisions, listing=args.listing,
-                         progress=lambda line: print(f"lakesweep: {line}", file=sys.stderr, flush=True), **extra)
+            try:
+                pl, _ = plan(spark, args.table, catalog() if catalog else args.metadata, now, store_spec=spec,
+                             location_map=maps, split_size=args.split_size, decisions=args.decisions,
+                             listing=args.listing,
+                             progress=lambda line: print(f"lakesweep: {line}", file=sys.stderr, flush=True),
+                             **extra)
+            except (lakesweep.PlanRefused, ValueError) as e:
+                # Planning deletes nothing: a refusal (or an option refused,
+                # a catalog that cannot be read) is the whole answer.
+                print(f"lakesweep: refused, nothing deleted: {e}", file=sys.stderr)
+                return 2
             if args.out:
                 with open(args.out, "w") as f:
                     f.write(pl.document)
@@ -602,9 +653,6 @@ def main(argv=None):
             print("lakesweep: the run stopped: " + "; ".join(done.stopped))
         # The planner's outcome names the exit status.
         return done.exit
-    except (lakesweep.PlanRefused, lakesweep.CatalogError) as e:
-        print(f"lakesweep: refused, nothing deleted: {e}", file=sys.stderr)
-        return 2
     finally:
         spark.stop()
 

@@ -304,6 +304,25 @@ def test_a_job_that_may_delete_starts_each_group_only_once_the_last_was_taken(sp
         assert list(g) == list(range(2, 8))
 
 
+def test_a_plan_refuses_speculative_attempts(tmp_path):
+    """With spark.speculation on, two attempts at one split could race and
+    a clean one answer a split the other refused: the plan refuses to run
+    (exit 2), before the table is read."""
+    import subprocess
+
+    here = Path(__file__).parent
+    r = subprocess.run(
+        ["spark-submit", "--master", "local[2]", "--conf", "spark.ui.enabled=false", "--conf", "spark.speculation=true",
+         "--driver-java-options", f"-Dlog4j2.configurationFile={here / 'log4j2-quiet.properties'}",
+         str(here / "lakesweep_spark.py"), "plan", "file:///nowhere/t", "--metadata",
+         "file:///nowhere/t/metadata/v1.metadata.json", "--now", "0"],
+        capture_output=True, text=True,
+    )
+    said = r.stdout + r.stderr
+    assert r.returncode == 2, said[-3000:]
+    assert "refused, nothing deleted: spark.speculation is on" in said, said[-3000:]
+
+
 def test_apply_on_the_executors_deletes_the_plan_with_a_receipt_per_key(spark, tmp_path):
     expect = json.loads((REPO / "tests/fixtures/generated/expect.json").read_text())
     t = expect["events"]

@@ -43,6 +43,8 @@ def catalog_pointer(catalog, table):
 
 
 def _sqlite(path, namespace, name):
+    if not os.path.isfile(path):
+        raise CatalogError(f"catalog {path}: no such file")
     try:
         conn = sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro", uri=True)
     except sqlite3.Error as e:
@@ -108,13 +110,22 @@ def _segment(s):
     return urllib.parse.quote(s, safe="-._~")
 
 
+def _field(v, *path):
+    """``v[path[0]][path[1]]...`` when every step is an object, else None."""
+    for k in path:
+        v = v.get(k) if isinstance(v, dict) else None
+    return v
+
+
 def _rest(base, warehouse, namespace, name):
     config = _get(f"{base}/v1/config" + (f"?warehouse={_segment(warehouse)}" if warehouse else ""))
-    prefix = ((config.get("overrides") or {}).get("prefix") or (config.get("defaults") or {}).get("prefix") or "")
+    prefix = _field(config, "overrides", "prefix") or _field(config, "defaults", "prefix") or ""
+    if not isinstance(prefix, str):
+        raise CatalogError(f"rest catalog {base}: its config names a prefix that is not text: {prefix!r}")
     root = f"{base}/v1/{prefix.strip('/')}" if prefix.strip("/") else f"{base}/v1"
     ns = _segment("\x1f".join(namespace.split(".")))
     v = _get(f"{root}/namespaces/{ns}/tables/{_segment(name)}")
-    metadata = v.get("metadata-location") if isinstance(v, dict) else None
+    metadata = _field(v, "metadata-location")
     if not isinstance(metadata, str) or not metadata:
         raise CatalogError(f"rest catalog: {namespace}.{name} has no metadata-location")
     return metadata

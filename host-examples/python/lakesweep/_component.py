@@ -178,6 +178,8 @@ def _bulk_bytes():
 BULK_BYTES = _bulk_bytes()
 
 _COMPILED = {}
+#: The SHA-256 of the bytes each compiled component was made from.
+_DIGESTS = {}
 
 
 def cache_dir():
@@ -213,6 +215,8 @@ def _compiled(path):
         return _COMPILED[path]
     engine = wasmtime.Engine()
     data = Path(path).read_bytes()
+    # What was compiled, by its digest (lakesweep.component_identity).
+    _DIGESTS[path] = hashlib.sha256(data).hexdigest()
     comp = None
     cached = None
     d = cache_dir()
@@ -243,7 +247,9 @@ class Component:
     """One instance of the planner component."""
 
     def __init__(self, wasm=None):
-        engine, comp = _compiled(str(wasm or default_wasm()))
+        #: The component file this instance was compiled from.
+        self.path = str(wasm or default_wasm())
+        engine, comp = _compiled(self.path)
         self.store = wasmtime.Store(engine)
         self.instance = wc.Linker(engine).instantiate(self.store, comp)
         self._iface = self.instance.get_export_index(self.store, INTERFACE)

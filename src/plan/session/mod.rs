@@ -333,7 +333,10 @@ impl Session {
             Err(at) => self.guard(|_| {
                 Err(Error::protocol(
                     ProtocolReason::BadInput,
-                    format!("the bytes of {uri} as text are not lowercase hex (at character {at} of {})", text.len()),
+                    format!(
+                        "the bytes of {uri} as text are not lowercase hex (at byte {at} of {})",
+                        text.len()
+                    ),
                 ))
             }),
         }
