@@ -24,6 +24,7 @@
 //! from their canonical key; a loose form equal to its canonical key is
 //! already in the first set, and [`KeepSet::contains_loose`] asks both.
 
+mod export;
 mod fingerprints;
 mod xxh3;
 
@@ -35,6 +36,8 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::spec::iceberg::{ContentType, ManifestStatus};
+pub(crate) use export::Export;
+use export::Section;
 use fingerprints::{bits_for, slot, FingerprintSet};
 
 /// Why a key is referenced. Ordered: when several sources reference the same
@@ -255,11 +258,20 @@ impl Default for SourceIds {
 }
 
 impl SourceIds {
-    fn new(distinct: usize, ids: impl Iterator<Item = u32>) -> Self {
+    /// Empty, as narrow as `distinct` sources allow, with room for `n`.
+    fn with_capacity(distinct: usize, n: usize) -> Self {
         if distinct <= 1 << 16 {
-            SourceIds::Narrow(ids.map(|i| i as u16).collect())
+            SourceIds::Narrow(Vec::with_capacity(n))
         } else {
-            SourceIds::Wide(ids.collect())
+            SourceIds::Wide(Vec::with_capacity(n))
+        }
+    }
+
+    /// Appends an index (below the `distinct` this was made for).
+    fn push(&mut self, id: u32) {
+        match self {
+            SourceIds::Narrow(v) => v.push(id as u16),
+            SourceIds::Wide(v) => v.push(id),
         }
     }
 
@@ -289,6 +301,43 @@ impl SourceIds {
         match self {
             SourceIds::Narrow(v) => v.capacity() * 2,
             SourceIds::Wide(v) => v.capacity() * 4,
+        }
+    }
+}
+
+/// Building keys past which [`KeepSet::insert`] merges them into the
+/// frozen arrays (see [`KeepSet::compact_if_due`]): 2^20, so the first
+/// merge has at least [`fingerprints::LOSSLESS_BITS`] bucket bits.
+const COMPACT_MIN: usize = 1 << 20;
+
+/// Two runs of `(slot key, source id)`, each ascending by slot key without
+/// repeats, merged: one entry per slot key, the smaller reason (by `rank`)
+/// where both hold it.
+struct Merged<'r, A: Iterator<Item = (u64, u32)>, B: Iterator<Item = (u64, u32)>> {
+    a: std::iter::Peekable<A>,
+    b: std::iter::Peekable<B>,
+    rank: &'r [u32],
+}
+
+impl<A: Iterator<Item = (u64, u32)>, B: Iterator<Item = (u64, u32)>> Iterator for Merged<'_, A, B> {
+    type Item = (u64, u32);
+
+    fn next(&mut self) -> Option<(u64, u32)> {
+        match (self.a.peek().copied(), self.b.peek().copied()) {
+            (Some(x), Some(y)) if x.0 == y.0 => {
+                self.a.next();
+                self.b.next();
+                let smaller = if self.rank[y.1 as usize] < self.rank[x.1 as usize] {
+                    y
+                } else {
+                    x
+                };
+                Some(smaller)
+            }
+            (Some(x), Some(y)) if x.0 < y.0 => self.a.next(),
+            (Some(_), Some(_)) | (None, Some(_)) => self.b.next(),
+            (Some(_), None) => self.a.next(),
+            (None, None) => None,
         }
     }
 }
@@ -371,8 +420,29 @@ impl KeepSet {
             }
             None => {
                 self.building.insert(fp, id);
+                self.compact_if_due();
                 true
             }
+        }
+    }
+
+    /// Merges the building map into the frozen arrays once it holds
+    /// [`COMPACT_MIN`] keys and a quarter of the frozen ones, so a keep
+    /// set of millions of keys never holds them all in a hash map (17 to
+    /// 34 bytes a key) beside their frozen copy: at most a quarter of them
+    /// sit in the map, the rest in the arrays (8.5 bytes a key). Only while
+    /// re-bucketing loses nothing (the frozen set is empty or has at least
+    /// [`fingerprints::LOSSLESS_BITS`] bucket bits), so the arrays come out
+    /// exactly as one freeze at the end would make them.
+    fn compact_if_due(&mut self) {
+        let n = self.building.len();
+        if n >= COMPACT_MIN
+            && n >= self.keys.len() / 4
+            && (self.keys.len() == 0 || self.keys.bits() >= fingerprints::LOSSLESS_BITS)
+        {
+            // It fails only past 2^32 keys, before it changes anything:
+            // the freeze that ends the build reports it.
+            let _ = self.merge_building();
         }
     }
 
@@ -503,37 +573,76 @@ impl KeepSet {
         rank
     }
 
-    /// Moves everything into the frozen arrays and frees the maps. The
-    /// bucket count is chosen at the first freeze (later ones add only the
-    /// few keys a re-check finds, into the same buckets).
-    pub fn freeze(&mut self) -> Result<()> {
-        if !self.building.is_empty() {
-            let bits = if self.keys.len() == 0 {
-                bits_for(self.building.len())
-            } else {
-                self.keys.bits()
-            };
-            let rank = self.source_ranks();
-            let mut all: Vec<(u64, u32)> =
-                Vec::with_capacity(self.keys.len() + self.building.len());
-            all.extend(
-                self.keys
-                    .slots()
-                    .enumerate()
-                    .map(|(i, s)| (s, self.key_sources.get(i))),
-            );
-            all.extend(
-                std::mem::take(&mut self.building)
-                    .into_iter()
-                    .map(|(fp, id)| (slot(fp, bits), id)),
-            );
-            // Per slot, the smallest reason first; repeats (a shadowed
-            // frozen entry, a collision) go.
-            all.sort_unstable_by_key(|&(s, id)| (s, rank[id as usize]));
-            all.dedup_by_key(|e| e.0);
-            self.keys = FingerprintSet::from_sorted_slots(bits, all.iter().map(|e| e.0))?;
-            self.key_sources = SourceIds::new(self.sources.len(), all.iter().map(|e| e.1));
+    /// Merges the building map into the frozen arrays, per slot the
+    /// smallest reason; frees the map. The bucket bits: those of a freeze
+    /// of everything at once when the frozen set is empty or at least
+    /// [`fingerprints::LOSSLESS_BITS`] wide (its slot keys are whole
+    /// fingerprints then), its own otherwise (later freezes add the few
+    /// keys a re-check finds). The map is freed first, and the arrays are
+    /// written in one pass from the old ones and the sorted map: no copy of
+    /// every key beside them. Fails, before it changes anything, past 2^32
+    /// keys.
+    fn merge_building(&mut self) -> Result<()> {
+        if self.building.is_empty() {
+            return Ok(());
         }
+        if self.keys.len() + self.building.len() > u32::MAX as usize {
+            return Err(Error::invalid(
+                "keep-set",
+                "more than 2^32 referenced keys: beyond what one keep set indexes",
+            ));
+        }
+        let rank = self.source_ranks();
+        let old_bits = self.keys.bits();
+        let lossless = self.keys.len() == 0 || old_bits >= fingerprints::LOSSLESS_BITS;
+        // The map is freed before the arrays are written.
+        let mut new: Vec<(u64, u32)> = std::mem::take(&mut self.building).into_iter().collect();
+        let bits = if !lossless {
+            old_bits
+        } else if self.keys.len() == 0 {
+            bits_for(new.len())
+        } else {
+            // Slot keys are whole fingerprints on both sides.
+            let fresh = new.iter().filter(|e| self.keys.find(e.0).is_none()).count();
+            bits_for(self.keys.len() + fresh).max(old_bits)
+        };
+        for e in &mut new {
+            e.0 = slot(e.0, bits);
+        }
+        // Per slot, the smallest reason first; repeats (a collision) go.
+        new.sort_unstable_by_key(|&(s, id)| (s, rank[id as usize]));
+        new.dedup_by_key(|e| e.0);
+        let old = self
+            .keys
+            .slots()
+            .zip(0..)
+            .map(|(s, i)| (s, self.key_sources.get(i)));
+        let merged = Merged {
+            a: old.peekable(),
+            b: new.iter().copied().peekable(),
+            rank: &rank,
+        };
+        let expected = self.keys.len() + new.len();
+        let mut ids = SourceIds::with_capacity(self.sources.len(), expected);
+        let keys = FingerprintSet::from_sorted_slots(
+            bits,
+            expected,
+            merged.map(|(s, id)| {
+                ids.push(id);
+                s
+            }),
+        )?;
+        self.keys = keys;
+        self.key_sources = ids;
+        Ok(())
+    }
+
+    /// Moves everything into the frozen arrays and frees the maps. The
+    /// bucket count is chosen at the first freeze, and chosen again at a
+    /// later one only where re-bucketing loses nothing (see
+    /// [`KeepSet::merge_building`]).
+    pub fn freeze(&mut self) -> Result<()> {
+        self.merge_building()?;
         if !self.loose_building.is_empty() {
             let bits = if self.loose.len() == 0 {
                 bits_for(self.loose_building.len())
@@ -548,7 +657,7 @@ impl KeepSet {
             );
             all.sort_unstable();
             all.dedup();
-            self.loose = FingerprintSet::from_sorted_slots(bits, all.into_iter())?;
+            self.loose = FingerprintSet::from_sorted_slots(bits, all.len(), all.into_iter())?;
         }
         Ok(())
     }
@@ -564,31 +673,106 @@ impl KeepSet {
             + self.loose_building.capacity() * (8 + 1)
     }
 
-    /// Serialises the (frozen) keep set: the frozen arrays, the source
-    /// table, and a SHA-256 over everything so a damaged copy is refused.
+    /// Serialises the keep set: the frozen arrays, the source table, and a
+    /// SHA-256 over everything so a damaged copy is refused (a set still
+    /// building is frozen in a copy first).
     pub(crate) fn encode(&self, header: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        let mut me = self.clone();
-        me.freeze()?;
-        let sources = serde_json::to_vec(&me.sources).unwrap_or_default();
+        let frozen;
+        let me = if self.is_frozen() {
+            self
+        } else {
+            let mut c = self.clone();
+            c.freeze()?;
+            frozen = c;
+            &frozen
+        };
+        let Some(e) = me.export(header) else {
+            return Err(Error::invalid(
+                "keep-set",
+                "a frozen copy still holds keys to merge",
+            ));
+        };
+        out.extend(me.export_range(&e, 0, e.len()));
+        Ok(())
+    }
+
+    /// True when every key sits in the frozen arrays (none building).
+    fn is_frozen(&self) -> bool {
+        self.building.is_empty() && self.loose_building.is_empty()
+    }
+
+    /// The serialised form's prefix: magic, then the header and the source
+    /// table, each after its length.
+    fn export_prefix(&self, header: &[u8]) -> Vec<u8> {
+        let sources = serde_json::to_vec(&self.sources).unwrap_or_default();
+        let mut out = Vec::with_capacity(MAGIC.len() + 16 + header.len() + sources.len());
         out.extend_from_slice(MAGIC);
         for part in [header, &sources[..]] {
             out.extend_from_slice(&(part.len() as u64).to_le_bytes());
             out.extend_from_slice(part);
         }
-        me.keys.encode(out);
-        out.extend_from_slice(&(me.key_sources.width() as u64).to_le_bytes());
-        match &me.key_sources {
-            SourceIds::Narrow(v) => v
-                .iter()
-                .for_each(|s| out.extend_from_slice(&s.to_le_bytes())),
-            SourceIds::Wide(v) => v
-                .iter()
-                .for_each(|s| out.extend_from_slice(&s.to_le_bytes())),
+        out
+    }
+
+    /// The sections of the serialised form from `prefix` to the digest.
+    fn export_sections<'a>(&'a self, prefix: &'a [u8], small: &'a ExportWords) -> Vec<Section<'a>> {
+        let mut v = vec![Section::Bytes(prefix), Section::Bytes(&small.keys)];
+        v.extend(export::set_arrays(&self.keys));
+        v.push(Section::Bytes(&small.width));
+        v.push(export::source_section(&self.key_sources));
+        v.push(Section::Bytes(&small.loose));
+        v.extend(export::set_arrays(&self.loose));
+        v
+    }
+
+    /// The short words between the arrays of the serialised form.
+    fn export_words(&self) -> ExportWords {
+        ExportWords {
+            keys: export::set_words(&self.keys),
+            width: (self.key_sources.width() as u64).to_le_bytes(),
+            loose: export::set_words(&self.loose),
         }
-        me.loose.encode(out);
-        let digest = Sha256::digest(&out[..]);
-        out.extend_from_slice(&digest);
-        Ok(())
+    }
+
+    /// The serialised form of this frozen keep set, described: its prefix,
+    /// its length and its digest (one pass over the arrays, nothing written
+    /// out); none while keys are still building (freeze first).
+    pub(crate) fn export(&self, header: &[u8]) -> Option<Export> {
+        if !self.is_frozen() {
+            return None;
+        }
+        let prefix = self.export_prefix(header);
+        let words = self.export_words();
+        let mut sha = Sha256::new();
+        let mut len = 0usize;
+        export::for_each_piece(&self.export_sections(&prefix, &words), |p| {
+            sha.update(p);
+            len += p.len();
+        });
+        Some(Export {
+            digest: sha.finalize().into(),
+            len: len + 32,
+            prefix,
+        })
+    }
+
+    /// Bytes `offset..offset + length` of the serialised form `e` describes
+    /// (fewer at its end), made from the arrays. `e` must be this keep
+    /// set's [`KeepSet::export`], made since it last changed.
+    pub(crate) fn export_range(&self, e: &Export, offset: usize, length: usize) -> Vec<u8> {
+        let words = self.export_words();
+        let mut sections = self.export_sections(&e.prefix, &words);
+        sections.push(Section::Bytes(&e.digest));
+        export::range(&sections, offset, length)
+    }
+
+    /// Feeds every byte of the serialised form `e` describes to `f`, a
+    /// bounded piece at a time (for a digest of the whole).
+    pub(crate) fn export_pieces(&self, e: &Export, f: impl FnMut(&[u8])) {
+        let words = self.export_words();
+        let mut sections = self.export_sections(&e.prefix, &words);
+        sections.push(Section::Bytes(&e.digest));
+        export::for_each_piece(&sections, f);
     }
 
     /// Reads what [`KeepSet::encode`] wrote; returns the header bytes too.
@@ -665,6 +849,13 @@ impl KeepSet {
 }
 
 const MAGIC: &[u8] = b"LSKEEP\x00\x02";
+
+/// The short words between the arrays of a serialised keep set.
+struct ExportWords {
+    keys: [u8; 16],
+    width: [u8; 8],
+    loose: [u8; 16],
+}
 
 struct ByteReader<'a> {
     body: &'a [u8],
@@ -826,6 +1017,106 @@ mod tests {
             assert!(KeepSet::decode(&bad).is_err());
         }
         assert!(KeepSet::decode(&bytes[..bytes.len() - 1]).is_err());
+    }
+
+    /// A keep set of more than [`COMPACT_MIN`] keys is merged into its
+    /// arrays while it is built, and comes out exactly as one freeze of
+    /// everything would make it: the same slots, per slot the smallest
+    /// reason, the same bytes exported.
+    #[test]
+    fn a_keep_set_merged_while_built_equals_one_frozen_at_the_end() {
+        let n = COMPACT_MIN + COMPACT_MIN / 3;
+        let content = |m: usize| Source::ContentFile {
+            manifest: format!("m{m}"),
+            content: ContentType::Data,
+            status: ManifestStatus::Added,
+        };
+        let key = |i: usize| format!("data/f{i}.parquet");
+        let mut k = KeepSet::new();
+        let mut want: HashMap<u64, Source> = HashMap::new();
+        let mut add = |k: &mut KeepSet, rel: &str, s: Source| {
+            k.insert(rel, s.clone());
+            let e = want.entry(fingerprint(rel)).or_insert_with(|| s.clone());
+            if s < *e {
+                *e = s;
+            }
+        };
+        let mut merged_early = false;
+        for i in 0..n {
+            add(&mut k, &key(i), content(i % 7));
+            merged_early |= k.keys.len() > 0;
+            // Keys seen before a merge, named again with a smaller reason
+            // after it, and with a larger one.
+            if i % 100_000 == 99_999 {
+                for j in (0..i).step_by(50_000) {
+                    add(
+                        &mut k,
+                        &key(j),
+                        Source::ManifestList {
+                            snapshot_id: j as i64,
+                        },
+                    );
+                    add(&mut k, &key(j + 1), content(9));
+                }
+            }
+        }
+        assert!(merged_early, "the map was merged while it was built");
+        assert!(k.building.len() < n / 2);
+        k.freeze().unwrap();
+        assert_eq!(k.len(), want.len());
+        assert_eq!(k.keys.bits(), bits_for(want.len()));
+        let mut fps: Vec<u64> = want.keys().copied().collect();
+        fps.sort_unstable();
+        assert!(k.keys.slots().eq(fps.iter().copied()));
+        for (i, fp) in fps.iter().enumerate() {
+            assert_eq!(
+                k.sources[k.key_sources.get(i) as usize],
+                want[fp],
+                "slot {i}"
+            );
+        }
+        assert_eq!(
+            k.lookup(&key(50_000)),
+            Some(&Source::ManifestList {
+                snapshot_id: 50_000
+            })
+        );
+        assert_eq!(k.lookup(&key(50_001)), Some(&content(50_001 % 7)));
+    }
+
+    proptest::proptest! {
+        /// Merging the building map into frozen arrays (whatever their
+        /// bucket bits) answers every lookup as the references made say:
+        /// per key the smallest reason, nothing lost, nothing added.
+        #[test]
+        fn merges_keep_every_key_with_its_smallest_reason(
+            refs in proptest::collection::vec((0u16..300, 0i64..6), 0..200),
+            freezes in proptest::collection::vec(0usize..200, 0..4),
+        ) {
+            let mut k = KeepSet::new();
+            let mut want: HashMap<String, Source> = HashMap::new();
+            for (i, (key, snap)) in refs.iter().enumerate() {
+                if freezes.contains(&i) {
+                    k.freeze().unwrap();
+                }
+                let rel = format!("data/{key}");
+                let s = Source::ManifestList { snapshot_id: *snap };
+                k.insert(&rel, s.clone());
+                let e = want.entry(rel).or_insert_with(|| s.clone());
+                if s < *e {
+                    *e = s;
+                }
+            }
+            k.freeze().unwrap();
+            proptest::prop_assert_eq!(k.len(), want.len());
+            for (rel, s) in &want {
+                proptest::prop_assert_eq!(k.lookup(rel), Some(s));
+            }
+            for key in 300..320 {
+                let rel = format!("data/{key}");
+                proptest::prop_assert!(k.lookup(&rel).is_none());
+            }
+        }
     }
 
     proptest::proptest! {

@@ -34,6 +34,11 @@ pub(super) fn bits_for(n: usize) -> u32 {
     }
 }
 
+/// Bucket bits from which a slot key is the whole fingerprint (the top
+/// `bits` and the low 48 bits cover all 64): a set with at least these
+/// many can be re-bucketed to more bits without losing anything.
+pub(super) const LOSSLESS_BITS: u32 = 16;
+
 /// The longest bucket [`FingerprintSet::find`] scans slot by slot.
 const SCAN_MAX: usize = 64;
 
@@ -83,25 +88,34 @@ impl Default for FingerprintSet {
 
 impl FingerprintSet {
     /// Builds the set from slot keys (see [`slot`], all made with `bits`)
-    /// sorted ascending and without repeats. Fails past 2^32 slots.
+    /// sorted ascending and without repeats; `expected` is how many come
+    /// (room is made for them; more or fewer are still placed right). Fails
+    /// past 2^32 slots.
     pub(super) fn from_sorted_slots(
         bits: u32,
-        slots: impl ExactSizeIterator<Item = u64>,
+        expected: usize,
+        slots: impl Iterator<Item = u64>,
     ) -> Result<Self> {
-        if slots.len() > u32::MAX as usize {
-            return Err(Error::invalid(
+        let too_many = || {
+            Error::invalid(
                 "keep-set",
                 "more than 2^32 referenced keys: beyond what one keep set indexes",
-            ));
+            )
+        };
+        if expected > u32::MAX as usize {
+            return Err(too_many());
         }
         let buckets = 1usize << bits;
         let mut starts = vec![0u32; buckets + 1];
-        let mut rems = Vec::with_capacity(slots.len());
-        let mut his = Vec::with_capacity(slots.len());
+        let mut rems = Vec::with_capacity(expected);
+        let mut his = Vec::with_capacity(expected);
         for s in slots {
             starts[bucket(s, bits) + 1] += 1;
             rems.push(s as u32);
             his.push((s >> 32) as u16);
+        }
+        if rems.len() > u32::MAX as usize {
+            return Err(too_many());
         }
         for i in 0..buckets {
             starts[i + 1] += starts[i];
@@ -183,19 +197,13 @@ impl FingerprintSet {
         (self.starts.capacity() + self.rems.capacity()) * 4 + self.his.capacity() * 2
     }
 
-    /// Appends the set: bits, count, starts, rems, his (little-endian).
-    pub(super) fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&u64::from(self.bits).to_le_bytes());
-        out.extend_from_slice(&(self.rems.len() as u64).to_le_bytes());
-        for v in self.starts.iter().chain(&self.rems) {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        for v in &self.his {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
+    /// The arrays: bucket starts, low 32 bits, next 16 bits.
+    pub(super) fn arrays(&self) -> (&[u32], &[u32], &[u16]) {
+        (&self.starts, &self.rems, &self.his)
     }
 
-    /// Reads what [`FingerprintSet::encode`] wrote from `take` (a reader
+    /// Reads what [`super::KeepSet::encode`] wrote of a set (bits, count,
+    /// starts, rems, his, little-endian) from `take` (a reader
     /// that fails on truncation), checking every invariant lookups rely on.
     pub(super) fn decode<'a>(
         mut take: impl FnMut(usize) -> Result<&'a [u8]>,
@@ -258,7 +266,7 @@ mod tests {
         let mut slots: Vec<u64> = fps.iter().map(|&f| slot(f, bits)).collect();
         slots.sort_unstable();
         slots.dedup();
-        FingerprintSet::from_sorted_slots(bits, slots.into_iter()).unwrap()
+        FingerprintSet::from_sorted_slots(bits, slots.len(), slots.into_iter()).unwrap()
     }
 
     #[test]
@@ -336,8 +344,9 @@ mod tests {
                 .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
                 .collect::<Vec<_>>(),
         );
-        let mut bytes = Vec::new();
-        s.encode(&mut bytes);
+        let mut bytes = super::super::export::set_words(&s).to_vec();
+        let sections = super::super::export::set_arrays(&s);
+        super::super::export::for_each_piece(&sections, |p| bytes.extend_from_slice(p));
         let read = |b: &[u8]| {
             let mut pos = 0usize;
             FingerprintSet::decode(
