@@ -63,15 +63,15 @@ fn iceberg() -> crate::format::TableFormat {
 
 const KEEPSET_SCHEMA: &str = "lakesweep.keepset.v2";
 
-/// The keep set of `c`, built from `metadata_location`, with the options
-/// its verdicts depend on and the keys of its ambiguous references
-/// (`ambiguous`: those kept only as one reading, and every member), for
-/// [`PageClassifier::load`].
-pub(crate) fn export(
+/// The header of `c`'s exported keep set (built from `metadata_location`):
+/// the options its verdicts depend on and the keys of its ambiguous
+/// references (`ambiguous`: those kept only as one reading, and every
+/// member), for [`PageClassifier::load`].
+pub(crate) fn export_header(
     c: &Classifier,
     metadata_location: &str,
     ambiguous: (Vec<String>, Vec<String>),
-) -> Result<Vec<u8>> {
+) -> Vec<u8> {
     let header = Header {
         schema: KEEPSET_SCHEMA.into(),
         table_location: c.location.as_uri(),
@@ -90,10 +90,7 @@ pub(crate) fn export(
         alt_only: ambiguous.0,
         group_members: ambiguous.1,
     };
-    let h = serde_json::to_vec(&header).unwrap_or_default();
-    let mut out = Vec::new();
-    c.keep.encode(&h, &mut out)?;
-    Ok(out)
+    serde_json::to_vec(&header).unwrap_or_default()
 }
 
 /// A loaded keep set that classifies listing pages without a session, and

@@ -110,7 +110,7 @@ pub struct Session {
     splits: Option<Box<split::SplitLedger>>,
     /// The keep set as last exported (made once for the range reads of
     /// one export); dropped by any call that may change it.
-    exported: std::cell::OnceCell<Vec<u8>>,
+    exported: std::cell::OnceCell<Exported>,
 }
 
 /// The format's own half of a session: Iceberg's snapshot walk or Delta's
@@ -136,6 +136,16 @@ fn made_from(uri: &str, digest_uri: &str) -> Result<()> {
         ProtocolReason::UnexpectedAnswer,
         format!("the digest answering `{uri}` was made from `{digest_uri}`"),
     ))
+}
+
+/// A session's keep set export (see [`Session::export_keep_set_range`]).
+#[derive(Debug)]
+enum Exported {
+    /// The frozen keep set's form, made a range at a time from its arrays.
+    Frozen(crate::reach::Export),
+    /// The whole form, written from a frozen copy (the keep set was still
+    /// taking keys).
+    Whole(Vec<u8>),
 }
 
 impl Session {
@@ -606,17 +616,21 @@ impl Session {
 
     /// The bytes of [`Session::export_keep_set`] from `offset`, at most
     /// `length` of them (none past the end), for hosts whose bindings
-    /// cannot take a large list back in one call. Fails as
-    /// `export_keep_set` does.
+    /// cannot take a large list back in one call: each range is made from
+    /// the frozen keep set itself, so the whole is never written out beside
+    /// it. Fails as `export_keep_set` does.
     pub fn export_keep_set_range(&self, offset: u64, length: u32) -> Result<Vec<u8>> {
-        self.check_exportable()?;
-        if self.exported.get().is_none() {
-            let _ = self.exported.set(self.export_keep_set()?);
-        }
-        let all = self.exported.get().map_or(&[][..], Vec::as_slice);
-        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(all.len());
-        let end = start.saturating_add(length as usize).min(all.len());
-        Ok(all[start..end].to_vec())
+        let offset = usize::try_from(offset).unwrap_or(usize::MAX);
+        Ok(match self.exported()? {
+            Exported::Frozen(e) => self
+                .classifier
+                .keep
+                .export_range(e, offset, length as usize),
+            Exported::Whole(all) => {
+                let start = offset.min(all.len());
+                all[start..start.saturating_add(length as usize).min(all.len())].to_vec()
+            }
+        })
     }
 
     /// [`Session::export_keep_set_range`]'s bytes as lowercase hex text, two
@@ -631,15 +645,46 @@ impl Session {
     /// Exports the finished keep set (plus the options verdicts depend on) for
     /// the stateless page mode. Available once the listing was requested.
     pub fn export_keep_set(&self) -> Result<Vec<u8>> {
+        Ok(match self.exported()? {
+            Exported::Frozen(e) => self.classifier.keep.export_range(e, 0, e.len()),
+            Exported::Whole(all) => all.clone(),
+        })
+    }
+
+    /// The keep set's export, made once since it last changed.
+    fn exported(&self) -> Result<&Exported> {
         self.check_exportable()?;
-        if let Some(b) = self.exported.get() {
-            return Ok(b.clone());
+        if let Some(e) = self.exported.get() {
+            return Ok(e);
         }
-        crate::page::export(
+        let header = crate::page::export_header(
             &self.classifier,
             &self.metadata_location,
             self.references.ambiguous_keys(),
-        )
+        );
+        let keep = &self.classifier.keep;
+        let made = match keep.export(&header) {
+            Some(e) => Exported::Frozen(e),
+            // Still building (a re-check's keys): written whole from a
+            // frozen copy.
+            None => {
+                let mut all = Vec::new();
+                keep.encode(&header, &mut all)?;
+                Exported::Whole(all)
+            }
+        };
+        Ok(self.exported.get_or_init(|| made))
+    }
+
+    /// XXH3-128 of the exported keep set's bytes, lowercase hex: what a
+    /// [`crate::PageClassifier`] that loaded them names them by.
+    pub(super) fn keep_set_digest(&self) -> Result<String> {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        match self.exported()? {
+            Exported::Frozen(e) => self.classifier.keep.export_pieces(e, |p| h.update(p)),
+            Exported::Whole(all) => h.update(all),
+        }
+        Ok(format!("{:032x}", h.digest128()))
     }
 
     /// Fails unless the keep set can be exported: the session failed, or

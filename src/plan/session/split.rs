@@ -77,14 +77,13 @@ impl Session {
                 ));
             }
             let splits = cut(&prefix, boundaries)?;
-            let bytes = s.export_keep_set()?;
-            // Kept for the host's export that follows: the same bytes.
-            let _ = s.exported.set(bytes.clone());
+            // The export is kept for the host's that follows: the same bytes.
+            let keep_set = s.keep_set_digest()?;
             s.splits = Some(Box::new(SplitLedger {
                 back: vec![false; splits.len()],
                 left: splits.len(),
                 splits: splits.clone(),
-                keep_set: crate::page::keep_set_digest(&bytes),
+                keep_set,
                 metadata_location: s.metadata_location.clone(),
             }));
             out = splits;
