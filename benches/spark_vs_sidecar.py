@@ -91,7 +91,9 @@ def one(master, table, origin, split_size):
     with tempfile.TemporaryDirectory() as d:
         started = time.monotonic()
         p, decided = plan(spark, t["location"], t["metadata_location"], t["now_ms"], store_spec={"local": []},
-                          origin=origin, split_size=split_size, decisions=d, progress=stages.append)
+                          origin=origin, split_size=split_size, decisions=d,
+                          progress=lambda line: stages.append(
+                              f"{line} [driver {_hwm_kib(os.getpid()) / 1024:.0f} MiB peak so far]"))
         took = time.monotonic() - started
         files = len(os.listdir(d))
     java = [pid for pid in _java_pids() if pid not in before]

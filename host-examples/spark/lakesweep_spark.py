@@ -167,7 +167,9 @@ def _same_build(driver):
 
 def _split_partition(keep_set, digest, pointer, spec, decisions, root, by_name=True, driver=None):
     """Lists, classifies and tallies each split of a partition on its
-    executor; yields each split's partial result. The decisions on every
+    executor; yields each split's partial result. ``keep_set``: the
+    broadcasts of the keep set's pieces, in order (``digest`` names the
+    whole). The decisions on every
     object that is not referenced go to ``decisions``/``root``-``index``.jsonl
     (written whole, then renamed: a task run again writes it again).
     ``by_name``: see :func:`_split_pages`."""
@@ -179,7 +181,7 @@ def _split_partition(keep_set, digest, pointer, spec, decisions, root, by_name=T
         store = executor_store(spec)
         # Once per Python worker (kept by the installed package: this
         # closure's own globals are a copy in every task).
-        c = lakesweep.shared_classifier(digest, lambda: keep_set.value)
+        c = lakesweep.shared_classifier(digest, lambda: b"".join(piece.value for piece in keep_set))
         try:
             c.check_pointer(pointer)
             for split in splits:
@@ -379,11 +381,15 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
             stage(f"sealed: {len(done.delete)} objects to delete")
             return done, decisions
         stage("keep set built")
-        keep_set = s.export_keep_set()
-        digest = hashlib.sha256(keep_set).hexdigest()
-        shipped = sc.broadcast(keep_set)
-        stage(f"keep set shipped ({len(keep_set)} bytes)")
-        del keep_set
+        # Shipped piece by piece: the driver never holds the whole keep set
+        # outside its session (85 MB at ten million keys).
+        hashed, shipped, size = hashlib.sha256(), [], 0
+        for piece in s.export_keep_set_pieces():
+            hashed.update(piece)
+            size += len(piece)
+            shipped.append(sc.broadcast(piece))
+        digest = hashed.hexdigest()
+        stage(f"keep set shipped ({size} bytes)")
         live = pointer()
         for prefix in prefixes:
             sampled = guessed.pop(prefix, None)
@@ -400,7 +406,8 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
                 s.feed_split(result)
             stage(f"{prefix}: {len(splits)} splits listed and classified")
             root += 1
-        shipped.unpersist()
+        for piece in shipped:
+            piece.unpersist()
 
 
 def read_decisions(folder):

@@ -108,7 +108,7 @@ def test_a_foreign_table_found_by_an_executor_stops_the_job(spark, tmp_path):
     class Shipped:
         value = keep
 
-    run = _split_partition(Shipped, hashlib.sha256(keep).hexdigest(), t["metadata_location"], spec, None, 0)
+    run = _split_partition([Shipped], hashlib.sha256(keep).hexdigest(), t["metadata_location"], spec, None, 0)
     # The task does not fail (a failed task is run again): it answers the
     # split with its refusal, and stops there.
     (refusal,) = list(run([splits[1], splits[2]]))

@@ -113,13 +113,28 @@ def _pieces(read):
     """The bytes ``read(offset)`` gives as hex text piece by piece (at
     most :data:`_PIECE` bytes each; an empty piece ends them): large
     values cross as text, which wasmtime-py moves in one copy (a list of
-    bytes crosses value by value, and one call carries only so much)."""
+    bytes crosses value by value, and one call carries only so much).
+    Returned as the ``bytearray`` they were gathered in: a keep set of ten
+    million keys is 85 MB, and a copy into ``bytes`` would hold it twice."""
     out = bytearray()
     while True:
         part = read(len(out))
         if not part:
-            return bytes(out)
+            return out
         out += bytes.fromhex(part)
+
+
+def _each_piece(read):
+    """:func:`_pieces`, one piece at a time (``bytes`` each): a host that
+    sends them on one by one never holds the whole value."""
+    at = 0
+    while True:
+        part = read(at)
+        if not part:
+            return
+        piece = bytes.fromhex(part)
+        at += len(piece)
+        yield piece
 
 
 def _listed(o):
@@ -292,8 +307,15 @@ class Sweep:
         return bool(self._call("keep-set-complete"))
 
     def export_keep_set(self):
-        """The keep set's bytes, for :class:`PageClassifier` elsewhere."""
+        """The keep set's bytes (a ``bytearray``), for
+        :class:`PageClassifier` elsewhere."""
         return _pieces(lambda at: self._call("export-keep-set-hex", at, _PIECE))
+
+    def export_keep_set_pieces(self):
+        """:meth:`export_keep_set`'s bytes in pieces of at most 8 MiB, in
+        order (a generator): a host that ships them one by one never holds
+        the whole keep set."""
+        return _each_piece(lambda at: self._call("export-keep-set-hex", at, _PIECE))
 
     def referenced(self, keys):
         """Which of ``keys`` (relative to the table) the complete keep set
@@ -367,7 +389,7 @@ class PageClassifier:
     def __init__(self, keep_set, *, wasm=None):
         self.c = Component(wasm)
         # As hex text: one copy into the component (see _pieces).
-        self.handle = self.c.call("[static]page-classifier.load-hex", bytes(keep_set).hex())
+        self.handle = self.c.call("[static]page-classifier.load-hex", memoryview(keep_set).hex())
 
     def check_pointer(self, live):
         """Raises :class:`PlanRefused` unless the keep set was built on the
