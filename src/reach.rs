@@ -719,7 +719,10 @@ impl KeepSet {
         let mut v = vec![Section::Bytes(prefix), Section::Bytes(&small.keys)];
         v.extend(export::set_arrays(&self.keys));
         v.push(Section::Bytes(&small.width));
-        v.push(export::source_section(&self.key_sources));
+        v.push(match &self.key_sources {
+            SourceIds::Narrow(ids) => Section::U16s(ids),
+            SourceIds::Wide(ids) => Section::U32s(ids),
+        });
         v.push(Section::Bytes(&small.loose));
         v.extend(export::set_arrays(&self.loose));
         v

@@ -8,7 +8,6 @@
 //! (85 MB at ten million keys) is never written out beside them.
 
 use super::fingerprints::FingerprintSet;
-use super::SourceIds;
 
 /// One run of the serialised form.
 pub(super) enum Section<'a> {
@@ -96,14 +95,6 @@ pub(super) fn set_arrays(set: &FingerprintSet) -> [Section<'_>; 3] {
         Section::U32s(rems),
         Section::U16s(his),
     ]
-}
-
-/// The section of source indices.
-pub(super) fn source_section(ids: &SourceIds) -> Section<'_> {
-    match ids {
-        SourceIds::Narrow(v) => Section::U16s(v),
-        SourceIds::Wide(v) => Section::U32s(v),
-    }
 }
 
 /// Bytes of `sections` from `offset`, at most `length`.

@@ -344,9 +344,16 @@ mod tests {
                 .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
                 .collect::<Vec<_>>(),
         );
-        let mut bytes = super::super::export::set_words(&s).to_vec();
-        let sections = super::super::export::set_arrays(&s);
-        super::super::export::for_each_piece(&sections, |p| bytes.extend_from_slice(p));
+        // As a keep set writes it: bits, count, starts, rems, his.
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&u64::from(s.bits()).to_le_bytes());
+        bytes.extend_from_slice(&(s.len() as u64).to_le_bytes());
+        for v in s.starts.iter().chain(&s.rems) {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in &s.his {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
         let read = |b: &[u8]| {
             let mut pos = 0usize;
             FingerprintSet::decode(
