@@ -3,11 +3,12 @@
 //!
 //! Keys are stored as 64-bit XXH3 fingerprints of their canonical relative
 //! path (the part after `location + "/"`), each with the index of its
-//! [`Source`]. While the set is built they sit in a hash map (about 17
-//! bytes per key, 34 while it grows); once complete they are frozen into a
-//! bucketed array of their low 48 bits ([`fingerprints`]: 6.5 bytes per key)
-//! plus a 2-byte source index (4 bytes past 65,536 distinct sources): about
-//! 8.5 bytes per referenced file.
+//! [`Source`]. Frozen keys sit in a bucketed array of their low 48 bits
+//! ([`fingerprints`]: 6.5 bytes per key) plus a 2-byte source index (4
+//! bytes past 65,536 distinct sources): about 8.5 bytes per referenced
+//! file. New keys go to a hash map first (about 17 bytes per key, 34 while
+//! it grows), merged into the arrays as the set grows (past 2^20 keys, see
+//! [`KeepSet::insert`]) and when it is complete.
 //!
 //! A fingerprint collision can only make an unreferenced key look
 //! referenced: it errs towards keeping, never towards deleting (the module
@@ -269,9 +270,18 @@ impl SourceIds {
 
     /// Appends an index (below the `distinct` this was made for).
     fn push(&mut self, id: u32) {
+        debug_assert!(matches!(self, SourceIds::Wide(_)) || id <= u32::from(u16::MAX));
         match self {
             SourceIds::Narrow(v) => v.push(id as u16),
             SourceIds::Wide(v) => v.push(id),
+        }
+    }
+
+    /// Frees the room not taken.
+    fn shrink_to_fit(&mut self) {
+        match self {
+            SourceIds::Narrow(v) => v.shrink_to_fit(),
+            SourceIds::Wide(v) => v.shrink_to_fit(),
         }
     }
 
@@ -400,7 +410,12 @@ impl KeepSet {
         {
             self.documents.insert(rel.to_owned());
         }
-        let fp = fingerprint(rel);
+        self.insert_fingerprint(fingerprint(rel), source)
+    }
+
+    /// [`KeepSet::insert`] by the key's fingerprint (a metadata document's
+    /// name is recorded by `insert`).
+    fn insert_fingerprint(&mut self, fp: Fingerprint, source: Source) -> bool {
         let id = self.source_id(source);
         if let Some(existing) = self.frozen_lookup(fp) {
             // Keep the smallest reason: the frozen entry is shadowed by a
@@ -429,8 +444,8 @@ impl KeepSet {
     /// Merges the building map into the frozen arrays once it holds
     /// [`COMPACT_MIN`] keys and a quarter of the frozen ones, so a keep
     /// set of millions of keys never holds them all in a hash map (17 to
-    /// 34 bytes a key) beside their frozen copy: at most a quarter of them
-    /// sit in the map, the rest in the arrays (8.5 bytes a key). Only while
+    /// 34 bytes a key) beside their frozen copy: at most about a fifth of
+    /// them sit in the map, the rest in the arrays (8.5 bytes a key). Only while
     /// re-bucketing loses nothing (the frozen set is empty or has at least
     /// [`fingerprints::LOSSLESS_BITS`] bucket bits), so the arrays come out
     /// exactly as one freeze at the end would make them.
@@ -578,10 +593,11 @@ impl KeepSet {
     /// of everything at once when the frozen set is empty or at least
     /// [`fingerprints::LOSSLESS_BITS`] wide (its slot keys are whole
     /// fingerprints then), its own otherwise (later freezes add the few
-    /// keys a re-check finds). The map is freed first, and the arrays are
-    /// written in one pass from the old ones and the sorted map: no copy of
-    /// every key beside them. Fails, before it changes anything, past 2^32
-    /// keys.
+    /// keys a re-check finds). The map's entries are moved out and sorted
+    /// and the map freed before the new arrays are written, in one pass
+    /// from the old arrays and the sorted entries: beside the old arrays
+    /// and the new, only the map's share of the keys is held. Fails,
+    /// before it changes anything, past 2^32 keys.
     fn merge_building(&mut self) -> Result<()> {
         if self.building.is_empty() {
             return Ok(());
@@ -597,13 +613,18 @@ impl KeepSet {
         let lossless = self.keys.len() == 0 || old_bits >= fingerprints::LOSSLESS_BITS;
         // The map is freed before the arrays are written.
         let mut new: Vec<(u64, u32)> = std::mem::take(&mut self.building).into_iter().collect();
+        // Keys not frozen yet (an upper bound where slots drop bits).
+        let fresh = if self.keys.len() == 0 {
+            new.len()
+        } else {
+            new.iter().filter(|e| self.keys.find(e.0).is_none()).count()
+        };
         let bits = if !lossless {
             old_bits
         } else if self.keys.len() == 0 {
             bits_for(new.len())
         } else {
             // Slot keys are whole fingerprints on both sides.
-            let fresh = new.iter().filter(|e| self.keys.find(e.0).is_none()).count();
             bits_for(self.keys.len() + fresh).max(old_bits)
         };
         for e in &mut new {
@@ -622,7 +643,7 @@ impl KeepSet {
             b: new.iter().copied().peekable(),
             rank: &rank,
         };
-        let expected = self.keys.len() + new.len();
+        let expected = self.keys.len() + fresh;
         let mut ids = SourceIds::with_capacity(self.sources.len(), expected);
         let keys = FingerprintSet::from_sorted_slots(
             bits,
@@ -631,10 +652,23 @@ impl KeepSet {
                 ids.push(id);
                 s
             }),
-        )?;
-        self.keys = keys;
-        self.key_sources = ids;
-        Ok(())
+        );
+        match keys {
+            Ok(keys) => {
+                ids.shrink_to_fit();
+                self.keys = keys;
+                self.key_sources = ids;
+                Ok(())
+            }
+            Err(e) => {
+                // Not reached (the count was checked above); were it, the
+                // keys go back to the map rather than away: slot keys are
+                // the fingerprints themselves wherever a merge can fail
+                // unreported (see `compact_if_due`).
+                self.building = new.into_iter().collect();
+                Err(e)
+            }
+        }
     }
 
     /// Moves everything into the frozen arrays and frees the maps. The
@@ -1023,68 +1057,84 @@ mod tests {
     }
 
     /// A keep set of more than [`COMPACT_MIN`] keys is merged into its
-    /// arrays while it is built, and comes out exactly as one freeze of
-    /// everything would make it: the same slots, per slot the smallest
-    /// reason, the same bytes exported.
+    /// arrays while it is built (twice here, the bucket bits growing from
+    /// 17 to 18), and comes out exactly as one freeze of everything
+    /// would make it: the same slots, per slot the smallest reason, the
+    /// same bytes exported.
     #[test]
     fn a_keep_set_merged_while_built_equals_one_frozen_at_the_end() {
-        let n = COMPACT_MIN + COMPACT_MIN / 3;
+        let n = 2 * COMPACT_MIN + COMPACT_MIN / 3;
         let content = |m: usize| Source::ContentFile {
             manifest: format!("m{m}"),
             content: ContentType::Data,
             status: ManifestStatus::Added,
         };
-        let key = |i: usize| format!("data/f{i}.parquet");
+        let fp = |i: usize| xxhash_rust::xxh3::xxh3_64(&(i as u64).to_le_bytes());
+        // The same references, in the same order, into a set that merges as
+        // it goes and into one that only freezes at the end (its map filled
+        // directly), and into an oracle.
         let mut k = KeepSet::new();
+        let mut once = KeepSet::new();
         let mut want: HashMap<u64, Source> = HashMap::new();
-        let mut add = |k: &mut KeepSet, rel: &str, s: Source| {
-            k.insert(rel, s.clone());
-            let e = want.entry(fingerprint(rel)).or_insert_with(|| s.clone());
+        let mut merges = 0;
+        let mut add = |k: &mut KeepSet, once: &mut KeepSet, f: u64, s: Source| {
+            let before = k.keys.len();
+            k.insert_fingerprint(f, s.clone());
+            merges += usize::from(k.keys.len() != before);
+            let id = once.source_id(s.clone());
+            let cur = once.building.entry(f).or_insert(id);
+            if once.sources[id as usize] < once.sources[*cur as usize] {
+                *cur = id;
+            }
+            let e = want.entry(f).or_insert_with(|| s.clone());
             if s < *e {
                 *e = s;
             }
         };
-        let mut merged_early = false;
         for i in 0..n {
-            add(&mut k, &key(i), content(i % 7));
-            merged_early |= k.keys.len() > 0;
-            // Keys seen before a merge, named again with a smaller reason
-            // after it, and with a larger one.
-            if i % 100_000 == 99_999 {
-                for j in (0..i).step_by(50_000) {
+            add(&mut k, &mut once, fp(i), content(i % 7));
+            // Keys seen before a merge, named again after it with a
+            // smaller reason, and with a larger one.
+            if i % 500_000 == 499_999 {
+                for j in (0..i).step_by(100_000) {
                     add(
                         &mut k,
-                        &key(j),
+                        &mut once,
+                        fp(j),
                         Source::ManifestList {
                             snapshot_id: j as i64,
                         },
                     );
-                    add(&mut k, &key(j + 1), content(9));
+                    add(&mut k, &mut once, fp(j + 1), content(9));
                 }
             }
         }
-        assert!(merged_early, "the map was merged while it was built");
-        assert!(k.building.len() < n / 2);
+        assert_eq!(merges, 2, "merged while built");
+        assert!(k.building.len() < n / 4);
+        assert_eq!(once.keys.len(), 0);
         k.freeze().unwrap();
+        once.freeze().unwrap();
         assert_eq!(k.len(), want.len());
         assert_eq!(k.keys.bits(), bits_for(want.len()));
+        assert_eq!(k.keys, once.keys);
+        assert_eq!(k.key_sources.len(), once.key_sources.len());
+        assert!((0..k.key_sources.len()).all(|i| k.key_sources.get(i) == once.key_sources.get(i)));
         let mut fps: Vec<u64> = want.keys().copied().collect();
         fps.sort_unstable();
         assert!(k.keys.slots().eq(fps.iter().copied()));
-        for (i, fp) in fps.iter().enumerate() {
+        for (i, f) in fps.iter().enumerate() {
             assert_eq!(
                 k.sources[k.key_sources.get(i) as usize],
-                want[fp],
+                want[f],
                 "slot {i}"
             );
         }
-        assert_eq!(
-            k.lookup(&key(50_000)),
-            Some(&Source::ManifestList {
-                snapshot_id: 50_000
-            })
-        );
-        assert_eq!(k.lookup(&key(50_001)), Some(&content(50_001 % 7)));
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        k.encode(b"h", &mut a).unwrap();
+        once.encode(b"h", &mut b).unwrap();
+        assert!(a == b, "the same bytes exported");
+        // No room kept past what the keys take.
+        assert_eq!(k.index_bytes(), once.index_bytes());
     }
 
     proptest::proptest! {

@@ -384,10 +384,15 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
         # Shipped piece by piece: the driver never holds the whole keep set
         # outside its session (85 MB at ten million keys).
         hashed, shipped, size = hashlib.sha256(), [], 0
-        for piece in s.export_keep_set_pieces():
-            hashed.update(piece)
-            size += len(piece)
-            shipped.append(sc.broadcast(piece))
+        try:
+            for piece in s.export_keep_set_pieces():
+                hashed.update(piece)
+                size += len(piece)
+                shipped.append(sc.broadcast(piece))
+        except BaseException:
+            for piece in shipped:
+                piece.unpersist()
+            raise
         digest = hashed.hexdigest()
         stage(f"keep set shipped ({size} bytes)")
         live = pointer()

@@ -117,6 +117,9 @@ impl FingerprintSet {
         if rems.len() > u32::MAX as usize {
             return Err(too_many());
         }
+        // `expected` may overcount (keys merged twice): no unused room kept.
+        rems.shrink_to_fit();
+        his.shrink_to_fit();
         for i in 0..buckets {
             starts[i + 1] += starts[i];
         }

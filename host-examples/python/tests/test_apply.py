@@ -265,3 +265,21 @@ def test_an_arrow_store_never_reads_a_uri_of_another_store():
     # A switch on GCS read through S3 would look absent: refused instead.
     with pytest.raises(ValueError, match="serves s3"):
         s3.read("gs://ops/stop.json")
+
+
+def test_the_keep_set_in_pieces_is_the_keep_set_whole_and_loads(events, monkeypatch):
+    t, root = events
+    store = LocalStore(roots=[(VROOT, str(root))], pointer=lambda: t["metadata_location"])
+    s = lakesweep.Sweep(t["location"], t["metadata_location"], t["now_ms"] + 365 * DAY, store=store,
+                        retention_ms=t["file_retention_ms"])
+    assert s.until_listing()
+    whole = s.export_keep_set()
+    # Pieces of 100 bytes: many of them, cut inside the arrays' words.
+    monkeypatch.setattr(lakesweep, "_PIECE", 100)
+    pieces = list(s.export_keep_set_pieces())
+    assert len(pieces) > 3 and all(0 < len(p) <= 100 for p in pieces)
+    assert b"".join(pieces) == whole
+    assert bytes(lakesweep.Sweep.export_keep_set(s)) == bytes(whole)
+    lakesweep.PageClassifier(b"".join(pieces))
+    with pytest.raises(Exception, match="keep"):
+        lakesweep.PageClassifier(b"".join(pieces[:-1]))

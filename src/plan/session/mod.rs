@@ -617,8 +617,9 @@ impl Session {
     /// The bytes of [`Session::export_keep_set`] from `offset`, at most
     /// `length` of them (none past the end), for hosts whose bindings
     /// cannot take a large list back in one call: each range is made from
-    /// the frozen keep set itself, so the whole is never written out beside
-    /// it. Fails as `export_keep_set` does.
+    /// the frozen keep set itself, so the whole is not written out beside
+    /// it (it is, from a frozen copy, while a re-check's keys are still
+    /// building). Fails as `export_keep_set` does.
     pub fn export_keep_set_range(&self, offset: u64, length: u32) -> Result<Vec<u8>> {
         let offset = usize::try_from(offset).unwrap_or(usize::MAX);
         Ok(match self.exported()? {
