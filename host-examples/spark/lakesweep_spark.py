@@ -8,7 +8,8 @@ reads the table's metadata and manifest lists, and the executors read the
 manifests, a slice each, and send back each manifest's digest (what the
 session needs of it: entries and paths, not the column statistics), which
 the session checks as it would the bytes. The driver exports the keep set
-and broadcasts its bytes, and its session cuts the table's listing (and
+and broadcasts its bytes in 8 MiB pieces (never holding them whole), and
+its session cuts the table's listing (and
 each write root's) into splits of bounded size where the keys are (a
 local table: boundaries sampled on the executors, so one flat folder
 spreads too; an object store through ``pyarrow.fs``, which lists no key
