@@ -8,7 +8,10 @@
 //! bytes past 65,536 distinct sources): about 8.5 bytes per referenced
 //! file. New keys go to a hash map first (about 17 bytes per key, 34 while
 //! it grows), merged into the arrays as the set grows (past 2^20 keys, see
-//! [`KeepSet::insert`]) and when it is complete.
+//! [`KeepSet::insert`]) and when it is complete. Keys nothing asks about
+//! until the set is complete (a manifest's plain keys) may instead be
+//! deferred ([`KeepSet::defer`]: 16 bytes a key, appended without a
+//! lookup) and sorted into the arrays at the next merge.
 //!
 //! A fingerprint collision can only make an unreferenced key look
 //! referenced: it errs towards keeping, never towards deleting (the module
@@ -111,6 +114,21 @@ pub enum Source {
 }
 
 impl Source {
+    /// The role this source gives a path in the metadata graph, if any
+    /// (table metadata file, manifest list, manifest, content file): a
+    /// path named in two roles is a cycle in the graph, refused.
+    pub fn graph_role(&self) -> Option<&'static str> {
+        match self {
+            Source::CurrentMetadata | Source::MetadataLog | Source::DrCheckpoint => {
+                Some("table metadata file")
+            }
+            Source::ManifestList { .. } => Some("manifest list"),
+            Source::Manifest { .. } => Some("manifest"),
+            Source::ContentFile { .. } => Some("content file"),
+            _ => None,
+        }
+    }
+
     /// One-line human description.
     pub fn describe(&self) -> String {
         match self {
@@ -327,6 +345,27 @@ struct Merged<'r, A: Iterator<Item = (u64, u32)>, B: Iterator<Item = (u64, u32)>
     a: std::iter::Peekable<A>,
     b: std::iter::Peekable<B>,
     rank: &'r [u32],
+    /// Each source's graph role ([`Source::graph_role`]).
+    roles: &'r [Option<&'static str>],
+    /// The first slot both runs hold with reasons of two graph roles.
+    conflict: Option<(u32, u32)>,
+}
+
+/// In `run`, sorted by slot key, the first slot key held with reasons of
+/// two different graph roles (`roles`, by source id): their source ids.
+fn role_conflict_in_runs(run: &[(u64, u32)], roles: &[Option<&'static str>]) -> Option<(u32, u32)> {
+    let mut seen: Option<(u64, &'static str, u32)> = None;
+    for &(s, id) in run {
+        let Some(role) = roles[id as usize] else {
+            continue;
+        };
+        match seen {
+            Some((k, r, other)) if k == s && r != role => return Some((other, id)),
+            Some((k, _, _)) if k == s => {}
+            _ => seen = Some((s, role, id)),
+        }
+    }
+    None
 }
 
 impl<A: Iterator<Item = (u64, u32)>, B: Iterator<Item = (u64, u32)>> Iterator for Merged<'_, A, B> {
@@ -337,6 +376,11 @@ impl<A: Iterator<Item = (u64, u32)>, B: Iterator<Item = (u64, u32)>> Iterator fo
             (Some(x), Some(y)) if x.0 == y.0 => {
                 self.a.next();
                 self.b.next();
+                if let (Some(p), Some(q)) = (self.roles[x.1 as usize], self.roles[y.1 as usize]) {
+                    if p != q && self.conflict.is_none() {
+                        self.conflict = Some((x.1, y.1));
+                    }
+                }
                 let smaller = if self.rank[y.1 as usize] < self.rank[x.1 as usize] {
                     y
                 } else {
@@ -360,6 +404,12 @@ pub struct KeepSet {
     /// The source interned last (consecutive references mostly share one).
     last_source: Option<u32>,
     building: HashMap<Fingerprint, u32, Fold>,
+    /// Keys added by [`KeepSet::defer`]: `(fingerprint, source id)`, in
+    /// the order named, repeats and all, not looked up until merged.
+    pending: Vec<(Fingerprint, u32)>,
+    /// The first key a merge found named in two roles of the metadata
+    /// graph: the two source ids (see [`KeepSet::role_conflict`]).
+    conflict: Option<(u32, u32)>,
     keys: FingerprintSet,
     key_sources: SourceIds,
     loose_building: HashSet<u64, Fold>,
@@ -376,7 +426,9 @@ impl KeepSet {
         Self::default()
     }
 
-    fn source_id(&mut self, s: Source) -> u32 {
+    /// The id of `s` in this set's table of sources, interned on first
+    /// use: what [`KeepSet::defer`] takes.
+    pub fn source_id(&mut self, s: Source) -> u32 {
         if let Some(id) = self.last_source {
             if self.sources[id as usize] == s {
                 return id;
@@ -413,9 +465,9 @@ impl KeepSet {
         self.insert_fingerprint(fingerprint(rel), source)
     }
 
-    /// [`KeepSet::insert`] by the key's fingerprint (a metadata document's
-    /// name is recorded by `insert`).
-    fn insert_fingerprint(&mut self, fp: Fingerprint, source: Source) -> bool {
+    /// [`KeepSet::insert`] by the key's fingerprint (not for a metadata
+    /// document: its name is recorded by `insert`).
+    pub fn insert_fingerprint(&mut self, fp: Fingerprint, source: Source) -> bool {
         let id = self.source_id(source);
         if let Some(existing) = self.frozen_lookup(fp) {
             // Keep the smallest reason: the frozen entry is shadowed by a
@@ -441,6 +493,54 @@ impl KeepSet {
         }
     }
 
+    /// Adds the key of fingerprint `fp` (of a canonical relative key, as
+    /// [`fingerprint`] makes it) with the source of id `id` (from
+    /// [`KeepSet::source_id`]), without looking it up: the entry waits,
+    /// repeats and all, for the next merge (when due, as for
+    /// [`KeepSet::insert`], or [`KeepSet::settle`]), which keeps the
+    /// smallest reason per key as `insert` does and checks its graph
+    /// role against every other reason the merge sees for the key
+    /// ([`KeepSet::role_conflict`]).
+    ///
+    /// Until then the key is invisible: [`KeepSet::lookup`] and the other
+    /// questions do not see it, so a caller defers only keys nothing asks
+    /// about before it settles the set. Not for metadata documents (their
+    /// names are recorded exactly by `insert`) nor for a key with other
+    /// spellings or a loose form of its own (`insert_loose`).
+    pub fn defer(&mut self, fp: Fingerprint, id: u32) {
+        debug_assert!(!matches!(
+            self.sources.get(id as usize),
+            None | Some(
+                Source::CurrentMetadata
+                    | Source::VersionHint
+                    | Source::MetadataLog
+                    | Source::DrCheckpoint
+            )
+        ));
+        self.pending.push((fp, id));
+        if self.pending.len() >= COMPACT_MIN {
+            self.compact_if_due();
+        }
+    }
+
+    /// Merges every deferred and building key into the frozen arrays
+    /// (see [`KeepSet::defer`]): from then on every question sees them.
+    /// Fails past 2^32 keys. A key the merge found named in two roles is
+    /// reported by [`KeepSet::role_conflict`], not here.
+    pub fn settle(&mut self) -> Result<()> {
+        self.merge_building(false)
+    }
+
+    /// The reasons of a key a merge found named in two roles of the
+    /// metadata graph (say, a manifest and a content file), if any: the
+    /// metadata is inconsistent and nothing may be deleted. Which such
+    /// key is reported first may depend on when merges fell; that one is
+    /// does not.
+    pub fn role_conflict(&self) -> Option<(&Source, &Source)> {
+        let (a, b) = self.conflict?;
+        Some((self.sources.get(a as usize)?, self.sources.get(b as usize)?))
+    }
+
     /// Merges the building map into the frozen arrays once it holds
     /// [`COMPACT_MIN`] keys and a quarter of the frozen ones, so a keep
     /// set of millions of keys never holds them all in a hash map (17 to
@@ -450,14 +550,14 @@ impl KeepSet {
     /// [`fingerprints::LOSSLESS_BITS`] bucket bits), so the arrays come out
     /// exactly as one freeze at the end would make them.
     fn compact_if_due(&mut self) {
-        let n = self.building.len();
+        let n = self.building.len() + self.pending.len();
         if n >= COMPACT_MIN
             && n >= self.keys.len() / 4
             && (self.keys.len() == 0 || self.keys.bits() >= fingerprints::LOSSLESS_BITS)
         {
             // It fails only past 2^32 keys, before it changes anything:
             // the freeze that ends the build reports it.
-            let _ = self.merge_building();
+            let _ = self.merge_building(false);
         }
     }
 
@@ -468,6 +568,16 @@ impl KeepSet {
         if self.loose.find(fp).is_none() {
             self.loose_building.insert(fp);
         }
+    }
+
+    /// True while keys added by [`KeepSet::defer`] wait for a merge.
+    pub fn has_deferred(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// [`KeepSet::lookup`] by the key's fingerprint.
+    pub fn lookup_fingerprint(&self, fp: Fingerprint) -> Option<&Source> {
+        self.sources.get(self.source_of_fingerprint(fp)? as usize)
     }
 
     fn frozen_lookup(&self, fp: Fingerprint) -> Option<u32> {
@@ -559,7 +669,8 @@ impl KeepSet {
         self.loose_building.contains(&plain_fp) || self.loose.find(plain_fp).is_some()
     }
 
-    /// Number of distinct referenced keys (distinct fingerprint slots).
+    /// Number of distinct referenced keys (distinct fingerprint slots),
+    /// of those merged or building (deferred keys count once settled).
     pub fn len(&self) -> usize {
         let shadowed = self
             .building
@@ -574,7 +685,7 @@ impl KeepSet {
     /// distinct keys, in constant time (for a memory estimate per read;
     /// `len` walks the building map).
     pub fn slots_held(&self) -> usize {
-        self.keys.len() + self.building.len()
+        self.keys.len() + self.building.len() + self.pending.len()
     }
 
     /// Each source's rank in the order of [`Source`] (smallest first).
@@ -596,13 +707,16 @@ impl KeepSet {
     /// keys a re-check finds). The map's entries are moved out and sorted
     /// and the map freed before the new arrays are written, in one pass
     /// from the old arrays and the sorted entries: beside the old arrays
-    /// and the new, only the map's share of the keys is held. Fails,
-    /// before it changes anything, past 2^32 keys.
-    fn merge_building(&mut self) -> Result<()> {
-        if self.building.is_empty() {
+    /// and the new, only the map's share of the keys is held. The deferred
+    /// keys ([`KeepSet::defer`]) are merged with the map's, their graph
+    /// roles compared on the way. Unless `last` (a freeze), keys too few
+    /// for an empty frozen set to take them without loss go back to the
+    /// map instead. Fails, before it changes anything, past 2^32 keys.
+    fn merge_building(&mut self, last: bool) -> Result<()> {
+        if self.building.is_empty() && self.pending.is_empty() {
             return Ok(());
         }
-        if self.keys.len() + self.building.len() > u32::MAX as usize {
+        if self.keys.len() + self.building.len() + self.pending.len() > u32::MAX as usize {
             return Err(Error::invalid(
                 "keep-set",
                 "more than 2^32 referenced keys: beyond what one keep set indexes",
@@ -612,7 +726,17 @@ impl KeepSet {
         let old_bits = self.keys.bits();
         let lossless = self.keys.len() == 0 || old_bits >= fingerprints::LOSSLESS_BITS;
         // The map is freed before the arrays are written.
-        let mut new: Vec<(u64, u32)> = std::mem::take(&mut self.building).into_iter().collect();
+        let mut new: Vec<(u64, u32)> = std::mem::take(&mut self.pending);
+        new.extend(std::mem::take(&mut self.building));
+        let roles: Vec<Option<&'static str>> =
+            self.sources.iter().map(Source::graph_role).collect();
+        // Per fingerprint, the smallest reason first; deferred repeats go,
+        // their graph roles compared first.
+        new.sort_unstable_by_key(|&(fp, id)| (fp, rank[id as usize]));
+        if let Some(c) = role_conflict_in_runs(&new, &roles) {
+            self.conflict.get_or_insert(c);
+        }
+        new.dedup_by_key(|e| e.0);
         // Keys not frozen yet (an upper bound where slots drop bits).
         let fresh = if self.keys.len() == 0 {
             new.len()
@@ -627,32 +751,50 @@ impl KeepSet {
             // Slot keys are whole fingerprints on both sides.
             bits_for(self.keys.len() + fresh).max(old_bits)
         };
-        for e in &mut new {
-            e.0 = slot(e.0, bits);
+        if !last && self.keys.len() == 0 && bits < fingerprints::LOSSLESS_BITS {
+            // Too few keys for arrays a later merge could re-bucket without
+            // loss: they wait in the map, distinct now and visible to every
+            // question, so the arrays still come out as one freeze would
+            // make them.
+            self.building = new.into_iter().collect();
+            return Ok(());
         }
-        // Per slot, the smallest reason first; repeats (a collision) go.
-        new.sort_unstable_by_key(|&(s, id)| (s, rank[id as usize]));
-        new.dedup_by_key(|e| e.0);
+        if bits < fingerprints::LOSSLESS_BITS {
+            // Slot keys drop bits: sorted again by slot, and keys that
+            // share a slot (a collision) share it with the smallest reason.
+            for e in &mut new {
+                e.0 = slot(e.0, bits);
+            }
+            new.sort_unstable_by_key(|&(s, id)| (s, rank[id as usize]));
+            new.dedup_by_key(|e| e.0);
+        }
         let old = self
             .keys
             .slots()
             .zip(0..)
             .map(|(s, i)| (s, self.key_sources.get(i)));
-        let merged = Merged {
+        let mut merged = Merged {
             a: old.peekable(),
             b: new.iter().copied().peekable(),
             rank: &rank,
+            roles: &roles,
+            conflict: None,
         };
         let expected = self.keys.len() + fresh;
         let mut ids = SourceIds::with_capacity(self.sources.len(), expected);
         let keys = FingerprintSet::from_sorted_slots(
             bits,
             expected,
-            merged.map(|(s, id)| {
+            merged.by_ref().map(|(s, id)| {
                 ids.push(id);
                 s
             }),
         );
+        let conflict = merged.conflict;
+        drop(merged);
+        if let Some(c) = conflict {
+            self.conflict.get_or_insert(c);
+        }
         match keys {
             Ok(keys) => {
                 ids.shrink_to_fit();
@@ -676,7 +818,7 @@ impl KeepSet {
     /// later one only where re-bucketing loses nothing (see
     /// [`KeepSet::merge_building`]).
     pub fn freeze(&mut self) -> Result<()> {
-        self.merge_building()?;
+        self.merge_building(true)?;
         if !self.loose_building.is_empty() {
             let bits = if self.loose.len() == 0 {
                 bits_for(self.loose_building.len())
@@ -704,6 +846,7 @@ impl KeepSet {
             + self.key_sources.heap_bytes()
             + self.loose.heap_bytes()
             + self.building.capacity() * (16 + 1)
+            + self.pending.capacity() * std::mem::size_of::<(Fingerprint, u32)>()
             + self.loose_building.capacity() * (8 + 1)
     }
 
@@ -732,7 +875,7 @@ impl KeepSet {
 
     /// True when every key sits in the frozen arrays (none building).
     fn is_frozen(&self) -> bool {
-        self.building.is_empty() && self.loose_building.is_empty()
+        self.building.is_empty() && self.pending.is_empty() && self.loose_building.is_empty()
     }
 
     /// The serialised form's prefix: magic, then the header and the source
@@ -1169,6 +1312,120 @@ mod tests {
                 let rel = format!("data/{key}");
                 proptest::prop_assert!(k.lookup(&rel).is_none());
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// Deferring keys (any of them, merged at any point) makes the set
+        /// that inserting them one by one makes: the same reasons, the same
+        /// exported bytes; and a key named in two graph roles, deferred or
+        /// not, is reported exactly when it is there.
+        #[test]
+        fn deferred_keys_make_the_set_inserted_keys_make(
+            refs in proptest::collection::vec((0u16..300, 0u8..4, proptest::bool::ANY), 0..200),
+            settles in proptest::collection::vec(0usize..200, 0..4),
+        ) {
+            let source = |kind: u8, key: u16| match kind {
+                0 => Source::ManifestList { snapshot_id: i64::from(key % 3) },
+                1 => Source::Manifest { listed_in: format!("l{}", key % 2) },
+                _ => Source::ContentFile {
+                    manifest: format!("m{kind}"),
+                    content: ContentType::Data,
+                    status: ManifestStatus::Added,
+                },
+            };
+            let (mut deferred, mut inserted) = (KeepSet::new(), KeepSet::new());
+            // Per key, the graph roles it is named in; whether a key
+            // inserted one by one met another role the set could see (as
+            // the session checks each such reference, and refuses).
+            let mut roles: HashMap<u16, BTreeSet<&'static str>> = HashMap::new();
+            let mut refused = false;
+            for (i, (key, kind, defer)) in refs.iter().enumerate() {
+                if settles.contains(&i) {
+                    deferred.settle().unwrap();
+                }
+                let rel = format!("data/{key}");
+                let s = source(*kind, *key);
+                let role = s.graph_role().unwrap();
+                roles.entry(*key).or_default().insert(role);
+                inserted.insert(&rel, s.clone());
+                if *defer {
+                    let id = deferred.source_id(s);
+                    deferred.defer(fingerprint(&rel), id);
+                } else {
+                    refused |= deferred
+                        .lookup(&rel)
+                        .and_then(Source::graph_role)
+                        .is_some_and(|r| r != role);
+                    deferred.insert(&rel, s);
+                }
+            }
+            deferred.freeze().unwrap();
+            inserted.freeze().unwrap();
+            for key in 0..300u16 {
+                let rel = format!("data/{key}");
+                proptest::prop_assert_eq!(deferred.lookup(&rel), inserted.lookup(&rel), "{}", rel);
+            }
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            deferred.encode(b"h", &mut a).unwrap();
+            inserted.encode(b"h", &mut b).unwrap();
+            proptest::prop_assert!(a == b, "the same bytes exported");
+            // A key named in two roles is reported by a merge, unless the
+            // session refused it as it came; none is reported where there
+            // is none.
+            let two_roles = roles.values().any(|r| r.len() > 1);
+            if !refused {
+                proptest::prop_assert_eq!(deferred.role_conflict().is_some(), two_roles);
+            }
+            if !two_roles {
+                proptest::prop_assert!(deferred.role_conflict().is_none());
+            }
+        }
+    }
+
+    #[test]
+    fn a_deferred_content_file_that_is_a_manifest_is_a_conflict() {
+        let manifest = Source::Manifest {
+            listed_in: "snap-1.avro".into(),
+        };
+        let content = Source::ContentFile {
+            manifest: "m0.avro".into(),
+            content: ContentType::Data,
+            status: ManifestStatus::Added,
+        };
+        // Frozen first, deferred after; deferred both; deferred first.
+        for order in 0..3 {
+            let mut k = KeepSet::new();
+            let fp = fingerprint("metadata/m0.avro");
+            match order {
+                0 => {
+                    k.insert("metadata/m0.avro", manifest.clone());
+                    k.freeze().unwrap();
+                    let id = k.source_id(content.clone());
+                    k.defer(fp, id);
+                }
+                1 => {
+                    let a = k.source_id(manifest.clone());
+                    let b = k.source_id(content.clone());
+                    k.defer(fp, b);
+                    k.defer(fp, a);
+                }
+                _ => {
+                    let id = k.source_id(content.clone());
+                    k.defer(fp, id);
+                    k.insert("metadata/m0.avro", manifest.clone());
+                }
+            }
+            assert!(k.has_deferred());
+            assert!(k.role_conflict().is_none(), "not seen before the merge");
+            k.settle().unwrap();
+            assert!(!k.has_deferred());
+            let (a, b) = k.role_conflict().expect("a conflict");
+            let mut got = [a.graph_role().unwrap(), b.graph_role().unwrap()];
+            got.sort();
+            assert_eq!(got, ["content file", "manifest"], "order {order}");
+            // The smallest reason is kept.
+            assert_eq!(k.lookup("metadata/m0.avro"), Some(&manifest));
         }
     }
 

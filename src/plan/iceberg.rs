@@ -153,7 +153,19 @@ pub(crate) use crate::verdict::StrayDocument;
 /// their status and content (DELETED entries only when they are kept).
 pub(super) struct ManifestRead {
     pub(super) counts: ManifestCounts,
-    pub(super) files: Vec<(ManifestStatus, ContentType, String)>,
+    pub(super) files: Vec<(ManifestStatus, ContentType, ManifestPath)>,
+}
+
+/// A manifest entry's file path: as written, or (resolved where the
+/// manifest was read, see [`super::manifest_digest`]) the fingerprint of
+/// the plain key it names under the table's location.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ManifestPath {
+    /// The path exactly as written.
+    Text(String),
+    /// [`crate::reach::fingerprint`] of the plain key (relative to the
+    /// location) the path names, and nothing else.
+    Key(crate::reach::Fingerprint),
 }
 
 /// Reads a manifest: its size must be what its list says; every entry is
@@ -175,7 +187,9 @@ pub(super) fn read_manifest(
         keep_deleted,
     )?;
     ispec::for_each_manifest_entry_with_snapshot(uri, bytes, |status, content, snap, path| {
-        t.entry(status, content, snap, path)
+        t.entry(status, content, snap, || {
+            ManifestPath::Text(path.to_owned())
+        })
     })?;
     Ok(t.read)
 }
@@ -193,7 +207,7 @@ pub(super) fn read_manifest_digest(
     let mut t = ManifestTally::new(uri, digest.source_len, expected_len, added_by, keep_deleted)?;
     // Each path moves into the read: a digest's paths are not copied again.
     for e in digest.entries {
-        t.entry(e.status, e.content, e.snapshot_id, e.path);
+        t.entry(e.status, e.content, e.snapshot_id, || e.path);
     }
     Ok(t.read)
 }
@@ -245,7 +259,7 @@ impl ManifestTally {
         status: ManifestStatus,
         content: ContentType,
         snap: Option<i64>,
-        path: impl Into<String>,
+        path: impl FnOnce() -> ManifestPath,
     ) {
         let counts = &mut self.read.counts;
         let data = content == ContentType::Data;
@@ -271,7 +285,7 @@ impl ManifestTally {
             }
         }
         if status.is_live() || self.keep_deleted {
-            self.read.files.push((status, content, path.into()));
+            self.read.files.push((status, content, path()));
         }
     }
 }

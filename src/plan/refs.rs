@@ -15,7 +15,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::error::{Error, MalformedReason, Result};
 use crate::path::{apply_mappings, CanonicalUri, PathMapping, TableLocation};
-use crate::reach::{KeepSet, Source};
+use crate::reach::{fingerprint, Fingerprint, KeepSet, Source};
 use crate::verdict::Classifier;
 
 /// How many examples a warning names of a kind of reference.
@@ -43,17 +43,16 @@ fn keep_smallest<T: Ord>(set: &mut BTreeSet<T>, item: T, n: usize) {
 /// Role name of content files in the metadata graph.
 const CONTENT_FILE: &str = "content file";
 
-/// The role a source gives a path in the metadata graph, if any.
-fn graph_role(source: &Source) -> Option<&'static str> {
-    match source {
-        Source::CurrentMetadata | Source::MetadataLog | Source::DrCheckpoint => {
-            Some("table metadata file")
-        }
-        Source::ManifestList { .. } => Some("manifest list"),
-        Source::Manifest { .. } => Some("manifest"),
-        Source::ContentFile { .. } => Some(CONTENT_FILE),
-        _ => None,
-    }
+/// The error for a cycle in the metadata graph: `raw`, named in `blob` as
+/// a `role`, is also a `other` of the table.
+fn cycle(blob: &str, raw: &str, role: &str, other: &str) -> Error {
+    Error::malformed(
+        MalformedReason::Inconsistent,
+        blob,
+        format!(
+            "cycle in the metadata graph: `{raw}` is named as a {role} but is also a {other} of this table"
+        ),
+    )
 }
 
 /// `raw`'s key when it needs none of [`References::reference_all`]'s
@@ -130,8 +129,10 @@ pub(super) struct References {
     /// Blobs of the metadata graph outside the table, by canonical URI, with
     /// their role (those inside are in the keep set with their reason).
     graph: HashMap<String, &'static str>,
-    /// Keys kept only as one of several keys an ambiguous reference may name.
-    alt_only: crate::hashing::Set<String>,
+    /// Keys kept only as one of several keys an ambiguous reference may
+    /// name, by fingerprint (a reference resolved where the manifest was
+    /// read names its key by fingerprint only).
+    alt_only: crate::hashing::Map<Fingerprint, String>,
     /// Keys of ambiguous references that may all lie inside the table.
     groups: BTreeSet<Vec<String>>,
     /// Every key of an ambiguous reference.
@@ -182,14 +183,71 @@ impl References {
     ) -> Result<()> {
         self.check_graph(&cls.keep, blob, raw, &[rel], &[], &source)?;
         cls.keep.insert(rel, source);
-        if !self.alt_only.is_empty()
-            && self.alt_only.remove(rel)
-            && self.listed_members.contains(rel)
-        {
-            self.matched += 1;
-            self.matched_alt = self.matched_alt.saturating_sub(1);
+        if !self.alt_only.is_empty() {
+            self.no_longer_alt_only(fingerprint(rel));
         }
         Ok(())
+    }
+
+    /// [`References::keep_plain`] for a plain key known by its
+    /// fingerprint `fp` only (resolved where its manifest was read, see
+    /// [`crate::plan::manifest_digest`]); `raw` names it in messages.
+    pub(super) fn keep_plain_fingerprint(
+        &mut self,
+        cls: &mut Classifier,
+        blob: &str,
+        raw: &str,
+        fp: Fingerprint,
+        source: Source,
+    ) -> Result<()> {
+        self.check_graph_role(blob, raw, cls.keep.lookup_fingerprint(fp), &source)?;
+        cls.keep.insert_fingerprint(fp, source);
+        if !self.alt_only.is_empty() {
+            self.no_longer_alt_only(fp);
+        }
+        Ok(())
+    }
+
+    /// Whether a plain reference may be kept by [`KeepSet::defer`]: while
+    /// no reference was ambiguous, no key is kept as an alternative
+    /// reading only, so a plain reference changes nothing here but its
+    /// key, and its graph role is checked when the key is merged.
+    pub(super) fn may_defer(&self) -> bool {
+        self.ambiguous == 0 && self.alt_only.is_empty()
+    }
+
+    /// Defers `raw` (named with the source of id `id`, see
+    /// [`KeepSet::source_id`]) when it is a plain key and
+    /// [`References::may_defer`]; false when it must be referenced.
+    pub(super) fn defer_plain(
+        &self,
+        cls: &mut Classifier,
+        maps: &[PathMapping],
+        raw: &str,
+        id: u32,
+    ) -> bool {
+        if !self.may_defer() {
+            return false;
+        }
+        match plain_key(cls, maps, raw) {
+            Some(rel) => {
+                let fp = fingerprint(rel);
+                cls.keep.defer(fp, id);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A key kept as an alternative reading only is referenced in its own
+    /// right now: counted like any key.
+    fn no_longer_alt_only(&mut self, fp: Fingerprint) {
+        if let Some(rel) = self.alt_only.remove(&fp) {
+            if self.listed_members.contains(&rel) {
+                self.matched += 1;
+                self.matched_alt = self.matched_alt.saturating_sub(1);
+            }
+        }
     }
 
     /// Records a path that is already mapped (the pointer: mapping it twice
@@ -283,6 +341,11 @@ impl References {
                 loose.push(l);
             }
         }
+        if all.len() > 1 && cls.keep.has_deferred() {
+            // Whether each key is new must be known exactly from here on
+            // (see `may_defer`): the deferred keys are merged first.
+            cls.keep.settle()?;
+        }
         for l in &loose {
             // A loose form equal to a canonical key is in the keep set already.
             if !inside.contains(l) {
@@ -295,14 +358,12 @@ impl References {
         for rel in &inside {
             let new = cls.keep.insert(rel, source.clone());
             if plain {
-                // Referenced in its own right now: counted like any key.
-                if self.alt_only.remove(rel) && self.listed_members.contains(rel) {
-                    self.matched += 1;
-                    self.matched_alt = self.matched_alt.saturating_sub(1);
+                if !self.alt_only.is_empty() {
+                    self.no_longer_alt_only(fingerprint(rel));
                 }
             } else {
                 if new {
-                    self.alt_only.insert(rel.clone());
+                    self.alt_only.insert(fingerprint(rel), rel.clone());
                 }
                 self.group_members.insert(rel.clone());
             }
@@ -340,29 +401,16 @@ impl References {
         outside: &[&CanonicalUri],
         source: &Source,
     ) -> Result<()> {
-        let Some(role) = graph_role(source) else {
+        let Some(role) = source.graph_role() else {
             return Ok(());
         };
-        let cycle = |other: &str| {
-            Err(Error::malformed(MalformedReason::Inconsistent,
-                blob,
-                format!(
-                    "cycle in the metadata graph: `{raw}` is named as a {role} but is also a {other} of this table"
-                ),
-            ))
-        };
         for rel in inside {
-            let rel = rel.as_ref();
-            if let Some(other) = keep.lookup(rel).and_then(graph_role) {
-                if other != role {
-                    return cycle(other);
-                }
-            }
+            self.check_graph_role(blob, raw, keep.lookup(rel.as_ref()), source)?;
         }
         for c in outside {
             let uri = c.to_uri_string();
             match self.graph.get(&uri) {
-                Some(other) if *other != role => return cycle(other),
+                Some(other) if *other != role => return Err(cycle(blob, raw, role, other)),
                 Some(_) => {}
                 None if role != CONTENT_FILE => {
                     self.graph.insert(uri, role);
@@ -373,11 +421,26 @@ impl References {
         Ok(())
     }
 
+    /// Refuses `raw` (named in `blob` with `source`) when the key it names
+    /// is known (`known`, its smallest reason) in another graph role.
+    fn check_graph_role(
+        &self,
+        blob: &str,
+        raw: &str,
+        known: Option<&Source>,
+        source: &Source,
+    ) -> Result<()> {
+        match (source.graph_role(), known.and_then(Source::graph_role)) {
+            (Some(role), Some(other)) if other != role => Err(cycle(blob, raw, role, other)),
+            _ => Ok(()),
+        }
+    }
+
     /// A key the keep set references (`rel`, not the version hint) was
     /// listed: counted as matched, or as an alternative reading only, and
     /// as a listed member of its ambiguous references.
     pub(super) fn listed(&mut self, rel: &str) {
-        if self.alt_only.contains(rel) {
+        if !self.alt_only.is_empty() && self.alt_only.contains_key(&fingerprint(rel)) {
             self.matched_alt += 1;
         } else {
             self.matched += 1;
@@ -391,7 +454,7 @@ impl References {
     /// reading, and every member (what a split's worker needs to count
     /// listed references as [`References::listed`] does).
     pub(super) fn ambiguous_keys(&self) -> (Vec<String>, Vec<String>) {
-        let mut alt: Vec<String> = self.alt_only.iter().cloned().collect();
+        let mut alt: Vec<String> = self.alt_only.values().cloned().collect();
         let mut members: Vec<String> = self.group_members.iter().cloned().collect();
         alt.sort_unstable();
         members.sort_unstable();

@@ -4,9 +4,9 @@
 //! requests and the plan's records. The half never calls back up here.
 
 use super::{Machine, Session};
-use crate::error::{Error, Result, UnsafeReason};
+use crate::error::{Error, MalformedReason, Result, UnsafeReason};
 use crate::plan::iceberg::{
-    identify, lineage, read_manifest, walk, write_roots, ManifestRead, PointerDoc,
+    identify, lineage, read_manifest, walk, write_roots, ManifestPath, ManifestRead, PointerDoc,
 };
 use crate::plan::requests::Purpose;
 use crate::reach::Source;
@@ -177,22 +177,76 @@ impl Session {
     }
 
     /// What a manifest holds (read from its bytes or its digest): its
-    /// counts recorded, its files kept.
+    /// counts recorded, its files kept. While the keep set is first built
+    /// (before the listing) a plain key is deferred ([`KeepSet::defer`]:
+    /// no lookup per file), its graph role checked when it is merged; the
+    /// set is settled before anything asks it (see `start_listing`).
+    ///
+    /// [`KeepSet::defer`]: crate::reach::KeepSet::defer
     pub(super) fn keep_manifest(&mut self, uri: &str, read: ManifestRead) -> Result<()> {
         let manifest_short = self.short(uri);
         self.ice()?.record_manifest(uri, read.counts);
+        let first_build = !self.state.listing_requested();
+        // Source ids by (content, status): a manifest's files share a few.
+        let mut ids: [[Option<u32>; 3]; 3] = [[None; 3]; 3];
+        let source = |content, status| Source::ContentFile {
+            manifest: manifest_short.clone(),
+            content,
+            status,
+        };
         for (status, content, path) in read.files {
-            self.reference(
-                uri,
-                &path,
-                Source::ContentFile {
-                    manifest: manifest_short.clone(),
-                    content,
-                    status,
-                },
-            )?;
+            if first_build && self.references.may_defer() {
+                let id = *ids[content as usize][status as usize]
+                    .get_or_insert_with(|| self.classifier.keep.source_id(source(content, status)));
+                let deferred = match &path {
+                    ManifestPath::Text(raw) => self.references.defer_plain(
+                        &mut self.classifier,
+                        &self.config.location_map,
+                        raw,
+                        id,
+                    ),
+                    ManifestPath::Key(fp) => {
+                        self.classifier.keep.defer(*fp, id);
+                        true
+                    }
+                };
+                if deferred {
+                    continue;
+                }
+            }
+            match path {
+                ManifestPath::Text(raw) => self.reference(uri, &raw, source(content, status))?,
+                ManifestPath::Key(fp) => self.references.keep_plain_fingerprint(
+                    &mut self.classifier,
+                    uri,
+                    &format!("(key {fp:016x}, resolved where the manifest was read)"),
+                    fp,
+                    source(content, status),
+                )?,
+            }
         }
-        Ok(())
+        self.check_role_conflict()
+    }
+
+    /// Refuses the plan once a merge of the keep set found a key named in
+    /// two roles of the metadata graph (see [`KeepSet::role_conflict`]).
+    ///
+    /// [`KeepSet::role_conflict`]: crate::reach::KeepSet::role_conflict
+    pub(super) fn check_role_conflict(&self) -> Result<()> {
+        match self.classifier.keep.role_conflict() {
+            None => Ok(()),
+            Some((a, b)) => Err(Error::malformed(
+                MalformedReason::Inconsistent,
+                &self.metadata_location,
+                format!(
+                    "cycle in the metadata graph: one path is named as a {} ({}) and as a {} ({})",
+                    a.graph_role().unwrap_or("file"),
+                    a.describe(),
+                    b.graph_role().unwrap_or("file"),
+                    b.describe()
+                ),
+            )),
+        }
     }
 
     /// See [`IcebergSweep::check_summaries`](crate::plan::iceberg::IcebergSweep::check_summaries) (a Delta session has none).

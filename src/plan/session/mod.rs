@@ -360,13 +360,27 @@ impl Session {
         matches!(self.requests.pending(uri), Some(Purpose::Manifest { .. }))
     }
 
+    /// What a manifest's reader may resolve its paths against
+    /// ([`crate::digest_manifest_resolved`]): the table location, when no
+    /// location mapping is set and the location is its own only spelling
+    /// (then a path spelled as its prefix plus a plain key names that key
+    /// and nothing else); `None` otherwise (answer with
+    /// [`crate::digest_manifest`]). Fixed for the session's life.
+    pub fn manifest_resolution(&self) -> Option<String> {
+        (self.config.location_map.is_empty() && self.classifier.location.has_plain_path())
+            .then(|| self.classifier.location.as_uri())
+    }
+
     /// Answers the `ReadBlob` request of a manifest with its digest, made by
-    /// [`crate::digest_manifest`] from the bytes read at `uri`: checked and counted
+    /// [`crate::digest_manifest`] (or [`crate::digest_manifest_resolved`]
+    /// with this session's [`Session::manifest_resolution`]) from the
+    /// bytes read at `uri`: checked and counted
     /// by the code that checks and counts the bytes in
     /// [`Session::handle_blob`] (the length the manifest list names, the
     /// snapshot summaries), so the plan is the same. The memory budget is
     /// charged for the digest, which is what the session decodes. Fails (protocol) for a read that is not a manifest's, a
-    /// digest of another URI or one that does not decode.
+    /// digest of another URI, one resolved against another resolution, or
+    /// one that does not decode.
     pub fn handle_manifest_digest(&mut self, uri: String, digest: String) -> Result<()> {
         self.guard(|s| {
             let purpose = s.requests.take(&uri)?;
@@ -383,6 +397,18 @@ impl Session {
             s.check_budget(&uri, &purpose, digest.as_bytes())?;
             let d = ManifestDigest::decode(&digest)?;
             made_from(&uri, &d.uri)?;
+            if let Some(r) = &d.resolved {
+                if s.manifest_resolution().as_ref() != Some(r) {
+                    return Err(Error::protocol(
+                        ProtocolReason::BadInput,
+                        format!(
+                            "the digest answering `{uri}` was resolved against `{r}`; this session resolves against {}",
+                            s.manifest_resolution()
+                                .map_or("nothing (answer with an unresolved digest)".to_owned(), |m| format!("`{m}`"))
+                        ),
+                    ));
+                }
+            }
             s.summary.manifests_read += 1;
             let read = read_manifest_digest(
                 &uri,

@@ -94,6 +94,9 @@ impl Session {
     /// Starts the table listing once the keep set is complete: the
     /// context's protections are checked against it, and it is frozen.
     pub(super) fn start_listing(&mut self) -> Result<()> {
+        // Deferred keys merged first: every check below sees them.
+        self.classifier.keep.settle()?;
+        self.check_role_conflict()?;
         self.check_foreign_roots()?;
         self.classifier.owners = self.owned_prefixes();
         self.check_protections()?;

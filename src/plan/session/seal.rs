@@ -38,6 +38,8 @@ impl Session {
 
     /// The sealed plan deleting `delete` (sorted by key).
     pub(super) fn sealed_with(&self, delete: Vec<PlannedDelete>) -> Result<SealedPlan> {
+        // A merge during a re-check may have found a key in two roles.
+        self.check_role_conflict()?;
         let mut summary = self.summary.clone();
         summary.snapshots = match self.delta() {
             // The latest version and every version kept on purpose.
