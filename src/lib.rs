@@ -120,9 +120,9 @@ pub use page::{PageClassifier, PageColumns, PageVerdicts};
 pub use path::{overlapping_locations, PathMapping};
 pub use pinot::{PinotConfig, PinotRequest, PinotSession};
 pub use plan::{
-    canonical_pointer, digest_checkpoint, digest_manifest, DamagedReference, KeptObject,
-    PlanReport, PlanTokens, PlannedDelete, Request, SealedPlan, Session, SessionConfig, Summary,
-    Tally, DEFAULT_MEMORY_BUDGET, PLAN_SCHEMA,
+    canonical_pointer, digest_checkpoint, digest_manifest, digest_manifest_resolved,
+    DamagedReference, KeptObject, PlanReport, PlanTokens, PlannedDelete, Request, SealedPlan,
+    Session, SessionConfig, Summary, Tally, DEFAULT_MEMORY_BUDGET, PLAN_SCHEMA,
 };
 pub use policy::Policy;
 pub use spec::metadata_file::current_metadata;

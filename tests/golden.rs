@@ -301,6 +301,36 @@ fn a_manifest_digest_answers_only_its_own_manifest_read() {
         .handle_manifest_digest(first.unwrap(), other)
         .unwrap_err();
     assert!(e.to_string().contains("was made from"), "{e}");
+    // A digest resolved against another location is refused (its keys
+    // would be another table's), as is a resolution no session gives.
+    let resolution = s.manifest_resolution().expect("a plain location");
+    assert_eq!(resolution, t.config().table_location.trim_end_matches('/'));
+    let elsewhere =
+        lakesweep::digest_manifest_resolved("file:///elsewhere", &manifest, &bytes).unwrap();
+    let mut s3 = lakesweep::Session::start(t.config()).unwrap();
+    let mut first = None;
+    while let Some(lakesweep::Request::ReadBlob { uri }) = s3.poll_request() {
+        if s3.is_manifest_read(&uri) {
+            first = Some(uri);
+            break;
+        }
+        s3.handle_blob(uri.clone(), read(&uri, &opts).unwrap())
+            .unwrap();
+    }
+    let e = s3
+        .handle_manifest_digest(first.unwrap(), elsewhere)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("was resolved against `file:///elsewhere`"),
+        "{e}"
+    );
+    for bad in ["file:///t/../t", "file:///t/", "not a location", "s3://b"] {
+        assert!(
+            lakesweep::digest_manifest_resolved(bad, &manifest, &bytes).is_err(),
+            "{bad}"
+        );
+    }
     // A cut manifest's digest fails as its bytes would: its length is not
     // the manifest list's.
     let cut = lakesweep::digest_manifest(&manifest, &bytes[..bytes.len() - 1]);

@@ -6,8 +6,10 @@ every executor) does.
 The driver runs the planner session until its keep set is complete: it
 reads the table's metadata and manifest lists, and the executors read the
 manifests, a slice each, and send back each manifest's digest (what the
-session needs of it: entries and paths, not the column statistics), which
-the session checks as it would the bytes. The driver exports the keep set
+session needs of it: entries and paths, not the column statistics; each
+plain path already resolved to its key's fingerprint, against the
+resolution the session offers), which the session checks as it would the
+bytes and merges. The driver exports the keep set
 and broadcasts its bytes in 8 MiB pieces (never holding them whole), and
 its session cuts the table's listing (and
 each write root's) into splits of bounded size where the keys are (a
@@ -263,11 +265,12 @@ def _gathered(sc, rdd, n, width=None, ahead=False):
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _digest_partition(spec, driver=None):
+def _digest_partition(spec, driver=None, resolution=None):
     """Reads and digests each file of a partition on its executor; yields
-    ``(uri, digest)``, the digest's text deflated (it spells every path
-    of its manifest, and travels through the JVM to the driver: a tenth
-    of the bytes or less) or ``None`` for a missing file."""
+    ``(uri, digest)``, the digest's text deflated (it travels through the
+    JVM to the driver) or ``None`` for a missing file. With the session's
+    ``resolution``, a manifest's plain paths are resolved here, to their
+    keys' fingerprints: the driver merges keys, it does not resolve paths."""
     def run(uris):
         import zlib
 
@@ -276,7 +279,8 @@ def _digest_partition(spec, driver=None):
         store = executor_store(spec)
         for uri in uris:
             b = store.read(uri)
-            yield uri, None if b is None else zlib.compress(lakesweep.digest_file(uri, b).encode(), 1)
+            yield uri, None if b is None else zlib.compress(
+                lakesweep.digest_file(uri, b, resolution=resolution).encode(), 1)
 
     return run
 
@@ -350,7 +354,7 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
         # as one result (a manifest of 10,000 files digests to about 0.7 MB
         # of text, deflated before it travels).
         n = max(partitions_for(len(uris)), -(-len(uris) // 16))
-        rdd = sc.parallelize(uris, n).mapPartitions(_digest_partition(store_spec, driver))
+        rdd = sc.parallelize(uris, n).mapPartitions(_digest_partition(store_spec, driver, s.manifest_resolution()))
         return _inflated(_gathered(sc, rdd, n, ahead=True))
 
     def partitions_for(n):

@@ -84,6 +84,14 @@ impl wp::Guest for Component {
         core::digest_manifest(&uri, &bytes).map_err(err)
     }
 
+    fn digest_manifest_resolved(
+        resolution: String,
+        uri: String,
+        bytes: Vec<u8>,
+    ) -> Result<String, wt::Error> {
+        core::digest_manifest_resolved(&resolution, &uri, &bytes).map_err(err)
+    }
+
     fn digest_checkpoint(uri: String, bytes: Vec<u8>) -> Result<String, wt::Error> {
         core::digest_checkpoint(&uri, &bytes).map_err(err)
     }

@@ -164,6 +164,10 @@ impl wp::GuestSession for Session {
         self.0.borrow().is_manifest_read(&uri)
     }
 
+    fn manifest_resolution(&self) -> Option<String> {
+        self.0.borrow().manifest_resolution()
+    }
+
     fn handle_manifest_digest(&self, uri: String, digest: String) -> Result<(), wt::Error> {
         self.0
             .borrow_mut()

@@ -26,13 +26,42 @@
 //!
 //! A digest damaged on its way (a changed byte would change a kept path)
 //! fails its checksum and is refused.
+//!
+//! A *resolved* digest ([`digest_manifest_resolved`], version 3) goes one
+//! step further where the manifest was read, so the session's work per
+//! file is a merge instead of a resolution: given the session's
+//! resolution ([`crate::Session::manifest_resolution`]: its table
+//! location, offered only when no location mapping is set and the
+//! location is its own only spelling), each path spelled as the location's
+//! prefix plus a plain key ([`crate::path::is_plain_key`]: the only object
+//! it can name) is written as the XXH3-64 fingerprint of that key, which
+//! is what the session would compute from the path. Every other path stays
+//! text and is resolved by the session. The resolution is written after the
+//! count, and the session refuses a digest resolved against anything but
+//! its own:
+//!
+//! ```text
+//! lakesweep-manifest-digest 3
+//! uri "s3://b/t/metadata/m0.avro"
+//! length 7021
+//! entries 2
+//! resolved "s3://b/t"                      the resolution used
+//! 1 0 7 #5f0c2a9b1d3e4f60                  a plain key, by fingerprint
+//! 2 1 - "s3://b/t/data/../d.puffin"        any other path, as text
+//! xxh3-128 <hex>
+//! ```
 
 use crate::digest::{json_string, open_digest, push_json_string, seal};
 use crate::duration::push_int;
 use crate::error::{Error, ProtocolReason, Result};
+use crate::path::TableLocation;
+use crate::plan::iceberg::ManifestPath;
 use crate::spec::iceberg::{for_each_manifest_entry_with_snapshot, ContentType, ManifestStatus};
 
 const HEADER: &str = "lakesweep-manifest-digest 2\n";
+
+/// The header of a resolved digest.
+const HEADER_RESOLVED: &str = "lakesweep-manifest-digest 3\n";
 
 /// One manifest entry as the session counts and keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,8 +70,9 @@ pub(crate) struct DigestEntry {
     pub(crate) content: ContentType,
     /// The entry's own snapshot id (none: inherited from the manifest list).
     pub(crate) snapshot_id: Option<i64>,
-    /// The file path exactly as written.
-    pub(crate) path: String,
+    /// The file path as written, or the fingerprint of the plain key it
+    /// names (a resolved digest).
+    pub(crate) path: ManifestPath,
 }
 
 /// A decoded digest.
@@ -52,6 +82,8 @@ pub(crate) struct ManifestDigest {
     pub(crate) uri: String,
     /// The manifest's length in bytes (checked against its manifest list).
     pub(crate) source_len: u64,
+    /// The resolution a resolved digest was made with (see the module).
+    pub(crate) resolved: Option<String>,
     pub(crate) entries: Vec<DigestEntry>,
 }
 
@@ -59,6 +91,30 @@ pub(crate) struct ManifestDigest {
 /// session's read request named it). Fails (malformed) for bytes that are
 /// not a readable manifest, exactly as the session would on the bytes.
 pub fn digest_manifest(uri: &str, bytes: &[u8]) -> Result<String> {
+    write_digest(uri, bytes, None)
+}
+
+/// [`digest_manifest`], resolved (see the module): each path spelled as
+/// `resolution`'s prefix plus a plain key is written as that key's
+/// fingerprint. `resolution` is what the session's
+/// [`crate::Session::manifest_resolution`] gave; fails (invalid) for text
+/// that is not a table location spelled canonically and plainly, and
+/// (malformed) for bytes that are not a readable manifest.
+pub fn digest_manifest_resolved(resolution: &str, uri: &str, bytes: &[u8]) -> Result<String> {
+    let location = TableLocation::parse(resolution)
+        .ok()
+        .filter(|l| l.as_uri() == resolution && l.has_plain_path())
+        .ok_or_else(|| {
+            Error::invalid(
+                "resolution",
+                format!("`{resolution}` is not a resolution a session gives (a table location, canonical and plain)"),
+            )
+        })?;
+    write_digest(uri, bytes, Some(&location))
+}
+
+/// Writes a digest, resolved against `location` when given.
+fn write_digest(uri: &str, bytes: &[u8], location: Option<&TableLocation>) -> Result<String> {
     let mut lines = String::with_capacity(64 + bytes.len() / 4);
     let mut n = 0u64;
     // Written piece by piece: a line per entry, millions per table.
@@ -73,17 +129,54 @@ pub fn digest_manifest(uri: &str, bytes: &[u8]) -> Result<String> {
             None => lines.push('-'),
         }
         lines.push(' ');
-        push_json_string(&mut lines, path);
+        let key = location
+            .and_then(|l| l.relative_text(path))
+            .filter(|rel| crate::path::is_plain_key(rel));
+        match key {
+            Some(rel) => {
+                lines.push('#');
+                push_hex16(&mut lines, crate::reach::fingerprint(rel));
+            }
+            None => push_json_string(&mut lines, path),
+        }
         lines.push('\n');
     })?;
-    let mut out = format!(
-        "{HEADER}uri {}\nlength {}\nentries {n}\n",
-        json_string(uri),
-        bytes.len()
-    );
+    let mut out = match location {
+        None => format!(
+            "{HEADER}uri {}\nlength {}\nentries {n}\n",
+            json_string(uri),
+            bytes.len()
+        ),
+        Some(l) => format!(
+            "{HEADER_RESOLVED}uri {}\nlength {}\nentries {n}\nresolved {}\n",
+            json_string(uri),
+            bytes.len(),
+            json_string(&l.as_uri())
+        ),
+    };
     out.push_str(&lines);
     seal(&mut out);
     Ok(out)
+}
+
+/// Appends `v` as 16 lowercase hex digits.
+fn push_hex16(out: &mut String, v: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for i in (0..16).rev() {
+        out.push(char::from(DIGITS[((v >> (i * 4)) & 0xf) as usize]));
+    }
+}
+
+/// Reads 16 lowercase hex digits (as [`push_hex16`] writes them).
+fn parse_hex16(s: &str) -> Option<u64> {
+    if s.len() != 16
+        || !s
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return None;
+    }
+    u64::from_str_radix(s, 16).ok()
 }
 
 impl ManifestDigest {
@@ -91,12 +184,26 @@ impl ManifestDigest {
     /// whole digest of this version: a digest is made by the planner, so
     /// anything else is the host's mistake.
     pub(crate) fn decode(text: &str) -> Result<ManifestDigest> {
+        let header = if text.starts_with(HEADER_RESOLVED) {
+            HEADER_RESOLVED
+        } else {
+            HEADER
+        };
         let crate::digest::Opened {
             uri,
             source_len,
             count,
-            lines,
-        } = open_digest(text, HEADER, "entries").map_err(|e| bad(&e))?;
+            mut lines,
+        } = open_digest(text, header, "entries").map_err(|e| bad(&e))?;
+        let resolved = if header == HEADER_RESOLVED {
+            let line = lines.next().unwrap_or_default();
+            let r = line
+                .strip_prefix("resolved ")
+                .ok_or_else(|| bad("no `resolved` line"))?;
+            Some(parse_json_string(r)?)
+        } else {
+            None
+        };
         let mut entries = Vec::new();
         for line in lines {
             let mut parts = line.splitn(4, ' ');
@@ -120,7 +227,12 @@ impl ManifestDigest {
                         .map_err(|_| bad(&format!("snapshot id {id}")))?,
                 ),
             };
-            let path = parse_json_string(next()?)?;
+            let path = match next()? {
+                p if resolved.is_some() && p.starts_with('#') => ManifestPath::Key(
+                    parse_hex16(&p[1..]).ok_or_else(|| bad(&format!("key `{p}`")))?,
+                ),
+                p => ManifestPath::Text(parse_json_string(p)?),
+            };
             entries.push(DigestEntry {
                 status,
                 content,
@@ -137,6 +249,7 @@ impl ManifestDigest {
         Ok(ManifestDigest {
             uri,
             source_len,
+            resolved,
             entries,
         })
     }
@@ -193,13 +306,13 @@ mod tests {
                     status: ManifestStatus::Added,
                     content: ContentType::Data,
                     snapshot_id: Some(7),
-                    path: "s3://b/t/data/a b\n.parquet".into()
+                    path: ManifestPath::Text("s3://b/t/data/a b\n.parquet".into())
                 },
                 DigestEntry {
                     status: ManifestStatus::Deleted,
                     content: ContentType::PositionDeletes,
                     snapshot_id: None,
-                    path: "s3://b/t/data/d.puffin".into()
+                    path: ManifestPath::Text("s3://b/t/data/d.puffin".into())
                 },
             ]
         );
@@ -237,6 +350,51 @@ mod tests {
         ] {
             let e = ManifestDigest::decode(&sealed(&body)).unwrap_err();
             assert!(e.to_string().contains(why), "{why}: {e}");
+        }
+    }
+
+    /// A resolved digest: a plain key by fingerprint, another path as text.
+    const RESOLVED: &str = "lakesweep-manifest-digest 3\nuri \"s3://b/t/metadata/m.avro\"\nlength 1234\nentries 2\nresolved \"s3://b/t\"\n1 0 7 #00000000000000ff\n2 1 - \"s3://b/t/data/../d.puffin\"\n";
+
+    #[test]
+    fn a_resolved_digest_reads_back_and_every_damage_is_refused() {
+        let d = ManifestDigest::decode(&sealed(RESOLVED)).unwrap();
+        assert_eq!(d.resolved.as_deref(), Some("s3://b/t"));
+        assert_eq!(d.entries[0].path, ManifestPath::Key(0xff));
+        assert_eq!(
+            d.entries[1].path,
+            ManifestPath::Text("s3://b/t/data/../d.puffin".into())
+        );
+        let full = sealed(RESOLVED);
+        for n in 0..full.len() {
+            assert!(ManifestDigest::decode(&full[..n]).is_err(), "cut at {n}");
+        }
+        for (body, why) in [
+            (RESOLVED.replace("#00000000000000ff", "#ff"), "key `#ff`"),
+            (
+                RESOLVED.replace("#00000000000000ff", "#00000000000000FF"),
+                "key `#00000000000000FF`",
+            ),
+            (
+                RESOLVED.replace("resolved \"s3://b/t\"\n", ""),
+                "no `resolved` line",
+            ),
+            // A key by fingerprint is only read in a resolved digest.
+            (
+                BODY.replace("\"s3://b/t/data/d.puffin\"", "#00000000000000ff"),
+                "not a JSON string",
+            ),
+        ] {
+            let e = ManifestDigest::decode(&sealed(&body)).unwrap_err();
+            assert!(e.to_string().contains(why), "{why}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_resolution_must_be_a_location_a_session_gives() {
+        for bad in ["s3://b/t/", "s3://b/x/../t", "s3://b", "t", "S3://b/t"] {
+            let e = digest_manifest_resolved(bad, "s3://b/t/metadata/m.avro", b"").unwrap_err();
+            assert!(matches!(e, Error::InvalidOptions { .. }), "{bad}: {e}");
         }
     }
 

@@ -47,6 +47,6 @@ pub use document::{
     DamagedReference, KeptObject, PlanReport, PlanTokens, PlannedDelete, SealedPlan, Summary,
     Tally, PLAN_SCHEMA,
 };
-pub use manifest_digest::digest_manifest;
+pub use manifest_digest::{digest_manifest, digest_manifest_resolved};
 pub use requests::Request;
 pub use session::Session;

@@ -134,7 +134,8 @@ impl Finish for Session {
 /// A host that decodes manifests and Delta checkpoints elsewhere (as
 /// parallel workers would) and passes pages and decisions as JSON (as a
 /// Python host does): every manifest and checkpoint read is answered with
-/// its digest, never its bytes. Counts manifests and checkpoint files.
+/// its digest, never its bytes (every other manifest's resolved, where
+/// the session offers a resolution). Counts manifests and checkpoint files.
 pub struct Digesting(pub Session, pub usize, pub usize);
 
 impl Planner for Digesting {
@@ -151,7 +152,12 @@ impl Planner for Digesting {
             return self.0.handle_blob(uri, bytes);
         }
         self.1 += 1;
-        let digest = lakesweep::digest_manifest(&uri, &bytes)?;
+        // Every other manifest resolved where it is read, when the
+        // session offers a resolution: both kinds plan alike, mixed too.
+        let digest = match self.0.manifest_resolution() {
+            Some(r) if self.1 % 2 == 1 => lakesweep::digest_manifest_resolved(&r, &uri, &bytes)?,
+            _ => lakesweep::digest_manifest(&uri, &bytes)?,
+        };
         assert!(
             digest.len() < bytes.len(),
             "a digest is smaller than its manifest"

@@ -170,9 +170,9 @@ class Sweep:
     ``manifests``, if given, reads and decodes Iceberg manifests and Delta
     checkpoint files elsewhere (e.g. on a cluster's executors): called
     with the URIs of such reads the planner asked for at once, it yields
-    ``(uri, digest)`` for each (``digest`` from :func:`digest_file`;
-    ``None``: the file does not exist); the session checks each as it
-    would the bytes."""
+    ``(uri, digest)`` for each (``digest`` from :func:`digest_file`,
+    best with ``resolution=`` :meth:`manifest_resolution`; ``None``: the
+    file does not exist); the session checks each as it would the bytes."""
 
     def __init__(self, table: str, metadata: Optional[str] = None, now: Optional[Time] = None, *,
                  now_ms: Optional[Time] = None, store=None, format: str = "iceberg",
@@ -287,6 +287,15 @@ class Sweep:
             pass
         asked, self.listings = self.listings, []
         return asked
+
+    def manifest_resolution(self):
+        """What the ``manifests`` reader may resolve manifests' paths
+        against (``digest_file(uri, data, resolution=...)``): the table
+        location, or ``None`` when paths must travel as written (a location
+        mapping is set, or the location has other spellings). Fixed for
+        the sweep's life; the session refuses a digest resolved against
+        anything else."""
+        return self._call("manifest-resolution")
 
     def until_keep_set(self):
         """Serves reads and the listings the keep set needs (a Delta log)
@@ -521,15 +530,15 @@ def plan(table: str, metadata: Optional[str] = None, now: Optional[Time] = None,
             s.feed(held or [], True)
 
 
-def digest_file(uri, data, *, wasm=None):
+def digest_file(uri, data, *, resolution=None, wasm=None):
     """What a session needs of the Iceberg manifest or Delta checkpoint
     file ``data`` read at ``uri`` (the URI exactly as the session asked for
     it; a Delta checkpoint's name ends ``.parquet`` or ``.json`` under
-    ``_delta_log/``): its sealed digest (:func:`digest_manifest` or
-    :func:`digest_checkpoint`)."""
+    ``_delta_log/``): its sealed digest (:func:`digest_manifest`, with
+    ``resolution`` if given, or :func:`digest_checkpoint`)."""
     if "/_delta_log/" in uri:
         return digest_checkpoint(uri, data, wasm=wasm)
-    return digest_manifest(uri, data, wasm=wasm)
+    return digest_manifest(uri, data, resolution=resolution, wasm=wasm)
 
 
 def digest_checkpoint(uri, data, *, wasm=None):
@@ -542,13 +551,19 @@ def digest_checkpoint(uri, data, *, wasm=None):
     return _component(wasm).call("digest-checkpoint", uri, bytes(data))
 
 
-def digest_manifest(uri, data, *, wasm=None):
+def digest_manifest(uri, data, *, resolution=None, wasm=None):
     """What a session needs of the Iceberg manifest ``data`` read at ``uri``
     (the URI exactly as the session asked for it): a small sealed digest
-    for :class:`Sweep`'s ``manifests`` reader (text). Raises :class:`PlanRefused`
-    (malformed) for bytes that are not a readable manifest."""
+    for :class:`Sweep`'s ``manifests`` reader (text). With ``resolution``
+    (the session's :meth:`Sweep.manifest_resolution`), each path naming a
+    plain key under the table is written as the key's fingerprint, so the
+    session merges keys instead of resolving paths. Raises
+    :class:`PlanRefused` (malformed) for bytes that are not a readable
+    manifest, (invalid) for a resolution no session gives."""
     from ._apply import _component
 
+    if resolution is not None:
+        return _component(wasm).call("digest-manifest-resolved", resolution, uri, bytes(data))
     return _component(wasm).call("digest-manifest", uri, bytes(data))
 
 

@@ -3,6 +3,7 @@ instead of manifests: the planner decides, this package carries out."""
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,51 @@ def test_a_session_fed_manifest_digests_plans_byte_for_byte_as_on_the_bytes(even
                        retention_ms=t["file_retention_ms"])
     assert asked and all(u.endswith(".avro") for u in asked)
     assert p.document == golden("iceberg-events-later")
+
+
+def _run(s):
+    """Drives a :class:`lakesweep.Sweep` to its sealed plan, as ``plan`` does."""
+    while True:
+        prefixes = s.until_listing()
+        if not prefixes:
+            return s.finish()
+        for prefix in prefixes:
+            pages = list(s.store.list(prefix)) or [[]]
+            for i, page in enumerate(pages):
+                s.feed(page, i == len(pages) - 1)
+
+
+def test_manifest_digests_resolved_where_read_plan_byte_for_byte_as_the_bytes(events):
+    t, root = events
+    store = LocalStore(roots=[(VROOT, str(root))], pointer=lambda: t["metadata_location"])
+    made = []
+
+    def reader(resolution):
+        def manifests(uris):
+            for u in uris:
+                d = lakesweep.digest_file(u, store.read(u), resolution=resolution())
+                made.append(d)
+                yield u, d
+        return manifests
+
+    now = t["now_ms"] + 365 * DAY
+    s = lakesweep.Sweep(t["location"], t["metadata_location"], now, store=store,
+                        manifests=reader(lambda: s.manifest_resolution()), retention_ms=t["file_retention_ms"])
+    assert s.manifest_resolution() == t["location"].rstrip("/")
+    assert _run(s).document == golden("iceberg-events-later")
+    # Each digest resolved: its plain paths sent as their keys'
+    # fingerprints, the percent-encoded ones (other spellings) as written.
+    assert made and all(d.startswith("lakesweep-manifest-digest 3\n") for d in made)
+    assert any(re.search(r" #[0-9a-f]{16}\n", d) for d in made)
+    assert any(re.search(r' "file:///[^"]*%[^"]*"\n', d) for d in made)
+    # Resolved against another location: refused (its keys would be
+    # another table's); a location mapping leaves nothing to resolve against.
+    with pytest.raises(PlanRefused, match="was resolved against"):
+        _run(lakesweep.Sweep(t["location"], t["metadata_location"], now, store=store,
+                             manifests=reader(lambda: "file:///elsewhere"), retention_ms=t["file_retention_ms"]))
+    mapped = lakesweep.Sweep(t["location"], t["metadata_location"], now, store=store,
+                             location_map=[("s3://old/t", t["location"])], retention_ms=t["file_retention_ms"])
+    assert mapped.manifest_resolution() is None
 
 
 def test_a_digest_of_another_manifest_or_a_damaged_one_refuses(events):
