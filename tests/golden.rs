@@ -266,40 +266,34 @@ fn a_checkpoint_digest_answers_only_its_own_checkpoint_read() {
     assert!(e.to_string().contains("checksum"), "{e}");
 }
 
-#[test]
-fn a_manifest_digest_answers_only_its_own_manifest_read() {
-    let t = tables().into_iter().find(|t| t.name == "events").unwrap();
-    let opts = HostOptions::for_table(&t);
-    let mut s = lakesweep::Session::start(t.config()).unwrap();
-    // Answer reads until manifests are asked for.
-    let manifest = loop {
+/// Answers `s`'s reads until it asks for a manifest: that manifest's URI.
+fn first_manifest_read(s: &mut lakesweep::Session, opts: &HostOptions) -> String {
+    loop {
         let r = s.poll_request().expect("a manifest read");
         let lakesweep::Request::ReadBlob { uri } = r else {
             panic!("{r:?}")
         };
         if s.is_manifest_read(&uri) {
-            break uri;
+            return uri;
         }
-        s.handle_blob(uri.clone(), read(&uri, &opts).unwrap())
+        s.handle_blob(uri.clone(), read(&uri, opts).unwrap())
             .unwrap();
-    };
+    }
+}
+
+#[test]
+fn a_manifest_digest_answers_only_its_own_manifest_read() {
+    let t = tables().into_iter().find(|t| t.name == "events").unwrap();
+    let opts = HostOptions::for_table(&t);
+    let mut s = lakesweep::Session::start(t.config()).unwrap();
+    let manifest = first_manifest_read(&mut s, &opts);
     let bytes = read(&manifest, &opts).unwrap();
     // A digest made from another URI's read is refused, and the failed
     // session plans nothing.
     let other = lakesweep::digest_manifest("file:///elsewhere/m.avro", &bytes).unwrap();
     let mut s2 = lakesweep::Session::start(t.config()).unwrap();
-    let mut first = None;
-    while let Some(lakesweep::Request::ReadBlob { uri }) = s2.poll_request() {
-        if s2.is_manifest_read(&uri) {
-            first = Some(uri);
-            break;
-        }
-        s2.handle_blob(uri.clone(), read(&uri, &opts).unwrap())
-            .unwrap();
-    }
-    let e = s2
-        .handle_manifest_digest(first.unwrap(), other)
-        .unwrap_err();
+    let first = first_manifest_read(&mut s2, &opts);
+    let e = s2.handle_manifest_digest(first, other).unwrap_err();
     assert!(e.to_string().contains("was made from"), "{e}");
     // A digest resolved against another location is refused (its keys
     // would be another table's), as is a resolution no session gives.
@@ -308,18 +302,8 @@ fn a_manifest_digest_answers_only_its_own_manifest_read() {
     let elsewhere =
         lakesweep::digest_manifest_resolved("file:///elsewhere", &manifest, &bytes).unwrap();
     let mut s3 = lakesweep::Session::start(t.config()).unwrap();
-    let mut first = None;
-    while let Some(lakesweep::Request::ReadBlob { uri }) = s3.poll_request() {
-        if s3.is_manifest_read(&uri) {
-            first = Some(uri);
-            break;
-        }
-        s3.handle_blob(uri.clone(), read(&uri, &opts).unwrap())
-            .unwrap();
-    }
-    let e = s3
-        .handle_manifest_digest(first.unwrap(), elsewhere)
-        .unwrap_err();
+    let first = first_manifest_read(&mut s3, &opts);
+    let e = s3.handle_manifest_digest(first, elsewhere).unwrap_err();
     assert!(
         e.to_string()
             .contains("was resolved against `file:///elsewhere`"),
