@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::manifest_digest::ManifestDigest;
+use super::manifest_digest::{ManifestDigest, ManifestPath};
 use super::requests::Purpose;
 use crate::error::{Error, MalformedReason, Result, UnsafeReason};
 use crate::path::{apply_mappings, PathMapping, TableLocation};
@@ -154,18 +154,6 @@ pub(crate) use crate::verdict::StrayDocument;
 pub(super) struct ManifestRead {
     pub(super) counts: ManifestCounts,
     pub(super) files: Vec<(ManifestStatus, ContentType, ManifestPath)>,
-}
-
-/// A manifest entry's file path: as written, or (resolved where the
-/// manifest was read, see [`super::manifest_digest`]) the fingerprint of
-/// the plain key it names under the table's location.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ManifestPath {
-    /// The path exactly as written.
-    Text(String),
-    /// [`crate::reach::fingerprint`] of the plain key (relative to the
-    /// location) the path names, and nothing else.
-    Key(crate::reach::Fingerprint),
 }
 
 /// Reads a manifest: its size must be what its list says; every entry is

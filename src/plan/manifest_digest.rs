@@ -55,13 +55,24 @@ use crate::digest::{json_string, open_digest, push_json_string, seal};
 use crate::duration::push_int;
 use crate::error::{Error, ProtocolReason, Result};
 use crate::path::TableLocation;
-use crate::plan::iceberg::ManifestPath;
 use crate::spec::iceberg::{for_each_manifest_entry_with_snapshot, ContentType, ManifestStatus};
 
 const HEADER: &str = "lakesweep-manifest-digest 2\n";
 
 /// The header of a resolved digest.
 const HEADER_RESOLVED: &str = "lakesweep-manifest-digest 3\n";
+
+/// A manifest entry's file path: as written, or (resolved where the
+/// manifest was read, see the module) the fingerprint of
+/// the plain key it names under the table's location.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ManifestPath {
+    /// The path exactly as written.
+    Text(String),
+    /// [`crate::reach::fingerprint`] of the plain key (relative to the
+    /// location) the path names, and nothing else.
+    Key(crate::reach::Fingerprint),
+}
 
 /// One manifest entry as the session counts and keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,8 +6,9 @@
 use super::{Machine, Session};
 use crate::error::{Error, MalformedReason, Result, UnsafeReason};
 use crate::plan::iceberg::{
-    identify, lineage, read_manifest, walk, write_roots, ManifestPath, ManifestRead, PointerDoc,
+    identify, lineage, read_manifest, walk, write_roots, ManifestRead, PointerDoc,
 };
+use crate::plan::manifest_digest::ManifestPath;
 use crate::plan::requests::Purpose;
 use crate::reach::Source;
 use crate::spec::iceberg::{read_manifest_list, TableMetadata};
