@@ -351,18 +351,37 @@ struct Merged<'r, A: Iterator<Item = (u64, u32)>, B: Iterator<Item = (u64, u32)>
     conflict: Option<(u32, u32)>,
 }
 
-/// In `run`, sorted by slot key, the first slot key held with reasons of
-/// two different graph roles (`roles`, by source id): their source ids.
-fn role_conflict_in_runs(run: &[(u64, u32)], roles: &[Option<&'static str>]) -> Option<(u32, u32)> {
-    let mut seen: Option<(u64, &'static str, u32)> = None;
-    for &(s, id) in run {
-        let Some(role) = roles[id as usize] else {
-            continue;
-        };
-        match seen {
-            Some((k, r, other)) if k == s && r != role => return Some((other, id)),
-            Some((k, _, _)) if k == s => {}
-            _ => seen = Some((s, role, id)),
+/// In `run`, sorted by fingerprint and then by reason (smallest first),
+/// the first fingerprint held with reasons of two different graph roles
+/// (`roles`, by source id): their source ids. A group whose smallest
+/// reason has no role (it hides the others from the merge with the frozen
+/// arrays) is also compared with the frozen reason, `frozen(fp)`.
+fn role_conflict_in_runs(
+    run: &[(u64, u32)],
+    roles: &[Option<&'static str>],
+    frozen: impl Fn(u64) -> Option<u32>,
+) -> Option<(u32, u32)> {
+    let mut i = 0;
+    while i < run.len() {
+        let (fp, smallest) = run[i];
+        let mut seen: Option<(&'static str, u32)> = None;
+        while i < run.len() && run[i].0 == fp {
+            let id = run[i].1;
+            if let Some(role) = roles[id as usize] {
+                match seen {
+                    Some((r, other)) if r != role => return Some((other, id)),
+                    Some(_) => {}
+                    None => seen = Some((role, id)),
+                }
+            }
+            i += 1;
+        }
+        if let (None, Some((role, id))) = (roles[smallest as usize], seen) {
+            if let Some(f) = frozen(fp) {
+                if roles[f as usize].is_some_and(|r| r != role) {
+                    return Some((f, id));
+                }
+            }
         }
     }
     None
@@ -570,6 +589,12 @@ impl KeepSet {
         }
     }
 
+    /// Heap bytes of the keys added by [`KeepSet::defer`] that wait for a
+    /// merge (16 a key, repeats included; not in [`KeepSet::slots_held`]).
+    pub fn deferred_bytes(&self) -> usize {
+        self.pending.capacity() * std::mem::size_of::<(Fingerprint, u32)>()
+    }
+
     /// True while keys added by [`KeepSet::defer`] wait for a merge.
     pub fn has_deferred(&self) -> bool {
         !self.pending.is_empty()
@@ -685,7 +710,7 @@ impl KeepSet {
     /// distinct keys, in constant time (for a memory estimate per read;
     /// `len` walks the building map).
     pub fn slots_held(&self) -> usize {
-        self.keys.len() + self.building.len() + self.pending.len()
+        self.keys.len() + self.building.len()
     }
 
     /// Each source's rank in the order of [`Source`] (smallest first).
@@ -733,7 +758,7 @@ impl KeepSet {
         // Per fingerprint, the smallest reason first; deferred repeats go,
         // their graph roles compared first.
         new.sort_unstable_by_key(|&(fp, id)| (fp, rank[id as usize]));
-        if let Some(c) = role_conflict_in_runs(&new, &roles) {
+        if let Some(c) = role_conflict_in_runs(&new, &roles, |fp| self.frozen_lookup(fp)) {
             self.conflict.get_or_insert(c);
         }
         new.dedup_by_key(|e| e.0);
@@ -1393,8 +1418,9 @@ mod tests {
             content: ContentType::Data,
             status: ManifestStatus::Added,
         };
-        // Frozen first, deferred after; deferred both; deferred first.
-        for order in 0..3 {
+        // Frozen first, deferred after; deferred both; deferred first;
+        // frozen, then deferred behind a smaller reason without a role.
+        for order in 0..4 {
             let mut k = KeepSet::new();
             let fp = fingerprint("metadata/m0.avro");
             match order {
@@ -1409,6 +1435,13 @@ mod tests {
                     let b = k.source_id(content.clone());
                     k.defer(fp, b);
                     k.defer(fp, a);
+                }
+                3 => {
+                    k.insert("metadata/m0.avro", manifest.clone());
+                    k.freeze().unwrap();
+                    let id = k.source_id(content.clone());
+                    k.defer(fp, id);
+                    k.insert("metadata/m0.avro", Source::Statistics { snapshot_id: 1 });
                 }
                 _ => {
                     let id = k.source_id(content.clone());
@@ -1425,7 +1458,12 @@ mod tests {
             got.sort();
             assert_eq!(got, ["content file", "manifest"], "order {order}");
             // The smallest reason is kept.
-            assert_eq!(k.lookup("metadata/m0.avro"), Some(&manifest));
+            let smallest = if order == 3 {
+                Source::Statistics { snapshot_id: 1 }
+            } else {
+                manifest.clone()
+            };
+            assert_eq!(k.lookup("metadata/m0.avro"), Some(&smallest));
         }
     }
 

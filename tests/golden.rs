@@ -298,18 +298,34 @@ fn a_manifest_digest_answers_only_its_own_manifest_read() {
     // A digest resolved against another location is refused (its keys
     // would be another table's), as is a resolution no session gives.
     let resolution = s.manifest_resolution().expect("a plain location");
-    assert_eq!(resolution, t.config().table_location.trim_end_matches('/'));
-    let elsewhere =
-        lakesweep::digest_manifest_resolved("file:///elsewhere", &manifest, &bytes).unwrap();
+    let location = t.config().table_location;
+    assert_eq!(
+        resolution,
+        format!("plain-keys-xxh3-64/1 {}", location.trim_end_matches('/'))
+    );
+    let elsewhere = lakesweep::digest_manifest_resolved(
+        "plain-keys-xxh3-64/1 file:///elsewhere",
+        &manifest,
+        &bytes,
+    )
+    .unwrap();
     let mut s3 = lakesweep::Session::start(t.config()).unwrap();
     let first = first_manifest_read(&mut s3, &opts);
     let e = s3.handle_manifest_digest(first, elsewhere).unwrap_err();
     assert!(
         e.to_string()
-            .contains("was resolved against `file:///elsewhere`"),
+            .contains("was resolved against `plain-keys-xxh3-64/1 file:///elsewhere`"),
         "{e}"
     );
-    for bad in ["file:///t/../t", "file:///t/", "not a location", "s3://b"] {
+    // Rules of another build, or no location a session gives, are refused.
+    for bad in [
+        "plain-keys-xxh3-64/2 file:///t",
+        "file:///t",
+        "plain-keys-xxh3-64/1 file:///t/../t",
+        "plain-keys-xxh3-64/1 file:///t/",
+        "plain-keys-xxh3-64/1 not a location",
+        "plain-keys-xxh3-64/1 s3://b",
+    ] {
         assert!(
             lakesweep::digest_manifest_resolved(bad, &manifest, &bytes).is_err(),
             "{bad}"

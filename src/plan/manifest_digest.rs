@@ -45,7 +45,7 @@
 //! uri "s3://b/t/metadata/m0.avro"
 //! length 7021
 //! entries 2
-//! resolved "s3://b/t"                      the resolution used
+//! resolved "plain-keys-xxh3-64/1 s3://b/t" the resolution used
 //! 1 0 7 #5f0c2a9b1d3e4f60                  a plain key, by fingerprint
 //! 2 1 - "s3://b/t/data/../d.puffin"        any other path, as text
 //! xxh3-128 <hex>
@@ -61,6 +61,18 @@ const HEADER: &str = "lakesweep-manifest-digest 2\n";
 
 /// The header of a resolved digest.
 const HEADER_RESOLVED: &str = "lakesweep-manifest-digest 3\n";
+
+/// The rules a resolution names before its location: which paths are plain
+/// keys ([`crate::path::is_plain_key`] of the text after the location's
+/// prefix) and how a key is fingerprinted (XXH3-64). A build that changes
+/// either changes this, so a session never takes keys resolved by rules
+/// other than its own.
+pub(crate) const RESOLUTION_RULES: &str = "plain-keys-xxh3-64/1";
+
+/// The resolution a session with table location `location` gives.
+pub(crate) fn resolution_of(location: &TableLocation) -> String {
+    format!("{RESOLUTION_RULES} {}", location.as_uri())
+}
 
 /// A manifest entry's file path: as written, or (resolved where the
 /// manifest was read, see the module) the fingerprint of
@@ -112,13 +124,15 @@ pub fn digest_manifest(uri: &str, bytes: &[u8]) -> Result<String> {
 /// that is not a table location spelled canonically and plainly, and
 /// (malformed) for bytes that are not a readable manifest.
 pub fn digest_manifest_resolved(resolution: &str, uri: &str, bytes: &[u8]) -> Result<String> {
-    let location = TableLocation::parse(resolution)
-        .ok()
-        .filter(|l| l.as_uri() == resolution && l.has_plain_path())
+    let location = resolution
+        .strip_prefix(RESOLUTION_RULES)
+        .and_then(|l| l.strip_prefix(' '))
+        .and_then(|l| TableLocation::parse(l).ok().filter(|p| p.as_uri() == l))
+        .filter(TableLocation::has_plain_path)
         .ok_or_else(|| {
             Error::invalid(
                 "resolution",
-                format!("`{resolution}` is not a resolution a session gives (a table location, canonical and plain)"),
+                format!("`{resolution}` is not a resolution a session of this build gives (`{RESOLUTION_RULES}` and a table location, canonical and plain)"),
             )
         })?;
     write_digest(uri, bytes, Some(&location))
@@ -162,7 +176,7 @@ fn write_digest(uri: &str, bytes: &[u8], location: Option<&TableLocation>) -> Re
             "{HEADER_RESOLVED}uri {}\nlength {}\nentries {n}\nresolved {}\n",
             json_string(uri),
             bytes.len(),
-            json_string(&l.as_uri())
+            json_string(&resolution_of(l))
         ),
     };
     out.push_str(&lines);
@@ -365,12 +379,12 @@ mod tests {
     }
 
     /// A resolved digest: a plain key by fingerprint, another path as text.
-    const RESOLVED: &str = "lakesweep-manifest-digest 3\nuri \"s3://b/t/metadata/m.avro\"\nlength 1234\nentries 2\nresolved \"s3://b/t\"\n1 0 7 #00000000000000ff\n2 1 - \"s3://b/t/data/../d.puffin\"\n";
+    const RESOLVED: &str = "lakesweep-manifest-digest 3\nuri \"s3://b/t/metadata/m.avro\"\nlength 1234\nentries 2\nresolved \"plain-keys-xxh3-64/1 s3://b/t\"\n1 0 7 #00000000000000ff\n2 1 - \"s3://b/t/data/../d.puffin\"\n";
 
     #[test]
     fn a_resolved_digest_reads_back_and_every_damage_is_refused() {
         let d = ManifestDigest::decode(&sealed(RESOLVED)).unwrap();
-        assert_eq!(d.resolved.as_deref(), Some("s3://b/t"));
+        assert_eq!(d.resolved.as_deref(), Some("plain-keys-xxh3-64/1 s3://b/t"));
         assert_eq!(d.entries[0].path, ManifestPath::Key(0xff));
         assert_eq!(
             d.entries[1].path,
@@ -387,7 +401,7 @@ mod tests {
                 "key `#00000000000000FF`",
             ),
             (
-                RESOLVED.replace("resolved \"s3://b/t\"\n", ""),
+                RESOLVED.replace("resolved \"plain-keys-xxh3-64/1 s3://b/t\"\n", ""),
                 "no `resolved` line",
             ),
             // A key by fingerprint is only read in a resolved digest.
@@ -403,7 +417,22 @@ mod tests {
 
     #[test]
     fn a_resolution_must_be_a_location_a_session_gives() {
-        for bad in ["s3://b/t/", "s3://b/x/../t", "s3://b", "t", "S3://b/t"] {
+        let loc = TableLocation::parse("s3://b/t").unwrap();
+        assert_eq!(resolution_of(&loc), "plain-keys-xxh3-64/1 s3://b/t");
+        assert!(
+            digest_manifest_resolved(&resolution_of(&loc), "s3://b/t/metadata/m.avro", b"")
+                .is_err_and(|e| matches!(e, Error::Malformed { .. }))
+        );
+        for bad in [
+            "s3://b/t",
+            "plain-keys-xxh3-64/0 s3://b/t",
+            "plain-keys-xxh3-64/1 s3://b/t/",
+            "plain-keys-xxh3-64/1 s3://b/x/../t",
+            "plain-keys-xxh3-64/1 s3://b",
+            "plain-keys-xxh3-64/1 t",
+            "plain-keys-xxh3-64/1 S3://b/t",
+            "plain-keys-xxh3-64/1s3://b/t",
+        ] {
             let e = digest_manifest_resolved(bad, "s3://b/t/metadata/m.avro", b"").unwrap_err();
             assert!(matches!(e, Error::InvalidOptions { .. }), "{bad}: {e}");
         }

@@ -216,27 +216,19 @@ impl References {
         self.ambiguous == 0 && self.alt_only.is_empty()
     }
 
-    /// Defers `raw` (named with the source of id `id`, see
-    /// [`KeepSet::source_id`]) when it is a plain key and
-    /// [`References::may_defer`]; false when it must be referenced.
-    pub(super) fn defer_plain(
+    /// The fingerprint of the key `raw` names when it is a plain key and
+    /// [`References::may_defer`] (see [`KeepSet::defer`]); `None` when it
+    /// must be referenced.
+    pub(super) fn deferrable(
         &self,
-        cls: &mut Classifier,
+        cls: &Classifier,
         maps: &[PathMapping],
         raw: &str,
-        id: u32,
-    ) -> bool {
+    ) -> Option<Fingerprint> {
         if !self.may_defer() {
-            return false;
+            return None;
         }
-        match plain_key(cls, maps, raw) {
-            Some(rel) => {
-                let fp = fingerprint(rel);
-                cls.keep.defer(fp, id);
-                true
-            }
-            None => false,
-        }
+        plain_key(cls, maps, raw).map(fingerprint)
     }
 
     /// A key kept as an alternative reading only is referenced in its own

@@ -290,8 +290,9 @@ class Sweep:
 
     def manifest_resolution(self):
         """What the ``manifests`` reader may resolve manifests' paths
-        against (``digest_file(uri, data, resolution=...)``): the table
-        location, or ``None`` when paths must travel as written (a location
+        against (``digest_file(uri, data, resolution=...)``): this build's
+        rules of resolution and the table location, as one opaque string to
+        pass on; ``None`` when paths must travel as written (a location
         mapping is set, or the location has other spellings). Fixed for
         the sweep's life; the session refuses a digest resolved against
         anything else."""

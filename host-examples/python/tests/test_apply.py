@@ -73,7 +73,7 @@ def test_manifest_digests_resolved_where_read_plan_byte_for_byte_as_the_bytes(ev
     now = t["now_ms"] + 365 * DAY
     s = lakesweep.Sweep(t["location"], t["metadata_location"], now, store=store,
                         manifests=reader(lambda: s.manifest_resolution()), retention_ms=t["file_retention_ms"])
-    assert s.manifest_resolution() == t["location"].rstrip("/")
+    assert s.manifest_resolution() == "plain-keys-xxh3-64/1 " + t["location"].rstrip("/")
     assert _run(s).document == golden("iceberg-events-later")
     # Each digest resolved: its plain paths sent as their keys'
     # fingerprints, the percent-encoded ones (other spellings) as written.
@@ -84,7 +84,8 @@ def test_manifest_digests_resolved_where_read_plan_byte_for_byte_as_the_bytes(ev
     # another table's); a location mapping leaves nothing to resolve against.
     with pytest.raises(PlanRefused, match="was resolved against"):
         _run(lakesweep.Sweep(t["location"], t["metadata_location"], now, store=store,
-                             manifests=reader(lambda: "file:///elsewhere"), retention_ms=t["file_retention_ms"]))
+                             manifests=reader(lambda: "plain-keys-xxh3-64/1 file:///elsewhere"),
+                             retention_ms=t["file_retention_ms"]))
     mapped = lakesweep.Sweep(t["location"], t["metadata_location"], now, store=store,
                              location_map=[("s3://old/t", t["location"])], retention_ms=t["file_retention_ms"])
     assert mapped.manifest_resolution() is None

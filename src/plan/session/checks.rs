@@ -135,10 +135,13 @@ impl Session {
     /// Refuses (unsupported) decoding `n` bytes of `what` at `uri` when its
     /// `cost` in planner memory and what is held already exceed the budget.
     pub(super) fn check_cost(&self, uri: &str, what: &str, n: u64, cost: u64) -> Result<()> {
-        // The keep set: about 64 bytes per key while it is being built.
-        let held = (self.classifier.keep.slots_held() as u64)
+        // The keep set: about 64 bytes per key while it is being built,
+        // and the keys waiting for a merge as they are held.
+        let keep = &self.classifier.keep;
+        let held = (keep.slots_held() as u64)
             .saturating_mul(64)
-            .max(self.classifier.keep.index_bytes() as u64);
+            .saturating_add(keep.deferred_bytes() as u64)
+            .max(keep.index_bytes() as u64);
         let budget = self.config.memory_budget_bytes;
         if cost.saturating_add(held) > budget {
             return Err(Error::unsupported(

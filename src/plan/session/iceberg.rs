@@ -197,21 +197,19 @@ impl Session {
         };
         for (status, content, path) in read.files {
             if first_build && self.references.may_defer() {
-                let id = *ids[content as usize][status as usize]
-                    .get_or_insert_with(|| self.classifier.keep.source_id(source(content, status)));
-                let deferred = match &path {
-                    ManifestPath::Text(raw) => self.references.defer_plain(
-                        &mut self.classifier,
-                        &self.config.location_map,
-                        raw,
-                        id,
-                    ),
-                    ManifestPath::Key(fp) => {
-                        self.classifier.keep.defer(*fp, id);
-                        true
+                let fp = match &path {
+                    ManifestPath::Text(raw) => {
+                        self.references
+                            .deferrable(&self.classifier, &self.config.location_map, raw)
                     }
+                    ManifestPath::Key(fp) => Some(*fp),
                 };
-                if deferred {
+                if let Some(fp) = fp {
+                    // A reason is interned only for a key it keeps.
+                    let id = *ids[content as usize][status as usize].get_or_insert_with(|| {
+                        self.classifier.keep.source_id(source(content, status))
+                    });
+                    self.classifier.keep.defer(fp, id);
                     continue;
                 }
             }

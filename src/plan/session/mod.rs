@@ -361,14 +361,15 @@ impl Session {
     }
 
     /// What a manifest's reader may resolve its paths against
-    /// ([`crate::digest_manifest_resolved`]): the table location, when no
+    /// ([`crate::digest_manifest_resolved`]): the rules of resolution of
+    /// this build and the table location, when no
     /// location mapping is set and the location is its own only spelling
     /// (then a path spelled as its prefix plus a plain key names that key
     /// and nothing else); `None` otherwise (answer with
     /// [`crate::digest_manifest`]). Fixed for the session's life.
     pub fn manifest_resolution(&self) -> Option<String> {
         (self.config.location_map.is_empty() && self.classifier.location.has_plain_path())
-            .then(|| self.classifier.location.as_uri())
+            .then(|| super::manifest_digest::resolution_of(&self.classifier.location))
     }
 
     /// Answers the `ReadBlob` request of a manifest with its digest, made by
