@@ -564,14 +564,18 @@ impl KeepSet {
     /// [`COMPACT_MIN`] keys and a quarter of the frozen ones, so a keep
     /// set of millions of keys never holds them all in a hash map (17 to
     /// 34 bytes a key) beside their frozen copy: at most about a fifth of
-    /// them sit in the map, the rest in the arrays (8.5 bytes a key). Only while
+    /// them sit in the map, the rest in the arrays (8.5 bytes a key).
+    /// Deferred keys (16 bytes each, repeats included) count half: they
+    /// wait until they number half the frozen ones, so fewer merges
+    /// rewrite the arrays (each rewrites them whole). Only while
     /// re-bucketing loses nothing (the frozen set is empty or has at least
     /// [`fingerprints::LOSSLESS_BITS`] bucket bits), so the arrays come out
     /// exactly as one freeze at the end would make them.
     fn compact_if_due(&mut self) {
         let n = self.building.len() + self.pending.len();
+        let weight = self.building.len() + self.pending.len() / 2;
         if n >= COMPACT_MIN
-            && n >= self.keys.len() / 4
+            && weight >= self.keys.len() / 4
             && (self.keys.len() == 0 || self.keys.bits() >= fingerprints::LOSSLESS_BITS)
         {
             // It fails only past 2^32 keys, before it changes anything:
@@ -756,8 +760,20 @@ impl KeepSet {
         let roles: Vec<Option<&'static str>> =
             self.sources.iter().map(Source::graph_role).collect();
         // Per fingerprint, the smallest reason first; deferred repeats go,
-        // their graph roles compared first.
-        new.sort_unstable_by_key(|&(fp, id)| (fp, rank[id as usize]));
+        // their graph roles compared first. Sorted as plain pairs (the
+        // rank in place of the id, put back after): no lookup per
+        // comparison.
+        let mut by_rank = vec![0u32; rank.len()];
+        for (id, r) in rank.iter().enumerate() {
+            by_rank[*r as usize] = id as u32;
+        }
+        for e in &mut new {
+            e.1 = rank[e.1 as usize];
+        }
+        new.sort_unstable();
+        for e in &mut new {
+            e.1 = by_rank[e.1 as usize];
+        }
         if let Some(c) = role_conflict_in_runs(&new, &roles, |fp| self.frozen_lookup(fp)) {
             self.conflict.get_or_insert(c);
         }
@@ -1243,12 +1259,19 @@ mod tests {
         // directly), and into an oracle.
         let mut k = KeepSet::new();
         let mut once = KeepSet::new();
+        // The same references deferred (see `KeepSet::defer`).
+        let mut deferred = KeepSet::new();
+        let mut deferred_merges = 0;
         let mut want: HashMap<u64, Source> = HashMap::new();
         let mut merges = 0;
         let mut add = |k: &mut KeepSet, once: &mut KeepSet, f: u64, s: Source| {
             let before = k.keys.len();
             k.insert_fingerprint(f, s.clone());
             merges += usize::from(k.keys.len() != before);
+            let before = deferred.keys.len();
+            let id = deferred.source_id(s.clone());
+            deferred.defer(f, id);
+            deferred_merges += usize::from(deferred.keys.len() != before);
             let id = once.source_id(s.clone());
             let cur = once.building.entry(f).or_insert(id);
             if once.sources[id as usize] < once.sources[*cur as usize] {
@@ -1282,6 +1305,15 @@ mod tests {
         assert_eq!(once.keys.len(), 0);
         k.freeze().unwrap();
         once.freeze().unwrap();
+        assert!(deferred_merges >= 1, "deferred keys merged while built");
+        deferred.freeze().unwrap();
+        // Keys named as content files and again as manifest lists: the
+        // merges see it (the map's callers check each key as it comes).
+        assert!(deferred.role_conflict().is_some());
+        assert_eq!(deferred.keys, once.keys);
+        assert!((0..once.key_sources.len())
+            .all(|i| deferred.sources[deferred.key_sources.get(i) as usize]
+                == once.sources[once.key_sources.get(i) as usize]));
         assert_eq!(k.len(), want.len());
         assert_eq!(k.keys.bits(), bits_for(want.len()));
         assert_eq!(k.keys, once.keys);
