@@ -55,6 +55,9 @@ use crate::verdict::ListedObject;
 use crate::version::ObjectVersion;
 use crate::TableFormat;
 
+mod share;
+pub use share::{combine, DeletionShare, ShareStamp};
+
 /// Keys per batch by default: the live facts are read and accepted again
 /// before every batch.
 pub const DEFAULT_BATCH: u32 = 256;
@@ -101,6 +104,11 @@ pub struct DeletionOptions {
     /// ledger's run ignores them (its approval chooses).
     #[serde(default)]
     pub keys: Option<Vec<String>>,
+    /// Only this share of the plan's deletes (one of several sessions
+    /// applying it at once, see [`DeletionShare`]); none: every key, or
+    /// `keys`. Not with `keys`; a ledger's run refuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<DeletionShare>,
     /// Stop switches to read before each batch besides the table's own
     /// (a fleet's): absolute URIs. See [`crate::stop`].
     #[serde(default)]
@@ -116,6 +124,7 @@ impl Default for DeletionOptions {
             allow_future_now: false,
             store_gives_etags: true,
             keys: None,
+            share: None,
             stop_switches: Vec::new(),
         }
     }
@@ -291,6 +300,9 @@ pub struct DeletionOutcome {
     /// and no receipts, nothing was tried.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<Vec<String>>,
+    /// The share this run was, when it was one (see [`combine`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<ShareStamp>,
 }
 
 /// One key of the run and where it is: the plan's delete `index`.
@@ -382,8 +394,13 @@ pub struct Deletion {
     heads: BTreeMap<String, Item>,
     /// The batch in flight: key -> (item, seen), DELETE not answered.
     deletes: BTreeMap<String, (Item, ObjectVersion)>,
-    /// The plan's deletes deleted (or maybe deleted) by this run.
+    /// The plan's deletes deleted (or maybe deleted) by this run; in a
+    /// share's run, also those found absent (see `absent`).
     deleted: IndexSet,
+    /// A share's run: the keys found already absent, which an earlier
+    /// attempt of the same share may have deleted (a retried task). Its
+    /// damage check covers them.
+    absent: IndexSet,
     phase: Phase,
     outbox: VecDeque<DeletionRequest>,
     receipts: VecDeque<DeletionReceipt>,
@@ -414,6 +431,28 @@ impl Deletion {
     /// [`Deletion::start`] over a plan already read (sealed in this
     /// process, or loaded once and shared).
     pub fn with_plan(plan: Rc<SealedPlan>, mut options: DeletionOptions) -> Result<Deletion> {
+        if let Some(share) = options.share {
+            if options.keys.is_some() {
+                return Err(Error::invalid(
+                    "share",
+                    "a run is given keys or a share, not both",
+                ));
+            }
+            let deletes = u32::try_from(plan.delete.len())
+                .map_err(|_| Error::invalid("share", "a plan of more than 2^32 deletes"))?;
+            let range = share.range(deletes)?;
+            let stamp = ShareStamp {
+                plan_digest: plan.digest.clone(),
+                deletes,
+                share,
+                first: range.start,
+                keys: range.end - range.start,
+                dry_run: options.dry_run,
+            };
+            let mut s = Self::begin(plan, options, range.collect(), None)?;
+            s.outcome.share = Some(stamp);
+            return Ok(s);
+        }
         let chosen: Vec<u32> = match options.keys.take() {
             None => (0..plan.delete.len() as u32).collect(),
             Some(ks) => {
@@ -469,6 +508,12 @@ impl Deletion {
                 ),
             ));
         }
+        if options.share.is_some() {
+            return Err(Error::invalid(
+                "share",
+                "a ledger's run is not cut into shares: its approval chooses the keys",
+            ));
+        }
         options.keys = None;
         let chosen = ledger.approved_indices(&plan);
         Self::begin(plan, options, chosen, Some(ledger.drills().to_vec()))
@@ -498,6 +543,7 @@ impl Deletion {
             heads: BTreeMap::new(),
             deletes: BTreeMap::new(),
             deleted: IndexSet::default(),
+            absent: IndexSet::default(),
             phase: Phase::AwaitFacts(1),
             outbox: VecDeque::new(),
             receipts: VecDeque::new(),
@@ -779,7 +825,13 @@ impl Deletion {
                     Some(format!("HEAD failed: {why}")),
                 );
             }
-            HeadAnswer::Absent => self.receipt(&it, DeleteResult::AlreadyAbsent, None, None),
+            HeadAnswer::Absent => {
+                if self.config.share.is_some() && !self.config.dry_run {
+                    self.deleted.insert(it.index);
+                    self.absent.insert(it.index);
+                }
+                self.receipt(&it, DeleteResult::AlreadyAbsent, None, None)
+            }
             HeadAnswer::Found(seen) => {
                 if it.pinned.etag.is_some() && !self.config.store_gives_etags {
                     let detail = "the plan pinned an entity tag this host's store does not give: it cannot be shown to be the planned version, kept".to_owned();
@@ -1040,7 +1092,11 @@ impl Deletion {
                 continue;
             }
             let it = self.item(i);
-            let detail = format!("deleted by this run, and the live table needs it: {why}");
+            let detail = if self.absent.contains(i) {
+                format!("absent when this share came to it (an earlier attempt of the share may have deleted it), and the live table needs it: {why}")
+            } else {
+                format!("deleted by this run, and the live table needs it: {why}")
+            };
             let mut r = self.make_receipt(
                 &it,
                 DeleteResult::Damaged,
@@ -1290,6 +1346,127 @@ mod tests {
         assert_eq!(o.results["already-absent"], 100);
         assert_eq!(o.results["skipped-stopped"], 9_900);
         assert_eq!(o.exit, 1);
+    }
+
+    /// A share runs exactly its cut of the plan, stamps its outcome, and
+    /// (a retried task) checks the keys it found absent for damage along
+    /// with those it deleted; the shares' outcomes combine to the run's.
+    #[test]
+    fn a_share_runs_its_cut_and_checks_what_it_found_absent() {
+        let keys: Vec<String> = (0..10).map(|i| format!("data/{i:02}.parquet")).collect();
+        let refs: Vec<(&str, u64)> = keys.iter().map(|k| (k.as_str(), 7)).collect();
+        let plan = crate::plan::plan_for_tests(&refs, None);
+        let start = |share: DeletionShare, keys: Option<Vec<String>>| {
+            Deletion::start(DeletionConfig {
+                plan: plan.to_json(),
+                options: DeletionOptions {
+                    allow_future_now: true,
+                    share: Some(share),
+                    keys,
+                    ..DeletionOptions::default()
+                },
+            })
+        };
+        assert!(start(
+            DeletionShare { index: 0, of: 2 },
+            Some(vec![keys[0].clone()])
+        )
+        .is_err());
+        assert!(start(DeletionShare { index: 2, of: 2 }, None).is_err());
+        let mut outcomes = Vec::new();
+        let mut damaged = Vec::new();
+        for index in 0..3 {
+            let mut d = start(DeletionShare { index, of: 3 }, None).unwrap();
+            let mut facts_read = 0;
+            let mut heads = Vec::new();
+            while !d.is_done() {
+                while let Some(r) = d.poll_request() {
+                    match r {
+                        DeletionRequest::ReadFacts { switches, .. } => {
+                            facts_read += 1;
+                            // The table moves after the last batch.
+                            let p = if facts_read == 1 {
+                                plan.tokens.metadata_location.clone()
+                            } else {
+                                "s3://b/t/metadata/v9.metadata.json".into()
+                            };
+                            d.handle_facts(Facts {
+                                pointer: Some(p),
+                                log: vec![],
+                                context: None,
+                                clock_ms: plan.tokens.now_ms,
+                                switches: absent(&switches),
+                            })
+                            .unwrap();
+                        }
+                        DeletionRequest::Head { objects, .. } => {
+                            for (n, t) in objects.into_iter().enumerate() {
+                                heads.push(t.key.clone());
+                                // An earlier attempt of share 1 deleted its first key.
+                                let answer = if index == 1 && n == 0 {
+                                    HeadAnswer::Absent
+                                } else {
+                                    let i = index_of(&plan, &t.key).unwrap() as usize;
+                                    HeadAnswer::Found(crate::ledger::version_of(&plan.delete[i]))
+                                };
+                                d.handle_head(t.key, answer).unwrap();
+                            }
+                        }
+                        DeletionRequest::Delete { objects, .. } => {
+                            for t in objects {
+                                d.handle_delete(t.key, StoreAnswer::Deleted(None), 1, Some(2))
+                                    .unwrap();
+                            }
+                        }
+                        DeletionRequest::CheckDamage { keys: n, .. } => {
+                            let checked = d.damage_keys(0, n as u32);
+                            assert_eq!(checked.len() as u64, n);
+                            // The live table needs the key the earlier attempt deleted.
+                            let needed: Vec<(String, String)> = checked
+                                .iter()
+                                .filter(|k| *k == &keys[3])
+                                .map(|k| (k.clone(), "a manifest of snapshot 9".into()))
+                                .collect();
+                            d.handle_referenced(needed).unwrap();
+                        }
+                    }
+                }
+                for r in d.drain_receipts() {
+                    if r.receipt.result == DeleteResult::Damaged {
+                        damaged.push(r);
+                    }
+                }
+            }
+            let cut = DeletionShare { index, of: 3 }.range(10).unwrap();
+            let want: Vec<String> = keys[cut.start as usize..cut.end as usize].to_vec();
+            assert_eq!(heads, want, "share {index} holds its cut");
+            let o = d.outcome();
+            let stamp = o.share.clone().unwrap();
+            assert_eq!(
+                (stamp.first, stamp.keys, stamp.deletes),
+                (cut.start, cut.end - cut.start, 10)
+            );
+            assert_eq!(stamp.plan_digest, plan.digest);
+            outcomes.push(o);
+        }
+        // Share 1 is keys 3..6: its first was absent, and it is damage.
+        assert_eq!(damaged.len(), 1);
+        assert_eq!(damaged[0].receipt.key, keys[3]);
+        assert!(damaged[0]
+            .receipt
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("an earlier attempt of the share"));
+        assert_eq!(outcomes[1].exit, 3);
+        let whole = combine(&plan.digest, &outcomes).unwrap();
+        assert_eq!(whole.exit, 3);
+        assert_eq!(whole.results["deleted"], 9);
+        assert_eq!(whole.results["already-absent"], 1);
+        assert_eq!(whole.results["damaged"], 1);
+        assert_eq!(whole.deleted_bytes, 63);
+        assert!(whole.share.is_none());
+        assert!(combine(&plan.digest, &outcomes[..2]).is_err());
     }
 
     fn absent(switches: &[String]) -> Vec<crate::stop::SwitchReading> {

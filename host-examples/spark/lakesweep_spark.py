@@ -32,10 +32,15 @@ and asks the planner before every batch; the executors HEAD and delete the
 batch's keys, each only while the planner says it is the pinned version,
 and send back a receipt per key, which the driver writes as it arrives;
 after the last batch the driver's damage check names any deleted key the
-live table needs.
+live table needs. With ``--shares N`` the executors run N deletion
+sessions instead, one per share of the plan the planner cuts, each
+accepted before each of its batches and checking its own deletes for
+damage, each writing its receipts to its own file; the planner combines
+their outcomes, refusing unless every share answered exactly once.
 
     spark-submit lakesweep_spark.py plan TABLE --metadata URI --now TIME [--older-than 3d] [--out plan.json]
     spark-submit lakesweep_spark.py apply PLAN.json --metadata URI [--root URI=DIR] [--receipts FILE] [--dry-run]
+    spark-submit lakesweep_spark.py apply PLAN.json --metadata URI --shares N [--receipts DIR]
 
 Times are RFC 3339 (``2026-12-01T00:00:00Z``) or epoch milliseconds,
 durations as the command line writes them (``3d``, ``1h 30m``). Spark logs
@@ -434,20 +439,37 @@ def read_decisions(folder):
 
 
 def apply(spark, document, *, store_spec, pointer=None, batch=None, partitions=None,
-          dry_run=False, sink=None, keep_receipts=True, **options):
-    """Applies the sealed plan ``document`` with the HEADs and DELETEs
-    spread over Spark's executors: the driver runs the planner's deletion
-    session (the facts, the acceptance of every batch, the version checks,
-    the damage check), each of its requests' objects is split over the
-    executors, and their answers come back to it. ``pointer`` reads the
-    metadata location now (Iceberg; a Delta table's is its log); the other
-    options are :class:`lakesweep.Deletion`'s (``batch``: none, the
-    planner's). ``sink(receipt)`` gets every receipt as the driver writes
-    it; ``keep_receipts=False`` keeps only the damaged ones in the result.
-    Returns :class:`lakesweep.Applied`."""
+          dry_run=False, sink=None, keep_receipts=True, shares=None, receipts=None, **options):
+    """Applies the sealed plan ``document`` on Spark's executors. ``pointer``
+    reads the metadata location now (Iceberg; a Delta table's is its log);
+    the other options are :class:`lakesweep.Deletion`'s (``batch``: none,
+    the planner's). Returns :class:`lakesweep.Applied`.
+
+    Without ``shares``, the driver runs the planner's deletion session (the
+    facts, the acceptance of every batch, the version checks, the damage
+    check), each of its requests' objects is split over the executors, and
+    their answers come back to it; ``sink(receipt)`` gets every receipt as
+    the driver writes it; ``keep_receipts=False`` keeps only the damaged
+    ones in the result.
+
+    With ``shares=N``, N deletion sessions run on the executors, one per
+    share of the plan's deletes as the planner cuts them: each reads the
+    live facts and is accepted before each of its batches, HEADs and
+    deletes its keys, checks its own deletes for damage, and writes its
+    receipts to ``receipts`` (a folder every executor writes to), one file
+    per share, ``share-INDEX-of-N.jsonl`` (a task run again appends to its
+    share's file). Only each share's outcome (and any damaged receipts)
+    comes back; the planner combines the outcomes, refusing unless every
+    share answered exactly once. The result's receipts are the damaged
+    ones only."""
+    sc = spark.sparkContext
+    if shares is not None:
+        if sink is not None or receipts is None:
+            raise ValueError("a run in shares writes its receipts to a folder (receipts=), not to a sink")
+        return _apply_in_shares(sc, document, store_spec=store_spec, pointer=pointer, batch=batch, shares=shares,
+                                folder=receipts, dry_run=dry_run, **options)
     d = lakesweep.Deletion(document, executor_store(store_spec, pointer), batch=batch, dry_run=dry_run,
                            **options)
-    sc = spark.sparkContext
 
     def io(kind, targets):
         if not targets:
@@ -457,6 +479,49 @@ def apply(spark, document, *, store_spec, pointer=None, batch=None, partitions=N
         return _gathered(sc, rdd, n)
 
     return d.run(io, sink=sink, keep_receipts=keep_receipts)
+
+
+def _share_partition(document, spec, pointer, folder, of, driver, options):
+    """Runs each share of a partition (``document``: the plan's broadcast)
+    to its end on its executor, its receipts appended to its file; yields
+    the share's outcome and damaged receipts, as JSON."""
+    def run(indices):
+        import json
+
+        _same_build(driver)
+        for i in indices:
+            d = lakesweep.Deletion(document.value, executor_store(spec, pointer), share=(i, of), **options)
+            path = os.path.join(folder, f"share-{i:05d}-of-{of:05d}.jsonl")
+            with open(path, "a") as out:
+                def write(r):
+                    out.write(json.dumps(r) + "\n")
+                    out.flush()
+
+                done = d.run(sink=write, keep_receipts=False)
+            yield json.dumps({"outcome": done.outcome, "damage": done.receipts})
+
+    return run
+
+
+def _apply_in_shares(sc, document, *, store_spec, pointer, batch, shares, folder, dry_run, **options):
+    import json
+
+    if int(shares) < 1:
+        raise ValueError("shares: at least 1")
+    os.makedirs(folder, exist_ok=True)
+    options = dict(options, batch=batch, dry_run=dry_run)
+    plan = sc.broadcast(document)
+    try:
+        rdd = sc.parallelize(range(shares), shares).mapPartitions(
+            _share_partition(plan, store_spec, pointer, folder, shares, lakesweep.component_identity(), options))
+        answers = [json.loads(a) for a in _gathered(sc, rdd, shares, width=shares)]
+    finally:
+        plan.destroy()
+    # The planner says what the shares came to, or that they do not cover
+    # the plan (then nothing can be said of the run: PlanRefused).
+    done = lakesweep.combine_shares(document, [a["outcome"] for a in answers])
+    done.receipts = [r for a in answers for r in a["damage"]]
+    return done
 
 
 #: Spark's log at warnings only (the job's own lines go to standard output).
@@ -563,7 +628,12 @@ def main(argv=None):
     ap.add_argument("plan", help="the sealed plan file")
     ap.add_argument("--metadata", help="Iceberg: the table's current metadata location, as its catalog names it now "
                     "(used for the whole run: a commit during it is not seen; --catalog reads it before every batch)")
-    ap.add_argument("--receipts", help="receipts file (JSON Lines); default PLAN.receipts.jsonl")
+    ap.add_argument("--receipts", help="receipts file (JSON Lines); default PLAN.receipts.jsonl; with --shares "
+                    "a folder every executor writes to (one file per share), default PLAN.receipts/")
+    ap.add_argument("--shares", type=int, metavar="N",
+                    help="run N deletion sessions on the executors, one per share of the plan's deletes (each "
+                         "accepted before each of its batches, each checking its own deletes for damage); "
+                         "default: one session on the driver, its HEADs and DELETEs spread over the executors")
     ap.add_argument("--dry-run", action="store_true", help="check everything, delete nothing")
     ap.add_argument("--stop-switch", action="append", default=[], metavar="URI",
                     help="a fleet's stop switch, read with the table's own (TABLE/_lakesweep/stop.json) "
@@ -596,6 +666,8 @@ def main(argv=None):
     if args.command == "plan" and args.format == "iceberg" and not (args.metadata or catalog):
         a.error("plan of an Iceberg table needs --metadata (its current metadata location) or --catalog and --table")
     if args.command == "apply":
+        if args.shares is not None and args.shares < 1:
+            a.error("--shares: at least 1")
         with open(args.plan) as f:
             document = f.read()
         if json.loads(document).get("format") != "delta" and not (args.metadata or catalog):
@@ -649,15 +721,24 @@ def main(argv=None):
             print(f"lakesweep: {len(pl.delete)} objects to delete; plan {pl.digest}")
             return 0
         metadata = args.metadata
-        path = args.receipts or f"{args.plan}.receipts.jsonl"
-        with open(path, "a") as out:
-            def sink(r):
-                out.write(json.dumps(r) + "\n")
-                out.flush()
+        common = dict(store_spec=spec, pointer=catalog or (lambda: metadata), location_map=maps,
+                      dry_run=args.dry_run, allow_future_now=args.allow_future_now, stop_switches=args.stop_switch)
+        if args.shares is not None:
+            path = args.receipts or f"{args.plan}.receipts"
+            try:
+                done = apply(spark, document, shares=args.shares, receipts=path, **common)
+            except Exception as e:  # noqa: BLE001: a share that never answered may have deleted unchecked
+                print(f"lakesweep: DAMAGE UNCHECKED: not every share answered, and a share that did not may have "
+                      f"deleted without its damage check: {e}; check the receipts in {path}")
+                return 3
+        else:
+            path = args.receipts or f"{args.plan}.receipts.jsonl"
+            with open(path, "a") as out:
+                def sink(r):
+                    out.write(json.dumps(r) + "\n")
+                    out.flush()
 
-            done = apply(spark, document, store_spec=spec, pointer=catalog or (lambda: metadata), location_map=maps,
-                         dry_run=args.dry_run, sink=sink, keep_receipts=False,
-                         allow_future_now=args.allow_future_now, stop_switches=args.stop_switch)
+                done = apply(spark, document, sink=sink, keep_receipts=False, **common)
         counts = {k: done.count(k) for k in ("deleted", "would-delete", "already-absent", "skipped-changed",
                                              "skipped-protected", "skipped-stopped", "failed", "unknown")}
         print("lakesweep: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + f"; receipts in {path}")

@@ -355,6 +355,48 @@ def test_apply_on_the_executors_deletes_the_plan_with_a_receipt_per_key(spark, t
                              "deleteMarker", "detail"}
 
 
+def test_apply_in_shares_runs_a_deletion_session_per_share_on_the_executors(spark, tmp_path):
+    expect = json.loads((REPO / "tests/fixtures/generated/expect.json").read_text())
+    t = expect["events"]
+    rel = t["location"][len(VROOT) + 1:]
+    root = stage(REPO / "tests/fixtures/generated", tmp_path / "gen", {rel: t["mtimes"]})
+    spec = {"local": [[VROOT, str(root)]]}
+    p, _ = plan(spark, t["location"], t["metadata_location"], t["now_ms"] + 365 * DAY, store_spec=spec,
+                retention_ms=t["file_retention_ms"])
+    n = len(p.delete)
+    assert n >= 2
+    of = n + 1  # one share holds no key
+    folder = tmp_path / "receipts"
+    with pytest.raises(ValueError, match="folder"):
+        apply(spark, p.document, store_spec=spec, pointer=lambda: t["metadata_location"], shares=of)
+    # The table moved since the plan: every share holding keys is refused.
+    moved = t["metadata_location"].replace(".metadata.json", "-moved.metadata.json")
+    done = apply(spark, p.document, store_spec=spec, pointer=lambda: moved, allow_future_now=True, shares=of,
+                 receipts=str(folder))
+    assert done.exit == 2 and len(done.refused) == n, done.outcome
+    assert all((root / rel / k).exists() for k, _ in p.delete)
+    # One object rewritten since the plan is kept; the rest go, each share
+    # writing its own receipts on its executor.
+    changed = root / rel / p.delete[-1][0]
+    st = changed.stat()
+    changed.write_bytes(changed.read_bytes() + b"new")
+    os.utime(changed, ns=(st.st_mtime_ns, st.st_mtime_ns))
+    done = apply(spark, p.document, store_spec=spec, pointer=lambda: t["metadata_location"], batch=1,
+                 allow_future_now=True, shares=of, receipts=str(folder))
+    files = sorted(folder.iterdir())
+    assert [f.name for f in files] == [f"share-{i:05d}-of-{of:05d}.jsonl" for i in range(of)]
+    lines = [json.loads(x) for f in files for x in f.read_text().splitlines()]
+    # In plan order across the shares, each key once.
+    assert [r["key"] for r in lines] == sorted(k for k, _ in p.delete)
+    assert {r["key"]: r["result"] for r in lines} == {
+        k: "skipped-changed" if k == p.delete[-1][0] else "deleted" for k, _ in p.delete}
+    assert done.exit == 1 and done.count("deleted") == n - 1 and done.count("skipped-changed") == 1
+    assert done.receipts == [] and done.damage_unchecked is None
+    assert changed.exists() and not any((root / rel / k).exists() for k, _ in p.delete[:-1])
+    assert set(lines[0]) == {"key", "uri", "result", "planned", "version", "requestedMs", "confirmedMs",
+                             "deleteMarker", "detail"}
+
+
 def test_a_halt_set_between_two_batches_stops_the_spark_apply_before_the_next(spark, tmp_path):
     expect = json.loads((REPO / "tests/fixtures/generated/expect.json").read_text())
     t = expect["events"]
@@ -401,6 +443,16 @@ def test_the_spark_submit_apply_entry_point(tmp_path):
     # Judged at a time ahead of this machine's clock: refused unless asked.
     assert r.returncode == 2 and "refused, nothing deleted" in r.stdout, r.stdout + r.stderr[-2000:]
     Path(f"{plan_file}.receipts.jsonl").unlink(missing_ok=True)
+    # A dry run in three shares on the executors: a receipts file per share.
+    r = subprocess.run(base + ["--metadata", t["metadata_location"], "--allow-future-now", "--dry-run",
+                               "--shares", "3"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    shares = sorted(Path(f"{plan_file}.receipts").iterdir())
+    assert [f.name for f in shares] == [f"share-{i:05d}-of-00003.jsonl" for i in range(3)]
+    dry = [json.loads(x) for f in shares for x in f.read_text().splitlines()]
+    assert {x["result"] for x in dry} == {"would-delete"} and "would-delete; receipts in" in r.stdout
+    r = subprocess.run(base + ["--metadata", t["metadata_location"], "--shares", "0"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--shares: at least 1" in r.stdout + r.stderr
     # A fleet's stop switch, read before every batch (not set: the run goes on).
     r = subprocess.run(base + ["--metadata", t["metadata_location"], "--allow-future-now",
                                "--stop-switch", f"file://{tmp_path}/ops/stop.json"], capture_output=True, text=True)

@@ -418,6 +418,7 @@ pub(super) fn deletion_config(c: wt::DeletionConfig) -> cd::DeletionConfig {
             allow_future_now: c.allow_future_now,
             store_gives_etags: c.store_gives_etags,
             keys: c.keys,
+            share: c.share.map(share_in),
             stop_switches: c.stop_switches,
         },
     }
@@ -431,6 +432,7 @@ pub(super) fn deletion_options(o: wt::DeletionOptions) -> cd::DeletionOptions {
         allow_future_now: o.allow_future_now,
         store_gives_etags: o.store_gives_etags,
         keys: None,
+        share: None,
         stop_switches: o.stop_switches,
     }
 }
@@ -544,6 +546,62 @@ pub(super) fn outcome_out(o: cd::DeletionOutcome) -> wt::DeletionOutcome {
         stopped: o.stopped,
         damage_unchecked: o.damage_unchecked,
         refused: o.refused,
+        share: o.share.map(|s| wt::ShareStamp {
+            plan_digest: s.plan_digest,
+            deletes: s.deletes,
+            share: wt::DeletionShare {
+                index: s.share.index,
+                of: s.share.of,
+            },
+            first: s.first,
+            keys: s.keys,
+            dry_run: s.dry_run,
+        }),
+    }
+}
+
+pub(super) fn share_in(s: wt::DeletionShare) -> cd::DeletionShare {
+    cd::DeletionShare {
+        index: s.index,
+        of: s.of,
+    }
+}
+
+/// A deletion's outcome as a host hands it back (to combine shares).
+pub(super) fn outcome_in(o: wt::DeletionOutcome) -> cd::DeletionOutcome {
+    cd::DeletionOutcome {
+        exit: o.exit,
+        results: o
+            .results
+            .into_iter()
+            .map(|c| (delete_result_in(c.result).as_str().to_owned(), c.count))
+            .collect(),
+        deleted_bytes: o.deleted_bytes,
+        stopped: o.stopped,
+        damage_unchecked: o.damage_unchecked,
+        refused: o.refused,
+        share: o.share.map(|s| cd::ShareStamp {
+            plan_digest: s.plan_digest,
+            deletes: s.deletes,
+            share: share_in(s.share),
+            first: s.first,
+            keys: s.keys,
+            dry_run: s.dry_run,
+        }),
+    }
+}
+
+fn delete_result_in(r: wt::DeleteResult) -> cl::DeleteResult {
+    match r {
+        wt::DeleteResult::Deleted => cl::DeleteResult::Deleted,
+        wt::DeleteResult::AlreadyAbsent => cl::DeleteResult::AlreadyAbsent,
+        wt::DeleteResult::SkippedChanged => cl::DeleteResult::SkippedChanged,
+        wt::DeleteResult::SkippedStopped => cl::DeleteResult::SkippedStopped,
+        wt::DeleteResult::SkippedProtected => cl::DeleteResult::SkippedProtected,
+        wt::DeleteResult::Failed => cl::DeleteResult::Failed,
+        wt::DeleteResult::Unknown => cl::DeleteResult::Unknown,
+        wt::DeleteResult::Damaged => cl::DeleteResult::Damaged,
+        wt::DeleteResult::WouldDelete => cl::DeleteResult::WouldDelete,
     }
 }
 

@@ -94,6 +94,33 @@ impl wp::GuestPlan for Plan {
             .with_report(decisions, unrepresentable, store_notes);
         *self.document.borrow_mut() = Some(reported.to_json());
     }
+
+    fn combine_shares(
+        &self,
+        outcomes: Vec<wt::DeletionOutcome>,
+    ) -> Result<wt::DeletionOutcome, wt::Error> {
+        let outcomes: Vec<cd::DeletionOutcome> = outcomes.into_iter().map(outcome_in).collect();
+        cd::combine(&self.plan.digest, &outcomes)
+            .map(outcome_out)
+            .map_err(err)
+    }
+
+    fn combine_shares_json(&self, outcomes: Vec<String>) -> Result<String, wt::Error> {
+        let outcomes = outcomes
+            .iter()
+            .map(|o| {
+                serde_json::from_str::<cd::DeletionOutcome>(o).map_err(|e| {
+                    core::Error::protocol(
+                        core::ProtocolReason::BadInput,
+                        format!("a share's outcome that does not parse: {e}"),
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(err)?;
+        let whole = cd::combine(&self.plan.digest, &outcomes).map_err(err)?;
+        Ok(serde_json::to_string(&whole).unwrap_or_default())
+    }
 }
 
 impl wp::GuestLedger for Ledger {

@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field as dc_field
 from typing import Callable, Iterable, Optional
 
-from ._apply import Applied, ApplyFailed, Deletion, apply, store_io
+from ._apply import Applied, ApplyFailed, Deletion, apply, combine_shares, store_io
 from ._catalogs import CatalogError, catalog_pointer
 from ._component import Component, PlanRefused, field, record
 from ._stores import ArrowStore, LocalStore
@@ -34,7 +34,7 @@ __all__ = [
     "digest_file", "apply", "Plan",
     "ExpiryPlan", "PlanRefused", "ApplyFailed", "Sweep", "PageClassifier", "shared_classifier", "drop_classifier",
     "LocalStore", "ArrowStore", "Deletion",
-    "Applied", "store_io", "component_identity", "catalog_pointer", "CatalogError", "__version__",
+    "Applied", "combine_shares", "store_io", "component_identity", "catalog_pointer", "CatalogError", "__version__",
 ]
 
 try:

@@ -128,13 +128,16 @@ class Deletion:
     now; ``list()`` of a Delta table's log); ``context`` is a function
     returning the context document now (or ``None``), read again before
     every batch; ``clock`` the host's clock. ``batch`` (keys per batch)
-    and ``keys`` (a share of the plan) are passed on; none: the planner's.
+    and ``keys`` (only these keys of the plan) are passed on; none: the
+    planner's. ``share=(index, of)``: only that share of the plan's deletes,
+    as the planner cuts them (one of ``of`` sessions applying it at once;
+    :func:`combine_shares` makes their outcomes one).
     ``stop_switches``: a fleet's stop switches (URIs), read with the
     table's own before every batch; ``switch_store`` reads them (default:
     ``store``). While one is set, nothing is deleted."""
 
     def __init__(self, document, store, *, location_map=(), context=None, clock=clock_ms,
-                 allow_future_now=False, wasm=None, batch=None, dry_run=False, keys=None,
+                 allow_future_now=False, wasm=None, batch=None, dry_run=False, keys=None, share=None,
                  stop_switches=(), switch_store=None):
         self.c = Component(wasm)
         self.wasm = wasm
@@ -157,6 +160,7 @@ class Deletion:
             allow_future_now=bool(allow_future_now),
             store_gives_etags=bool(getattr(store, "gives_etags", False)),
             keys=None if keys is None else list(keys),
+            share=None if share is None else record(index=int(share[0]), of=int(share[1])),
             stop_switches=list(stop_switches),
         )
         self.session = self.c.call("[static]deletion.start", cfg)
@@ -272,6 +276,21 @@ class Deletion:
         drain()
         out.outcome = json.loads(self._call("outcome-json"))
         return out
+
+
+def combine_shares(document, outcomes, *, wasm=None):
+    """The outcome of a run of ``document`` cut into shares, from every
+    share's outcome (:attr:`Applied.outcome`, any order), as the planner
+    combines them: it refuses (:class:`lakesweep.PlanRefused`) unless they
+    are every share of one cut of this plan, each once. Returns
+    :class:`Applied` with the combined outcome and no receipts."""
+    c = Component(wasm)
+    plan = c.call("[static]plan.load", document)
+    try:
+        whole = c.call("[method]plan.combine-shares-json", plan, [json.dumps(o) for o in outcomes])
+    finally:
+        plan.drop(c.store)
+    return Applied(outcome=json.loads(whole))
 
 
 class ApplyFailed(Exception):

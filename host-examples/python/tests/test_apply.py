@@ -203,6 +203,64 @@ def test_a_pointer_moving_during_the_run_stops_it_and_the_damage_check_runs(even
     assert done.exit == 3
 
 
+def test_a_plan_applied_in_shares_deletes_each_key_once_and_combines_to_one_outcome(events):
+    t, root = events
+    store = LocalStore(roots=[(VROOT, str(root))], pointer=lambda: t["metadata_location"])
+    p = plan_later(t, store)
+    n = len(p.delete)
+    assert n >= 2
+    of = n + 1  # more shares than keys: one holds none
+    runs = [lakesweep.Deletion(p.document, store, share=(i, of), batch=1, allow_future_now=True).run()
+            for i in range(of)]
+    # The planner's cut: contiguous runs of the plan's deletes, in order.
+    assert [r["key"] for d in runs for r in d.receipts] == sorted(k for k, _ in p.delete)
+    assert [len(d.receipts) for d in runs].count(0) == 1
+    outcomes = [d.outcome for d in runs]
+    whole = lakesweep.combine_shares(p.document, outcomes[::-1])
+    assert whole.exit == 0 and whole.count("deleted") == n and not whole.receipts
+    assert not any(on_disk(root, t, k).exists() for k, _ in p.delete)
+    # A share missing or answered twice says nothing of the run.
+    with pytest.raises(PlanRefused, match="missing"):
+        lakesweep.combine_shares(p.document, outcomes[1:])
+    with pytest.raises(PlanRefused, match="twice"):
+        lakesweep.combine_shares(p.document, outcomes + outcomes[:1])
+    # A whole run's outcome is not a share's; keys and a share are not both given.
+    with pytest.raises(PlanRefused, match="not of a share"):
+        lakesweep.combine_shares(p.document, [lakesweep.apply(p.document, store, allow_future_now=True).outcome])
+    with pytest.raises(PlanRefused, match="not both"):
+        lakesweep.Deletion(p.document, store, share=(0, 2), keys=[p.delete[0][0]])
+    with pytest.raises(PlanRefused, match="numbered from 0"):
+        lakesweep.Deletion(p.document, store, share=(2, 2))
+
+
+def test_a_retried_share_checks_the_keys_it_found_gone_for_damage(events):
+    t, root = events
+    store = LocalStore(roots=[(VROOT, str(root))], pointer=lambda: t["metadata_location"])
+    p = plan_later(t, store)
+    first = lakesweep.Deletion(p.document, store, share=(0, 1), allow_future_now=True).run()
+    assert first.exit == 0 and first.count("deleted") == len(p.delete)
+    # The task is run again (its executor died before it answered), and
+    # the table moves back to an older document after its batch was
+    # accepted: the keys it finds gone may be the first attempt's deletes,
+    # so its damage check covers them and cannot say "no damage".
+    md = json.loads(store.read(t["metadata_location"]))
+    older = md["metadata-log"][-1]["metadata-file"]
+    calls = []
+
+    def pointer():
+        calls.append(1)
+        return t["metadata_location"] if len(calls) == 1 else older
+
+    moving = LocalStore(roots=[(VROOT, str(root))], pointer=pointer)
+    again = lakesweep.Deletion(p.document, moving, share=(0, 1), allow_future_now=True).run()
+    assert again.count("already-absent") == len(p.delete)
+    assert again.exit == 3 and "went backwards" in again.damage_unchecked, again.outcome
+    # A whole run (not a share) that finds them gone deleted nothing of its own.
+    calls.clear()
+    whole = lakesweep.apply(p.document, moving, allow_future_now=True, check=False)
+    assert whole.exit == 0 and whole.count("already-absent") == len(p.delete)
+
+
 class LostAnswerStore(LocalStore):
     """Deletes, then loses the answer (a timeout after the store acted)."""
 

@@ -155,6 +155,7 @@ pub async fn run(a: &ApplyCmd, plan_path: &str) -> Result<Applied, HostError> {
         allow_future_now: a.allow_future_now,
         store_gives_etags: true,
         keys: None,
+        share: None,
         stop_switches: a.deletes.stop.stop_switches.clone(),
     })?;
     let out = deletion::run(
