@@ -1112,6 +1112,24 @@ impl Deletion {
     fn finish(&mut self) {
         let o = &mut self.outcome;
         let count = |r: &str| o.results.get(r).copied().unwrap_or(0);
+        // A share run again after an attempt that never answered: that
+        // attempt may have deleted keys this one never came to (refused,
+        // stopped), and nothing checked them for damage.
+        if let (Some(share), Some(stamp)) = (self.config.share, o.share.as_ref()) {
+            let unreached = if o.refused.is_some() {
+                u64::from(stamp.keys)
+            } else {
+                count("skipped-stopped")
+            };
+            if share.attempt > 0 && unreached > 0 && o.damage_unchecked.is_none() {
+                o.damage_unchecked = Some(format!(
+                    "attempt {} of share {} of {}: an earlier attempt of it may have deleted some of the {unreached} keys this one never came to, and no damage check covered them",
+                    share.attempt + 1,
+                    share.index,
+                    share.of
+                ));
+            }
+        }
         let troubled = [
             "failed",
             "unknown",
@@ -1368,15 +1386,35 @@ mod tests {
             })
         };
         assert!(start(
-            DeletionShare { index: 0, of: 2 },
+            DeletionShare {
+                index: 0,
+                of: 2,
+                attempt: 0
+            },
             Some(vec![keys[0].clone()])
         )
         .is_err());
-        assert!(start(DeletionShare { index: 2, of: 2 }, None).is_err());
+        assert!(start(
+            DeletionShare {
+                index: 2,
+                of: 2,
+                attempt: 0
+            },
+            None
+        )
+        .is_err());
         let mut outcomes = Vec::new();
         let mut damaged = Vec::new();
         for index in 0..3 {
-            let mut d = start(DeletionShare { index, of: 3 }, None).unwrap();
+            let mut d = start(
+                DeletionShare {
+                    index,
+                    of: 3,
+                    attempt: 0,
+                },
+                None,
+            )
+            .unwrap();
             let mut facts_read = 0;
             let mut heads = Vec::new();
             while !d.is_done() {
@@ -1437,7 +1475,13 @@ mod tests {
                     }
                 }
             }
-            let cut = DeletionShare { index, of: 3 }.range(10).unwrap();
+            let cut = DeletionShare {
+                index,
+                of: 3,
+                attempt: 0,
+            }
+            .range(10)
+            .unwrap();
             let want: Vec<String> = keys[cut.start as usize..cut.end as usize].to_vec();
             assert_eq!(heads, want, "share {index} holds its cut");
             let o = d.outcome();

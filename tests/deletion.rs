@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use common::synth::{self, Snap};
 use common::*;
 use lakesweep::deletion::{
-    Deletion, DeletionConfig, DeletionOptions, DeletionReceipt, DeletionRequest, Facts,
-    FactsPurpose, HeadAnswer, StoreAnswer,
+    Deletion, DeletionConfig, DeletionOptions, DeletionOutcome, DeletionReceipt, DeletionRequest,
+    DeletionShare, Facts, FactsPurpose, HeadAnswer, StoreAnswer,
 };
 use lakesweep::ledger::{DeleteResult, ObjectVersion};
 use lakesweep::{Request, SealedPlan, Session, SessionConfig};
@@ -220,12 +220,28 @@ fn drive(
     plan: &SealedPlan,
     events: &[(u8, usize)],
     batch: u32,
-) -> (Vec<DeletionReceipt>, lakesweep::deletion::DeletionOutcome) {
+) -> (Vec<DeletionReceipt>, DeletionOutcome) {
+    let (receipts, outcome) = drive_share(w, plan, events, batch, None, None);
+    (receipts, outcome.expect("not killed"))
+}
+
+/// [`drive`] of one `share` (none: the whole plan), the host killed after
+/// `kill_after` requests (none: never): then the receipts drained so far,
+/// and no outcome (it never answered).
+fn drive_share(
+    w: &mut World,
+    plan: &SealedPlan,
+    events: &[(u8, usize)],
+    batch: u32,
+    share: Option<DeletionShare>,
+    kill_after: Option<usize>,
+) -> (Vec<DeletionReceipt>, Option<DeletionOutcome>) {
     let mut d = Deletion::start(DeletionConfig {
         plan: plan.to_json(),
         options: DeletionOptions {
             batch_size: Some(batch),
             allow_future_now: true,
+            share,
             ..DeletionOptions::default()
         },
     })
@@ -239,6 +255,9 @@ fn drive(
         };
         calls += 1;
         assert!(calls < 10_000, "runaway");
+        if kill_after.is_some_and(|k| calls > k) {
+            return (receipts, None);
+        }
         match r {
             DeletionRequest::ReadFacts {
                 purpose, switches, ..
@@ -323,7 +342,7 @@ fn drive(
         drain_all(&mut d, &mut receipts);
     }
     drain_all(&mut d, &mut receipts);
-    (receipts, d.outcome())
+    (receipts, Some(d.outcome()))
 }
 
 proptest! {
@@ -384,6 +403,60 @@ proptest! {
         let troubled = receipts.iter().any(|r| !matches!(r.receipt.result, DeleteResult::Deleted | DeleteResult::AlreadyAbsent | DeleteResult::Damaged));
         let want = if !damaged.is_empty() || unchecked { 3 } else if troubled || outcome.stopped.is_some() { 1 } else { 0 };
         prop_assert_eq!(outcome.exit, want);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// A share killed at any point and run again (attempt 1), with the
+    /// table changing around both: every key of the share the first
+    /// attempt or the second deleted, and that a head the second saw
+    /// references, has a `damaged` receipt from the second, or the
+    /// second says its damage is unchecked. The first attempt's outcome
+    /// is lost with it: nothing it knew may be needed.
+    #[test]
+    fn a_retried_share_never_clears_what_its_first_attempt_deleted(
+        orphans in 1usize..10,
+        batch in 1u32..4,
+        of in 1u32..4,
+        pick in 0u32..4,
+        kill_after in 0usize..40,
+        first in proptest::collection::vec((0u8..16, 0usize..64), 0..30),
+        second in proptest::collection::vec((0u8..16, 0usize..64), 0..30),
+    ) {
+        let mut w = World::new(orphans);
+        let plan = w.plan();
+        let index = pick % of;
+        let share = |attempt| Some(DeletionShare { index, of, attempt });
+        let (_, lost) = drive_share(&mut w, &plan, &first, batch, share(0), Some(kill_after));
+        if lost.is_some() {
+            // It ran to its end before the kill: nothing to retry.
+            return Ok(());
+        }
+        let deleted_first: BTreeSet<String> = w.deleted.iter().cloned().collect();
+        w.seen_heads.clear();
+        let (receipts, outcome) = drive_share(&mut w, &plan, &second, batch, share(1), None);
+        let outcome = outcome.unwrap();
+        let unchecked = outcome.damage_unchecked.is_some();
+        let damaged: BTreeSet<&str> = receipts
+            .iter()
+            .filter(|r| r.receipt.result == DeleteResult::Damaged)
+            .map(|r| r.receipt.key.as_str())
+            .collect();
+        let cut = DeletionShare { index, of, attempt: 0 }.range(plan.delete.len() as u32).unwrap();
+        let mine: BTreeSet<&str> = plan.delete[cut.start as usize..cut.end as usize].iter().map(|d| d.key.as_str()).collect();
+        for k in deleted_first.iter().chain(w.deleted.iter()) {
+            prop_assert!(mine.contains(k.as_str()), "{k} is not the share's");
+            let live = w.seen_heads.iter().any(|h| h.contains(k));
+            if live {
+                prop_assert!(damaged.contains(k.as_str()) || unchecked,
+                    "{k} deleted (first attempt: {}) and live, no damage said: {outcome:?} {receipts:?}", deleted_first.contains(k));
+            }
+        }
+        if outcome.refused.is_some() {
+            prop_assert!(unchecked && outcome.exit == 3, "{outcome:?}");
+        }
     }
 }
 

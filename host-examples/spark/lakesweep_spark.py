@@ -488,9 +488,15 @@ def _share_partition(document, spec, pointer, folder, of, driver, options):
     def run(indices):
         import json
 
+        from pyspark import TaskContext
+
         _same_build(driver)
+        # Which attempt at the task this is: a task run again after its
+        # executor died is told so (the planner decides what that means).
+        attempt = TaskContext.get().attemptNumber()
         for i in indices:
-            d = lakesweep.Deletion(document.value, executor_store(spec, pointer), share=(i, of), **options)
+            d = lakesweep.Deletion(document.value, executor_store(spec, pointer), share=(i, of, attempt),
+                                   **options)
             path = os.path.join(folder, f"share-{i:05d}-of-{of:05d}.jsonl")
             with open(path, "a") as out:
                 def write(r):

@@ -552,6 +552,7 @@ pub(super) fn outcome_out(o: cd::DeletionOutcome) -> wt::DeletionOutcome {
             share: wt::DeletionShare {
                 index: s.share.index,
                 of: s.share.of,
+                attempt: s.share.attempt,
             },
             first: s.first,
             keys: s.keys,
@@ -564,6 +565,7 @@ pub(super) fn share_in(s: wt::DeletionShare) -> cd::DeletionShare {
     cd::DeletionShare {
         index: s.index,
         of: s.of,
+        attempt: s.attempt,
     }
 }
 

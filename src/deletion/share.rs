@@ -11,7 +11,9 @@
 //! deletes, and checks its own deletes for damage, exactly as a whole
 //! run does. A share may run again (a task retried after its executor
 //! died): the keys it finds already absent may be an earlier attempt's
-//! deletes, so its damage check covers them too.
+//! deletes, so its damage check covers them too; and a later attempt
+//! (the host says which attempt it is) that never comes to some of its
+//! keys cannot clear them: its outcome says their damage is unchecked.
 //!
 //! [`combine`] takes every share's outcome and refuses (nothing can be
 //! said of the run) when one is missing, comes twice, belongs to another
@@ -35,6 +37,13 @@ pub struct DeletionShare {
     pub index: u32,
     /// How many shares the plan is cut into; at least 1.
     pub of: u32,
+    /// Which attempt at this share this run is, from 0 (the host's
+    /// answer: a task run again after its executor died is attempt 1).
+    /// A later attempt that never comes to some of its keys (refused,
+    /// stopped) cannot say an earlier one left them alone: its damage is
+    /// unchecked (exit 3).
+    #[serde(default)]
+    pub attempt: u32,
 }
 
 impl DeletionShare {
@@ -203,7 +212,11 @@ mod tests {
     use proptest::prelude::*;
 
     fn stamped(plan: &str, deletes: u32, index: u32, of: u32) -> DeletionOutcome {
-        let share = DeletionShare { index, of };
+        let share = DeletionShare {
+            index,
+            of,
+            attempt: 0,
+        };
         let r = share.range(deletes).unwrap();
         let mut o = DeletionOutcome::default();
         o.results
@@ -227,7 +240,7 @@ mod tests {
             let mut next = 0;
             let (mut small, mut large) = (u32::MAX, 0);
             for index in 0..of {
-                let r = DeletionShare { index, of }.range(deletes).unwrap();
+                let r = DeletionShare { index, of, attempt: 0 }.range(deletes).unwrap();
                 prop_assert_eq!(r.start, next);
                 next = r.end;
                 small = small.min(r.end - r.start);
@@ -277,8 +290,20 @@ mod tests {
         whole[0].share = None;
         assert!(combine("p", &whole).is_err(), "a whole run's outcome");
         assert!(combine("p", &[]).is_err());
-        assert!(DeletionShare { index: 3, of: 3 }.range(10).is_err());
-        assert!(DeletionShare { index: 0, of: 0 }.range(10).is_err());
+        assert!(DeletionShare {
+            index: 3,
+            of: 3,
+            attempt: 0
+        }
+        .range(10)
+        .is_err());
+        assert!(DeletionShare {
+            index: 0,
+            of: 0,
+            attempt: 0
+        }
+        .range(10)
+        .is_err());
     }
 
     #[test]

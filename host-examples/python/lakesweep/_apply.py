@@ -129,9 +129,12 @@ class Deletion:
     returning the context document now (or ``None``), read again before
     every batch; ``clock`` the host's clock. ``batch`` (keys per batch)
     and ``keys`` (only these keys of the plan) are passed on; none: the
-    planner's. ``share=(index, of)``: only that share of the plan's deletes,
-    as the planner cuts them (one of ``of`` sessions applying it at once;
-    :func:`combine_shares` makes their outcomes one).
+    planner's. ``share=(index, of)`` or ``(index, of, attempt)``: only that
+    share of the plan's deletes, as the planner cuts them (one of ``of``
+    sessions applying it at once; :func:`combine_shares` makes their
+    outcomes one); ``attempt`` (from 0) says which attempt at the share
+    this is (a task run again: 1), so the planner knows an earlier one may
+    have deleted keys this one does not come to.
     ``stop_switches``: a fleet's stop switches (URIs), read with the
     table's own before every batch; ``switch_store`` reads them (default:
     ``store``). While one is set, nothing is deleted."""
@@ -160,7 +163,8 @@ class Deletion:
             allow_future_now=bool(allow_future_now),
             store_gives_etags=bool(getattr(store, "gives_etags", False)),
             keys=None if keys is None else list(keys),
-            share=None if share is None else record(index=int(share[0]), of=int(share[1])),
+            share=None if share is None else record(
+                index=int(share[0]), of=int(share[1]), attempt=int(share[2]) if len(share) > 2 else 0),
             stop_switches=list(stop_switches),
         )
         self.session = self.c.call("[static]deletion.start", cfg)

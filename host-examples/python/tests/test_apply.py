@@ -252,13 +252,21 @@ def test_a_retried_share_checks_the_keys_it_found_gone_for_damage(events):
         return t["metadata_location"] if len(calls) == 1 else older
 
     moving = LocalStore(roots=[(VROOT, str(root))], pointer=pointer)
-    again = lakesweep.Deletion(p.document, moving, share=(0, 1), allow_future_now=True).run()
+    again = lakesweep.Deletion(p.document, moving, share=(0, 1, 1), allow_future_now=True).run()
     assert again.count("already-absent") == len(p.delete)
     assert again.exit == 3 and "went backwards" in again.damage_unchecked, again.outcome
     # A whole run (not a share) that finds them gone deleted nothing of its own.
     calls.clear()
     whole = lakesweep.apply(p.document, moving, allow_future_now=True, check=False)
     assert whole.exit == 0 and whole.count("already-absent") == len(p.delete)
+    # Refused before its first batch (the table moved): a first attempt is
+    # refused, nothing done; a later one cannot say its earlier attempt
+    # left the table whole.
+    moved = LocalStore(roots=[(VROOT, str(root))], pointer=lambda: older)
+    first = lakesweep.Deletion(p.document, moved, share=(0, 1, 0), allow_future_now=True).run()
+    assert first.exit == 2 and first.refused and first.damage_unchecked is None, first.outcome
+    retry = lakesweep.Deletion(p.document, moved, share=(0, 1, 1), allow_future_now=True).run()
+    assert retry.exit == 3 and retry.refused and "earlier attempt" in retry.damage_unchecked, retry.outcome
 
 
 class LostAnswerStore(LocalStore):
