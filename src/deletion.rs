@@ -448,9 +448,14 @@ impl Deletion {
                 first: range.start,
                 keys: range.end - range.start,
                 dry_run: options.dry_run,
+                finished: false,
             };
             let mut s = Self::begin(plan, options, range.collect(), None)?;
-            s.outcome.share = Some(stamp);
+            // A share of no keys is over as it starts.
+            s.outcome.share = Some(ShareStamp {
+                finished: s.phase == Phase::Done,
+                ..stamp
+            });
             return Ok(s);
         }
         let chosen: Vec<u32> = match options.keys.take() {
@@ -826,10 +831,7 @@ impl Deletion {
                 );
             }
             HeadAnswer::Absent => {
-                if self.config.share.is_some() && !self.config.dry_run {
-                    self.deleted.insert(it.index);
-                    self.absent.insert(it.index);
-                }
+                self.absent_in_share(it.index);
                 self.receipt(&it, DeleteResult::AlreadyAbsent, None, None)
             }
             HeadAnswer::Found(seen) => {
@@ -895,6 +897,8 @@ impl Deletion {
         };
         if matches!(result, DeleteResult::Deleted | DeleteResult::Unknown) {
             self.deleted.insert(it.index);
+        } else if result == DeleteResult::AlreadyAbsent {
+            self.absent_in_share(it.index);
         }
         // A versioned bucket keeps the deleted version under its marker
         // only when that version had an id.
@@ -1109,6 +1113,16 @@ impl Deletion {
         }
     }
 
+    /// A key of a share found gone (by its HEAD or its DELETE): an
+    /// earlier attempt of the share may have deleted it, so the damage
+    /// check covers it.
+    fn absent_in_share(&mut self, index: u32) {
+        if self.config.share.is_some() && !self.config.dry_run {
+            self.deleted.insert(index);
+            self.absent.insert(index);
+        }
+    }
+
     fn finish(&mut self) {
         let o = &mut self.outcome;
         let count = |r: &str| o.results.get(r).copied().unwrap_or(0);
@@ -1116,10 +1130,12 @@ impl Deletion {
         // attempt may have deleted keys this one never came to (refused,
         // stopped), and nothing checked them for damage.
         if let (Some(share), Some(stamp)) = (self.config.share, o.share.as_ref()) {
+            // Not HEADed, or not shown present or absent: stopped, held,
+            // or a HEAD or DELETE that failed.
             let unreached = if o.refused.is_some() {
                 u64::from(stamp.keys)
             } else {
-                count("skipped-stopped")
+                count("skipped-stopped") + count("skipped-protected") + count("failed")
             };
             if share.attempt > 0 && unreached > 0 && o.damage_unchecked.is_none() {
                 o.damage_unchecked = Some(format!(
@@ -1148,6 +1164,9 @@ impl Deletion {
         } else {
             0
         };
+        if let Some(stamp) = o.share.as_mut() {
+            stamp.finished = true;
+        }
         self.to(Phase::Done);
         self.outbox.clear();
     }
@@ -1503,14 +1522,90 @@ mod tests {
             .unwrap()
             .contains("an earlier attempt of the share"));
         assert_eq!(outcomes[1].exit, 3);
-        let whole = combine(&plan.digest, &outcomes).unwrap();
+        let whole = combine(&plan.digest, 10, &outcomes).unwrap();
         assert_eq!(whole.exit, 3);
         assert_eq!(whole.results["deleted"], 9);
         assert_eq!(whole.results["already-absent"], 1);
         assert_eq!(whole.results["damaged"], 1);
         assert_eq!(whole.deleted_bytes, 63);
         assert!(whole.share.is_none());
-        assert!(combine(&plan.digest, &outcomes[..2]).is_err());
+        assert!(combine(&plan.digest, 10, &outcomes[..2]).is_err());
+        assert!(
+            combine(&plan.digest, 11, &outcomes).is_err(),
+            "another plan's size"
+        );
+    }
+
+    /// A later attempt at a share that skips a key as held cannot say an
+    /// earlier attempt left it alone: its damage is unchecked.
+    #[test]
+    fn a_retried_share_that_skips_a_held_key_says_its_damage_is_unchecked() {
+        let keys: Vec<String> = (0..3).map(|i| format!("data/{i:02}.parquet")).collect();
+        let refs: Vec<(&str, u64)> = keys.iter().map(|k| (k.as_str(), 7)).collect();
+        // The hold came after the first attempt deleted the key; the plan
+        // is sealed with it only so that the context is accepted.
+        let held = format!(
+            r#"{{"holds":[{{"scope":{{"pathPrefix":"{}"}},"generation":1,"reason":"case"}}]}}"#,
+            keys[0]
+        );
+        let plan = crate::plan::plan_for_tests(&refs, Some(&held));
+        let run = |attempt: u32| {
+            let mut d = Deletion::start(DeletionConfig {
+                plan: plan.to_json(),
+                options: DeletionOptions {
+                    allow_future_now: true,
+                    share: Some(DeletionShare {
+                        index: 0,
+                        of: 1,
+                        attempt,
+                    }),
+                    ..DeletionOptions::default()
+                },
+            })
+            .unwrap();
+            let mut receipts = Vec::new();
+            while !d.is_done() {
+                while let Some(r) = d.poll_request() {
+                    match r {
+                        DeletionRequest::ReadFacts { switches, .. } => d
+                            .handle_facts(Facts {
+                                pointer: Some(plan.tokens.metadata_location.clone()),
+                                log: vec![],
+                                context: Some(held.clone()),
+                                clock_ms: plan.tokens.now_ms,
+                                switches: absent(&switches),
+                            })
+                            .unwrap(),
+                        DeletionRequest::Head { objects, .. } => {
+                            for t in objects {
+                                let i = index_of(&plan, &t.key).unwrap() as usize;
+                                let v = crate::ledger::version_of(&plan.delete[i]);
+                                d.handle_head(t.key, HeadAnswer::Found(v)).unwrap();
+                            }
+                        }
+                        DeletionRequest::Delete { objects, .. } => {
+                            for t in objects {
+                                d.handle_delete(t.key, StoreAnswer::Deleted(None), 1, Some(2))
+                                    .unwrap();
+                            }
+                        }
+                        other => panic!("{other:?}"),
+                    }
+                }
+                receipts.extend(d.drain_receipts());
+            }
+            (receipts, d.outcome())
+        };
+        let (receipts, first) = run(0);
+        assert_eq!(
+            receipts[0].receipt.result,
+            DeleteResult::SkippedProtected,
+            "{receipts:?}"
+        );
+        assert_eq!((first.exit, first.damage_unchecked), (1, None));
+        let (_, later) = run(1);
+        assert_eq!(later.exit, 3, "{later:?}");
+        assert!(later.damage_unchecked.unwrap().contains("earlier attempt"));
     }
 
     fn absent(switches: &[String]) -> Vec<crate::stop::SwitchReading> {

@@ -436,6 +436,8 @@ proptest! {
         }
         let deleted_first: BTreeSet<String> = w.deleted.iter().cloned().collect();
         w.seen_heads.clear();
+        w.held_at_batch.clear();
+        w.held_at_final.clear();
         let (receipts, outcome) = drive_share(&mut w, &plan, &second, batch, share(1), None);
         let outcome = outcome.unwrap();
         let unchecked = outcome.damage_unchecked.is_some();
@@ -452,6 +454,13 @@ proptest! {
             if live {
                 prop_assert!(damaged.contains(k.as_str()) || unchecked,
                     "{k} deleted (first attempt: {}) and live, no damage said: {outcome:?} {receipts:?}", deleted_first.contains(k));
+            }
+            // Held when the second attempt looked (at a batch, or after
+            // the last): damage, said so.
+            let held = w.held_at_final.contains(k) || w.held_at_batch.values().any(|h| h.contains(k));
+            if held {
+                prop_assert!(damaged.contains(k.as_str()) || unchecked,
+                    "{k} deleted (first attempt: {}) and held, no damage said: {outcome:?} {receipts:?}", deleted_first.contains(k));
             }
         }
         if outcome.refused.is_some() {

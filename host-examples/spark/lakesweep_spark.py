@@ -512,10 +512,19 @@ def _share_partition(document, spec, pointer, folder, of, driver, options):
 def _apply_in_shares(sc, document, *, store_spec, pointer, batch, shares, folder, dry_run, **options):
     import json
 
-    if int(shares) < 1:
-        raise ValueError("shares: at least 1")
-    os.makedirs(folder, exist_ok=True)
+    if sc.getConf().get("spark.speculation", "false").strip().lower() == "true":
+        raise ValueError("spark.speculation is on: turn it off for lakesweep jobs (two attempts at one share "
+                         "would delete at once, and the one that answers need not be the one that deleted)")
+    if os.path.isdir(folder) and os.listdir(folder):
+        raise ValueError(f"the receipts folder {folder} is not empty: give a new one (one file per share)")
     options = dict(options, batch=batch, dry_run=dry_run)
+    # The planner checks the plan and the share options here, before any
+    # executor deletes anything (a refusal is the whole answer).
+    try:
+        lakesweep.Deletion(document, executor_store(store_spec, pointer), share=(0, shares), **options)
+    except lakesweep.PlanRefused as e:
+        raise ValueError(str(e)) from None
+    os.makedirs(folder, exist_ok=True)
     plan = sc.broadcast(document)
     try:
         rdd = sc.parallelize(range(shares), shares).mapPartitions(
@@ -733,6 +742,10 @@ def main(argv=None):
             path = args.receipts or f"{args.plan}.receipts"
             try:
                 done = apply(spark, document, shares=args.shares, receipts=path, **common)
+            except (ValueError, OSError) as e:
+                # Refused on the driver before any share started.
+                print(f"lakesweep: refused, nothing deleted: {e}")
+                return 2
             except Exception as e:  # noqa: BLE001: a share that never answered may have deleted unchecked
                 print(f"lakesweep: DAMAGE UNCHECKED: not every share answered, and a share that did not may have "
                       f"deleted without its damage check: {e}; check the receipts in {path}")

@@ -372,8 +372,15 @@ def test_apply_in_shares_runs_a_deletion_session_per_share_on_the_executors(spar
     # The table moved since the plan: every share holding keys is refused.
     moved = t["metadata_location"].replace(".metadata.json", "-moved.metadata.json")
     done = apply(spark, p.document, store_spec=spec, pointer=lambda: moved, allow_future_now=True, shares=of,
-                 receipts=str(folder))
+                 receipts=str(tmp_path / "refused"))
     assert done.exit == 2 and len(done.refused) == n, done.outcome
+    # A folder that holds receipts already is refused before anything runs,
+    # and so is a share count the planner refuses.
+    with pytest.raises(ValueError, match="not empty"):
+        apply(spark, p.document, store_spec=spec, pointer=lambda: moved, shares=of, receipts=str(tmp_path / "refused"))
+    with pytest.raises(ValueError, match="at least 1 share"):
+        apply(spark, p.document, store_spec=spec, pointer=lambda: moved, shares=0, receipts=str(folder))
+    assert not folder.exists()
     assert all((root / rel / k).exists() for k, _ in p.delete)
     # One object rewritten since the plan is kept; the rest go, each share
     # writing its own receipts on its executor.

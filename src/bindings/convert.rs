@@ -557,6 +557,7 @@ pub(super) fn outcome_out(o: cd::DeletionOutcome) -> wt::DeletionOutcome {
             first: s.first,
             keys: s.keys,
             dry_run: s.dry_run,
+            finished: s.finished,
         }),
     }
 }
@@ -576,8 +577,13 @@ pub(super) fn outcome_in(o: wt::DeletionOutcome) -> cd::DeletionOutcome {
         results: o
             .results
             .into_iter()
-            .map(|c| (delete_result_in(c.result).as_str().to_owned(), c.count))
-            .collect(),
+            .fold(std::collections::BTreeMap::new(), |mut m, c| {
+                let n: &mut u64 = m
+                    .entry(delete_result_in(c.result).as_str().to_owned())
+                    .or_default();
+                *n = n.saturating_add(c.count);
+                m
+            }),
         deleted_bytes: o.deleted_bytes,
         stopped: o.stopped,
         damage_unchecked: o.damage_unchecked,
@@ -589,6 +595,7 @@ pub(super) fn outcome_in(o: wt::DeletionOutcome) -> cd::DeletionOutcome {
             first: s.first,
             keys: s.keys,
             dry_run: s.dry_run,
+            finished: s.finished,
         }),
     }
 }

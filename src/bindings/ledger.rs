@@ -32,6 +32,12 @@ pub(super) struct Plan {
 }
 
 impl Plan {
+    /// Its number of deletes (a plan of more than 2^32 is refused by every
+    /// share, so saturating cannot make one match).
+    fn deletes_u32(&self) -> u32 {
+        u32::try_from(self.plan.delete.len()).unwrap_or(u32::MAX)
+    }
+
     /// A new resource holding `plan`.
     pub(super) fn handle(plan: core::SealedPlan) -> wp::Plan {
         wp::Plan::new(Plan {
@@ -100,7 +106,7 @@ impl wp::GuestPlan for Plan {
         outcomes: Vec<wt::DeletionOutcome>,
     ) -> Result<wt::DeletionOutcome, wt::Error> {
         let outcomes: Vec<cd::DeletionOutcome> = outcomes.into_iter().map(outcome_in).collect();
-        cd::combine(&self.plan.digest, &outcomes)
+        cd::combine(&self.plan.digest, self.deletes_u32(), &outcomes)
             .map(outcome_out)
             .map_err(err)
     }
@@ -118,7 +124,7 @@ impl wp::GuestPlan for Plan {
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(err)?;
-        let whole = cd::combine(&self.plan.digest, &outcomes).map_err(err)?;
+        let whole = cd::combine(&self.plan.digest, self.deletes_u32(), &outcomes).map_err(err)?;
         Ok(serde_json::to_string(&whole).unwrap_or_default())
     }
 }

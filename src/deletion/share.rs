@@ -89,27 +89,46 @@ pub struct ShareStamp {
     pub keys: u32,
     /// Whether it was a dry run.
     pub dry_run: bool,
+    /// Whether the run was over (its damage check made) when the outcome
+    /// was read: an outcome read before is no answer.
+    #[serde(default)]
+    pub finished: bool,
 }
 
-/// The outcome of a run cut into shares, from every share's outcome (any
-/// order). Fails (protocol, bad input) unless the outcomes are every share
-/// of one cut of one plan (`plan`, its digest), each exactly once, all dry
-/// or all real.
+/// Receipt results that end a key (a `damaged` receipt comes besides one).
+const ENDING: [&str; 8] = [
+    "deleted",
+    "already-absent",
+    "skipped-changed",
+    "skipped-stopped",
+    "skipped-protected",
+    "failed",
+    "unknown",
+    "would-delete",
+];
+
+/// The outcome of a run of one plan cut into shares, from every share's
+/// outcome (any order). `plan_digest` and `plan_deletes`: the plan's digest
+/// and its number of deletes. Fails (protocol, bad input) unless the
+/// outcomes are every share of one cut of that plan, each exactly once,
+/// each finished, each with one ending receipt per key it holds (none when
+/// refused), all dry or all real.
 ///
-/// Its exit status: 3 when any share found damage or could not check; 2
-/// when every share that held keys was refused before anything was tried;
-/// 1 when any share did not delete every key (or was refused while others
-/// ran); 0 otherwise. The combined outcome carries no stamp.
-pub fn combine(plan: &str, outcomes: &[DeletionOutcome]) -> Result<DeletionOutcome> {
+/// Its exit status is worked out from the combined counts, as a whole
+/// run's is: 3 when a share found damage or could not check; 2 when every
+/// share that held keys was refused before anything was tried; 1 when any
+/// key was not deleted (failed, changed, held, stopped, unknown, or its
+/// share refused while others ran); 0 otherwise. A share's reasons are
+/// named with it (a refusal under `stopped` unless every share was
+/// refused). The combined outcome carries no stamp.
+pub fn combine(
+    plan_digest: &str,
+    plan_deletes: u32,
+    outcomes: &[DeletionOutcome],
+) -> Result<DeletionOutcome> {
     let bad = |detail: String| Error::protocol(ProtocolReason::BadInput, detail);
-    let first = outcomes
-        .first()
-        .ok_or_else(|| bad("no share's outcome was given".into()))?;
-    let of = first
-        .share
-        .as_ref()
-        .map(|s| s.share.of)
-        .ok_or_else(|| bad("an outcome of a whole run, not of a share, was given".into()))?;
+    let mut of = None;
+    let mut dry = None;
     let mut by_index: BTreeMap<u32, &DeletionOutcome> = BTreeMap::new();
     for o in outcomes {
         let Some(s) = o.share.as_ref() else {
@@ -117,33 +136,55 @@ pub fn combine(plan: &str, outcomes: &[DeletionOutcome]) -> Result<DeletionOutco
                 "an outcome of a whole run, not of a share, was given".into()
             ));
         };
-        if s.plan_digest != plan {
+        let name = format!("share {} of {}", s.share.index, s.share.of);
+        if s.plan_digest != plan_digest {
             return Err(bad(format!(
-                "share {} ran plan {}, not plan {plan}",
-                s.share.index, s.plan_digest
+                "{name} ran plan {}, not plan {plan_digest}",
+                s.plan_digest
             )));
         }
-        let expect = s.share.range(s.deletes)?;
-        if s.share.of != of
-            || s.deletes != first.share.as_ref().map_or(0, |f| f.deletes)
-            || s.first != expect.start
-            || s.keys != expect.end - expect.start
+        let cut = DeletionShare {
+            attempt: 0,
+            ..s.share
+        }
+        .range(plan_deletes)?;
+        if *of.get_or_insert(s.share.of) != s.share.of
+            || s.deletes != plan_deletes
+            || s.first != cut.start
+            || s.keys != cut.end - cut.start
         {
             return Err(bad(format!(
-                "share {} of {} is not a share of the same cut of the plan",
-                s.share.index, s.share.of
+                "{name} is not a share of the same cut of the plan"
             )));
         }
-        if s.dry_run != first.share.as_ref().is_some_and(|f| f.dry_run) {
+        if *dry.get_or_insert(s.dry_run) != s.dry_run {
             return Err(bad("dry and real shares of one run were given".into()));
         }
-        if by_index.insert(s.share.index, o).is_some() {
+        if !s.finished {
+            return Err(bad(format!("{name} was read before its run was over")));
+        }
+        let ended: u64 = ENDING
+            .iter()
+            .map(|r| o.results.get(*r).copied().unwrap_or(0))
+            .sum();
+        let want = if o.refused.is_some() {
+            0
+        } else {
+            u64::from(s.keys)
+        };
+        if ended != want {
             return Err(bad(format!(
-                "share {} of {of} was answered twice",
-                s.share.index
+                "{name} holds {} keys but its outcome counts {ended} receipts",
+                s.keys
             )));
         }
+        if by_index.insert(s.share.index, o).is_some() {
+            return Err(bad(format!("{name} was answered twice")));
+        }
     }
+    let Some(of) = of else {
+        return Err(bad("no share's outcome was given".into()));
+    };
     let missing: Vec<String> = (0..of)
         .filter(|i| !by_index.contains_key(i))
         .take(8)
@@ -166,7 +207,8 @@ pub fn combine(plan: &str, outcomes: &[DeletionOutcome]) -> Result<DeletionOutco
     for (i, o) in &by_index {
         let named = |why: &String| format!("share {i} of {of}: {why}");
         for (result, n) in &o.results {
-            *out.results.entry(result.clone()).or_default() += n;
+            let sum = out.results.entry(result.clone()).or_default();
+            *sum = sum.saturating_add(*n);
         }
         out.deleted_bytes = out.deleted_bytes.saturating_add(o.deleted_bytes);
         if let Some(why) = &o.stopped {
@@ -189,20 +231,32 @@ pub fn combine(plan: &str, outcomes: &[DeletionOutcome]) -> Result<DeletionOutco
             refusals.extend(why.iter().map(named));
         }
     }
-    let worst = by_index.values().map(|o| o.exit).max().unwrap_or(0);
-    out.exit = if worst == 3 {
+    let count = |r: &str| out.results.get(r).copied().unwrap_or(0);
+    let troubled = [
+        "failed",
+        "unknown",
+        "skipped-changed",
+        "skipped-protected",
+        "skipped-stopped",
+    ]
+    .iter()
+    .any(|r| count(r) > 0);
+    let damage = count("damaged") > 0 || out.damage_unchecked.is_some();
+    let all_refused = refused > 0 && refused == held;
+    out.exit = if damage {
         3
-    } else if refused > 0 && refused == held {
-        out.refused = Some(refusals);
+    } else if all_refused {
         2
-    } else if refused > 0 || worst > 0 {
-        if !refusals.is_empty() {
-            out.stopped.get_or_insert_with(Vec::new).extend(refusals);
-        }
+    } else if troubled || refused > 0 || out.stopped.is_some() {
         1
     } else {
         0
     };
+    if all_refused && !damage {
+        out.refused = Some(refusals);
+    } else if !refusals.is_empty() {
+        out.stopped.get_or_insert_with(Vec::new).extend(refusals);
+    }
     Ok(out)
 }
 
@@ -228,6 +282,7 @@ mod tests {
             first: r.start,
             keys: r.end - r.start,
             dry_run: false,
+            finished: true,
         });
         o
     }
@@ -257,53 +312,55 @@ mod tests {
             let mut all: Vec<_> = (0..of).map(|i| stamped("p", deletes, i, of)).collect();
             let n = all.len();
             all.rotate_left((seed % n as u64) as usize);
-            let whole = combine("p", &all).unwrap();
+            let whole = combine("p", deletes, &all).unwrap();
             prop_assert_eq!(whole.exit, 0);
             prop_assert_eq!(whole.results.get("deleted").copied().unwrap_or(0), u64::from(deletes));
             let k = pick as usize % n;
             let mut missing = all.clone();
             missing.remove(k);
-            prop_assert!(combine("p", &missing).is_err());
+            prop_assert!(combine("p", deletes, &missing).is_err());
             let mut twice = all.clone();
             twice.push(all[k].clone());
-            prop_assert!(combine("p", &twice).is_err());
+            prop_assert!(combine("p", deletes, &twice).is_err());
         }
     }
 
     #[test]
     fn shares_of_another_plan_or_cut_refuse() {
         let good: Vec<_> = (0..3).map(|i| stamped("p", 10, i, 3)).collect();
-        assert!(combine("q", &good).is_err(), "another plan");
+        assert!(combine("p", 10, &good).is_ok());
+        assert!(combine("q", 10, &good).is_err(), "another plan");
+        assert!(combine("p", 11, &good).is_err(), "another plan's size");
         let mut mixed = good.clone();
         mixed[1] = stamped("p", 10, 1, 4);
-        assert!(combine("p", &mixed).is_err(), "another cut");
+        assert!(combine("p", 10, &mixed).is_err(), "another cut");
         let mut lied = good.clone();
         lied[2].share.as_mut().unwrap().first = 0;
-        assert!(
-            combine("p", &lied).is_err(),
-            "a share that is not its range"
-        );
+        assert!(combine("p", 10, &lied).is_err(), "not its range");
         let mut dry = good.clone();
         dry[0].share.as_mut().unwrap().dry_run = true;
-        assert!(combine("p", &dry).is_err(), "dry and real");
+        assert!(combine("p", 10, &dry).is_err(), "dry and real");
         let mut whole = good.clone();
         whole[0].share = None;
-        assert!(combine("p", &whole).is_err(), "a whole run's outcome");
-        assert!(combine("p", &[]).is_err());
-        assert!(DeletionShare {
-            index: 3,
-            of: 3,
-            attempt: 0
+        assert!(combine("p", 10, &whole).is_err(), "a whole run's outcome");
+        let mut early = good.clone();
+        early[1].share.as_mut().unwrap().finished = false;
+        assert!(combine("p", 10, &early).is_err(), "read before it was over");
+        let mut short = good.clone();
+        *short[1].results.get_mut("deleted").unwrap() -= 1;
+        assert!(combine("p", 10, &short).is_err(), "a key without a receipt");
+        // A forged whole-plan share of nothing.
+        let forged = vec![stamped("p", 0, 0, 1)];
+        assert!(combine("p", 10, &forged).is_err(), "another plan's size");
+        assert!(combine("p", 10, &[]).is_err());
+        for (index, of) in [(3, 3), (0, 0)] {
+            let share = DeletionShare {
+                index,
+                of,
+                attempt: 0,
+            };
+            assert!(share.range(10).is_err());
         }
-        .range(10)
-        .is_err());
-        assert!(DeletionShare {
-            index: 0,
-            of: 0,
-            attempt: 0
-        }
-        .range(10)
-        .is_err());
     }
 
     #[test]
@@ -311,12 +368,13 @@ mod tests {
         let mut all: Vec<_> = (0..3).map(|i| stamped("p", 10, i, 3)).collect();
         all[1].exit = 1;
         all[1].stopped = Some(vec!["halted".into()]);
-        let o = combine("p", &all).unwrap();
+        let o = combine("p", 10, &all).unwrap();
         assert_eq!(o.exit, 1);
         assert_eq!(o.stopped, Some(vec!["share 1 of 3: halted".to_owned()]));
-        all[2].exit = 3;
+        // The exit is the counts', not the shares' word for it.
+        all[2].exit = 0;
         all[2].damage_unchecked = Some("store down".into());
-        let o = combine("p", &all).unwrap();
+        let o = combine("p", 10, &all).unwrap();
         assert_eq!(o.exit, 3);
         assert_eq!(
             o.damage_unchecked.as_deref(),
@@ -337,17 +395,26 @@ mod tests {
         {
             refuse(o);
         }
-        let o = combine("p", &all).unwrap();
+        let o = combine("p", 3, &all).unwrap();
         assert_eq!(o.exit, 2);
         assert_eq!(o.refused.as_ref().map(Vec::len), Some(3));
         let mut all: Vec<_> = (0..4).map(|i| stamped("p", 8, i, 4)).collect();
         refuse(&mut all[0]);
-        let o = combine("p", &all).unwrap();
+        let o = combine("p", 8, &all).unwrap();
         assert_eq!(o.exit, 1);
         assert!(o.refused.is_none());
         assert_eq!(
             o.stopped,
             Some(vec!["share 0 of 4: the table moved".to_owned()])
         );
+        // Refused beside damage: the refusal is still said.
+        all[1].damage_unchecked = Some("store down".into());
+        let o = combine("p", 8, &all).unwrap();
+        assert_eq!(o.exit, 3);
+        assert!(o
+            .stopped
+            .unwrap()
+            .iter()
+            .any(|w| w.contains("the table moved")));
     }
 }

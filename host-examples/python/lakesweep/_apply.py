@@ -163,11 +163,21 @@ class Deletion:
             allow_future_now=bool(allow_future_now),
             store_gives_etags=bool(getattr(store, "gives_etags", False)),
             keys=None if keys is None else list(keys),
-            share=None if share is None else record(
-                index=int(share[0]), of=int(share[1]), attempt=int(share[2]) if len(share) > 2 else 0),
+            share=self._share(share),
             stop_switches=list(stop_switches),
         )
         self.session = self.c.call("[static]deletion.start", cfg)
+
+    @staticmethod
+    def _share(share):
+        # (index, of) or (index, of, attempt), whole numbers; the planner
+        # checks the values.
+        if share is None:
+            return None
+        if not isinstance(share, (tuple, list)) or len(share) not in (2, 3) or not all(
+                isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in share):
+            raise ValueError(f"share must be (index, of) or (index, of, attempt), whole numbers: {share!r}")
+        return record(index=share[0], of=share[1], attempt=share[2] if len(share) == 3 else 0)
 
     def _call(self, name, *args):
         return self.c.call(f"[method]deletion.{name}", self.session, *args)

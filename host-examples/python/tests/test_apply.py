@@ -231,6 +231,9 @@ def test_a_plan_applied_in_shares_deletes_each_key_once_and_combines_to_one_outc
         lakesweep.Deletion(p.document, store, share=(0, 2), keys=[p.delete[0][0]])
     with pytest.raises(PlanRefused, match="numbered from 0"):
         lakesweep.Deletion(p.document, store, share=(2, 2))
+    for loose in ("01", (0, 1, 0, 0), (True, 2), (0, 1.5), (-1, 2)):
+        with pytest.raises(ValueError, match="share must be"):
+            lakesweep.Deletion(p.document, store, share=loose)
 
 
 def test_a_retried_share_checks_the_keys_it_found_gone_for_damage(events):
