@@ -56,7 +56,7 @@ use crate::version::ObjectVersion;
 use crate::TableFormat;
 
 mod share;
-pub use share::{combine, DeletionShare, ShareStamp};
+pub use share::{combine, combine_json, DeletionShare, ShareStamp};
 
 /// Keys per batch by default: the live facts are read and accepted again
 /// before every batch.

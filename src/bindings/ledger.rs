@@ -112,20 +112,7 @@ impl wp::GuestPlan for Plan {
     }
 
     fn combine_shares_json(&self, outcomes: Vec<String>) -> Result<String, wt::Error> {
-        let outcomes = outcomes
-            .iter()
-            .map(|o| {
-                serde_json::from_str::<cd::DeletionOutcome>(o).map_err(|e| {
-                    core::Error::protocol(
-                        core::ProtocolReason::BadInput,
-                        format!("a share's outcome that does not parse: {e}"),
-                    )
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(err)?;
-        let whole = cd::combine(&self.plan.digest, self.deletes_u32(), &outcomes).map_err(err)?;
-        Ok(serde_json::to_string(&whole).unwrap_or_default())
+        cd::combine_json(&self.plan.digest, self.deletes_u32(), &outcomes).map_err(err)
     }
 }
 

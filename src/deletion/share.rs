@@ -260,6 +260,26 @@ pub fn combine(
     Ok(out)
 }
 
+/// [`combine`] of outcomes as JSON (`Deletion::outcome_json` each), the
+/// result as JSON. Fails (protocol, bad input) for an outcome that does
+/// not parse, naming which.
+pub fn combine_json(plan_digest: &str, plan_deletes: u32, outcomes: &[String]) -> Result<String> {
+    let parsed = outcomes
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            serde_json::from_str::<DeletionOutcome>(o).map_err(|e| {
+                Error::protocol(
+                    ProtocolReason::BadInput,
+                    format!("outcome {i} given does not parse as a share's outcome: {e}"),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let whole = combine(plan_digest, plan_deletes, &parsed)?;
+    Ok(serde_json::to_string(&whole).unwrap_or_default())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,6 +373,10 @@ mod tests {
         let forged = vec![stamped("p", 0, 0, 1)];
         assert!(combine("p", 10, &forged).is_err(), "another plan's size");
         assert!(combine("p", 10, &[]).is_err());
+        let text: Vec<String> = good.iter().map(|o| serde_json::to_string(o).unwrap()).collect();
+        assert!(combine_json("p", 10, &text).unwrap().contains(r#""exit":0"#));
+        let e = combine_json("p", 10, &["{".to_owned()]).unwrap_err();
+        assert!(e.to_string().contains("outcome 0 given does not parse"), "{e}");
         for (index, of) in [(3, 3), (0, 0)] {
             let share = DeletionShare {
                 index,
