@@ -1146,24 +1146,12 @@ impl Deletion {
                 ));
             }
         }
-        let troubled = [
-            "failed",
-            "unknown",
-            "skipped-changed",
-            "skipped-protected",
-            "skipped-stopped",
-        ]
-        .iter()
-        .any(|r| count(r) > 0);
-        o.exit = if count("damaged") > 0 || o.damage_unchecked.is_some() {
-            3
-        } else if o.refused.is_some() {
-            2
-        } else if troubled || o.stopped.is_some() {
-            1
-        } else {
-            0
-        };
+        o.exit = exit_status(
+            &o.results,
+            o.damage_unchecked.is_some(),
+            o.refused.is_some(),
+            o.stopped.is_some(),
+        );
         if let Some(stamp) = o.share.as_mut() {
             stamp.finished = true;
         }
@@ -1267,6 +1255,37 @@ impl Deletion {
             self.outcome.deleted_bytes = self.outcome.deleted_bytes.saturating_add(r.planned.size);
         }
         self.receipts.push_back(r);
+    }
+}
+
+/// A run's exit status from its receipt counts (by result name): 3 damage
+/// (or a damage check not made); 2 refused before anything was tried; 1 a
+/// key failed, changed, was held, stopped or unknown (or the run stopped);
+/// 0 otherwise.
+fn exit_status(
+    results: &BTreeMap<String, u64>,
+    damage_unchecked: bool,
+    refused: bool,
+    stopped: bool,
+) -> u8 {
+    let count = |r: &str| results.get(r).copied().unwrap_or(0);
+    let troubled = [
+        "failed",
+        "unknown",
+        "skipped-changed",
+        "skipped-protected",
+        "skipped-stopped",
+    ]
+    .iter()
+    .any(|r| count(r) > 0);
+    if count("damaged") > 0 || damage_unchecked {
+        3
+    } else if refused {
+        2
+    } else if troubled || stopped {
+        1
+    } else {
+        0
     }
 }
 

@@ -231,28 +231,14 @@ pub fn combine(
             refusals.extend(why.iter().map(named));
         }
     }
-    let count = |r: &str| out.results.get(r).copied().unwrap_or(0);
-    let troubled = [
-        "failed",
-        "unknown",
-        "skipped-changed",
-        "skipped-protected",
-        "skipped-stopped",
-    ]
-    .iter()
-    .any(|r| count(r) > 0);
-    let damage = count("damaged") > 0 || out.damage_unchecked.is_some();
     let all_refused = refused > 0 && refused == held;
-    out.exit = if damage {
-        3
-    } else if all_refused {
-        2
-    } else if troubled || refused > 0 || out.stopped.is_some() {
-        1
-    } else {
-        0
-    };
-    if all_refused && !damage {
+    out.exit = super::exit_status(
+        &out.results,
+        out.damage_unchecked.is_some(),
+        all_refused,
+        refused > 0 || out.stopped.is_some(),
+    );
+    if out.exit == 2 {
         out.refused = Some(refusals);
     } else if !refusals.is_empty() {
         out.stopped.get_or_insert_with(Vec::new).extend(refusals);
@@ -373,10 +359,18 @@ mod tests {
         let forged = vec![stamped("p", 0, 0, 1)];
         assert!(combine("p", 10, &forged).is_err(), "another plan's size");
         assert!(combine("p", 10, &[]).is_err());
-        let text: Vec<String> = good.iter().map(|o| serde_json::to_string(o).unwrap()).collect();
-        assert!(combine_json("p", 10, &text).unwrap().contains(r#""exit":0"#));
+        let text: Vec<String> = good
+            .iter()
+            .map(|o| serde_json::to_string(o).unwrap())
+            .collect();
+        assert!(combine_json("p", 10, &text)
+            .unwrap()
+            .contains(r#""exit":0"#));
         let e = combine_json("p", 10, &["{".to_owned()]).unwrap_err();
-        assert!(e.to_string().contains("outcome 0 given does not parse"), "{e}");
+        assert!(
+            e.to_string().contains("outcome 0 given does not parse"),
+            "{e}"
+        );
         for (index, of) in [(3, 3), (0, 0)] {
             let share = DeletionShare {
                 index,
