@@ -461,7 +461,9 @@ def apply(spark, document, *, store_spec, pointer=None, batch=None, partitions=N
     share's file). Only each share's outcome (and any damaged receipts)
     comes back; the planner combines the outcomes, refusing unless every
     share answered exactly once. The result's receipts are the damaged
-    ones only."""
+    ones only. A refusal before any share started raises
+    :class:`SharesRefused` (nothing was deleted); a job that fails raises
+    Spark's error (a share that did not answer may have deleted)."""
     sc = spark.sparkContext
     if shares is not None:
         if sink is not None or receipts is None:
@@ -509,22 +511,27 @@ def _share_partition(document, spec, pointer, folder, of, driver, options):
     return run
 
 
+class SharesRefused(ValueError):
+    """A run in shares refused on the driver, before any share started:
+    nothing was deleted."""
+
+
 def _apply_in_shares(sc, document, *, store_spec, pointer, batch, shares, folder, dry_run, **options):
     import json
 
     if sc.getConf().get("spark.speculation", "false").strip().lower() == "true":
-        raise ValueError("spark.speculation is on: turn it off for lakesweep jobs (two attempts at one share "
-                         "would delete at once, and the one that answers need not be the one that deleted)")
-    if os.path.isdir(folder) and os.listdir(folder):
-        raise ValueError(f"the receipts folder {folder} is not empty: give a new one (one file per share)")
+        raise SharesRefused("spark.speculation is on: turn it off for lakesweep jobs (two attempts at one share "
+                            "would delete at once, and the one that answers need not be the one that deleted)")
     options = dict(options, batch=batch, dry_run=dry_run)
-    # The planner checks the plan and the share options here, before any
-    # executor deletes anything (a refusal is the whole answer).
     try:
+        if os.path.isdir(folder) and os.listdir(folder):
+            raise SharesRefused(f"the receipts folder {folder} is not empty: give a new one (one file per share)")
+        # The planner checks the plan and the share options here, before
+        # any executor deletes anything (a refusal is the whole answer).
         lakesweep.Deletion(document, executor_store(store_spec, pointer), share=(0, shares), **options)
-    except lakesweep.PlanRefused as e:
-        raise ValueError(str(e)) from None
-    os.makedirs(folder, exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
+    except (lakesweep.PlanRefused, OSError) as e:
+        raise SharesRefused(str(e)) from None
     plan = sc.broadcast(document)
     try:
         rdd = sc.parallelize(range(shares), shares).mapPartitions(
@@ -742,7 +749,7 @@ def main(argv=None):
             path = args.receipts or f"{args.plan}.receipts"
             try:
                 done = apply(spark, document, shares=args.shares, receipts=path, **common)
-            except (ValueError, OSError) as e:
+            except SharesRefused as e:
                 # Refused on the driver before any share started.
                 print(f"lakesweep: refused, nothing deleted: {e}")
                 return 2
