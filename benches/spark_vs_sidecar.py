@@ -63,6 +63,35 @@ def _hwm_kib(pid):
     return 0
 
 
+def _busy_s():
+    """The CPU time (seconds) this process and every process under it
+    have taken so far: the driver, the JVM, the Python workers and the
+    children they have waited for (/proc's utime, stime, cutime and
+    cstime). Its change over a plan call is the CPU that call took,
+    whatever else the machine runs."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats = {}
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                # The fields after the command's closing parenthesis.
+                f = (p / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(p.name)] = (int(f[1]), sum(int(x) for x in f[11:15]))
+    mine, grew = {os.getpid()}, True
+    while grew:
+        more = {pid for pid, (ppid, _) in stats.items() if ppid in mine} - mine
+        mine |= more
+        grew = bool(more)
+    by = {}
+    for pid in mine:
+        if pid in stats:
+            who = "driver" if pid == os.getpid() else "jvm" if stats[pid][0] == os.getpid() else "workers"
+            by[who] = by.get(who, 0) + stats[pid][1] / tick
+    return by
+
+
 def _java_pids():
     out = []
     for p in Path("/proc").iterdir():
@@ -75,33 +104,42 @@ def _java_pids():
     return out
 
 
-def one(master, table, origin, split_size):
+def one(master, table, origin, split_size, java_options=""):
     """One Spark plan in this process: prints its figures as JSON."""
     from lakesweep_spark import plan, session
 
     t = json.loads(Path(table).read_text())
     before = set(_java_pids())
     started = time.monotonic()
-    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--master {master} pyspark-shell")
+    java = f"--driver-java-options '{java_options}' " if java_options else ""
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--master {master} {java}pyspark-shell")
     spark = session("lakesweep-bench")
     assert spark.sparkContext.master == master, spark.sparkContext.master
     spark.sparkContext.addPyFile(str(REPO / "host-examples/spark/lakesweep_spark.py"))
     jvm = time.monotonic() - started
-    stages = []
+    stages, driver_cpu = [], [time.process_time()]
+
+    def stage(line):
+        # The driver's own CPU in the stage: the rest of its time it waited.
+        now = time.process_time()
+        stages.append(f"{line} [driver busy {now - driver_cpu[0]:.2f} s; {_hwm_kib(os.getpid()) / 1024:.0f} MiB "
+                      f"peak so far]")
+        driver_cpu[0] = now
+
     with tempfile.TemporaryDirectory() as d:
-        started = time.monotonic()
+        started, busy, driver_cpu[0] = time.monotonic(), _busy_s(), time.process_time()
         p, decided = plan(spark, t["location"], t["metadata_location"], t["now_ms"], store_spec={"local": []},
                           origin=origin, split_size=split_size, decisions=d,
-                          progress=lambda line: stages.append(
-                              f"{line} [driver {_hwm_kib(os.getpid()) / 1024:.0f} MiB peak so far]"))
-        took = time.monotonic() - started
+                          progress=stage)
+        took, after = time.monotonic() - started, _busy_s()
+        cpu = {k: v - busy.get(k, 0) for k, v in after.items()}
         files = len(os.listdir(d))
     java = [pid for pid in _java_pids() if pid not in before]
     jvm_peak = max((_hwm_kib(pid) for pid in java), default=0)
     py_peak = _hwm_kib(os.getpid())
     spark.stop()
     print(json.dumps({
-        "master": master, "session_s": jvm, "plan_s": took, "python_peak_kib": py_peak, "jvm_peak_kib": jvm_peak,
+        "master": master, "session_s": jvm, "plan_s": took, "cpu_s": sum(cpu.values()), "cpu_by": cpu, "python_peak_kib": py_peak, "jvm_peak_kib": jvm_peak,
         "deletes": len(p.delete), "deletes_digest": deletes_digest(k for k, _ in p.delete), "splits": files,
         "listed": p.summary["listed"]["count"], "stages": stages, "document": p.document,
     }))
@@ -113,13 +151,15 @@ def main():
     a.add_argument("--runs", type=int, default=3)
     a.add_argument("--masters", default="local[1],local[2]")
     a.add_argument("--split-size", type=int, default=50_000)
+    a.add_argument("--java-options", default="", help="the JVM's options (spark-submit's --driver-java-options; "
+                   "on a local master the driver's JVM runs the executors too)")
     a.add_argument("--one", metavar="MASTER", help="(internal) one Spark plan in this process")
     a.add_argument("--origin", help="(internal) the origin to seal with")
     a.add_argument("--sidecar", default=str(REPO / "host-examples/sidecar/target/release/lakesweep"))
     a.add_argument("--wasm", default=str(REPO / "target/lakesweep.wasm"))
     args = a.parse_args()
     if args.one:
-        return one(args.one, args.table, args.origin, args.split_size)
+        return one(args.one, args.table, args.origin, args.split_size, args.java_options)
     t = json.loads(Path(args.table).read_text())
     # The plan the Spark plans must equal: the sidecar's, names first as
     # the executors list (sealed with its origin).
@@ -137,7 +177,7 @@ def main():
         for m in masters:
             r = subprocess.run(
                 [sys.executable, __file__, args.table, "--one", m, "--origin", ref["origin"],
-                 "--split-size", str(args.split_size)],
+                 "--split-size", str(args.split_size), f"--java-options={args.java_options}"],
                 capture_output=True, text=True, env={**os.environ, "LAKESWEEP_WASM": str(args.wasm)},
             )
             if r.returncode != 0:
@@ -148,7 +188,8 @@ def main():
             if f["deletes_digest"] != want:
                 sys.exit(f"Spark {m}: the delete list differs")
             spark[m].append(f)
-            line.append(f"{m} {f['plan_s']:.2f} s (session start {f['session_s']:.1f} s; driver Python "
+            by = ", ".join(f"{k} {v:.1f}" for k, v in sorted(f["cpu_by"].items()))
+            line.append(f"{m} {f['plan_s']:.2f} s ({f['cpu_s'] / f['plan_s']:.2f} cores busy: CPU s {by}; session start {f['session_s']:.1f} s; driver Python "
                         f"{f['python_peak_kib'] / 1024:.0f} MiB, JVM {f['jvm_peak_kib'] / 1024:.0f} MiB; "
                         f"{f['splits']} splits)")
             print(f"  {m}: " + "; ".join(f["stages"]), flush=True)
@@ -163,7 +204,18 @@ def main():
                    f"{statistics.median(f['session_s'] for f in spark[m]):.1f} s apart; driver Python peak "
                    f"{max(f['python_peak_kib'] for f in spark[m]) / 1024:.0f} MiB)")
     if len(masters) == 2:
-        out.append(f"{masters[0]} / {masters[1]}: {med[masters[0]] / med[masters[1]]:.2f}x")
+        one_, two = (spark[m] for m in masters)
+        out.append(f"{masters[0]} / {masters[1]}: {med[masters[0]] / med[masters[1]]:.2f}x (run by run: "
+                   + ", ".join(f"{a['plan_s'] / b['plan_s']:.2f}x" for a, b in zip(one_, two)) + ")")
+        # On a machine of `cores` cores, a plan that took `cpu` seconds of
+        # CPU cannot take less than cpu / cores: how far two executors
+        # could go, given the CPU the first master's plans took (a Python
+        # worker that ended during the plan, not waited for, is missed).
+        cores = os.cpu_count() or 1
+        cpu = statistics.median(f["cpu_s"] for f in one_)
+        out.append(f"{masters[0]} kept {cpu / med[masters[0]]:.2f} of {cores} cores busy (its driver works beside "
+                   f"its executor): on {cores} cores, with the same CPU, at most "
+                   f"{med[masters[0]] / (cpu / cores):.2f}x")
     print("; ".join(out))
 
 

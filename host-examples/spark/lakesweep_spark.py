@@ -238,16 +238,22 @@ def _split_partition(keep_set, digest, pointer, spec, decisions, root, by_name=T
     return run
 
 
-def _gathered(sc, rdd, n, width=None, ahead=False):
+def _gathered(sc, rdd, n, width=None, ahead=0, all_submitted=None):
     """The results of the ``n`` partitions of ``rdd``, group by group: each
     group of ``width`` partitions (default: twice as many as the cluster
     runs at once) is one job, so the executors work in parallel
     (``toLocalIterator`` runs one job per partition, one after another).
-    With ``ahead`` (jobs that delete nothing), the next group's job runs while
-    the driver takes in this one's results: the driver holds two groups'
-    results at most, and a job already started when the driver stops
-    taking results runs to its end. Never for jobs that change anything:
-    each of their groups starts only once the driver took the last."""
+    With ``ahead`` (jobs that delete nothing), that many later groups'
+    jobs are submitted while the driver waits for and takes in this one's
+    results: with two, the next job is queued before this one ends, so an
+    executor that finishes its last task of a group starts on the next
+    group at once instead of waiting for the group's slowest task (Spark
+    runs the jobs first come, first served). The driver holds ``ahead +
+    1`` groups' results at most, and the jobs already submitted when the
+    driver stops taking results run to their end. Never for jobs that
+    change anything: each of their groups starts only once the driver took
+    the last. ``all_submitted``, if given, is called once the last group's
+    job is handed on (a job submitted after that runs after it)."""
     width = width or max(1, 2 * sc.defaultParallelism)
     groups = [list(range(start, min(n, start + width))) for start in range(0, n, width)]
     if not ahead:
@@ -255,16 +261,32 @@ def _gathered(sc, rdd, n, width=None, ahead=False):
             yield from sc.runJob(rdd, list, g)
         return
     if not groups:
+        if all_submitted is not None:
+            all_submitted()
         return
+    from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakesweep-gather")
+    pool = ThreadPoolExecutor(max_workers=ahead, thread_name_prefix="lakesweep-gather")
     try:
-        pending = pool.submit(sc.runJob, rdd, list, groups[0])
-        for later in groups[1:] + [None]:
-            done = pending.result()
-            if later is not None:
-                pending = pool.submit(sc.runJob, rdd, list, later)
+        later = iter(groups)
+        pending = deque()
+
+        def submit(g):
+            pending.append(pool.submit(sc.runJob, rdd, list, g))
+            if g is groups[-1] and all_submitted is not None:
+                # Handed to the pool, the job reaches Spark within a call:
+                # a job submitted after this one almost always runs after
+                # it (an order for speed only, nothing depends on it).
+                all_submitted()
+
+        for _, g in zip(range(ahead), later):
+            submit(g)
+        while pending:
+            done = pending.popleft().result()
+            nxt = next(later, None)
+            if nxt is not None:
+                submit(nxt)
             yield from done
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
@@ -329,7 +351,7 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
     decisions)``."""
     if listing not in ("names", "stat"):
         raise ValueError(f"listing: {listing!r} is not names or stat")
-    import hashlib
+    import threading
     import time
 
     clock = [time.monotonic()]
@@ -353,6 +375,8 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
                          "answer a split another attempt refused)")
     # Every task that decides checks that it runs the driver's build.
     driver = lakesweep.component_identity()
+    # Set once the executors may sample the table's listing (see below).
+    sample = threading.Event()
 
     def manifests(uris):
         # At most 16 files a task: a task's digests travel through the JVM
@@ -360,7 +384,12 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
         # of text, deflated before it travels).
         n = max(partitions_for(len(uris)), -(-len(uris) // 16))
         rdd = sc.parallelize(uris, n).mapPartitions(_digest_partition(store_spec, driver, s.manifest_resolution()))
-        return _inflated(_gathered(sc, rdd, n, ahead=True))
+        # A job a round of the executors, three queued: the driver takes in
+        # the first digests one round after they start, and the last job,
+        # whose digests it takes in after the executors are done, is small.
+        # The listing is sampled once every job of digests is queued: the
+        # executors sample while the driver takes in the last digests.
+        return _inflated(_gathered(sc, rdd, n, sc.defaultParallelism, ahead=3, all_submitted=sample.set))
 
     def partitions_for(n):
         return max(1, min(n, sc.defaultParallelism * 4))
@@ -371,21 +400,41 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
             # Another run's files would read as this one's.
             raise ValueError(f"{decisions}: holds decisions of another run already (give an empty folder)")
     s = Sweep(table, metadata, now_ms, store=store, manifests=manifests, **options)
-    # The table's own listing is sampled while the keep set is built (the
-    # executors are idle while the driver takes in manifest digests). The
-    # boundaries only balance the splits: the planner cuts the listing it
-    # asks for and proves the splits cover it, whatever was sampled; a
-    # prefix it asks for that was not guessed is sampled then.
+    # The table's own listing is sampled while the keep set is built: once
+    # the manifests' digests are all queued (the executors sample while the
+    # driver takes in the last of them, and while it ships the keep set),
+    # or at once when there are none. The boundaries only balance the
+    # splits: the planner cuts the listing it asks for and proves the
+    # splits cover it, whatever was sampled; a prefix it asks for that was
+    # not guessed is sampled then.
     from concurrent.futures import ThreadPoolExecutor
 
+    def sampled_when_asked(prefix):
+        sample.wait()
+        return _boundaries(sc, store, store_spec, prefix, split_size)
+
     early = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakesweep-sample")
-    guessed = {table.rstrip("/") + "/": early.submit(_boundaries, sc, store, store_spec, table.rstrip("/") + "/",
-                                                     split_size)}
+    guessed = {table.rstrip("/") + "/": early.submit(sampled_when_asked, table.rstrip("/") + "/")}
     early.shutdown(wait=False)
+    try:
+        return _plan_splits(sc, s, store, store_spec, pointer, guessed, sample, split_size, decisions, listing,
+                            driver, stage)
+    finally:
+        # Whatever happened, the sampling thread is not left waiting.
+        sample.set()
+
+
+def _plan_splits(sc, s, store, store_spec, pointer, guessed, sample, split_size, decisions, listing, driver, stage):
+    """:func:`plan` from the keep set on: ships it, has each listing it
+    asks for cut, listed and classified on the executors, and seals."""
+    import hashlib
+
     root = 0
     while True:
         # A listing the keep set needs first (a Delta log) is the driver's.
         prefixes = s.until_keep_set()
+        # No manifests to digest (or none left): sample now.
+        sample.set()
         if not prefixes:
             done = s.finish()
             stage(f"sealed: {len(done.delete)} objects to delete")
@@ -417,7 +466,7 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
                 _split_partition(shipped, digest, live, store_spec, decisions, root, listing == "names", driver)
             )
             # Groups of eight splits a core: a partial result is small.
-            for result in _gathered(sc, rdd, len(splits), 8 * sc.defaultParallelism, ahead=True):
+            for result in _gathered(sc, rdd, len(splits), 8 * sc.defaultParallelism, ahead=2):
                 s.feed_split(result)
             stage(f"{prefix}: {len(splits)} splits listed and classified")
             root += 1
@@ -566,9 +615,17 @@ def ready_executors(spark):
     def ready(_):
         # Only the installed package: this module may not be importable
         # on the executors yet (a job adds it to the context after this).
+        import gc
+
         import lakesweep as ls
 
-        yield ls.component_identity()
+        identity = ls.component_identity()
+        # Python's collector runs after every task in a worker Spark
+        # reuses: with the component loaded, a full pass over what is
+        # loaded here took 23 ms a task. Frozen now, what later tasks make
+        # is still collected.
+        gc.freeze()
+        yield identity
 
     sc = spark.sparkContext
     n = 2 * sc.defaultParallelism
@@ -589,9 +646,11 @@ def ready_executors(spark):
 
 def session(name, verbose=False):
     """The job's Spark session: warnings only unless ``verbose`` (a driver
-    already running keeps its log; its level is set here), and a local
+    already running keeps its log; its level is set here), a local
     master (``local``, ``local[N]``, the default) bound to 127.0.0.1 so a
-    laptop's job is reachable from nowhere else. Its executors are ready
+    laptop's job is reachable from nowhere else, and the executors'
+    Python workers reached over Unix sockets (unless the configuration
+    says otherwise). Its executors are ready
     (:func:`ready_executors`) when it is returned."""
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
@@ -608,6 +667,11 @@ def session(name, verbose=False):
         for k in ("spark.driver.bindAddress", "spark.driver.host"):
             if not conf.contains(k):
                 b = b.config(k, "127.0.0.1")
+    if not conf.contains("spark.python.unix.domain.socket.enabled"):
+        # An executor talks to its Python workers over a Unix socket, not
+        # TCP on loopback: a task's small messages waited out TCP's delayed
+        # acknowledgements there, about 30 ms a task.
+        b = b.config("spark.python.unix.domain.socket.enabled", "true")
     if not verbose:
         opts = conf.get("spark.driver.extraJavaOptions", "")
         if "log4j" not in opts:
