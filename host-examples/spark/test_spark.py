@@ -138,12 +138,14 @@ def test_the_spark_submit_entry_point_writes_the_plan(tmp_path):
     root = stage(REPO / "tests/fixtures/generated", tmp_path / "gen", {t["location"][len(VROOT) + 1:]: t["mtimes"]})
     out = tmp_path / "plan.json"
     here = Path(__file__).parent
-    # The README's recipe: quiet from the start, a local master on loopback
-    # (the job binds it), the command line's time and duration forms.
+    # The README's recipe: quiet from the start, the JVM's quick compiler
+    # only, a local master on loopback (the job binds it), the command
+    # line's time and duration forms.
     now = dt.datetime.fromtimestamp(t["now_ms"] / 1000, tz=dt.timezone.utc).isoformat(timespec="milliseconds")
     r = subprocess.run(
         ["spark-submit", "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-         "--driver-java-options", f"-Dlog4j2.configurationFile={here / 'log4j2-quiet.properties'}",
+         "--driver-java-options",
+         f"-Dlog4j2.configurationFile={here / 'log4j2-quiet.properties'} -XX:TieredStopAtLevel=1",
          str(here / "lakesweep_spark.py"), "plan", t["location"],
          "--metadata", t["metadata_location"], "--now", now.replace("+00:00", "Z"),
          "--older-than", f"{t['file_retention_ms'] // 86_400_000}d", "--root", f"{VROOT}={root}",
