@@ -111,8 +111,12 @@ def one(master, table, origin, split_size, java_options=""):
     t = json.loads(Path(table).read_text())
     before = set(_java_pids())
     started = time.monotonic()
-    java = f"--driver-java-options '{java_options}' " if java_options else ""
-    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--master {master} {java}pyspark-shell")
+    import shlex
+
+    java = f"--driver-java-options {shlex.quote(java_options)} " if java_options else ""
+    # This process's own launch: whatever the environment held would
+    # drop the master or the JVM's options.
+    os.environ["PYSPARK_SUBMIT_ARGS"] = f"--master {master} {java}pyspark-shell"
     spark = session("lakesweep-bench")
     assert spark.sparkContext.master == master, spark.sparkContext.master
     spark.sparkContext.addPyFile(str(REPO / "host-examples/spark/lakesweep_spark.py"))

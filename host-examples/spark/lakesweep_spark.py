@@ -164,13 +164,27 @@ def store_spec_for(table, roots=(), s3_endpoint=None):
 
 def _same_build(driver):
     """Raises unless this process runs the driver's lakesweep (``driver``:
-    the driver's :func:`lakesweep.component_identity`)."""
+    the driver's :func:`lakesweep.component_identity`). Then freezes what
+    the worker has loaded, once (see :func:`_freeze_loaded`)."""
     mine = lakesweep.component_identity()
     if mine != tuple(driver):
         raise ExecutorsNotReady(
             f"this executor runs another lakesweep (component {mine[1][:12]}) than the driver "
             f"(component {driver[1][:12]}): install the same package everywhere"
         )
+    _freeze_loaded()
+
+
+def _freeze_loaded():
+    """Freezes the objects this Python worker holds (the component,
+    wasmtime, the package) for the collector, once a process: pyspark's
+    worker runs a full collection after every task it is reused for, and
+    with the component loaded that pass took 23 ms a task. What later
+    tasks make is still collected."""
+    import gc
+
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
 
 
 def _split_partition(keep_set, digest, pointer, spec, decisions, root, by_name=True, driver=None):
@@ -253,27 +267,47 @@ def _gathered(sc, rdd, n, width=None, ahead=0, all_submitted=None):
     driver stops taking results run to their end. Never for jobs that
     change anything: each of their groups starts only once the driver took
     the last. ``all_submitted``, if given, is called once the last group's
-    job is handed on (a job submitted after that runs after it)."""
+    job is handed on (a job submitted after that runs after it). Jobs run
+    ahead that the driver no longer waits for (it stopped taking results)
+    are cancelled."""
     width = width or max(1, 2 * sc.defaultParallelism)
     groups = [list(range(start, min(n, start + width))) for start in range(0, n, width)]
     if not ahead:
-        for g in groups:
+        for i, g in enumerate(groups):
+            if i == len(groups) - 1 and all_submitted is not None:
+                all_submitted()
             yield from sc.runJob(rdd, list, g)
         return
     if not groups:
         if all_submitted is not None:
             all_submitted()
         return
+    import threading
+    import uuid
     from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor, wait
+
+    # The jobs run under a group of their own: if the driver stops taking
+    # results (a refusal, an error, an interrupt), those already submitted
+    # are cancelled instead of running on (and writing decisions) after
+    # the plan has failed.
+    group = f"lakesweep-{uuid.uuid4().hex}"
+    stopped = threading.Event()
+
+    def run(g):
+        if stopped.is_set():
+            return []
+        sc.setJobGroup(group, "lakesweep", interruptOnCancel=False)
+        return sc.runJob(rdd, list, g)
 
     pool = ThreadPoolExecutor(max_workers=ahead, thread_name_prefix="lakesweep-gather")
+    finished = False
     try:
         later = iter(groups)
         pending = deque()
 
         def submit(g):
-            pending.append(pool.submit(sc.runJob, rdd, list, g))
+            pending.append(pool.submit(run, g))
             if g is groups[-1] and all_submitted is not None:
                 # Handed to the pool, the job reaches Spark within a call:
                 # a job submitted after this one almost always runs after
@@ -288,8 +322,20 @@ def _gathered(sc, rdd, n, width=None, ahead=0, all_submitted=None):
             if nxt is not None:
                 submit(nxt)
             yield from done
+        finished = True
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+        if not finished:
+            stopped.set()
+            # A job a thread was submitting as the group was cancelled
+            # reaches Spark after it: cancel again until every thread is
+            # done (a cancelled job ends its runJob at once).
+            while True:
+                sc.cancelJobGroup(group)
+                live = [f for f in pending if not f.done()]
+                if not live:
+                    break
+                wait(live, timeout=0.2)
 
 
 def _digest_partition(spec, driver=None, resolution=None):
@@ -401,24 +447,32 @@ def plan(spark, table, metadata, now_ms, *, store_spec, pointer=None, split_size
             raise ValueError(f"{decisions}: holds decisions of another run already (give an empty folder)")
     s = Sweep(table, metadata, now_ms, store=store, manifests=manifests, **options)
     # The table's own listing is sampled while the keep set is built: once
-    # the manifests' digests are all queued (the executors sample while the
-    # driver takes in the last of them, and while it ships the keep set),
-    # or at once when there are none. The boundaries only balance the
-    # splits: the planner cuts the listing it asks for and proves the
-    # splits cover it, whatever was sampled; a prefix it asks for that was
-    # not guessed is sampled then.
+    # a round of manifests' digests is all queued (the executors sample
+    # while the driver takes in the last of them, and while it ships the
+    # keep set), or, with no digests to make, once the keep set is built.
+    # The boundaries only balance the splits: the planner cuts the listing
+    # it asks for and proves the splits cover it, whatever was sampled; a
+    # prefix it asks for that was not guessed is sampled then.
     from concurrent.futures import ThreadPoolExecutor
+
+    failed = threading.Event()
 
     def sampled_when_asked(prefix):
         sample.wait()
+        if failed.is_set():
+            return []
         return _boundaries(sc, store, store_spec, prefix, split_size)
 
-    early = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakesweep-sample")
-    guessed = {table.rstrip("/") + "/": early.submit(sampled_when_asked, table.rstrip("/") + "/")}
-    early.shutdown(wait=False)
     try:
+        early = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakesweep-sample")
+        guessed = {table.rstrip("/") + "/": early.submit(sampled_when_asked, table.rstrip("/") + "/")}
+        early.shutdown(wait=False)
         return _plan_splits(sc, s, store, store_spec, pointer, guessed, sample, split_size, decisions, listing,
                             driver, stage)
+    except BaseException:
+        # A plan that failed samples nothing more.
+        failed.set()
+        raise
     finally:
         # Whatever happened, the sampling thread is not left waiting.
         sample.set()
@@ -620,11 +674,10 @@ def ready_executors(spark):
         import lakesweep as ls
 
         identity = ls.component_identity()
-        # Python's collector runs after every task in a worker Spark
-        # reuses: with the component loaded, a full pass over what is
-        # loaded here took 23 ms a task. Frozen now, what later tasks make
-        # is still collected.
-        gc.freeze()
+        # The component is loaded: freeze it for the collector (as
+        # _freeze_loaded does; this module may not be importable here yet).
+        if gc.get_freeze_count() == 0:
+            gc.freeze()
         yield identity
 
     sc = spark.sparkContext
@@ -648,9 +701,7 @@ def session(name, verbose=False):
     """The job's Spark session: warnings only unless ``verbose`` (a driver
     already running keeps its log; its level is set here), a local
     master (``local``, ``local[N]``, the default) bound to 127.0.0.1 so a
-    laptop's job is reachable from nowhere else, and the executors'
-    Python workers reached over Unix sockets (unless the configuration
-    says otherwise). Its executors are ready
+    laptop's job is reachable from nowhere else. Its executors are ready
     (:func:`ready_executors`) when it is returned."""
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
@@ -667,11 +718,6 @@ def session(name, verbose=False):
         for k in ("spark.driver.bindAddress", "spark.driver.host"):
             if not conf.contains(k):
                 b = b.config(k, "127.0.0.1")
-    if not conf.contains("spark.python.unix.domain.socket.enabled"):
-        # An executor talks to its Python workers over a Unix socket, not
-        # TCP on loopback: a task's small messages waited out TCP's delayed
-        # acknowledgements there, about 30 ms a task.
-        b = b.config("spark.python.unix.domain.socket.enabled", "true")
     if not verbose:
         opts = conf.get("spark.driver.extraJavaOptions", "")
         if "log4j" not in opts:
