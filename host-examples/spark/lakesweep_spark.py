@@ -267,9 +267,7 @@ def _gathered(sc, rdd, n, width=None, ahead=0, all_submitted=None):
     driver stops taking results run to their end. Never for jobs that
     change anything: each of their groups starts only once the driver took
     the last. ``all_submitted``, if given, is called once the last group's
-    job is handed on (a job submitted after that runs after it). Jobs run
-    ahead that the driver no longer waits for (it stopped taking results)
-    are cancelled."""
+    job is handed on (a job submitted after that runs after it)."""
     width = width or max(1, 2 * sc.defaultParallelism)
     groups = [list(range(start, min(n, start + width))) for start in range(0, n, width)]
     if not ahead:
@@ -282,32 +280,16 @@ def _gathered(sc, rdd, n, width=None, ahead=0, all_submitted=None):
         if all_submitted is not None:
             all_submitted()
         return
-    import threading
-    import uuid
     from collections import deque
-    from concurrent.futures import ThreadPoolExecutor, wait
-
-    # The jobs run under a group of their own: if the driver stops taking
-    # results (a refusal, an error, an interrupt), those already submitted
-    # are cancelled instead of running on (and writing decisions) after
-    # the plan has failed.
-    group = f"lakesweep-{uuid.uuid4().hex}"
-    stopped = threading.Event()
-
-    def run(g):
-        if stopped.is_set():
-            return []
-        sc.setJobGroup(group, "lakesweep", interruptOnCancel=False)
-        return sc.runJob(rdd, list, g)
+    from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(max_workers=ahead, thread_name_prefix="lakesweep-gather")
-    finished = False
     try:
         later = iter(groups)
         pending = deque()
 
         def submit(g):
-            pending.append(pool.submit(run, g))
+            pending.append(pool.submit(sc.runJob, rdd, list, g))
             if g is groups[-1] and all_submitted is not None:
                 # Handed to the pool, the job reaches Spark within a call:
                 # a job submitted after this one almost always runs after
@@ -322,20 +304,8 @@ def _gathered(sc, rdd, n, width=None, ahead=0, all_submitted=None):
             if nxt is not None:
                 submit(nxt)
             yield from done
-        finished = True
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-        if not finished:
-            stopped.set()
-            # A job a thread was submitting as the group was cancelled
-            # reaches Spark after it: cancel again until every thread is
-            # done (a cancelled job ends its runJob at once).
-            while True:
-                sc.cancelJobGroup(group)
-                live = [f for f in pending if not f.done()]
-                if not live:
-                    break
-                wait(live, timeout=0.2)
 
 
 def _digest_partition(spec, driver=None, resolution=None):
