@@ -302,9 +302,16 @@ def test_a_job_that_may_delete_starts_each_group_only_once_the_last_was_taken(sp
         rdd = spark.sparkContext.parallelize(range(8), 8).mapPartitions(run)
         g = lakesweep_spark._gathered(spark.sparkContext, rdd, 8, width=2, ahead=ahead)
         assert [next(g), next(g)] == [0, 1]
+        want = list(range(2 * (ahead + 1)))
+        # The jobs run ahead have run once their marks are all there (a
+        # loaded machine may take a while); then nothing more runs.
+        for _ in range(100):
+            if len(list(marks.iterdir())) >= len(want):
+                break
+            time.sleep(0.1)
         time.sleep(1.5)
         ran = sorted(int(p.name) for p in marks.iterdir())
-        assert ran == list(range(2 * (ahead + 1))), ran
+        assert ran == want, ran
         assert list(g) == list(range(2, 8))
 
 
