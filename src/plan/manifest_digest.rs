@@ -192,16 +192,34 @@ fn push_hex16(out: &mut String, v: u64) {
     }
 }
 
-/// Reads 16 lowercase hex digits (as [`push_hex16`] writes them).
+/// Reads 16 lowercase hex digits (as [`push_hex16`] writes them). By
+/// table, without a branch per digit: digits and letters come in no
+/// order a branch could learn, and this runs once per key.
 fn parse_hex16(s: &str) -> Option<u64> {
-    if s.len() != 16
-        || !s
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    {
-        return None;
+    /// Each byte's digit value, or 16 for a byte that is not a lowercase
+    /// hex digit.
+    const VALUE: [u8; 256] = {
+        let mut t = [16u8; 256];
+        let mut i = 0;
+        while i < 10 {
+            t[b'0' as usize + i] = i as u8;
+            i += 1;
+        }
+        let mut i = 0;
+        while i < 6 {
+            t[b'a' as usize + i] = 10 + i as u8;
+            i += 1;
+        }
+        t
+    };
+    let b: &[u8; 16] = s.as_bytes().try_into().ok()?;
+    let (mut v, mut any_bad) = (0u64, 0u8);
+    for &c in b {
+        let d = VALUE[c as usize];
+        any_bad |= d & 16;
+        v = v << 4 | u64::from(d & 15);
     }
-    u64::from_str_radix(s, 16).ok()
+    (any_bad == 0).then_some(v)
 }
 
 impl ManifestDigest {
@@ -229,41 +247,15 @@ impl ManifestDigest {
         } else {
             None
         };
-        let mut entries = Vec::new();
+        // Sized by the count, within what the text can hold (a line is at
+        // least 8 bytes), so the entries are not moved as they grow.
+        let room = usize::try_from(count)
+            .unwrap_or(usize::MAX)
+            .min(text.len() / 8);
+        let mut entries = Vec::with_capacity(room);
+        let keys = resolved.is_some();
         for line in lines {
-            let mut parts = line.splitn(4, ' ');
-            let mut next = || parts.next().ok_or_else(|| bad(&format!("entry `{line}`")));
-            let status = match next()? {
-                "0" => ManifestStatus::Existing,
-                "1" => ManifestStatus::Added,
-                "2" => ManifestStatus::Deleted,
-                s => return Err(bad(&format!("entry status {s}"))),
-            };
-            let content = match next()? {
-                "0" => ContentType::Data,
-                "1" => ContentType::PositionDeletes,
-                "2" => ContentType::EqualityDeletes,
-                c => return Err(bad(&format!("entry content {c}"))),
-            };
-            let snapshot_id = match next()? {
-                "-" => None,
-                id => Some(
-                    id.parse::<i64>()
-                        .map_err(|_| bad(&format!("snapshot id {id}")))?,
-                ),
-            };
-            let path = match next()? {
-                p if resolved.is_some() && p.starts_with('#') => ManifestPath::Key(
-                    parse_hex16(&p[1..]).ok_or_else(|| bad(&format!("key `{p}`")))?,
-                ),
-                p => ManifestPath::Text(parse_json_string(p)?),
-            };
-            entries.push(DigestEntry {
-                status,
-                content,
-                snapshot_id,
-                path,
-            });
+            entries.push(decode_entry(line, keys)?);
         }
         if entries.len() as u64 != count {
             return Err(bad(&format!(
@@ -278,6 +270,58 @@ impl ManifestDigest {
             entries,
         })
     }
+}
+
+/// Reads one entry line, `<status> <content> <snapshot id or -> <path>`,
+/// byte by byte (a line per entry, millions per table): the status and
+/// content one digit each, the path a JSON string or, with `keys` (a
+/// resolved digest), `#` and 16 lowercase hex digits.
+fn decode_entry(line: &str, keys: bool) -> Result<DigestEntry> {
+    let b = line.as_bytes();
+    let entry = || bad(&format!("entry `{line}`"));
+    if b.len() < 6 || b[1] != b' ' || b[3] != b' ' {
+        return Err(entry());
+    }
+    let status = match b[0] {
+        b'0' => ManifestStatus::Existing,
+        b'1' => ManifestStatus::Added,
+        b'2' => ManifestStatus::Deleted,
+        _ => return Err(bad(&format!("entry status {}", &line[..1]))),
+    };
+    let content = match b[2] {
+        b'0' => ContentType::Data,
+        b'1' => ContentType::PositionDeletes,
+        b'2' => ContentType::EqualityDeletes,
+        _ => return Err(bad(&format!("entry content {}", &line[2..3]))),
+    };
+    // The snapshot id ends at the next space (an id holds none).
+    let end = 4 + b[4..].iter().position(|&c| c == b' ').ok_or_else(entry)?;
+    let snapshot_id = match &line[4..end] {
+        "-" => None,
+        // Only as the digest writes it: no sign but `-`, no leading zero.
+        id => Some(
+            matches!(
+                id.as_bytes(),
+                [b'0'] | [b'1'..=b'9', ..] | [b'-', b'1'..=b'9', ..]
+            )
+            .then(|| id.parse::<i64>().ok())
+            .flatten()
+            .ok_or_else(|| bad(&format!("snapshot id {id}")))?,
+        ),
+    };
+    let p = &line[end + 1..];
+    let path = match p.strip_prefix('#') {
+        Some(hex) if keys => {
+            ManifestPath::Key(parse_hex16(hex).ok_or_else(|| bad(&format!("key `{p}`")))?)
+        }
+        _ => ManifestPath::Text(parse_json_string(p)?),
+    };
+    Ok(DigestEntry {
+        status,
+        content,
+        snapshot_id,
+        path,
+    })
 }
 
 fn parse_json_string(s: &str) -> Result<String> {
@@ -310,6 +354,49 @@ fn bad(why: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A key reads back as written, and 16 characters that are not
+        /// all lowercase hex digits, or any other length, read as nothing.
+        #[test]
+        fn a_key_reads_back_and_anything_else_is_refused(v in any::<u64>(), t in "[0-9a-fA-Fg #\u{e9}]{0,18}") {
+            let mut hex = String::new();
+            push_hex16(&mut hex, v);
+            prop_assert_eq!(parse_hex16(&hex), Some(v));
+            let lower_hex = t.len() == 16 && t.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'));
+            prop_assert_eq!(parse_hex16(&t), lower_hex.then(|| u64::from_str_radix(&t, 16).unwrap()));
+        }
+
+        /// Any entry line, sealed (as a host that forged a digest would
+        /// send it), reads as an entry or is refused, never a panic; one
+        /// that reads writes back as the same line.
+        #[test]
+        fn any_entry_line_reads_back_or_is_refused(line in "[0-2x\u{e9}] [0-2#] (-|-?[0-9]{1,20}|x) (\"[a-z/ ]{0,6}\"|#[0-9a-g]{15,17}|[a-z]{0,3})", resolved in any::<bool>()) {
+            let head = if resolved {
+                "lakesweep-manifest-digest 3\nuri \"s3://b/t/m.avro\"\nlength 1\nentries 1\nresolved \"plain-keys-xxh3-64/1 s3://b/t\"\n"
+            } else {
+                "lakesweep-manifest-digest 2\nuri \"s3://b/t/m.avro\"\nlength 1\nentries 1\n"
+            };
+            if let Ok(d) = ManifestDigest::decode(&sealed(&format!("{head}{line}\n"))) {
+                let e = &d.entries[0];
+                let mut again = format!("{} {} ", status_number(e.status), content_number(e.content));
+                match e.snapshot_id {
+                    Some(id) => push_int(&mut again, id),
+                    None => again.push('-'),
+                }
+                again.push(' ');
+                match &e.path {
+                    ManifestPath::Key(fp) => {
+                        again.push('#');
+                        push_hex16(&mut again, *fp);
+                    }
+                    ManifestPath::Text(p) => push_json_string(&mut again, p),
+                }
+                prop_assert_eq!(again, line);
+            }
+        }
+    }
 
     fn sealed(body: &str) -> String {
         let mut text = body.to_owned();
