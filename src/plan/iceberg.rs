@@ -193,7 +193,6 @@ pub(super) fn read_manifest_digest(
     keep_deleted: bool,
 ) -> Result<ManifestRead> {
     let mut t = ManifestTally::new(uri, digest.source_len, expected_len, added_by, keep_deleted)?;
-    t.read.files.reserve_exact(digest.entries.len());
     // Each path moves into the read: a digest's paths are not copied again.
     for e in digest.entries {
         t.entry(e.status, e.content, e.snapshot_id, || e.path);

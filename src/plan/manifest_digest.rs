@@ -247,12 +247,7 @@ impl ManifestDigest {
         } else {
             None
         };
-        // Sized by the count, within what the text can hold (a line is at
-        // least 8 bytes), so the entries are not moved as they grow.
-        let room = usize::try_from(count)
-            .unwrap_or(usize::MAX)
-            .min(text.len() / 8);
-        let mut entries = Vec::with_capacity(room);
+        let mut entries = Vec::new();
         let keys = resolved.is_some();
         for line in lines {
             entries.push(decode_entry(line, keys)?);
