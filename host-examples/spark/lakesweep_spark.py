@@ -310,10 +310,10 @@ def _gathered(sc, rdd, n, width=None, ahead=0, all_submitted=None):
 
 def _digest_partition(spec, driver=None, resolution=None):
     """Reads and digests each file of a partition on its executor; yields
-    ``(uri, packed)``: the digest's text compressed with zstd and its
-    length (it travels through the JVM to the driver; zstd took a third of
-    the CPU zlib took and packed a quarter smaller, at ten million keys),
-    or ``None`` for a missing file. With the session's ``resolution``, a
+    ``(uri, (length, packed))``: the digest text's length in bytes and the
+    text compressed with zstd (it travels through the JVM to the driver;
+    zstd took a third of the CPU zlib took and packed a quarter smaller,
+    at ten million keys), or ``None`` for a missing file. With the session's ``resolution``, a
     manifest's plain paths are resolved here, to their keys'
     fingerprints: the driver merges keys, it does not resolve paths."""
     def run(uris):
@@ -342,7 +342,12 @@ def _inflated(pairs):
             yield uri, None
         else:
             size, data = packed
-            yield uri, pa.decompress(data, decompressed_size=size, codec="zstd", asbytes=True).decode()
+            try:
+                text = pa.decompress(data, decompressed_size=size, codec="zstd", asbytes=True).decode()
+            except (OSError, UnicodeDecodeError, pa.ArrowException) as e:
+                # Damaged on its way: the plan stops here, naming the file.
+                raise ValueError(f"the digest of {uri} came back damaged ({e})") from None
+            yield uri, text
 
 
 def _io_partition(spec, kind):

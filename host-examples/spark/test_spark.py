@@ -52,6 +52,18 @@ def stage(src, dst, tables):
     return dst
 
 
+def test_a_digest_travels_compressed_and_one_damaged_on_its_way_stops_the_plan_naming_its_file():
+    import pyarrow as pa
+
+    text = 'lakesweep-manifest-digest 2\nuri "s3://b/t/m.avro"\n'.encode()
+    packed = (len(text), pa.compress(text, codec="zstd", asbytes=True))
+    assert list(lakesweep_spark._inflated([("s3://b/t/m.avro", packed), ("s3://b/t/gone.avro", None)])) == [
+        ("s3://b/t/m.avro", text.decode()), ("s3://b/t/gone.avro", None)]
+    for damaged in ((packed[0], packed[1][:-2]), (packed[0] + 1, packed[1]), (packed[0], b"not zstd")):
+        with pytest.raises(ValueError, match=r"the digest of s3://b/t/m\.avro came back damaged"):
+            list(lakesweep_spark._inflated([("s3://b/t/m.avro", damaged)]))
+
+
 def test_iceberg_and_delta_plans_on_spark_equal_the_native_pins(spark, tmp_path):
     expect = json.loads((REPO / "tests/fixtures/generated/expect.json").read_text())
     root = stage(
